@@ -1,0 +1,117 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+)
+
+// minTokens is the smallest batch of fresh entry tokens passed to one
+// admission run: enough for the usual refill without generating many
+// tokens that the run cannot use.
+const minTokens = 8
+
+// maxRunsPerTick bounds how many admission runs one room gets in one tick
+// when capacity is larger than the tokens passed.
+const maxRunsPerTick = 16
+
+// AdmitterOptions configure an Admitter.
+type AdmitterOptions struct {
+	// Interval between ticks (WR_ADMIT_INTERVAL, default 100ms).
+	Interval time.Duration
+	// OnAdmit, when set, is called after every successful admission run,
+	// from the admitter's goroutine; it must not block.
+	OnAdmit func(AdmitResult)
+	Logger  *slog.Logger
+}
+
+// Admitter runs the admission loop of one instance: every Interval, one
+// admission run per room. Every instance runs one; the admission script is
+// atomic, so they never admit beyond a room's target together.
+type Admitter struct {
+	q    *Queue
+	o    AdmitterOptions
+	want map[string]int // per room: tokens the last run could have used
+	down bool           // Redis unreachable: logged once, until it returns
+}
+
+// NewAdmitter returns an Admitter for q.
+func (q *Queue) NewAdmitter(o AdmitterOptions) *Admitter {
+	if o.Interval <= 0 {
+		o.Interval = 100 * time.Millisecond
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return &Admitter{q: q, o: o, want: map[string]int{}}
+}
+
+// Run ticks until ctx is done. While Redis is unreachable it backs off (up
+// to 2s between tries) and logs once when it goes and once when it returns.
+func (a *Admitter) Run(ctx context.Context) {
+	wait := a.o.Interval
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		err := a.Tick(ctx)
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			if !a.down {
+				a.o.Logger.LogAttrs(ctx, slog.LevelError, "admission paused: redis unreachable", slog.String("error", err.Error()))
+				a.down = true
+			}
+			wait = min(max(wait*2, a.o.Interval), 2*time.Second)
+		default:
+			if a.down {
+				a.o.Logger.LogAttrs(ctx, slog.LevelInfo, "admission resumed")
+				a.down = false
+			}
+			wait = a.o.Interval
+		}
+		t.Reset(wait)
+	}
+}
+
+// Tick runs one admission step for every room. It returns the first error
+// that means Redis is unreachable; other rooms are still tried.
+func (a *Admitter) Tick(ctx context.Context) error {
+	rooms, err := a.q.Rooms(ctx)
+	if err != nil {
+		return err
+	}
+	var first error
+	for _, room := range rooms {
+		if err := a.admitRoom(ctx, room); err != nil && first == nil && !errors.Is(err, ErrRoomNotFound) {
+			first = err
+		}
+	}
+	return first
+}
+
+func (a *Admitter) admitRoom(ctx context.Context, room string) error {
+	n := max(a.want[room], minTokens)
+	for range maxRunsPerTick {
+		res, err := a.q.Admit(ctx, room, n)
+		if err != nil {
+			return err
+		}
+		a.want[room] = res.Want
+		if a.o.OnAdmit != nil {
+			a.o.OnAdmit(res)
+		}
+		// More capacity than tokens passed: run again at once.
+		if len(res.Admitted) < n || res.Want <= n {
+			return nil
+		}
+		n = res.Want - n
+	}
+	return nil
+}

@@ -1,0 +1,45 @@
+package queue
+
+import (
+	"fmt"
+	"regexp"
+)
+
+// DefaultPrefix is the key prefix used when Options.Prefix is empty.
+const DefaultPrefix = "wr:"
+
+var roomName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
+
+// ValidRoom reports whether name can be a room: 1–64 characters of a–z, 0–9,
+// '-' and '_', starting with a letter or digit. The name becomes a Redis
+// Cluster hash tag, so braces and other punctuation are refused.
+func ValidRoom(name string) bool { return roomName.MatchString(name) }
+
+// keys are the Redis keys of one room, all under the hash tag {room}.
+type keys struct {
+	cfg, seq, queue, active, tokens, stats, channel string
+}
+
+func (q *Queue) keys(room string) keys {
+	base := fmt.Sprintf("%s{%s}:", q.prefix, room)
+	return keys{
+		cfg:     base + "cfg",
+		seq:     base + "seq",
+		queue:   base + "queue",
+		active:  base + "active",
+		tokens:  base + "tokens",
+		stats:   base + "stats",
+		channel: base + "events",
+	}
+}
+
+// roomsKey is the set of room names, read by the admission loop and the
+// admin API. It is never touched by a script, so it may live on any slot.
+func (q *Queue) roomsKey() string { return q.prefix + "rooms" }
+
+// Channel returns the pub/sub channel on which admission events of room are
+// published.
+func (q *Queue) Channel(room string) string { return q.keys(room).channel }
+
+// ChannelPattern returns the pattern matching every room's event channel.
+func (q *Queue) ChannelPattern() string { return q.prefix + "{*}:events" }

@@ -1,0 +1,292 @@
+package queue
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Sentinel errors. The HTTP layer maps each to one status in one table.
+var (
+	// ErrRoomNotFound: the room does not exist (or its name is invalid).
+	ErrRoomNotFound = errors.New("room not found")
+	// ErrRoomPaused: the room refuses new entries for now.
+	ErrRoomPaused = errors.New("room paused")
+	// ErrNotInQueue: neither waiting nor holding a live entry token.
+	ErrNotInQueue = errors.New("not in queue")
+	// ErrEntryTokenInvalid: the entry token is unknown, spent, expired or
+	// belongs to another user.
+	ErrEntryTokenInvalid = errors.New("entry token invalid")
+	// ErrUnavailable wraps every failure to reach Redis: the caller answers
+	// 503 and the client retries; nothing already accepted is lost.
+	ErrUnavailable = errors.New("queue unavailable")
+)
+
+// State is where a user stands in a room.
+type State int
+
+// States of a user in a room.
+const (
+	NotInQueue State = iota
+	Waiting
+	Ready
+)
+
+func (s State) String() string {
+	switch s {
+	case Waiting:
+		return "WAITING"
+	case Ready:
+		return "READY"
+	}
+	return "NOT_IN_QUEUE"
+}
+
+// Status is a user's standing in a room as read from Redis.
+type Status struct {
+	State State
+	// Ticket is the user's ticket number (Waiting only).
+	Ticket int64
+	// Position is 1-based (Waiting only).
+	Position int64
+	// Waiting is the number of people waiting in the room (Waiting only).
+	Waiting int64
+	// Rate is the measured admission rate in users per second; 0 until the
+	// room has measured one (Waiting only).
+	Rate float64
+	// EntryToken and EntryExpires are set when Ready.
+	EntryToken   string
+	EntryExpires time.Time
+	// New is true when Enter gave the user a new ticket.
+	New bool
+}
+
+// Options configure a Queue.
+type Options struct {
+	// Prefix starts every key; DefaultPrefix when empty. Tests use a unique
+	// prefix each, so they share one Redis without seeing each other.
+	Prefix string
+	// RateWindow is how much busy time admissions are measured over
+	// before the rate is updated (default 5s).
+	RateWindow time.Duration
+}
+
+// Queue is the Redis model of all rooms. It is safe for concurrent use.
+type Queue struct {
+	rdb        redis.UniversalClient
+	prefix     string
+	rateWindow time.Duration
+}
+
+// New returns a Queue on rdb. rdb may be a single node, Sentinel or Cluster
+// client: every script touches the keys of one room, which share one slot.
+func New(rdb redis.UniversalClient, o Options) *Queue {
+	if o.Prefix == "" {
+		o.Prefix = DefaultPrefix
+	}
+	if o.RateWindow <= 0 {
+		o.RateWindow = 5 * time.Second
+	}
+	return &Queue{rdb: rdb, prefix: o.Prefix, rateWindow: o.RateWindow}
+}
+
+// unavailable marks err as a failure to reach Redis.
+func unavailable(op string, err error) error {
+	return fmt.Errorf("queue: %s: %w: %w", op, ErrUnavailable, err)
+}
+
+func msTime(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
+
+// Enter puts user in room's queue, or returns where they already are.
+// Re-entering keeps the first ticket; a user holding a live entry token gets
+// Ready. Errors: ErrRoomNotFound, ErrRoomPaused, ErrUnavailable.
+func (q *Queue) Enter(ctx context.Context, room, user string) (Status, error) {
+	if !ValidRoom(room) {
+		return Status{}, ErrRoomNotFound
+	}
+	k := q.keys(room)
+	v, err := enterScript.Run(ctx, q.rdb, []string{k.cfg, k.seq, k.queue, k.active, k.tokens, k.stats}, user).Result()
+	if err != nil {
+		return Status{}, unavailable("enter", err)
+	}
+	r := asReply("enter", v)
+	var st Status
+	switch tag := r.str(0); tag {
+	case "NOROOM":
+		return Status{}, ErrRoomNotFound
+	case "PAUSED":
+		return Status{}, ErrRoomPaused
+	case "READY":
+		st = Status{State: Ready, EntryToken: r.str(1), EntryExpires: msTime(r.int(2))}
+	case "WAITING":
+		st = Status{State: Waiting, Ticket: r.int(1), Position: r.int(2), Waiting: r.int(3), Rate: r.float(4), New: r.int(5) == 1}
+	default:
+		r.fail(0, "a known tag")
+	}
+	return st, r.err
+}
+
+// Status reads user's standing in room. A user admitted between two reads
+// sees Ready, never NotInQueue: admission pops and issues the token in one
+// script. Errors: ErrNotInQueue, ErrUnavailable.
+func (q *Queue) Status(ctx context.Context, room, user string) (Status, error) {
+	if !ValidRoom(room) {
+		return Status{}, ErrNotInQueue
+	}
+	k := q.keys(room)
+	v, err := statusScript.Run(ctx, q.rdb, []string{k.queue, k.active, k.tokens, k.stats}, user).Result()
+	if err != nil {
+		return Status{}, unavailable("status", err)
+	}
+	r := asReply("status", v)
+	var st Status
+	switch tag := r.str(0); tag {
+	case "NONE":
+		return Status{}, ErrNotInQueue
+	case "READY":
+		st = Status{State: Ready, EntryToken: r.str(1), EntryExpires: msTime(r.int(2))}
+	case "WAITING":
+		st = Status{State: Waiting, Ticket: r.int(1), Position: r.int(2), Waiting: r.int(3), Rate: r.float(4)}
+	default:
+		r.fail(0, "a known tag")
+	}
+	return st, r.err
+}
+
+// LeaveResult says what Leave removed.
+type LeaveResult struct {
+	WasWaiting bool
+	Ticket     int64
+	SlotFreed  bool
+}
+
+// Leave removes user from room's queue, or gives up their entry window. An
+// order already in flight keeps its slot until it finishes.
+func (q *Queue) Leave(ctx context.Context, room, user string) (LeaveResult, error) {
+	if !ValidRoom(room) {
+		return LeaveResult{}, nil
+	}
+	k := q.keys(room)
+	v, err := leaveScript.Run(ctx, q.rdb, []string{k.queue, k.active, k.tokens, k.stats}, user).Result()
+	if err != nil {
+		return LeaveResult{}, unavailable("leave", err)
+	}
+	r := asReply("leave", v)
+	res := LeaveResult{WasWaiting: r.int(0) == 1, Ticket: r.int(1), SlotFreed: r.int(2) == 1}
+	return res, r.err
+}
+
+// Claim is a consumed entry token: proof that its user may place one order,
+// and what Restore needs to give the token back.
+type Claim struct {
+	Room, User, Token string
+	// Deadline is the end of the entry window the token had.
+	Deadline time.Time
+}
+
+// Consume validates and spends user's entry token in room (compare-then-
+// delete in one script). The user's slot stays active for inFlight, the
+// longest an order may take; Release ends it sooner. Errors:
+// ErrEntryTokenInvalid, ErrUnavailable.
+func (q *Queue) Consume(ctx context.Context, room, user, token string, inFlight time.Duration) (Claim, error) {
+	if !ValidRoom(room) || token == "" {
+		return Claim{}, ErrEntryTokenInvalid
+	}
+	k := q.keys(room)
+	v, err := consumeScript.Run(ctx, q.rdb, []string{k.active, k.tokens}, user, token, inFlight.Milliseconds()).Result()
+	if err != nil {
+		return Claim{}, unavailable("consume", err)
+	}
+	r := asReply("consume", v)
+	if r.int(0) != 1 {
+		if r.err != nil {
+			return Claim{}, r.err
+		}
+		return Claim{}, ErrEntryTokenInvalid
+	}
+	c := Claim{Room: room, User: user, Token: token, Deadline: msTime(r.int(1))}
+	return c, r.err
+}
+
+// Release frees the active slot of a finished order (committed, or failed
+// for a business reason such as out of stock). It returns whether a slot was
+// freed; a user admitted again meanwhile keeps their new admission.
+func (q *Queue) Release(ctx context.Context, c Claim) (bool, error) {
+	k := q.keys(c.Room)
+	n, err := releaseScript.Run(ctx, q.rdb, []string{k.active, k.tokens}, c.User, "order").Int64()
+	if err != nil {
+		return false, unavailable("release", err)
+	}
+	return n == 1, nil
+}
+
+// Restore gives a consumed token back after an infrastructure failure, so
+// the user can retry the same order. The entry window is extended to at
+// least now + grace. It returns false when the slot is already gone.
+func (q *Queue) Restore(ctx context.Context, c Claim, grace time.Duration) (bool, error) {
+	k := q.keys(c.Room)
+	n, err := restoreScript.Run(ctx, q.rdb, []string{k.active, k.tokens},
+		c.User, c.Token, c.Deadline.UnixMilli(), grace.Milliseconds()).Int64()
+	if err != nil {
+		return false, unavailable("restore", err)
+	}
+	return n == 1, nil
+}
+
+// AdmitResult is the outcome of one admission run for one room.
+type AdmitResult struct {
+	Room     string
+	Admitted []string // users admitted, in ticket order
+	Waiting  int64    // waiting after the run
+	Active   int64    // active after the run
+	Want     int      // tokens this run could have used
+	Pruned   int      // expired admissions removed
+	Rate     float64  // measured admission rate, users/s (0: not yet measured)
+	Target   int64
+	Paused   bool
+}
+
+// NewEntryToken returns 128 random bits, base64url-encoded.
+func NewEntryToken() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// Admit runs one admission step for room with up to tokens fresh entry
+// tokens. Any number of callers may run it at once. Errors: ErrRoomNotFound,
+// ErrUnavailable.
+func (q *Queue) Admit(ctx context.Context, room string, tokens int) (AdmitResult, error) {
+	k := q.keys(room)
+	args := make([]any, 0, 3+tokens)
+	args = append(args, k.channel, room, q.rateWindow.Milliseconds())
+	for range tokens {
+		args = append(args, NewEntryToken())
+	}
+	v, err := admitScript.Run(ctx, q.rdb, []string{k.cfg, k.queue, k.active, k.tokens, k.stats}, args...).Result()
+	if err != nil {
+		return AdmitResult{}, unavailable("admit", err)
+	}
+	r := asReply("admit", v)
+	n := r.int(0)
+	if n < 0 && r.err == nil {
+		return AdmitResult{}, ErrRoomNotFound
+	}
+	res := AdmitResult{
+		Room:     room,
+		Admitted: r.strs(8),
+		Waiting:  r.int(1),
+		Active:   r.int(2),
+		Want:     int(r.int(3)),
+		Pruned:   int(r.int(4)),
+		Rate:     r.float(5),
+		Target:   r.int(6),
+		Paused:   r.int(7) == 1,
+	}
+	return res, r.err
+}

@@ -1,0 +1,67 @@
+// Package queuetest connects tests to the real Redis that `make test` provides.
+//
+// Tests never mock Redis. Each test gets a unique key prefix, so tests share
+// one Redis without seeing each other's keys, and the keys are deleted when
+// the test ends.
+package queuetest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// URL returns the Redis URL for tests: WR_TEST_REDIS_URL, else REDIS_URL,
+// else redis://127.0.0.1:6379/0.
+func URL() string {
+	for _, k := range []string{"WR_TEST_REDIS_URL", "REDIS_URL"} {
+		if v := os.Getenv(k); v != "" {
+			return v
+		}
+	}
+	return "redis://127.0.0.1:6379/0"
+}
+
+// Redis returns a client on the test Redis and a key prefix unique to tb.
+// It fails the test (never skips it) when Redis cannot be reached.
+func Redis(tb testing.TB) (*redis.Client, string) {
+	tb.Helper()
+	opt, err := redis.ParseURL(URL())
+	if err != nil {
+		tb.Fatalf("queuetest: bad WR_TEST_REDIS_URL/REDIS_URL %q: %v", URL(), err)
+	}
+	rdb := redis.NewClient(opt)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		_ = rdb.Close()
+		tb.Fatalf("queuetest: Redis at %s is unreachable (%v): set WR_TEST_REDIS_URL or run `make test`, which starts one", URL(), err)
+	}
+	prefix := Prefix()
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		iter := rdb.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+		var batch []string
+		for iter.Next(ctx) {
+			batch = append(batch, iter.Val())
+		}
+		if len(batch) > 0 {
+			rdb.Del(ctx, batch...)
+		}
+		_ = rdb.Close()
+	})
+	return rdb, prefix
+}
+
+// Prefix returns a fresh key prefix, e.g. "wrtest:3f9a1c0b:".
+func Prefix() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return "wrtest:" + hex.EncodeToString(b[:]) + ":"
+}

@@ -1,0 +1,167 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// RoomConfig is a room's live configuration, stored in Redis and read by
+// every admission run, so a change applies cluster-wide within one tick.
+type RoomConfig struct {
+	// Target is targetActive: admitted users plus orders in flight.
+	Target int64
+	// EntryTTL is how long an entry token stays valid after admission.
+	EntryTTL time.Duration
+	// Paused rooms admit nobody and refuse new entries; those waiting keep
+	// their place.
+	Paused bool
+}
+
+// RoomUpdate changes some fields of a RoomConfig; nil fields stay.
+type RoomUpdate struct {
+	Target   *int64
+	EntryTTL *time.Duration
+	Paused   *bool
+}
+
+// RoomInfo is a room's configuration and live figures.
+type RoomInfo struct {
+	Name string
+	RoomConfig
+	Waiting  int64
+	Active   int64
+	Rate     float64 // measured admissions per second (0: not yet measured)
+	Serving  int64   // ticket of the last admitted user
+	Entered  int64   // new tickets issued, all time
+	Admitted int64   // users admitted, all time
+	Expired  int64   // admissions whose window ended unused
+	Left     int64   // waiting users who left
+}
+
+func boolField(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
+// EnsureRoom creates room with cfg unless it exists; an existing room keeps
+// its configuration.
+func (q *Queue) EnsureRoom(ctx context.Context, room string, cfg RoomConfig) error {
+	if !ValidRoom(room) {
+		return fmt.Errorf("queue: ensure room %q: %w", room, ErrRoomNotFound)
+	}
+	k := q.keys(room)
+	_, err := q.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.HSetNX(ctx, k.cfg, "target", cfg.Target)
+		p.HSetNX(ctx, k.cfg, "ttl_ms", cfg.EntryTTL.Milliseconds())
+		p.HSetNX(ctx, k.cfg, "paused", boolField(cfg.Paused))
+		p.SAdd(ctx, q.roomsKey(), room)
+		return nil
+	})
+	if err != nil {
+		return unavailable("ensure room", err)
+	}
+	return nil
+}
+
+// UpdateRoom changes room's configuration. With create, a missing room is
+// created from defaults first; without, it is ErrRoomNotFound.
+func (q *Queue) UpdateRoom(ctx context.Context, room string, u RoomUpdate, create bool, defaults RoomConfig) (RoomInfo, error) {
+	if !ValidRoom(room) {
+		return RoomInfo{}, ErrRoomNotFound
+	}
+	k := q.keys(room)
+	if create {
+		if err := q.EnsureRoom(ctx, room, defaults); err != nil {
+			return RoomInfo{}, err
+		}
+	} else {
+		n, err := q.rdb.Exists(ctx, k.cfg).Result()
+		if err != nil {
+			return RoomInfo{}, unavailable("update room", err)
+		}
+		if n == 0 {
+			return RoomInfo{}, ErrRoomNotFound
+		}
+	}
+	var fields []any
+	if u.Target != nil {
+		fields = append(fields, "target", *u.Target)
+	}
+	if u.EntryTTL != nil {
+		fields = append(fields, "ttl_ms", u.EntryTTL.Milliseconds())
+	}
+	if u.Paused != nil {
+		fields = append(fields, "paused", boolField(*u.Paused))
+	}
+	if len(fields) > 0 {
+		if err := q.rdb.HSet(ctx, k.cfg, fields...).Err(); err != nil {
+			return RoomInfo{}, unavailable("update room", err)
+		}
+	}
+	return q.Room(ctx, room)
+}
+
+// Room returns room's configuration and live figures.
+func (q *Queue) Room(ctx context.Context, room string) (RoomInfo, error) {
+	if !ValidRoom(room) {
+		return RoomInfo{}, ErrRoomNotFound
+	}
+	k := q.keys(room)
+	var cfg *redis.MapStringStringCmd
+	var stats *redis.SliceCmd
+	var waiting, active *redis.IntCmd
+	_, err := q.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		cfg = p.HGetAll(ctx, k.cfg)
+		stats = p.HMGet(ctx, k.stats, "rate", "serving", "entered", "admitted", "expired", "left")
+		waiting = p.ZCard(ctx, k.queue)
+		active = p.ZCard(ctx, k.active)
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return RoomInfo{}, unavailable("room", err)
+	}
+	c := cfg.Val()
+	if len(c) == 0 {
+		return RoomInfo{}, ErrRoomNotFound
+	}
+	info := RoomInfo{Name: room, Waiting: waiting.Val(), Active: active.Val()}
+	info.Target, _ = strconv.ParseInt(c["target"], 10, 64)
+	ttl, _ := strconv.ParseInt(c["ttl_ms"], 10, 64)
+	info.EntryTTL = time.Duration(ttl) * time.Millisecond
+	info.Paused = c["paused"] == "1"
+	s := stats.Val()
+	num := func(i int) float64 {
+		if i < len(s) {
+			if str, ok := s[i].(string); ok {
+				f, _ := strconv.ParseFloat(str, 64)
+				return f
+			}
+		}
+		return 0
+	}
+	info.Rate = num(0)
+	info.Serving = int64(num(1))
+	info.Entered = int64(num(2))
+	info.Admitted = int64(num(3))
+	info.Expired = int64(num(4))
+	info.Left = int64(num(5))
+	return info, nil
+}
+
+// Rooms returns the names of all rooms, sorted.
+func (q *Queue) Rooms(ctx context.Context) ([]string, error) {
+	names, err := q.rdb.SMembers(ctx, q.roomsKey()).Result()
+	if err != nil {
+		return nil, unavailable("rooms", err)
+	}
+	slices.Sort(names)
+	return names, nil
+}

@@ -1,0 +1,110 @@
+-- admit: one admission tick for one room. Safe to run from any number of
+-- instances at once: each run is atomic, so active never exceeds target.
+--
+-- KEYS[1] cfg     HASH  target, ttl_ms, paused
+-- KEYS[2] queue   ZSET  member = user id, score = ticket number
+-- KEYS[3] active  ZSET  member = user id, score = deadline (ms, Redis clock)
+-- KEYS[4] tokens  HASH  user id -> entry token
+-- KEYS[5] stats   HASH  rate, serving, counters, rate-window state
+-- ARGV[1] pub/sub channel of the room
+-- ARGV[2] room name (goes into the event)
+-- ARGV[3] rate window in ms (admissions are measured over this much busy time)
+-- ARGV[4..] fresh entry tokens, one per user this run may admit
+--
+-- Steps: prune expired admissions -> capacity = target - active -> pop up to
+-- min(capacity, #tokens) users in ticket order -> store their tokens -> record
+-- them active until now + ttl -> measure the rate -> publish ONE event.
+--
+-- Returns {admitted, waiting, active, want, pruned, rate, target, paused, users}
+--   users: the admitted user ids in ticket order
+--   want: how many tokens this run could have used (min(capacity, queue
+--   length before popping)); the caller passes at least that many next time.
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  return {-1, 0, 0, 0, 0, '0', 0, 0, {}}
+end
+local cfg = redis.call('HMGET', KEYS[1], 'target', 'ttl_ms', 'paused')
+local target = tonumber(cfg[1]) or 0
+local ttl = tonumber(cfg[2]) or 120000
+local paused = cfg[3] == '1'
+
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+
+-- 1. prune admissions whose window (or in-flight order deadline) has passed
+-- (bounded per run so one tick never stalls Redis; the rest go next tick)
+local expired = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now, 'LIMIT', 0, 1000)
+local pruned = #expired
+for i = 1, pruned do
+  redis.call('HDEL', KEYS[4], expired[i])
+  redis.call('ZREM', KEYS[3], expired[i])
+end
+if pruned > 0 then
+  redis.call('HINCRBY', KEYS[5], 'expired', pruned)
+end
+
+-- 2. capacity and pop
+local active = redis.call('ZCARD', KEYS[3])
+local waiting = redis.call('ZCARD', KEYS[2])
+local capacity = target - active
+if capacity < 0 then capacity = 0 end
+local waitingBefore = waiting
+local want = math.min(capacity, waiting)
+if paused then want = 0 end
+local n = math.min(want, #ARGV - 3)
+
+local admitted = {}
+local serving = nil
+if n > 0 then
+  local popped = redis.call('ZPOPMIN', KEYS[2], n)
+  local deadline = now + ttl
+  for i = 1, #popped, 2 do
+    local user = popped[i]
+    local k = (i + 1) / 2
+    admitted[k] = user
+    redis.call('HSET', KEYS[4], user, ARGV[3 + k])
+    redis.call('ZADD', KEYS[3], deadline, user)
+    serving = popped[i + 1]
+  end
+  redis.call('HSET', KEYS[5], 'serving', serving)
+  redis.call('HINCRBY', KEYS[5], 'admitted', #admitted)
+  active = active + #admitted
+  waiting = waiting - #admitted
+end
+
+-- 3. measure the admission rate over busy time only (time with people
+-- waiting and the room open), so a quiet room does not look slow.
+local st = redis.call('HMGET', KEYS[5], 'last_ms', 'busy_ms', 'busy_n', 'rate')
+local last = tonumber(st[1])
+local busy = tonumber(st[2]) or 0
+local busyN = tonumber(st[3]) or 0
+local rate = tonumber(st[4]) or 0
+if last and waitingBefore > 0 and not paused then
+  local dt = now - last
+  if dt > 1000 then dt = 1000 end
+  if dt > 0 then
+    busy = busy + dt
+    busyN = busyN + #admitted
+  end
+end
+local window = tonumber(ARGV[3])
+if busy >= window then
+  local measured = busyN * 1000 / busy
+  if rate > 0 then rate = (rate + measured) / 2 else rate = measured end
+  busy = 0
+  busyN = 0
+end
+local rateStr = string.format('%.3f', rate)
+redis.call('HSET', KEYS[5], 'last_ms', now, 'busy_ms', busy, 'busy_n', busyN, 'rate', rateStr)
+
+-- 4. one event per tick that changed anything
+if #admitted > 0 or pruned > 0 then
+  local ev = {room = ARGV[2], ts = now, waiting = waiting, active = active,
+              rate = rateStr, pruned = pruned}
+  if #admitted > 0 then
+    ev.admitted = admitted
+    ev.serving = tonumber(serving)
+  end
+  redis.call('PUBLISH', ARGV[1], cjson.encode(ev))
+end
+
+return {#admitted, waiting, active, want, pruned, rateStr, target, paused and 1 or 0, admitted}

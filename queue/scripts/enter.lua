@@ -1,0 +1,51 @@
+-- enter: put a user in a room's queue, or report where they already are.
+--
+-- KEYS[1] cfg     HASH  room configuration (exists iff the room exists)
+-- KEYS[2] seq     STRING ticket counter
+-- KEYS[3] queue   ZSET  member = user id, score = ticket number
+-- KEYS[4] active  ZSET  member = user id, score = deadline (ms, Redis clock)
+-- KEYS[5] tokens  HASH  user id -> entry token
+-- KEYS[6] stats   HASH  measured admission rate and counters
+-- ARGV[1] user id
+--
+-- Returns one of
+--   {"NOROOM"}
+--   {"READY", entryToken, deadlineMs}
+--   {"PAUSED"}                                  (not queued: room paused)
+--   {"WAITING", ticket, position, waiting, rate, new(0|1)}
+-- Re-entering keeps the first ticket (ZADD NX); a user holding a live entry
+-- token stays READY. The ticket comes from INCR here, never from app clocks.
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  return {'NOROOM'}
+end
+local user = ARGV[1]
+local rate = redis.call('HGET', KEYS[6], 'rate') or '0'
+
+local rank = redis.call('ZRANK', KEYS[3], user)
+if rank then
+  local ticket = redis.call('ZSCORE', KEYS[3], user)
+  return {'WAITING', ticket, rank + 1, redis.call('ZCARD', KEYS[3]), rate, 0}
+end
+
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local token = redis.call('HGET', KEYS[5], user)
+if token then
+  local deadline = tonumber(redis.call('ZSCORE', KEYS[4], user) or '0')
+  if deadline > now then
+    return {'READY', token, deadline}
+  end
+  -- The entry window ended but the admission tick has not pruned it yet.
+  redis.call('HDEL', KEYS[5], user)
+  redis.call('ZREM', KEYS[4], user)
+end
+
+if redis.call('HGET', KEYS[1], 'paused') == '1' then
+  return {'PAUSED'}
+end
+
+local ticket = redis.call('INCR', KEYS[2])
+redis.call('ZADD', KEYS[3], 'NX', ticket, user)
+redis.call('HINCRBY', KEYS[6], 'entered', 1)
+rank = redis.call('ZRANK', KEYS[3], user)
+return {'WAITING', ticket, rank + 1, redis.call('ZCARD', KEYS[3]), rate, 1}
