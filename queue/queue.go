@@ -59,6 +59,8 @@ type Status struct {
 	// Rate is the measured admission rate in users per second; 0 until the
 	// room has measured one (Waiting only).
 	Rate float64
+	// Target is the room's targetActive (Waiting only).
+	Target int64
 	// EntryToken and EntryExpires are set when Ready.
 	EntryToken   string
 	EntryExpires time.Time
@@ -124,7 +126,7 @@ func (q *Queue) Enter(ctx context.Context, room, user string) (Status, error) {
 	case "READY":
 		st = Status{State: Ready, EntryToken: r.str(1), EntryExpires: msTime(r.int(2))}
 	case "WAITING":
-		st = Status{State: Waiting, Ticket: r.int(1), Position: r.int(2), Waiting: r.int(3), Rate: r.float(4), New: r.int(5) == 1}
+		st = Status{State: Waiting, Ticket: r.int(1), Position: r.int(2), Waiting: r.int(3), Rate: r.float(4), New: r.int(5) == 1, Target: r.int(6)}
 	default:
 		r.fail(0, "a known tag")
 	}
@@ -139,7 +141,7 @@ func (q *Queue) Status(ctx context.Context, room, user string) (Status, error) {
 		return Status{}, ErrNotInQueue
 	}
 	k := q.keys(room)
-	v, err := statusScript.Run(ctx, q.rdb, []string{k.queue, k.active, k.tokens, k.stats}, user).Result()
+	v, err := statusScript.Run(ctx, q.rdb, []string{k.queue, k.active, k.tokens, k.stats, k.cfg}, user).Result()
 	if err != nil {
 		return Status{}, unavailable("status", err)
 	}
@@ -151,7 +153,7 @@ func (q *Queue) Status(ctx context.Context, room, user string) (Status, error) {
 	case "READY":
 		st = Status{State: Ready, EntryToken: r.str(1), EntryExpires: msTime(r.int(2))}
 	case "WAITING":
-		st = Status{State: Waiting, Ticket: r.int(1), Position: r.int(2), Waiting: r.int(3), Rate: r.float(4)}
+		st = Status{State: Waiting, Ticket: r.int(1), Position: r.int(2), Waiting: r.int(3), Rate: r.float(4), Target: r.int(5)}
 	default:
 		r.fail(0, "a known tag")
 	}

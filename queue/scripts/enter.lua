@@ -12,7 +12,7 @@
 --   {"NOROOM"}
 --   {"READY", entryToken, deadlineMs}
 --   {"PAUSED"}                                  (not queued: room paused)
---   {"WAITING", ticket, position, waiting, rate, new(0|1)}
+--   {"WAITING", ticket, position, waiting, rate, new(0|1), target}
 -- Re-entering keeps the first ticket (ZADD NX); a user holding a live entry
 -- token stays READY. The ticket comes from INCR here, never from app clocks.
 if redis.call('EXISTS', KEYS[1]) == 0 then
@@ -20,11 +20,12 @@ if redis.call('EXISTS', KEYS[1]) == 0 then
 end
 local user = ARGV[1]
 local rate = redis.call('HGET', KEYS[6], 'rate') or '0'
+local target = redis.call('HGET', KEYS[1], 'target') or '0'
 
 local rank = redis.call('ZRANK', KEYS[3], user)
 if rank then
   local ticket = redis.call('ZSCORE', KEYS[3], user)
-  return {'WAITING', ticket, rank + 1, redis.call('ZCARD', KEYS[3]), rate, 0}
+  return {'WAITING', ticket, rank + 1, redis.call('ZCARD', KEYS[3]), rate, 0, target}
 end
 
 local t = redis.call('TIME')
@@ -48,4 +49,4 @@ local ticket = redis.call('INCR', KEYS[2])
 redis.call('ZADD', KEYS[3], 'NX', ticket, user)
 redis.call('HINCRBY', KEYS[6], 'entered', 1)
 rank = redis.call('ZRANK', KEYS[3], user)
-return {'WAITING', ticket, rank + 1, redis.call('ZCARD', KEYS[3]), rate, 1}
+return {'WAITING', ticket, rank + 1, redis.call('ZCARD', KEYS[3]), rate, 1, target}

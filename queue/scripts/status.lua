@@ -4,10 +4,11 @@
 -- KEYS[2] active  ZSET  member = user id, score = deadline (ms, Redis clock)
 -- KEYS[3] tokens  HASH  user id -> entry token
 -- KEYS[4] stats   HASH  measured admission rate
+-- KEYS[5] cfg     HASH  room configuration (target)
 -- ARGV[1] user id
 --
 -- Returns one of
---   {"WAITING", ticket, position, waiting, rate}
+--   {"WAITING", ticket, position, waiting, rate, target}
 --   {"READY", entryToken, deadlineMs}
 --   {"NONE"}   neither waiting nor holding a live entry token
 -- Admission pops a user and stores their token in one script, so between two
@@ -16,7 +17,8 @@ local user = ARGV[1]
 local rank = redis.call('ZRANK', KEYS[1], user)
 if rank then
   return {'WAITING', redis.call('ZSCORE', KEYS[1], user), rank + 1,
-          redis.call('ZCARD', KEYS[1]), redis.call('HGET', KEYS[4], 'rate') or '0'}
+          redis.call('ZCARD', KEYS[1]), redis.call('HGET', KEYS[4], 'rate') or '0',
+          redis.call('HGET', KEYS[5], 'target') or '0'}
 end
 local token = redis.call('HGET', KEYS[3], user)
 if token then

@@ -1,0 +1,171 @@
+// Command waitingroom runs the virtual waiting room.
+//
+//	waitingroom [serve]                         run an instance (config from the environment)
+//	waitingroom seed --users N --password P --products M --stock S
+//	                                            create demo users and products
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/crypto/bcrypt"
+
+	"waitingroom/server"
+	"waitingroom/server/pgstore"
+)
+
+func main() {
+	log := newLogger()
+	slog.SetDefault(log)
+	args := os.Args[1:]
+	cmd := "serve"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		cmd, args = args[0], args[1:]
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var err error
+	switch cmd {
+	case "serve":
+		err = serve(ctx, log, args)
+	case "seed":
+		err = seed(ctx, log, args)
+	default:
+		err = fmt.Errorf("unknown command %q: want serve or seed", cmd)
+	}
+	if err != nil {
+		log.Error("waitingroom: " + err.Error())
+		os.Exit(1)
+	}
+}
+
+func newLogger() *slog.Logger {
+	opts := &slog.HandlerOptions{Level: slog.LevelInfo}
+	if os.Getenv("WR_LOG_FORMAT") == "json" {
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, opts))
+}
+
+func serve(ctx context.Context, log *slog.Logger, args []string) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	httpAddr := fs.String("http", "", "public address (overrides WR_HTTP_ADDR)")
+	adminAddr := fs.String("admin", "", "management address (overrides WR_ADMIN_ADDR)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg, err := server.LoadConfig(os.Getenv)
+	if err != nil {
+		return err
+	}
+	if *httpAddr != "" {
+		cfg.HTTPAddr = *httpAddr
+	}
+	if *adminAddr != "" {
+		cfg.AdminAddr = *adminAddr
+	}
+	if cfg.Dev {
+		log.Warn("WR_DEV=1: development mode; unless set, the JWT secret is random (tokens die with the process)",
+			"adminToken", devAdminToken(cfg))
+	}
+	if cfg.AdminToken == "" {
+		log.Warn("WR_ADMIN_TOKEN is empty: the admin API refuses every request")
+	}
+
+	rdb, err := openRedis(cfg.RedisURL)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+
+	octx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	reg := prometheus.NewRegistry()
+	store, err := pgstore.Open(octx, cfg.DatabaseURL, pgstore.Options{PoolSize: cfg.DBPool, Logger: log, Registerer: reg})
+	if err != nil {
+		return fmt.Errorf("DATABASE_URL: %w", err)
+	}
+	defer store.Close()
+
+	srv, err := server.New(server.Options{Config: cfg, Redis: rdb, Store: store, Logger: log, Registry: reg})
+	if err != nil {
+		return err
+	}
+	return srv.Run(ctx)
+}
+
+// devAdminToken shows the admin token in development only when it was
+// generated (an operator-chosen one is never logged).
+func devAdminToken(cfg server.Config) string {
+	if os.Getenv("WR_ADMIN_TOKEN") != "" {
+		return "(from WR_ADMIN_TOKEN)"
+	}
+	return cfg.AdminToken
+}
+
+// openRedis connects to REDIS_URL with bounded timeouts: a Redis outage
+// turns into quick 503s, never hung requests.
+func openRedis(url string) (redis.UniversalClient, error) {
+	opt, err := redis.ParseURL(url)
+	if err != nil {
+		return nil, fmt.Errorf("REDIS_URL: %w", err)
+	}
+	opt.DialTimeout = 2 * time.Second
+	opt.ReadTimeout = time.Second
+	opt.WriteTimeout = time.Second
+	opt.PoolTimeout = 2 * time.Second
+	return redis.NewClient(opt), nil
+}
+
+func seed(ctx context.Context, log *slog.Logger, args []string) error {
+	fs := flag.NewFlagSet("seed", flag.ContinueOnError)
+	users := fs.Int("users", 10000, "demo users user1…userN")
+	password := fs.String("password", "demo-pass", "password of every demo user")
+	products := fs.Int("products", 3, "products with ids 1…M (created when missing)")
+	stock := fs.Int64("stock", 1000000, "stock of each new product")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *users < 0 || *products < 0 || *stock < 0 || *password == "" {
+		return errors.New("seed: --users, --products and --stock must be >= 0 and --password non-empty")
+	}
+	cfg, err := server.LoadConfig(func(k string) string {
+		if k == "WR_DEV" && os.Getenv("WR_JWT_SECRET") == "" {
+			return "1" // seeding needs no JWT secret
+		}
+		return os.Getenv(k)
+	})
+	if err != nil {
+		return err
+	}
+	octx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	store, err := pgstore.Open(octx, cfg.DatabaseURL, pgstore.Options{PoolSize: 4, Logger: log})
+	if err != nil {
+		return fmt.Errorf("DATABASE_URL: %w", err)
+	}
+	defer store.Close()
+	// One hash for everyone: 10,000 users seed in well under a second.
+	hash, err := bcrypt.GenerateFromPassword([]byte(*password), cfg.BcryptCost)
+	if err != nil {
+		return fmt.Errorf("seed: hash password: %w", err)
+	}
+	start := time.Now()
+	res, err := store.Seed(octx, pgstore.SeedOptions{Users: *users, PasswordHash: hash, Products: *products, Stock: *stock})
+	if err != nil {
+		return err
+	}
+	log.Info("seeded", "users", res.Users, "productsCreated", res.ProductsCreated, "took", time.Since(start).Round(time.Millisecond))
+	return nil
+}

@@ -1,0 +1,169 @@
+package server
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/adaptor"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"waitingroom/queue"
+)
+
+func (s *Server) newAdminApp() *fiber.App {
+	app := fiber.New(s.fiberConfig("waitingroom-admin"))
+	app.Get("/metrics", adaptor.HTTPHandler(promhttp.HandlerFor(s.m.reg, promhttp.HandlerOpts{})))
+	app.Get("/healthz", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"status": "ok"}) })
+	app.Get("/readyz", s.readyz)
+	adm := app.Group("/admin", s.adminAuth, noStore)
+	adm.Get("/rooms", s.adminRooms)
+	adm.Get("/rooms/:room", s.adminRoom)
+	adm.Put("/rooms/:room", s.adminPutRoom)
+	app.Use(notFound)
+	return app
+}
+
+// readyz is 200 when Redis and Postgres both answer within a second.
+func (s *Server) readyz(c *fiber.Ctx) error {
+	ctx, cancel := context.WithTimeout(c.UserContext(), time.Second)
+	defer cancel()
+	checks := fiber.Map{"redis": "ok", "postgres": "ok"}
+	ready := true
+	if err := s.rdb.Ping(ctx).Err(); err != nil {
+		checks["redis"], ready = err.Error(), false
+	}
+	if err := s.store.Ping(ctx); err != nil {
+		checks["postgres"], ready = err.Error(), false
+	}
+	if !ready {
+		return c.Status(fiber.StatusServiceUnavailable).JSON(fiber.Map{"status": "unavailable", "checks": checks})
+	}
+	return c.JSON(fiber.Map{"status": "ok", "checks": checks})
+}
+
+// adminAuth requires "Authorization: Bearer $WR_ADMIN_TOKEN" (compared in
+// constant time). Without WR_ADMIN_TOKEN the admin API refuses everyone.
+func (s *Server) adminAuth(c *fiber.Ctx) error {
+	want := s.cfg.AdminToken
+	got := bearer(c)
+	if want == "" || subtle.ConstantTimeCompare([]byte(got), []byte(want)) != 1 {
+		return &apiError{status: 401, code: "unauthorized", message: "the admin API needs Authorization: Bearer $WR_ADMIN_TOKEN"}
+	}
+	return c.Next()
+}
+
+// roomDoc is a room as the admin API shows it.
+type roomDoc struct {
+	Room            string  `json:"room"`
+	TargetActive    int64   `json:"targetActive"`
+	EntryTTL        string  `json:"entryTtl"`
+	EntryTTLSeconds float64 `json:"entryTtlSeconds"`
+	Paused          bool    `json:"paused"`
+	Waiting         int64   `json:"waiting"`
+	Active          int64   `json:"active"`
+	AdmissionRate   float64 `json:"admissionRate"`
+	ServingTicket   int64   `json:"servingTicket"`
+	Entered         int64   `json:"entered"`
+	Admitted        int64   `json:"admitted"`
+	Expired         int64   `json:"expired"`
+	Left            int64   `json:"left"`
+}
+
+func toRoomDoc(r queue.RoomInfo) roomDoc {
+	return roomDoc{
+		Room: r.Name, TargetActive: r.Target, EntryTTL: r.EntryTTL.String(), EntryTTLSeconds: r.EntryTTL.Seconds(),
+		Paused: r.Paused, Waiting: r.Waiting, Active: r.Active, AdmissionRate: r.Rate, ServingTicket: r.Serving,
+		Entered: r.Entered, Admitted: r.Admitted, Expired: r.Expired, Left: r.Left,
+	}
+}
+
+func (s *Server) adminRooms(c *fiber.Ctx) error {
+	names, err := s.q.Rooms(c.UserContext())
+	if err != nil {
+		return err
+	}
+	out := make([]roomDoc, 0, len(names))
+	for _, n := range names {
+		r, err := s.q.Room(c.UserContext(), n)
+		if errors.Is(err, queue.ErrRoomNotFound) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		out = append(out, toRoomDoc(r))
+	}
+	return c.JSON(fiber.Map{"rooms": out})
+}
+
+func (s *Server) adminRoom(c *fiber.Ctx) error {
+	r, err := s.q.Room(c.UserContext(), c.Params("room"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(toRoomDoc(r))
+}
+
+// roomPut is the body of PUT /admin/rooms/{room}; absent fields stay.
+type roomPut struct {
+	TargetActive *int64          `json:"targetActive"`
+	EntryTTL     json.RawMessage `json:"entryTtl"` // "90s" or a number of seconds
+	Paused       *bool           `json:"paused"`
+}
+
+// adminPutRoom changes a room live (every instance's next admission run
+// reads it) or creates it with the configured defaults.
+func (s *Server) adminPutRoom(c *fiber.Ctx) error {
+	var req roomPut
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	var u queue.RoomUpdate
+	if req.TargetActive != nil {
+		if *req.TargetActive < 0 || *req.TargetActive > 1_000_000 {
+			return errBadRequest("targetActive must be from 0 to 1000000")
+		}
+		u.Target = req.TargetActive
+	}
+	if len(req.EntryTTL) > 0 {
+		d, err := parseTTL(req.EntryTTL)
+		if err != nil {
+			return errBadRequest(err.Error())
+		}
+		u.EntryTTL = &d
+	}
+	u.Paused = req.Paused
+	r, err := s.q.UpdateRoom(c.UserContext(), c.Params("room"), u, true, s.roomDefaults())
+	if err != nil {
+		return err
+	}
+	s.log.Info("room changed by admin", "room", r.Name, "targetActive", r.Target, "entryTtl", r.EntryTTL, "paused", r.Paused)
+	return c.JSON(toRoomDoc(r))
+}
+
+func parseTTL(raw json.RawMessage) (time.Duration, error) {
+	var d time.Duration
+	var str string
+	var secs float64
+	switch {
+	case json.Unmarshal(raw, &str) == nil:
+		v, err := time.ParseDuration(str)
+		if err != nil {
+			return 0, fmt.Errorf("entryTtl %q is not a duration like 90s", str)
+		}
+		d = v
+	case json.Unmarshal(raw, &secs) == nil:
+		d = time.Duration(secs * float64(time.Second))
+	default:
+		return 0, errors.New("entryTtl must be a duration string (\"90s\") or a number of seconds")
+	}
+	if d < time.Second || d > 24*time.Hour {
+		return 0, errors.New("entryTtl must be from 1s to 24h")
+	}
+	return d, nil
+}

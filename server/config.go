@@ -1,0 +1,168 @@
+package server
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"waitingroom/queue"
+)
+
+// Config is the whole configuration, read from the environment (12-factor).
+// Every field names the variable it comes from.
+type Config struct {
+	HTTPAddr     string // WR_HTTP_ADDR, default ":8080": the API and the page
+	AdminAddr    string // WR_ADMIN_ADDR, default "127.0.0.1:8081": metrics, health, admin
+	RedisURL     string // REDIS_URL, default "redis://127.0.0.1:6379/0"
+	DatabaseURL  string // DATABASE_URL, default "postgres://postgres@127.0.0.1:5432/waitingroom?sslmode=disable"
+	Dev          bool   // WR_DEV=1: generated JWT secret and admin token, with a warning
+	JWTSecret    string // WR_JWT_SECRET: required (>= 32 bytes) unless WR_DEV=1
+	JWTPrevious  string // WR_JWT_SECRET_PREVIOUS: still accepted for verification (rotation)
+	AdminToken   string // WR_ADMIN_TOKEN: bearer token of /admin; empty disables /admin
+	Rooms        []string
+	TargetActive int64         // WR_TARGET_ACTIVE (20): default targetActive of new rooms
+	AdmitEvery   time.Duration // WR_ADMIT_INTERVAL (100ms)
+	EntryTTL     time.Duration // WR_ENTRY_TTL (120s)
+	PollBands    Bands         // WR_POLL_BANDS ("100:1s,1000:3s,*:5s")
+	BcryptCost   int           // WR_BCRYPT_COST (10)
+	DBPool       int32         // WR_DB_POOL (40)
+	AccessTTL    time.Duration // WR_ACCESS_TTL (1h): lifetime of access tokens
+	QueueTTL     time.Duration // WR_QUEUE_TTL (6h): lifetime of queue tokens
+	OrderTimeout time.Duration // WR_ORDER_TIMEOUT (5s): the order transaction's deadline
+	MaxQuantity  int           // WR_MAX_QUANTITY (10): largest quantity one order may ask
+	BodyLimit    int           // WR_BODY_LIMIT (16384 bytes): larger bodies get 413
+	Shutdown     time.Duration // WR_SHUTDOWN_TIMEOUT (15s)
+	CookieSecure bool          // WR_COOKIE_SECURE=1: mark the wr_queue cookie Secure
+}
+
+// ConfigError names the variable that is wrong.
+type ConfigError struct {
+	Var, Value, Reason string
+}
+
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("config: %s=%q: %s", e.Var, e.Value, e.Reason)
+}
+
+// LoadConfig reads the configuration through getenv (os.Getenv in main).
+// The first invalid variable fails with a *ConfigError naming it.
+func LoadConfig(getenv func(string) string) (Config, error) {
+	p := envParser{getenv: getenv}
+	c := Config{
+		HTTPAddr:     p.str("WR_HTTP_ADDR", ":8080"),
+		AdminAddr:    p.str("WR_ADMIN_ADDR", "127.0.0.1:8081"),
+		RedisURL:     p.str("REDIS_URL", "redis://127.0.0.1:6379/0"),
+		DatabaseURL:  p.str("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/waitingroom?sslmode=disable"),
+		Dev:          p.flag("WR_DEV"),
+		JWTSecret:    getenv("WR_JWT_SECRET"),
+		JWTPrevious:  getenv("WR_JWT_SECRET_PREVIOUS"),
+		AdminToken:   getenv("WR_ADMIN_TOKEN"),
+		TargetActive: p.int("WR_TARGET_ACTIVE", 20, 0, 1_000_000),
+		AdmitEvery:   p.duration("WR_ADMIT_INTERVAL", 100*time.Millisecond, 10*time.Millisecond, time.Minute),
+		EntryTTL:     p.duration("WR_ENTRY_TTL", 120*time.Second, time.Second, 24*time.Hour),
+		BcryptCost:   int(p.int("WR_BCRYPT_COST", 10, 4, 31)),
+		DBPool:       int32(p.int("WR_DB_POOL", 40, 1, 10_000)),
+		AccessTTL:    p.duration("WR_ACCESS_TTL", time.Hour, time.Minute, 30*24*time.Hour),
+		QueueTTL:     p.duration("WR_QUEUE_TTL", 6*time.Hour, time.Minute, 7*24*time.Hour),
+		OrderTimeout: p.duration("WR_ORDER_TIMEOUT", 5*time.Second, 100*time.Millisecond, 5*time.Minute),
+		MaxQuantity:  int(p.int("WR_MAX_QUANTITY", 10, 1, 1_000_000)),
+		BodyLimit:    int(p.int("WR_BODY_LIMIT", 16<<10, 1<<10, 16<<20)),
+		Shutdown:     p.duration("WR_SHUTDOWN_TIMEOUT", 15*time.Second, time.Second, 10*time.Minute),
+		CookieSecure: p.flag("WR_COOKIE_SECURE"),
+	}
+	rooms := p.str("WR_ROOMS", "default")
+	for _, r := range strings.Split(rooms, ",") {
+		r = strings.TrimSpace(r)
+		if !queue.ValidRoom(r) {
+			p.fail("WR_ROOMS", rooms, fmt.Sprintf("room %q: names are 1-64 of a-z 0-9 - _", r))
+			break
+		}
+		c.Rooms = append(c.Rooms, r)
+	}
+	bands := p.str("WR_POLL_BANDS", DefaultBands)
+	if b, err := ParseBands(bands); err != nil {
+		p.fail("WR_POLL_BANDS", bands, err.Error())
+	} else {
+		c.PollBands = b
+	}
+	switch {
+	case c.JWTSecret == "" && c.Dev:
+		c.JWTSecret = randomHex(32)
+	case c.JWTSecret == "":
+		p.fail("WR_JWT_SECRET", "", "required (at least 32 bytes); or set WR_DEV=1 for a generated one")
+	case len(c.JWTSecret) < 32:
+		p.fail("WR_JWT_SECRET", "(hidden)", "too short: use at least 32 bytes")
+	}
+	if c.JWTPrevious != "" && len(c.JWTPrevious) < 32 {
+		p.fail("WR_JWT_SECRET_PREVIOUS", "(hidden)", "too short: use at least 32 bytes")
+	}
+	if c.AdminToken == "" && c.Dev {
+		c.AdminToken = randomHex(16)
+	}
+	return c, p.err
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+type envParser struct {
+	getenv func(string) string
+	err    error
+}
+
+func (p *envParser) fail(name, value, reason string) {
+	if p.err == nil {
+		p.err = &ConfigError{Var: name, Value: value, Reason: reason}
+	}
+}
+
+func (p *envParser) str(name, def string) string {
+	if v := strings.TrimSpace(p.getenv(name)); v != "" {
+		return v
+	}
+	return def
+}
+
+func (p *envParser) flag(name string) bool {
+	switch v := strings.ToLower(strings.TrimSpace(p.getenv(name))); v {
+	case "", "0", "false", "no", "off":
+		return false
+	case "1", "true", "yes", "on":
+		return true
+	default:
+		p.fail(name, v, "want 1 or 0")
+		return false
+	}
+}
+
+func (p *envParser) int(name string, def, lo, hi int64) int64 {
+	v := strings.TrimSpace(p.getenv(name))
+	if v == "" {
+		return def
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < lo || n > hi {
+		p.fail(name, v, fmt.Sprintf("want an integer in [%d, %d]", lo, hi))
+		return def
+	}
+	return n
+}
+
+func (p *envParser) duration(name string, def, lo, hi time.Duration) time.Duration {
+	v := strings.TrimSpace(p.getenv(name))
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < lo || d > hi {
+		p.fail(name, v, fmt.Sprintf("want a duration in [%v, %v], e.g. 100ms or 2m", lo, hi))
+		return def
+	}
+	return d
+}

@@ -1,0 +1,97 @@
+package server
+
+import (
+	"errors"
+	"log/slog"
+	"strconv"
+
+	"github.com/gofiber/fiber/v2"
+
+	"waitingroom/queue"
+	"waitingroom/server/pgstore"
+)
+
+// apiError is an error with its HTTP status and contract code.
+type apiError struct {
+	status     int
+	code       string
+	message    string
+	retryAfter int // seconds; 0: no Retry-After header
+}
+
+func (e *apiError) Error() string { return e.code + ": " + e.message }
+
+func errBadRequest(msg string) error {
+	return &apiError{status: fiber.StatusBadRequest, code: "invalid_request", message: msg}
+}
+
+var (
+	errUnauthorized     = &apiError{status: fiber.StatusUnauthorized, code: "unauthorized", message: "a valid token is required"}
+	errInvalidCreds     = &apiError{status: fiber.StatusUnauthorized, code: "invalid_credentials", message: "login id or password is wrong"}
+	errWrongRoom        = &apiError{status: fiber.StatusForbidden, code: "wrong_room", message: "this queue token belongs to another room"}
+	errEntryTokenNeeded = &apiError{status: fiber.StatusForbidden, code: "entry_token_invalid", message: "the X-Entry-Token header is required"}
+)
+
+// errorTable maps the packages' sentinel errors to responses: the one place
+// where domain errors become HTTP statuses.
+var errorTable = []struct {
+	err error
+	api apiError
+}{
+	{queue.ErrRoomNotFound, apiError{status: 404, code: "room_not_found", message: "no such room"}},
+	{queue.ErrRoomPaused, apiError{status: 423, code: "room_paused", message: "the room is paused; try again shortly", retryAfter: 5}},
+	{queue.ErrNotInQueue, apiError{status: 404, code: "not_in_queue", message: "you are not in this queue (never entered, left, or your entry window ended): enter again"}},
+	{queue.ErrEntryTokenInvalid, apiError{status: 403, code: "entry_token_invalid", message: "the entry token is unknown, already used, expired or not yours"}},
+	{queue.ErrUnavailable, apiError{status: 503, code: "unavailable", message: "the queue is briefly unavailable; your place is kept, retry shortly", retryAfter: 1}},
+	{ErrTokenInvalid, apiError{status: 401, code: "unauthorized", message: "the token is missing, expired or invalid"}},
+	{pgstore.ErrProductNotFound, apiError{status: 404, code: "product_not_found", message: "no such product"}},
+	{pgstore.ErrOutOfStock, apiError{status: 409, code: "out_of_stock", message: "not enough stock left for this order"}},
+}
+
+// fiberCodes names Fiber's own errors (routing, body limit) in the contract's form.
+var fiberCodes = map[int]string{
+	fiber.StatusBadRequest:                  "invalid_request",
+	fiber.StatusNotFound:                    "not_found",
+	fiber.StatusMethodNotAllowed:            "method_not_allowed",
+	fiber.StatusRequestEntityTooLarge:       "payload_too_large",
+	fiber.StatusRequestHeaderFieldsTooLarge: "headers_too_large",
+	fiber.StatusUnsupportedMediaType:        "unsupported_media_type",
+}
+
+// toAPIError resolves err to the response the client gets. Unknown errors
+// are 500 with a generic message; their detail only goes to the log.
+func toAPIError(err error) (*apiError, bool) {
+	var ae *apiError
+	if errors.As(err, &ae) {
+		return ae, true
+	}
+	for i := range errorTable {
+		if errors.Is(err, errorTable[i].err) {
+			e := errorTable[i].api
+			return &e, true
+		}
+	}
+	var fe *fiber.Error
+	if errors.As(err, &fe) {
+		code, ok := fiberCodes[fe.Code]
+		if !ok {
+			code = "error"
+		}
+		return &apiError{status: fe.Code, code: code, message: fe.Message}, true
+	}
+	return &apiError{status: 500, code: "internal", message: "internal error"}, false
+}
+
+// writeError writes err in the contract's form.
+func (s *Server) writeError(c *fiber.Ctx, err error) error {
+	ae, known := toAPIError(err)
+	if !known || ae.status >= 500 {
+		s.log.LogAttrs(c.UserContext(), slog.LevelError, "request failed",
+			slog.String("method", c.Method()), slog.String("path", c.Path()),
+			slog.Int("status", ae.status), slog.String("error", err.Error()))
+	}
+	if ae.retryAfter > 0 {
+		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(ae.retryAfter))
+	}
+	return c.Status(ae.status).JSON(fiber.Map{"error": ae.code, "message": ae.message})
+}

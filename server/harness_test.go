@@ -1,0 +1,293 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/crypto/bcrypt"
+
+	"waitingroom/queue/queuetest"
+	"waitingroom/server"
+	"waitingroom/server/pgstore"
+	"waitingroom/server/pgstore/pgtest"
+)
+
+const (
+	testSecret     = "test-secret-test-secret-test-secret-0123"
+	testAdminToken = "admin-test-token"
+	testPassword   = "pw"
+	testUsers      = 60
+)
+
+// env is a test's shared backing services: one fresh database, seeded, and
+// one Redis key prefix. Several server instances may share one env.
+type env struct {
+	t      testing.TB
+	dbURL  string
+	rdb    *redis.Client
+	prefix string
+}
+
+func newEnv(t testing.TB) *env {
+	t.Helper()
+	rdb, prefix := queuetest.Redis(t)
+	e := &env{t: t, dbURL: pgtest.URL(t), rdb: rdb, prefix: prefix}
+	store, err := pgstore.Open(context.Background(), e.dbURL, pgstore.Options{PoolSize: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	hash, _ := bcrypt.GenerateFromPassword([]byte(testPassword), bcrypt.MinCost)
+	if _, err := store.Seed(context.Background(), pgstore.SeedOptions{Users: testUsers, PasswordHash: hash, Products: 3, Stock: 1000}); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// exec runs SQL on the env's database (test set-up only).
+func (e *env) exec(sql string, args ...any) {
+	e.t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, e.dbURL)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, sql, args...); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// instance is one running server on loopback ports.
+type instance struct {
+	t     testing.TB
+	srv   *server.Server
+	base  string // public, e.g. http://127.0.0.1:39211
+	admin string // management
+	logs  *syncBuffer
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// start runs a server instance on e with extra environment variables.
+// By default the admission loop ticks once a minute, so tests drive
+// admission themselves with admit(); pass WR_ADMIT_INTERVAL to run it.
+func (e *env) start(vars map[string]string) *instance {
+	t := e.t
+	t.Helper()
+	getenv := func(k string) string {
+		if v, ok := vars[k]; ok {
+			return v
+		}
+		return map[string]string{
+			"WR_JWT_SECRET":       testSecret,
+			"WR_ADMIN_TOKEN":      testAdminToken,
+			"WR_BCRYPT_COST":      "4",
+			"WR_ADMIT_INTERVAL":   "1m",
+			"WR_TARGET_ACTIVE":    "5",
+			"WR_SHUTDOWN_TIMEOUT": "5s",
+		}[k]
+	}
+	cfg, err := server.LoadConfig(getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	store, err := pgstore.Open(context.Background(), e.dbURL, pgstore.Options{PoolSize: cfg.DBPool, Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &syncBuffer{}
+	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	srv, err := server.New(server.Options{Config: cfg, Redis: e.rdb, Store: store, Logger: log, KeyPrefix: e.prefix, Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.EnsureRooms(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	pub, _ := net.Listen("tcp", "127.0.0.1:0")
+	adm, _ := net.Listen("tcp", "127.0.0.1:0")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, pub, adm) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+		store.Close()
+	})
+	return &instance{t: t, srv: srv, base: "http://" + pub.Addr().String(), admin: "http://" + adm.Addr().String(), logs: logs}
+}
+
+// response is a decoded HTTP response.
+type response struct {
+	status int
+	header http.Header
+	body   map[string]any
+	raw    string
+}
+
+func (r response) str(k string) string {
+	s, _ := r.body[k].(string)
+	return s
+}
+
+func (r response) num(k string) int64 {
+	f, _ := r.body[k].(float64)
+	return int64(f)
+}
+
+var client = &http.Client{Timeout: 30 * time.Second}
+
+// do sends a request; body may be a string (sent as is) or a value (JSON).
+func do(t testing.TB, method, url, bearer string, body any, headers ...string) response {
+	t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	default:
+		j, _ := json.Marshal(b)
+		rd = bytes.NewReader(j)
+	}
+	req, err := http.NewRequest(method, url, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if bearer != "" {
+		req.Header.Set("Authorization", "Bearer "+bearer)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	res, err := client.Do(req)
+	if err != nil {
+		t.Errorf("%s %s: %v", method, url, err)
+		return response{}
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	r := response{status: res.StatusCode, header: res.Header, raw: string(raw)}
+	_ = json.Unmarshal(raw, &r.body)
+	return r
+}
+
+func (in *instance) login(user string) string {
+	in.t.Helper()
+	r := do(in.t, "POST", in.base+"/api/v1/auth/login", "", map[string]string{"loginId": user, "password": testPassword})
+	if r.status != 200 {
+		in.t.Fatalf("login %s: %d %s", user, r.status, r.raw)
+	}
+	return r.str("accessToken")
+}
+
+// enter logs user in and enters room; it returns the enter response.
+func (in *instance) enter(user, room string) response {
+	in.t.Helper()
+	r := do(in.t, "POST", in.base+"/api/v1/rooms/"+room+"/enter", in.login(user), nil)
+	if r.status != 200 {
+		in.t.Fatalf("enter %s: %d %s", user, r.status, r.raw)
+	}
+	return r
+}
+
+func (in *instance) position(room, queueToken string) response {
+	in.t.Helper()
+	return do(in.t, "GET", in.base+"/api/v1/rooms/"+room+"/position", queueToken, nil)
+}
+
+func (in *instance) order(queueToken, entryToken string, product, qty int) response {
+	in.t.Helper()
+	return do(in.t, "POST", in.base+"/api/v1/orders", queueToken,
+		map[string]int{"productId": product, "quantity": qty}, "X-Entry-Token", entryToken)
+}
+
+// admit runs one admission step for room, as the loop would.
+func (in *instance) admit(room string) int {
+	in.t.Helper()
+	res, err := in.srv.Queue().Admit(context.Background(), room, 64)
+	if err != nil {
+		in.t.Fatal(err)
+	}
+	return len(res.Admitted)
+}
+
+func (in *instance) adminRoom(room string) response {
+	in.t.Helper()
+	return do(in.t, "GET", in.admin+"/admin/rooms/"+room, testAdminToken, nil)
+}
+
+// metric returns the sum of a counter or the count of a histogram across
+// all label values, read from /metrics.
+func (in *instance) metric(name string) float64 {
+	in.t.Helper()
+	mfs, err := in.srv.Metrics().Gather()
+	if err != nil {
+		in.t.Fatal(err)
+	}
+	var sum float64
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			switch {
+			case m.Counter != nil:
+				sum += m.Counter.GetValue()
+			case m.Histogram != nil:
+				sum += float64(m.Histogram.GetSampleCount())
+			case m.Gauge != nil:
+				sum += m.Gauge.GetValue()
+			}
+		}
+	}
+	return sum
+}
+
+// waitFor polls cond until it holds or 10 s pass.
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func user(i int) string { return fmt.Sprintf("user%d", i) }

@@ -1,0 +1,135 @@
+package server
+
+import (
+	"io/fs"
+	"mime"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"waitingroom/web"
+)
+
+// pageCSP allows only the page's own files: no inline script or style.
+const pageCSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
+
+func (s *Server) fiberConfig(name string) fiber.Config {
+	return fiber.Config{
+		AppName:               name,
+		DisableStartupMessage: true,
+		BodyLimit:             s.cfg.BodyLimit,
+		ReadTimeout:           10 * time.Second, // slow clients cannot hold a connection while sending
+		IdleTimeout:           90 * time.Second,
+		ReadBufferSize:        8 << 10, // request line + headers; larger gets 431
+		ErrorHandler:          s.writeError,
+	}
+}
+
+func (s *Server) newPublicApp() *fiber.App {
+	app := fiber.New(s.fiberConfig("waitingroom"))
+	app.Use(s.observe, securityHeaders)
+
+	api := app.Group("/api/v1", noStore)
+	api.Post("/auth/login", s.login)
+	api.Post("/rooms/:room/enter", s.enter)
+	api.Get("/rooms/:room/position", s.position)
+	api.Post("/rooms/:room/leave", s.leave)
+	api.Post("/orders", s.order)
+	api.Get("/products/:id", s.product)
+	api.Use(notFound)
+
+	s.mountPage(app)
+	app.Use(notFound)
+	return app
+}
+
+type localKey int
+
+const unmatchedKey localKey = iota
+
+func notFound(c *fiber.Ctx) error {
+	c.Locals(unmatchedKey, true)
+	return fiber.ErrNotFound
+}
+
+// observe records every request's duration by route pattern and status.
+// It resolves errors itself so the recorded status is the one sent.
+func (s *Server) observe(c *fiber.Ctx) error {
+	start := time.Now()
+	if err := c.Next(); err != nil {
+		if werr := s.writeError(c, err); werr != nil {
+			return werr
+		}
+	}
+	route := c.Route().Path
+	if c.Locals(unmatchedKey) != nil {
+		route = "unmatched" // one label for every unknown path
+	}
+	s.m.httpDuration.WithLabelValues(route, strconv.Itoa(c.Response().StatusCode())).Observe(time.Since(start).Seconds())
+	return nil
+}
+
+func securityHeaders(c *fiber.Ctx) error {
+	c.Set("X-Content-Type-Options", "nosniff")
+	c.Set("Referrer-Policy", "no-referrer")
+	c.Set("X-Frame-Options", "DENY")
+	return c.Next()
+}
+
+func noStore(c *fiber.Ctx) error {
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return c.Next()
+}
+
+// staticFile is one embedded file, served from memory.
+type staticFile struct {
+	body        []byte
+	contentType string
+}
+
+// mountPage serves the waiting-room page at / and /rooms/{room}, and its
+// assets under /static/.
+func (s *Server) mountPage(app *fiber.App) {
+	files := map[string]staticFile{}
+	_ = fs.WalkDir(web.FS(), ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := fs.ReadFile(web.FS(), p)
+		if err != nil {
+			return err
+		}
+		ct := mime.TypeByExtension(path.Ext(p))
+		if ct == "" {
+			ct = "application/octet-stream"
+		}
+		files[p] = staticFile{body: b, contentType: ct}
+		return nil
+	})
+	index, ok := files["index.html"]
+	if !ok {
+		panic("server: web.FS has no index.html")
+	}
+	page := func(c *fiber.Ctx) error {
+		c.Set(fiber.HeaderContentSecurityPolicy, pageCSP)
+		c.Set(fiber.HeaderCacheControl, "no-cache")
+		c.Set(fiber.HeaderContentType, "text/html; charset=utf-8")
+		return c.Send(index.body)
+	}
+	app.Get("/", page)
+	app.Get("/rooms/:room", page)
+	app.Get("/static/*", func(c *fiber.Ctx) error {
+		name := c.Params("*")
+		f, ok := files[name]
+		if !ok || strings.Contains(name, "..") {
+			return fiber.ErrNotFound
+		}
+		c.Set(fiber.HeaderContentSecurityPolicy, pageCSP)
+		c.Set(fiber.HeaderCacheControl, "public, max-age=300")
+		c.Set(fiber.HeaderContentType, f.contentType)
+		return c.Send(f.body)
+	})
+}

@@ -1,0 +1,67 @@
+package server
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// metrics are the server's Prometheus collectors (the contract's names).
+// Each Server has its own registry, so several servers can share a process
+// (tests run two instances side by side).
+type metrics struct {
+	reg          *prometheus.Registry
+	waiting      *prometheus.GaugeVec
+	active       *prometheus.GaugeVec
+	target       *prometheus.GaugeVec
+	admitted     *prometheus.CounterVec
+	entered      *prometheus.CounterVec
+	expired      *prometheus.CounterVec
+	orders       *prometheus.CounterVec
+	httpDuration *prometheus.HistogramVec
+	bcrypt       prometheus.Histogram
+}
+
+// newMetrics registers the server's collectors on reg (a new registry when
+// nil), together with the Go runtime and process collectors.
+func newMetrics(reg *prometheus.Registry) *metrics {
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m := &metrics{
+		reg: reg,
+		waiting: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "waitingroom_queue_waiting", Help: "People waiting in the room's queue (as of this instance's last admission run).",
+		}, []string{"room"}),
+		active: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "waitingroom_active", Help: "Admitted users plus orders in flight (as of this instance's last admission run).",
+		}, []string{"room"}),
+		target: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "waitingroom_target_active", Help: "The room's targetActive.",
+		}, []string{"room"}),
+		admitted: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "waitingroom_admitted_total", Help: "Users admitted by this instance's admission runs.",
+		}, []string{"room"}),
+		entered: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "waitingroom_entered_total", Help: "New tickets issued through this instance.",
+		}, []string{"room"}),
+		expired: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "waitingroom_entry_expired_total", Help: "Admissions whose entry window ended unused (no-shows), pruned by this instance.",
+		}, []string{"room"}),
+		orders: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "waitingroom_orders_total", Help: "Order attempts by result.",
+		}, []string{"result"}),
+		httpDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "waitingroom_http_request_duration_seconds",
+			Help:    "Public API request duration by route pattern and status code.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+		}, []string{"route", "code"}),
+		bcrypt: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "waitingroom_bcrypt_seconds",
+			Help:    "BCrypt password verifications (login only).",
+			Buckets: []float64{.01, .025, .05, .075, .1, .15, .25, .5, 1, 2.5},
+		}),
+	}
+	reg.MustRegister(m.waiting, m.active, m.target, m.admitted, m.entered, m.expired, m.orders, m.httpDuration, m.bcrypt)
+	return m
+}

@@ -1,0 +1,120 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"waitingroom/queue"
+	"waitingroom/server/pgstore"
+)
+
+// restoreGrace is the least time a restored entry token stays valid, so a
+// failure near the window's end still leaves time to retry.
+const restoreGrace = 30 * time.Second
+
+type orderRequest struct {
+	ProductID *int64 `json:"productId"`
+	Quantity  *int64 `json:"quantity"`
+}
+
+// order places an order with a one-time entry token. The token is consumed
+// atomically before the transaction; the active slot is released when the
+// transaction ends with a business outcome (placed, out of stock, unknown
+// product) and the token is restored when it fails for an infrastructure
+// reason (database unreachable, timeout), so the user can retry.
+func (s *Server) order(c *fiber.Ctx) error {
+	claims, err := s.queueClaims(c)
+	if err != nil {
+		return err
+	}
+	var req orderRequest
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	if req.ProductID == nil || *req.ProductID <= 0 {
+		return errBadRequest("productId must be a positive integer")
+	}
+	if req.Quantity == nil || *req.Quantity < 1 || *req.Quantity > int64(s.cfg.MaxQuantity) {
+		return errBadRequest("quantity must be an integer from 1 to " + strconv.Itoa(s.cfg.MaxQuantity))
+	}
+	entry := c.Get("X-Entry-Token")
+	if entry == "" {
+		s.m.orders.WithLabelValues("token_invalid").Inc()
+		return errEntryTokenNeeded
+	}
+	ctx := c.UserContext()
+	// In flight for at most twice the transaction's deadline: the slot is
+	// released or the token restored long before admission prunes it.
+	claim, err := s.q.Consume(ctx, claims.Room, claims.Subject, entry, 2*s.cfg.OrderTimeout)
+	if err != nil {
+		if errors.Is(err, queue.ErrEntryTokenInvalid) {
+			s.m.orders.WithLabelValues("token_invalid").Inc()
+		}
+		return err
+	}
+	uid, _ := strconv.ParseInt(claims.Subject, 10, 64)
+	octx, cancel := context.WithTimeout(ctx, s.cfg.OrderTimeout)
+	o, err := s.store.PlaceOrder(octx, pgstore.OrderRequest{
+		UserID: uid, ProductID: *req.ProductID, Quantity: int(*req.Quantity), Room: claims.Room,
+	})
+	cancel()
+	// Finish the slot's bookkeeping even if the client has gone away.
+	bctx, bcancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer bcancel()
+	switch {
+	case err == nil, errors.Is(err, pgstore.ErrOutOfStock), errors.Is(err, pgstore.ErrProductNotFound),
+		errors.Is(err, pgstore.ErrUserNotFound), errors.Is(err, pgstore.ErrInvalidQuantity):
+		if _, rerr := s.q.Release(bctx, claim); rerr != nil {
+			s.log.LogAttrs(ctx, slog.LevelWarn, "release failed; the slot frees when its in-flight deadline passes",
+				slog.String("room", claim.Room), slog.String("error", rerr.Error()))
+		}
+	default:
+		restored, rerr := s.q.Restore(bctx, claim, restoreGrace)
+		s.m.orders.WithLabelValues("unavailable").Inc()
+		s.log.LogAttrs(ctx, slog.LevelWarn, "order failed for an infrastructure reason",
+			slog.String("room", claim.Room), slog.Bool("token_restored", restored), slog.String("error", err.Error()))
+		if rerr != nil || !restored {
+			return &apiError{status: 503, code: "unavailable", retryAfter: 1,
+				message: "the shop is briefly unavailable and your entry window could not be kept: enter again"}
+		}
+		return &apiError{status: 503, code: "unavailable", retryAfter: 1,
+			message: "the shop is briefly unavailable; your entry token is kept, retry the same order"}
+	}
+	switch {
+	case err == nil:
+		s.m.orders.WithLabelValues("placed").Inc()
+	case errors.Is(err, pgstore.ErrOutOfStock):
+		s.m.orders.WithLabelValues("out_of_stock").Inc()
+		return err
+	case errors.Is(err, pgstore.ErrProductNotFound):
+		s.m.orders.WithLabelValues("product_not_found").Inc()
+		return err
+	default:
+		s.m.orders.WithLabelValues("refused").Inc()
+		return errBadRequest("the order was refused: " + err.Error())
+	}
+	return c.Status(fiber.StatusCreated).JSON(fiber.Map{
+		"orderId": o.ID, "productId": o.ProductID, "quantity": o.Quantity, "status": "PLACED",
+	})
+}
+
+// product returns one product.
+func (s *Server) product(c *fiber.Ctx) error {
+	id, err := strconv.ParseInt(c.Params("id"), 10, 64)
+	if err != nil || id <= 0 {
+		return errBadRequest("the product id must be a positive integer")
+	}
+	p, err := s.store.Product(c.UserContext(), id)
+	switch {
+	case errors.Is(err, pgstore.ErrProductNotFound):
+		return err
+	case err != nil:
+		return errors.Join(errDBUnavailable, err)
+	}
+	return c.JSON(p)
+}

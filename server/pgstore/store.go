@@ -1,0 +1,124 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// DefaultPoolSize is the pool size used when Options.PoolSize is 0 (WR_DB_POOL).
+const DefaultPoolSize = 40
+
+// Business outcomes. Any other error returned by a Store is an infrastructure
+// failure.
+var (
+	ErrUserNotFound    = errors.New("pgstore: user not found")
+	ErrProductNotFound = errors.New("pgstore: product not found")
+	ErrOutOfStock      = errors.New("pgstore: out of stock")
+	ErrInvalidQuantity = errors.New("pgstore: quantity must be between 1 and 2147483647")
+)
+
+// Options configures Open.
+type Options struct {
+	PoolSize   int32                 // WR_DB_POOL; DefaultPoolSize if 0
+	Registerer prometheus.Registerer // where metrics are registered; nil = don't register
+	Logger     *slog.Logger          // nil = slog.Default()
+}
+
+// Store is the Postgres store. It is safe for concurrent use.
+type Store struct {
+	pool      *pgxpool.Pool
+	metrics   *metrics
+	log       *slog.Logger
+	closeOnce sync.Once
+}
+
+// Open connects to databaseURL, checks the connection and applies pending
+// migrations. Several processes may Open the same database at once.
+func Open(ctx context.Context, databaseURL string, opts Options) (*Store, error) {
+	if opts.PoolSize < 0 {
+		return nil, fmt.Errorf("pgstore: pool size %d must not be negative", opts.PoolSize)
+	}
+	if opts.PoolSize == 0 {
+		opts.PoolSize = DefaultPoolSize
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	cfg, err := pgxpool.ParseConfig(databaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: parse database URL: %w", err)
+	}
+	cfg.MaxConns = opts.PoolSize
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: create pool: %w", err)
+	}
+	s := &Store{pool: pool, metrics: newMetrics(pool), log: opts.Logger}
+	if err := s.metrics.register(opts.Registerer); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	if err := s.Ping(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	if err := s.migrate(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close closes the pool, waiting for acquired connections to be released, and
+// unregisters the metrics. It is safe to call more than once.
+func (s *Store) Close() {
+	s.closeOnce.Do(func() {
+		s.pool.Close()
+		s.metrics.unregister()
+	})
+}
+
+// Ping checks that a pooled connection can reach the database.
+func (s *Store) Ping(ctx context.Context) error {
+	conn, release, err := s.acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("pgstore: ping: %w", err)
+	}
+	defer release()
+	if err := conn.Ping(ctx); err != nil {
+		return fmt.Errorf("pgstore: ping: %w", err)
+	}
+	return nil
+}
+
+// acquire takes a connection from the pool, recording the wait, and returns
+// the function that gives it back, recording how long it was held. Every
+// method goes through acquire so that the hold histogram covers all database
+// use. release may be called more than once; only the first call counts.
+func (s *Store) acquire(ctx context.Context) (*pgxpool.Conn, func(), error) {
+	start := time.Now()
+	conn, err := s.pool.Acquire(ctx)
+	acquired := time.Now()
+	s.metrics.acquireWait.Observe(acquired.Sub(start).Seconds())
+	if err != nil {
+		return nil, nil, fmt.Errorf("acquire connection: %w", err)
+	}
+	released := false
+	release := func() {
+		if released {
+			return
+		}
+		released = true
+		held := time.Since(acquired)
+		conn.Release()
+		s.metrics.hold.Observe(held.Seconds())
+	}
+	return conn, release, nil
+}

@@ -1,0 +1,195 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"waitingroom/queue"
+	"waitingroom/server/pgstore"
+)
+
+// Store is what the server needs from Postgres.
+type Store interface {
+	Ping(ctx context.Context) error
+	Credentials(ctx context.Context, loginID string) (userID int64, passwordHash []byte, err error)
+	Product(ctx context.Context, id int64) (pgstore.Product, error)
+	PlaceOrder(ctx context.Context, r pgstore.OrderRequest) (pgstore.Order, error)
+}
+
+// Options are the dependencies of a Server.
+type Options struct {
+	Config Config
+	Redis  redis.UniversalClient
+	Store  Store
+	Logger *slog.Logger
+	// KeyPrefix of every Redis key; queue.DefaultPrefix when empty.
+	KeyPrefix string
+	// Registry receives the server's metrics and is served at /metrics;
+	// pass the one the Store registered on. A new one when nil.
+	Registry *prometheus.Registry
+}
+
+// Server is one app instance: the public API and page, the management
+// endpoints, and the admission loop.
+type Server struct {
+	cfg      Config
+	rdb      redis.UniversalClient
+	q        *queue.Queue
+	store    Store
+	tokens   *Tokens
+	m        *metrics
+	log      *slog.Logger
+	public   *fiber.App
+	admin    *fiber.App
+	admitter *queue.Admitter
+
+	dummyOnce sync.Once
+	dummyHash []byte // BCrypt hash verified for unknown login ids
+}
+
+// New builds a Server. It does no I/O: rooms are created in Redis by Serve,
+// which keeps trying while Redis is unreachable.
+func New(o Options) (*Server, error) {
+	if o.Redis == nil || o.Store == nil {
+		return nil, errors.New("server: Redis and Store are required")
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	s := &Server{
+		cfg:    o.Config,
+		rdb:    o.Redis,
+		q:      queue.New(o.Redis, queue.Options{Prefix: o.KeyPrefix}),
+		store:  o.Store,
+		tokens: NewTokens(o.Config.JWTSecret, o.Config.JWTPrevious),
+		m:      newMetrics(o.Registry),
+		log:    o.Logger,
+	}
+	s.admitter = s.q.NewAdmitter(queue.AdmitterOptions{
+		Interval: o.Config.AdmitEvery,
+		OnAdmit:  s.observeAdmission,
+		Logger:   o.Logger,
+	})
+	s.public = s.newPublicApp()
+	s.admin = s.newAdminApp()
+	return s, nil
+}
+
+// Public returns the public app (API and page).
+func (s *Server) Public() *fiber.App { return s.public }
+
+// Admin returns the management app (metrics, health, admin API).
+func (s *Server) Admin() *fiber.App { return s.admin }
+
+// Queue returns the server's queue model.
+func (s *Server) Queue() *queue.Queue { return s.q }
+
+// Metrics exposes the server's metrics registry (tests and embedding).
+func (s *Server) Metrics() prometheus.Gatherer { return s.m.reg }
+
+func (s *Server) roomDefaults() queue.RoomConfig {
+	return queue.RoomConfig{Target: s.cfg.TargetActive, EntryTTL: s.cfg.EntryTTL}
+}
+
+// EnsureRooms creates the configured rooms (WR_ROOMS) unless they exist.
+func (s *Server) EnsureRooms(ctx context.Context) error {
+	for _, room := range s.cfg.Rooms {
+		if err := s.q.EnsureRoom(ctx, room, s.roomDefaults()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Server) observeAdmission(r queue.AdmitResult) {
+	s.m.waiting.WithLabelValues(r.Room).Set(float64(r.Waiting))
+	s.m.active.WithLabelValues(r.Room).Set(float64(r.Active))
+	s.m.target.WithLabelValues(r.Room).Set(float64(r.Target))
+	if n := len(r.Admitted); n > 0 {
+		s.m.admitted.WithLabelValues(r.Room).Add(float64(n))
+	}
+	if r.Pruned > 0 {
+		s.m.expired.WithLabelValues(r.Room).Add(float64(r.Pruned))
+	}
+}
+
+// Run listens on the configured addresses and serves until ctx is done.
+func (s *Server) Run(ctx context.Context) error {
+	pub, err := net.Listen("tcp", s.cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("server: listen WR_HTTP_ADDR %s: %w", s.cfg.HTTPAddr, err)
+	}
+	adm, err := net.Listen("tcp", s.cfg.AdminAddr)
+	if err != nil {
+		pub.Close()
+		return fmt.Errorf("server: listen WR_ADMIN_ADDR %s: %w", s.cfg.AdminAddr, err)
+	}
+	return s.Serve(ctx, pub, adm)
+}
+
+// Serve serves the public and management apps on the given listeners and
+// runs the admission loop, until ctx is done; then it shuts down within
+// WR_SHUTDOWN_TIMEOUT: HTTP first (in-flight orders finish), then the loop.
+func (s *Server) Serve(ctx context.Context, public, admin net.Listener) error {
+	loopCtx, stopLoop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { s.runAdmission(loopCtx) })
+
+	errc := make(chan error, 2)
+	wg.Go(func() { errc <- s.public.Listener(public) })
+	wg.Go(func() { errc <- s.admin.Listener(admin) })
+	s.log.LogAttrs(ctx, slog.LevelInfo, "serving",
+		slog.String("public", public.Addr().String()), slog.String("admin", admin.Addr().String()))
+
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+		err = fmt.Errorf("server: listener stopped: %w", err)
+	}
+	s.log.LogAttrs(context.Background(), slog.LevelInfo, "shutting down", slog.Duration("timeout", s.cfg.Shutdown))
+	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.Shutdown)
+	defer cancel()
+	if e := s.public.ShutdownWithContext(sctx); e != nil {
+		err = errors.Join(err, fmt.Errorf("server: public shutdown: %w", e))
+	}
+	if e := s.admin.ShutdownWithContext(sctx); e != nil {
+		err = errors.Join(err, fmt.Errorf("server: admin shutdown: %w", e))
+	}
+	stopLoop()
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-sctx.Done():
+		err = errors.Join(err, errors.New("server: shutdown timed out"))
+	}
+	return err
+}
+
+// runAdmission creates the configured rooms (retrying while Redis is
+// unreachable) and then runs the admission loop until ctx is done.
+func (s *Server) runAdmission(ctx context.Context) {
+	for wait := 100 * time.Millisecond; ; wait = min(wait*2, 2*time.Second) {
+		err := s.EnsureRooms(ctx)
+		if err == nil {
+			break
+		}
+		s.log.LogAttrs(ctx, slog.LevelWarn, "cannot create rooms yet", slog.String("error", err.Error()))
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+	}
+	s.admitter.Run(ctx)
+}
