@@ -1,0 +1,469 @@
+// Waiting-room page: sign in, enter the queue, wait, order. Plain DOM, no build step.
+// Screens are <section>s toggled with the hidden attribute; text is updated in place.
+'use strict';
+
+const CURRENCY = 'USD'; // product prices are integer cents
+const TIMEOUT_MS = 15000;
+
+const TEXT = {
+  en: {
+    title: 'Waiting room', language: 'Language', room: 'Room: {room}',
+    signinH: 'Sign in', loginId: 'Login ID', password: 'Password', signinBtn: 'Sign in',
+    demoHint: 'Demo: user1 … user10000, password demo-pass',
+    enterH: 'Join the queue', enterBtn: 'Enter the queue',
+    enterP: 'You will get a place in line. Keep this page open; it updates by itself.',
+    queueH: 'You are in line', position: 'You are #{n}', waiting: '{n} people waiting',
+    progress: 'Progress to the front', etaLabel: 'Estimated wait', elapsedLabel: 'Time waiting',
+    tierLabel: 'Connection', polling: 'polling', etaSoon: 'less than a minute', etaAbout: 'about {d}',
+    leave: 'Leave the queue',
+    readyH: "It's your turn", left: '{t} left to order', product: 'Product',
+    quantity: 'Quantity (1–10)', orderBtn: 'Order', stock: '{n} left', soldOutShort: 'sold out',
+    doneH: 'Order placed', doneP: 'Order {id}: {q} × {name}.',
+    endedH: 'Your place has ended', reenterBtn: 'Enter the queue again',
+    expired: 'Your place expired.', soldOut: 'Sorry, that item is sold out.',
+    windowEnded: 'Your entry window ended.',
+    checking: 'Checking your place…', reconnecting: 'Reconnecting…',
+    badCreds: 'Wrong login ID or password.',
+    tooMany: 'Too many attempts, try again in {n} s.', tooManySoon: 'Too many attempts, try again shortly.',
+    roomNotFound: 'This waiting room does not exist. Please check the link.',
+    paused: 'The queue is paused right now. Please try again in a few minutes.',
+    busy: 'The shop is busy. Your place is kept — try again.',
+    network: 'Cannot reach the server. Check your connection and try again.',
+    signinAgain: 'Your sign-in has expired. Please sign in again.',
+    noProducts: 'No products are available right now.', productGone: 'That product is no longer available.',
+    error: 'Something went wrong ({code}). Please try again.', leftQueue: 'You left the queue.',
+  },
+  ko: {
+    title: '대기실', language: '언어', room: '대기실: {room}',
+    signinH: '로그인', loginId: '아이디', password: '비밀번호', signinBtn: '로그인',
+    demoHint: '데모: user1 … user10000, 비밀번호 demo-pass',
+    enterH: '대기열 참여', enterBtn: '대기열 입장',
+    enterP: '대기 순번을 받습니다. 이 페이지를 열어 두세요. 자동으로 갱신됩니다.',
+    queueH: '대기 중입니다', position: '내 순서: {n}번째', waiting: '{n}명 대기 중',
+    progress: '입장까지 진행률', etaLabel: '예상 대기 시간', elapsedLabel: '대기한 시간',
+    tierLabel: '연결 방식', polling: '폴링', etaSoon: '1분 미만', etaAbout: '약 {d}',
+    leave: '대기열 나가기',
+    readyH: '내 차례입니다', left: '주문 가능 시간 {t} 남음', product: '상품',
+    quantity: '수량 (1–10)', orderBtn: '주문하기', stock: '재고 {n}개', soldOutShort: '품절',
+    doneH: '주문 완료', doneP: '주문 번호 {id}: {name} {q}개.',
+    endedH: '대기가 종료되었습니다', reenterBtn: '다시 대기열 입장',
+    expired: '대기 순번이 만료되었습니다.', soldOut: '죄송합니다. 상품이 품절되었습니다.',
+    windowEnded: '주문 가능 시간이 끝났습니다.',
+    checking: '대기 순번을 확인하는 중…', reconnecting: '다시 연결하는 중…',
+    badCreds: '아이디 또는 비밀번호가 올바르지 않습니다.',
+    tooMany: '시도가 너무 많습니다. {n}초 후에 다시 시도하세요.', tooManySoon: '시도가 너무 많습니다. 잠시 후 다시 시도하세요.',
+    roomNotFound: '존재하지 않는 대기실입니다. 링크를 확인하세요.',
+    paused: '지금은 대기열이 일시 중지되었습니다. 몇 분 후에 다시 시도하세요.',
+    busy: '주문이 몰려 있습니다. 순서는 유지됩니다. 다시 시도하세요.',
+    network: '서버에 연결할 수 없습니다. 연결을 확인하고 다시 시도하세요.',
+    signinAgain: '로그인이 만료되었습니다. 다시 로그인하세요.',
+    noProducts: '지금 주문할 수 있는 상품이 없습니다.', productGone: '해당 상품을 찾을 수 없습니다.',
+    error: '문제가 발생했습니다 ({code}). 다시 시도하세요.', leftQueue: '대기열에서 나왔습니다.',
+  },
+};
+
+const $ = (id) => document.getElementById(id);
+const SCREENS = ['login', 'enter', 'queue', 'ready', 'order-result', 'ended'];
+
+// Storage never throws (it can be disabled); tokens live in sessionStorage only.
+function stored(area, key, value) {
+  try {
+    if (value === undefined) return window[area].getItem(key);
+    if (value === null) window[area].removeItem(key);
+    else window[area].setItem(key, value);
+  } catch { /* storage unavailable: keep the value in memory only */ }
+  return null;
+}
+
+const room = roomFromURL();
+const PLACE_KEY = 'wr.place.' + room;
+let lang = stored('localStorage', 'wr.lang') || ((navigator.language || '').toLowerCase().startsWith('ko') ? 'ko' : 'en');
+let tier = 'polling';
+// place: {token, start (position at entry), at (ms when entered)} for this room.
+let place = JSON.parse(stored('sessionStorage', PLACE_KEY) || '{}');
+const S = {
+  access: stored('sessionStorage', 'wr.access'), accessExp: Number(stored('sessionStorage', 'wr.accessExp')) || 0,
+  screen: '', msg: null, last: null, stop: null, skew: 0, announced: 0,
+  entry: null, entryEnd: NaN, products: [], ordering: false, endedKey: '', order: null,
+};
+
+function roomFromURL() {
+  const m = location.pathname.match(/^\/rooms\/([^/]+)/);
+  let r = m ? m[1] : new URLSearchParams(location.search).get('room');
+  try { r = m ? decodeURIComponent(r) : r; } catch { /* keep it as written */ }
+  return r || 'default';
+}
+
+const roomPath = (what) => '/rooms/' + encodeURIComponent(room) + '/' + what;
+const savePlace = () => stored('sessionStorage', PLACE_KEY, JSON.stringify(place));
+const clearPlace = () => { place = {}; S.entry = null; stored('sessionStorage', PLACE_KEY, null); };
+const hasAccess = () => Boolean(S.access) && Date.now() < S.accessExp - 5000;
+const jitter = (ms, f = 0.2) => ms * (1 - f + 2 * f * Math.random());
+
+// --- text -------------------------------------------------------------------
+
+const fmtN = (n) => new Intl.NumberFormat(lang).format(n);
+const money = (cents) => new Intl.NumberFormat(lang, { style: 'currency', currency: CURRENCY }).format(cents / 100);
+
+// t looks up a string and fills {params}; numbers are formatted for the language.
+function t(key, params = {}) {
+  return (TEXT[lang][key] || key).replace(/\{(\w+)\}/g, (_, p) =>
+    typeof params[p] === 'number' ? fmtN(params[p]) : String(params[p]));
+}
+
+function setText(el, s) {
+  if (el.textContent !== s) el.textContent = s;
+}
+
+function clock(ms) {
+  const s = Math.max(0, Math.ceil(ms / 1000));
+  const pad = (n) => String(n).padStart(2, '0');
+  const h = Math.floor(s / 3600), m = Math.floor(s / 60) % 60;
+  return (h ? h + ':' + pad(m) : m) + ':' + pad(s % 60);
+}
+
+function eta(sec) {
+  if (typeof sec !== 'number') return '—';
+  if (sec < 60) return t('etaSoon');
+  const min = Math.round(sec / 60);
+  const [n, unit] = min < 90 ? [min, 'minute'] : [Math.round(min / 60), 'hour'];
+  return t('etaAbout', { d: new Intl.NumberFormat(lang, { style: 'unit', unit, unitDisplay: 'long' }).format(n) });
+}
+
+// say shows a message in the polite live region; say(null) clears it.
+function say(key, params, error = false) {
+  S.msg = key && { key, params, error };
+  setText($('message'), key ? t(key, params) : '');
+  $('message').classList.toggle('error', error);
+}
+
+// announce feeds the screen-reader region; routine updates at most every 30 s.
+function announce(text, force) {
+  if (!force && Date.now() - S.announced < 30000) return;
+  S.announced = Date.now();
+  setText($('announce'), text);
+}
+
+function tooMany(res) {
+  if (res.wait === null) say('tooManySoon', {}, true);
+  else say('tooMany', { n: Math.ceil(res.wait / 1000) }, true);
+}
+
+const sayError = (res) => say('error', { code: res.data.error || res.status }, true);
+
+function setLang(l) {
+  lang = TEXT[l] ? l : 'en';
+  stored('localStorage', 'wr.lang', lang);
+  document.documentElement.lang = lang;
+  document.querySelectorAll('[data-i18n]').forEach((el) => setText(el, t(el.dataset.i18n)));
+  document.querySelectorAll('.lang').forEach((b) => b.setAttribute('aria-pressed', String(b.dataset.lang === lang)));
+  document.querySelector('nav').setAttribute('aria-label', t('language'));
+  setText($('room'), t('room', { room }));
+  document.title = t('title');
+  if (S.msg) say(S.msg.key, S.msg.params, S.msg.error);
+  if (S.screen === 'queue') render(S.last);
+  if (S.screen === 'ready') { fillProducts(); tick(); }
+  setText($('ended-text'), S.endedKey ? t(S.endedKey) : '');
+  if (S.order) setText($('done-text'), doneText(S.order));
+}
+
+// --- screens ----------------------------------------------------------------
+
+// show switches screens. Focus moves to the new heading only when the focused
+// element was just hidden, so status changes never pull focus away from the user.
+function show(name) {
+  if (S.screen === name) return;
+  S.screen = name;
+  for (const id of SCREENS) $(id).hidden = id !== name;
+  $('leave').hidden = name !== 'queue' && name !== 'ready';
+  say(null);
+  const had = document.activeElement;
+  if (had && had.closest('[hidden]')) $(name).querySelector('h2').focus();
+}
+
+// render is the one sink for QueueStatus objects, whichever transport sent them.
+function render(qs) {
+  S.last = qs;
+  if (qs.status === 'READY') return ready(qs);
+  if (qs.status !== 'WAITING') return;
+  place.start = Math.max(place.start || 0, qs.position);
+  place.at = place.at || Date.now();
+  savePlace();
+  const first = S.screen !== 'queue';
+  show('queue');
+  setText($('position'), t('position', { n: qs.position }));
+  setText($('waiting'), t('waiting', { n: qs.waiting }));
+  setText($('eta'), eta(qs.etaSeconds));
+  setText($('tier'), t(tier));
+  $('progress').value = (place.start - qs.position) / place.start;
+  document.title = `#${fmtN(qs.position)} · ${t('title')}`;
+  tick();
+  announce(`${t('position', { n: qs.position })}. ${t('etaLabel')}: ${eta(qs.etaSeconds)}.`, first);
+}
+
+function ready(qs) {
+  stopFollow();
+  S.entry = qs.entryToken;
+  S.entryEnd = Date.parse(qs.entryExpiresAt);
+  $('progress').value = 1;
+  show('ready');
+  document.title = t('readyH');
+  tick();
+  if (S.screen !== 'ready') return; // the window had already ended
+  announce(`${t('readyH')}. ${$('countdown').textContent}`, true);
+  loadProducts();
+}
+
+function end(key) {
+  stopFollow();
+  clearPlace();
+  S.endedKey = key;
+  setText($('ended-text'), t(key));
+  show('ended');
+  document.title = t('title');
+  announce(t(key), true);
+}
+
+function needLogin(key) {
+  S.access = null;
+  stored('sessionStorage', 'wr.access', null);
+  show('login');
+  if (key) say(key, {}, true);
+}
+
+// tick runs every second: time spent waiting, and the countdown while READY.
+function tick() {
+  if (S.screen === 'queue' && place.at) setText($('elapsed'), clock(Date.now() - place.at));
+  if (S.screen !== 'ready') return;
+  const left = S.entryEnd - (Date.now() + S.skew);
+  if (left <= 0 && !S.ordering) return end('windowEnded');
+  setText($('countdown'), Number.isFinite(left) ? t('left', { t: clock(left) }) : '');
+}
+
+// --- API --------------------------------------------------------------------
+
+// api calls the same-origin JSON API. It resolves with {status, ok, data, wait}
+// (wait = Retry-After in ms or null) and rejects only on network failure.
+async function api(method, path, { token, body, headers = {} } = {}) {
+  if (token) headers.Authorization = 'Bearer ' + token;
+  if (body) headers['Content-Type'] = 'application/json';
+  const res = await fetch('/api/v1' + path, {
+    method, headers, body: body && JSON.stringify(body), credentials: 'same-origin', cache: 'no-store',
+    signal: AbortSignal.timeout ? AbortSignal.timeout(TIMEOUT_MS) : undefined,
+  });
+  const date = Date.parse(res.headers.get('Date'));
+  if (date) S.skew = Math.abs(date - Date.now()) > 2000 ? date - Date.now() : 0; // ignore sub-second noise
+  const data = res.status === 204 ? {} : await res.json().catch(() => ({}));
+  return { status: res.status, ok: res.ok, data: data || {}, wait: retryAfter(res.headers.get('Retry-After')) };
+}
+
+function retryAfter(h) {
+  if (!h) return null;
+  const ms = /^\d+$/.test(h.trim()) ? Number(h) * 1000 : Date.parse(h) - Date.now();
+  return ms >= 0 ? ms : null;
+}
+
+// --- transports -------------------------------------------------------------
+
+// A transport delivers QueueStatus objects to h.status, calls h.gone(res) when the
+// server holds no place for us, and h.link(ok) when the connection drops or
+// recovers. It returns a stop function. SSE and WebSocket tiers plug in here.
+const TRANSPORTS = {
+  polling(h, last) {
+    let timer = 0, fails = 0, busy = false, stopped = false;
+    const later = (ms) => { clearTimeout(timer); if (!stopped) timer = setTimeout(poll, ms); };
+    async function poll() {
+      if (busy) return;
+      busy = true;
+      let res = null;
+      try { res = await api('GET', roomPath('position'), { token: place.token }); } catch { /* network */ }
+      busy = false;
+      if (stopped) return;
+      if (res && res.ok) {
+        fails = 0;
+        h.link(true);
+        h.status(res.data);
+        return later(jitter(res.data.pollAfterMs || 1000, 0.1));
+      }
+      if (res && [401, 403, 404].includes(res.status)) return h.gone(res);
+      if (!res || res.status >= 500) h.link(false);
+      const backoff = jitter(Math.min(30000, 1000 * 2 ** fails++));
+      later(res && res.wait !== null ? res.wait + Math.random() * 1000 : backoff);
+    }
+    const kick = () => { if (document.visibilityState === 'visible') later(0); };
+    document.addEventListener('visibilitychange', kick);
+    window.addEventListener('online', kick);
+    later(last ? jitter(last.pollAfterMs || 1000, 0.1) : 0);
+    return () => {
+      stopped = true;
+      clearTimeout(timer);
+      document.removeEventListener('visibilitychange', kick);
+      window.removeEventListener('online', kick);
+    };
+  },
+};
+
+function follow(last) {
+  stopFollow();
+  S.stop = TRANSPORTS[tier]({
+    status: render,
+    gone: () => end('expired'),
+    link: (ok) => { if (!ok) say('reconnecting'); else if (S.msg && S.msg.key === 'reconnecting') say(null); },
+  }, last);
+}
+
+function stopFollow() {
+  if (S.stop) S.stop();
+  S.stop = null;
+}
+
+// --- actions ----------------------------------------------------------------
+
+// busyWhile disables a button while an action runs.
+async function busyWhile(btn, fn) {
+  btn.disabled = true;
+  try { return await fn(); } finally { btn.disabled = false; }
+}
+
+async function login(ev) {
+  ev.preventDefault();
+  const body = { loginId: $('login-id').value.trim(), password: $('password').value };
+  const res = await busyWhile(ev.submitter || ev.target.querySelector('button'), () =>
+    api('POST', '/auth/login', { body }).catch(() => null));
+  if (!res) return say('network', {}, true);
+  if (res.ok) {
+    S.access = res.data.accessToken;
+    S.accessExp = Date.now() + (res.data.expiresIn || 900) * 1000;
+    stored('sessionStorage', 'wr.access', S.access);
+    stored('sessionStorage', 'wr.accessExp', String(S.accessExp));
+    $('password').value = '';
+    return show('enter');
+  }
+  if (res.status === 401) say('badCreds', {}, true);
+  else if (res.status === 429) tooMany(res);
+  else sayError(res);
+}
+
+async function enter(ev) {
+  if (!hasAccess()) return needLogin('signinAgain');
+  const res = await busyWhile(ev.currentTarget, () =>
+    api('POST', roomPath('enter'), { token: S.access }).catch(() => null));
+  if (!res) return say('network', {}, true);
+  if (res.ok) {
+    place.token = res.data.queueToken || place.token;
+    place.at = place.at || Date.now();
+    savePlace();
+    render(res.data);
+    if (res.data.status === 'WAITING') follow(res.data);
+    return;
+  }
+  if (res.status === 401) needLogin('signinAgain');
+  else if (res.status === 404) say('roomNotFound', {}, true);
+  else if (res.status === 423) say('paused', {}, true);
+  else if (res.status === 429) tooMany(res);
+  else sayError(res);
+}
+
+async function leave(ev) {
+  const res = await busyWhile(ev.currentTarget, () =>
+    api('POST', roomPath('leave'), { token: place.token }).catch(() => null));
+  if (!res) return say('network', {}, true);
+  if (res.ok || [401, 403, 404].includes(res.status)) {
+    stopFollow();
+    clearPlace();
+    show(hasAccess() ? 'enter' : 'login');
+    document.title = t('title');
+    return say('leftQueue');
+  }
+  if (res.status === 429) tooMany(res);
+  else sayError(res);
+}
+
+async function loadProducts() {
+  S.products = [];
+  fillProducts();
+  const got = await Promise.all([1, 2, 3].map((id) => api('GET', '/products/' + id).catch(() => null)));
+  S.products = got.filter((r) => r && r.ok).map((r) => r.data);
+  if (S.screen !== 'ready') return;
+  fillProducts();
+  if (!S.products.length) say('noProducts', {}, true);
+}
+
+function fillProducts() {
+  const sel = $('product'), keep = sel.value;
+  sel.replaceChildren(...S.products.map((p) => {
+    const o = new Option(`${p.name} — ${money(p.price)} — ${p.stock > 0 ? t('stock', { n: p.stock }) : t('soldOutShort')}`, p.id);
+    o.disabled = p.stock <= 0;
+    return o;
+  }));
+  if (keep) sel.value = keep;
+  const chosen = sel.selectedOptions[0];
+  if (!chosen || chosen.disabled) sel.value = String((S.products.find((p) => p.stock > 0) || {}).id);
+  $('order-btn').disabled = !S.products.some((p) => p.stock > 0);
+  limitQuantity();
+}
+
+// limitQuantity keeps the quantity within 1–10 and the chosen product's stock.
+function limitQuantity() {
+  const p = S.products.find((x) => String(x.id) === $('product').value);
+  $('quantity').max = String(Math.max(1, Math.min(10, p ? p.stock : 10)));
+}
+
+const productName = (id) => (S.products.find((p) => p.id === id) || { name: '#' + id }).name;
+const doneText = (o) => t('doneP', { id: String(o.orderId), q: o.quantity, name: productName(o.productId) });
+
+async function order(ev) {
+  ev.preventDefault();
+  const body = { productId: Number($('product').value), quantity: Number($('quantity').value) };
+  S.ordering = true;
+  const res = await busyWhile($('order-btn'), () => api('POST', '/orders', {
+    token: place.token, body, headers: { 'X-Entry-Token': S.entry || '' },
+  }).catch(() => null));
+  S.ordering = false;
+  if (!res) return say('network', {}, true);
+  if (res.status === 201) {
+    S.order = res.data;
+    clearPlace();
+    setText($('done-text'), doneText(res.data));
+    show('order-result');
+    document.title = t('doneH');
+    return announce(`${t('doneH')}. ${doneText(res.data)}`, true);
+  }
+  if (res.status === 409) end('soldOut');
+  else if (res.status === 403) end('windowEnded');
+  else if (res.status === 401) end('expired');
+  else if (res.status === 503) say('busy', {}, true);
+  else if (res.status === 404) say('productGone', {}, true);
+  else if (res.status === 429) tooMany(res);
+  else sayError(res);
+}
+
+// resume continues a stored place, or asks the server (via the wr_queue cookie)
+// whether this browser already holds one.
+async function resume() {
+  if (place.token) {
+    say('checking');
+    return follow(null);
+  }
+  show(hasAccess() ? 'enter' : 'login');
+  const res = await api('GET', roomPath('position')).catch(() => null);
+  if (res && res.ok && (S.screen === 'enter' || S.screen === 'login')) {
+    render(res.data);
+    if (res.data.status === 'WAITING') follow(res.data);
+  }
+}
+
+function init() {
+  $('login-form').addEventListener('submit', login);
+  $('enter-btn').addEventListener('click', enter);
+  $('reenter-btn').addEventListener('click', enter);
+  $('leave-btn').addEventListener('click', leave);
+  $('order-form').addEventListener('submit', order);
+  $('product').addEventListener('change', limitQuantity);
+  document.querySelectorAll('.lang').forEach((b) => b.addEventListener('click', () => setLang(b.dataset.lang)));
+  setLang(lang);
+  setInterval(tick, 1000);
+  resume();
+}
+
+init();

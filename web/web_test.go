@@ -1,0 +1,57 @@
+package web_test
+
+import (
+	"io/fs"
+	"regexp"
+	"strings"
+	"testing"
+
+	"waitingroom/web"
+)
+
+func mustRead(tb testing.TB, name string) string {
+	tb.Helper()
+	b, err := fs.ReadFile(web.FS(), name)
+	if err != nil {
+		tb.Fatalf("read %s: %v", name, err)
+	}
+	if len(b) == 0 {
+		tb.Fatalf("%s is empty", name)
+	}
+	return string(b)
+}
+
+func TestFSHoldsThePage(t *testing.T) {
+	for _, name := range []string{"index.html", "app.js", "style.css"} {
+		mustRead(t, name)
+	}
+}
+
+func TestIndexReferencesAssets(t *testing.T) {
+	html := mustRead(t, "index.html")
+	for _, want := range []string{`src="/static/app.js"`, `href="/static/style.css"`} {
+		if !strings.Contains(html, want) {
+			t.Errorf("index.html does not contain %s", want)
+		}
+	}
+}
+
+// The server sends Content-Security-Policy default-src 'self' without
+// 'unsafe-inline', so inline scripts and styles would be blocked.
+func TestIndexHasNoInlineCode(t *testing.T) {
+	html := mustRead(t, "index.html")
+	for _, m := range regexp.MustCompile(`(?is)<script([^>]*)>(.*?)</script>`).FindAllStringSubmatch(html, -1) {
+		if !strings.Contains(m[1], "src=") || strings.TrimSpace(m[2]) != "" {
+			t.Errorf("inline script: %.80s", m[0])
+		}
+	}
+	if regexp.MustCompile(`(?i)<style[\s>]`).MatchString(html) {
+		t.Error("index.html has a <style> tag")
+	}
+	if regexp.MustCompile(`(?i)\sstyle\s*=`).MatchString(html) {
+		t.Error("index.html has a style= attribute")
+	}
+	if regexp.MustCompile(`(?i)\son[a-z]+\s*=`).MatchString(html) {
+		t.Error("index.html has an inline event handler")
+	}
+}
