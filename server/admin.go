@@ -24,7 +24,6 @@ func (s *Server) newAdminApp() *fiber.App {
 	adm.Get("/rooms", s.adminRooms)
 	adm.Get("/rooms/:room", s.adminRoom)
 	adm.Put("/rooms/:room", s.adminPutRoom)
-	app.Use(notFound)
 	return app
 }
 

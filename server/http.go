@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"io/fs"
 	"mime"
 	"path"
@@ -39,34 +40,27 @@ func (s *Server) newPublicApp() *fiber.App {
 	api.Post("/rooms/:room/leave", s.leave)
 	api.Post("/orders", s.order)
 	api.Get("/products/:id", s.product)
-	api.Use(notFound)
 
 	s.mountPage(app)
-	app.Use(notFound)
 	return app
-}
-
-type localKey int
-
-const unmatchedKey localKey = iota
-
-func notFound(c *fiber.Ctx) error {
-	c.Locals(unmatchedKey, true)
-	return fiber.ErrNotFound
 }
 
 // observe records every request's duration by route pattern and status.
 // It resolves errors itself so the recorded status is the one sent.
 func (s *Server) observe(c *fiber.Ctx) error {
 	start := time.Now()
+	route := ""
 	if err := c.Next(); err != nil {
+		var fe *fiber.Error
+		if errors.As(err, &fe) && (fe.Code == fiber.StatusNotFound || fe.Code == fiber.StatusMethodNotAllowed) {
+			route = "unmatched" // one label for every unknown path
+		}
 		if werr := s.writeError(c, err); werr != nil {
 			return werr
 		}
 	}
-	route := c.Route().Path
-	if c.Locals(unmatchedKey) != nil {
-		route = "unmatched" // one label for every unknown path
+	if route == "" {
+		route = c.Route().Path
 	}
 	s.m.httpDuration.WithLabelValues(route, strconv.Itoa(c.Response().StatusCode())).Observe(time.Since(start).Seconds())
 	return nil

@@ -1,0 +1,95 @@
+package server_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"waitingroom/server"
+)
+
+func envOf(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func TestLoadConfigDefaults(t *testing.T) {
+	c, err := server.LoadConfig(envOf(map[string]string{"WR_JWT_SECRET": testSecret}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.HTTPAddr != ":8080" || c.AdminAddr != "127.0.0.1:8081" || c.TargetActive != 20 || c.AdmitEvery != 100*time.Millisecond ||
+		c.EntryTTL != 120*time.Second || c.BcryptCost != 10 || c.DBPool != 40 || len(c.Rooms) != 1 || c.Rooms[0] != "default" {
+		t.Fatalf("defaults = %+v", c)
+	}
+	if got := c.PollBands.PollAfter(57); got != time.Second {
+		t.Fatalf("poll after at 57 = %v", got)
+	}
+}
+
+func TestLoadConfigNamesTheBadVariable(t *testing.T) {
+	cases := []struct{ name, key, value string }{
+		{"secret missing", "WR_JWT_SECRET", ""},
+		{"secret short", "WR_JWT_SECRET", "short"},
+		{"target negative", "WR_TARGET_ACTIVE", "-1"},
+		{"target not a number", "WR_TARGET_ACTIVE", "twenty"},
+		{"interval unparsable", "WR_ADMIT_INTERVAL", "fast"},
+		{"interval too small", "WR_ADMIT_INTERVAL", "1ms"},
+		{"entry ttl zero", "WR_ENTRY_TTL", "0s"},
+		{"bcrypt cost", "WR_BCRYPT_COST", "40"},
+		{"pool", "WR_DB_POOL", "0"},
+		{"bands", "WR_POLL_BANDS", "100:1s,50:2s,*:5s"},
+		{"rooms", "WR_ROOMS", "default,{bad}"},
+		{"dev flag", "WR_DEV", "maybe"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			env := map[string]string{"WR_JWT_SECRET": testSecret}
+			env[tc.key] = tc.value
+			_, err := server.LoadConfig(envOf(env))
+			var ce *server.ConfigError
+			if !errors.As(err, &ce) || ce.Var != tc.key {
+				t.Fatalf("err = %v, want a ConfigError naming %s", err, tc.key)
+			}
+		})
+	}
+}
+
+func TestDevModeGeneratesSecrets(t *testing.T) {
+	c, err := server.LoadConfig(envOf(map[string]string{"WR_DEV": "1"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.JWTSecret) < 32 || c.AdminToken == "" {
+		t.Fatalf("dev config = secret %d bytes, admin token %q", len(c.JWTSecret), c.AdminToken)
+	}
+}
+
+func TestParseBands(t *testing.T) {
+	good := []struct {
+		in   string
+		pos  int64
+		want time.Duration
+	}{
+		{server.DefaultBands, 1, time.Second},
+		{server.DefaultBands, 100, time.Second},
+		{server.DefaultBands, 101, 3 * time.Second},
+		{server.DefaultBands, 1000, 3 * time.Second},
+		{server.DefaultBands, 1001, 5 * time.Second},
+		{"*:2s", 1_000_000, 2 * time.Second},
+		{" 10:500ms , *:1s ", 10, 500 * time.Millisecond},
+	}
+	for _, tc := range good {
+		b, err := server.ParseBands(tc.in)
+		if err != nil {
+			t.Fatalf("ParseBands(%q): %v", tc.in, err)
+		}
+		if got := b.PollAfter(tc.pos); got != tc.want {
+			t.Errorf("ParseBands(%q).PollAfter(%d) = %v, want %v", tc.in, tc.pos, got, tc.want)
+		}
+	}
+	for _, in := range []string{"", "100:1s", "*:1s,100:2s", "100:1s,100:2s,*:3s", "0:1s,*:1s", "x:1s,*:1s", "100:1,*:1s", "100:10ms,*:1s", "*:2h", "100-1s,*:1s"} {
+		if _, err := server.ParseBands(in); err == nil {
+			t.Errorf("ParseBands(%q) accepted", in)
+		}
+	}
+}
