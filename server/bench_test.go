@@ -58,13 +58,13 @@ func BenchmarkPosition(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	store, err := pgstore.Open(context.Background(), e.dbURL, pgstore.Options{PoolSize: 2})
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	store, err := pgstore.Open(context.Background(), e.dbURL, pgstore.Options{PoolSize: 2, Logger: quiet})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer store.Close()
-	srv, err := server.New(server.Options{Config: cfg, Redis: e.rdb, Store: store, KeyPrefix: e.prefix,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	srv, err := server.New(server.Options{Config: cfg, Redis: e.rdb, Store: store, KeyPrefix: e.prefix, Logger: quiet})
 	if err != nil {
 		b.Fatal(err)
 	}

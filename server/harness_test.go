@@ -45,7 +45,8 @@ func newEnv(t testing.TB) *env {
 	t.Helper()
 	rdb, prefix := queuetest.Redis(t)
 	e := &env{t: t, dbURL: pgtest.URL(t), rdb: rdb, prefix: prefix}
-	store, err := pgstore.Open(context.Background(), e.dbURL, pgstore.Options{PoolSize: 2})
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	store, err := pgstore.Open(context.Background(), e.dbURL, pgstore.Options{PoolSize: 2, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,12 +122,12 @@ func (e *env) start(vars map[string]string) *instance {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	store, err := pgstore.Open(context.Background(), e.dbURL, pgstore.Options{PoolSize: cfg.DBPool, Registerer: reg})
+	logs := &syncBuffer{}
+	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	store, err := pgstore.Open(context.Background(), e.dbURL, pgstore.Options{PoolSize: cfg.DBPool, Registerer: reg, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &syncBuffer{}
-	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	srv, err := server.New(server.Options{Config: cfg, Redis: e.rdb, Store: store, Logger: log, KeyPrefix: e.prefix, Registry: reg})
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,106 @@
+# Makefile: build, run the demo, and test against real Redis and PostgreSQL.
+#
+#   make run            build, find or start Redis + Postgres, seed demo data, serve
+#   make test           go vet, gofmt check, go test -race against real services
+#   make bench          Go benchmarks against the same services
+#   make loadtest ARGS="..."
+#   make services-stop  stop the throwaway Redis/Postgres under .run/ (if any)
+#
+# Services come from deploy/dev-services.sh: REDIS_URL / DATABASE_URL when set,
+# else the standard local ports, else throwaway instances under .run/.
+
+SHELL := /bin/bash
+# Every recipe line runs as `bash -euo pipefail -c '...'`: the first failing
+# command, also inside a pipeline, fails the target.
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := build
+
+GO    ?= go
+BIN   := bin/waitingroom
+ARGS  ?=
+BENCH ?= .
+
+# $(call services,DB): import REDIS_URL and DATABASE_URL (database DB) into the
+# recipe's shell. Two steps on purpose: in `eval "$(cmd)"` a failing cmd goes
+# unnoticed (eval of nothing succeeds); an assignment keeps cmd's exit status.
+services = svc="$$(deploy/dev-services.sh up --db $(1))"; eval "$$svc"
+
+# The test helpers read WR_TEST_*; each test makes its own fresh database, so
+# the server's `postgres` database is the one handed to them.
+test_env = $(call services,postgres); \
+	export WR_TEST_REDIS_URL="$$REDIS_URL" WR_TEST_DATABASE_URL="$$DATABASE_URL"
+
+.PHONY: build run test bench loadtest services services-stop clean
+
+build:
+	$(GO) build -o $(BIN) ./cmd/waitingroom
+
+run: build
+	@$(call services,waitingroom); \
+	export WR_DEV="$${WR_DEV:-1}"; \
+	export WR_ADMIN_TOKEN="$${WR_ADMIN_TOKEN:-dev-admin-token}"; \
+	echo "==> seeding demo data: 10000 users, 3 products"; \
+	$(BIN) seed --users 10000 --password demo-pass --products 3 --stock 1000000; \
+	url() { \
+		local addr="$$1" host port; \
+		port="$${addr##*:}"; host="$${addr%:*}"; \
+		[[ $$addr == *:* ]] || host=""; \
+		case "$$host" in ""|0.0.0.0|"[::]"|::) host=localhost ;; esac; \
+		echo "http://$$host:$$port/"; \
+	}; \
+	page="$$(url "$${WR_HTTP_ADDR:-:8080}")"; \
+	admin="$$(url "$${WR_ADMIN_ADDR:-127.0.0.1:8081}")"; \
+	echo; \
+	echo "=================================================================="; \
+	echo "  Waiting room page:  $$page"; \
+	echo "  Demo login:         user1 ... user10000, password demo-pass"; \
+	echo "  Management:         $$admin  (metrics, healthz, readyz, admin/rooms)"; \
+	echo "  Admin token:        $$WR_ADMIN_TOKEN"; \
+	echo "                      curl -H 'Authorization: Bearer $$WR_ADMIN_TOKEN' $${admin}admin/rooms"; \
+	echo "  Stop with Ctrl-C; Redis/Postgres keep running (make services-stop)."; \
+	echo "=================================================================="; \
+	echo; \
+	exec $(BIN) serve
+
+test:
+	@$(test_env); \
+	missing=(); \
+	[[ -x /usr/bin/chromium ]] || missing+=(chromium); \
+	command -v "$$($(GO) env CC)" >/dev/null || missing+=(gcc libc6-dev); \
+	if (( $${#missing[@]} )); then \
+		if [[ $$(id -u) == 0 ]]; then \
+			echo "==> installing $${missing[*]} (browser tests, go test -race)"; \
+			apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y "$${missing[@]}"; \
+		else \
+			echo "warning: $${missing[*]} missing and not root, not installing (sudo apt-get install -y $${missing[*]}); tests needing them will fail" >&2; \
+		fi; \
+	fi; \
+	echo "==> go vet ./..."; \
+	$(GO) vet ./...; \
+	echo "==> gofmt -l"; \
+	unformatted="$$(find . \( -path ./.git -o -path ./.run -o -path ./bin -o -name vendor -o -name testdata \) -prune \
+		-o -name '*.go' -print0 | xargs -0 -r gofmt -l)"; \
+	if [[ -n $$unformatted ]]; then \
+		echo "gofmt: these files are not formatted (run gofmt -w on them):" >&2; \
+		echo "$$unformatted" >&2; \
+		exit 1; \
+	fi; \
+	echo "==> go test -race -count=1 -timeout 15m ./..."; \
+	$(GO) test -race -count=1 -timeout 15m ./...
+
+bench:
+	@$(test_env); \
+	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem ./...
+
+loadtest:
+	$(GO) run ./loadtest $(ARGS)
+
+# Print the export lines, for a shell: eval "$(make -s services)"
+services:
+	@deploy/dev-services.sh up --db waitingroom
+
+services-stop:
+	@deploy/dev-services.sh stop
+
+clean:
+	rm -rf bin

@@ -1,0 +1,25 @@
+// Package server is the HTTP face of the waiting room: the public API and
+// page (Fiber, WR_HTTP_ADDR) and the management endpoints (/metrics,
+// /healthz, /readyz, /admin on WR_ADMIN_ADDR, never on the public port).
+//
+// It wires the three layers of the system for one app instance:
+//
+//   - identity: login is the only place BCrypt runs, after the user row's
+//     pooled connection is back in the pool; it issues an HS256 access
+//     token. Enter issues a queue token (room, ticket) that every later
+//     call — poll, leave, order — accepts instead: no BCrypt, no SQL there;
+//   - the queue (package queue): enter, position, leave, and the admission
+//     loop every WR_ADMIT_INTERVAL in every instance;
+//   - orders (package pgstore): the entry token is consumed atomically before
+//     the transaction; the active slot is released when the transaction ends
+//     with a business outcome and the token restored after an
+//     infrastructure failure, so the user can retry.
+//
+// Errors: handlers return errors; errors.go maps the packages' sentinel
+// errors to the contract's statuses and JSON form in one table. Anything
+// unknown is a 500 with a generic message and the detail in the log.
+//
+// Concurrency: a Server is safe for concurrent use by Fiber's handlers. Serve
+// owns its goroutines (two listeners, the admission loop) and stops them all
+// before it returns.
+package server
