@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"time"
 )
 
@@ -23,7 +24,12 @@ type AdmitterOptions struct {
 	// OnAdmit, when set, is called after every successful admission run,
 	// from the admitter's goroutine; it must not block.
 	OnAdmit func(AdmitResult)
-	Logger  *slog.Logger
+	// Rooms are created with Defaults whenever they are missing: at the
+	// first tick, and again if Redis lost its data (a restart without
+	// persistence), so the configured rooms never stay gone.
+	Rooms    []string
+	Defaults RoomConfig
+	Logger   *slog.Logger
 }
 
 // Admitter runs the admission loop of one instance: every Interval, one
@@ -80,12 +86,18 @@ func (a *Admitter) Run(ctx context.Context) {
 	}
 }
 
-// Tick runs one admission step for every room. It returns the first error
+// Tick runs one admission step for every room. It is not safe for
+// concurrent use on one Admitter (run one Admitter per goroutine). It returns the first error
 // that means Redis is unreachable; other rooms are still tried.
 func (a *Admitter) Tick(ctx context.Context) error {
 	rooms, err := a.q.Rooms(ctx)
 	if err != nil {
 		return err
+	}
+	for _, r := range a.o.Rooms {
+		if !slices.Contains(rooms, r) {
+			rooms = append(rooms, r)
+		}
 	}
 	var first error
 	for _, room := range rooms {
@@ -100,6 +112,13 @@ func (a *Admitter) admitRoom(ctx context.Context, room string) error {
 	n := max(a.want[room], minTokens)
 	for range maxRunsPerTick {
 		res, err := a.q.Admit(ctx, room, n)
+		if errors.Is(err, ErrRoomNotFound) && slices.Contains(a.o.Rooms, room) {
+			a.o.Logger.LogAttrs(ctx, slog.LevelInfo, "creating configured room", slog.String("room", room))
+			if err := a.q.EnsureRoom(ctx, room, a.o.Defaults); err != nil {
+				return err
+			}
+			res, err = a.q.Admit(ctx, room, n)
+		}
 		if err != nil {
 			return err
 		}

@@ -27,19 +27,26 @@ func (s *Server) newAdminApp() *fiber.App {
 	return app
 }
 
-// readyz is 200 when Redis and Postgres both answer within a second.
+// readyz is 200 when Redis and Postgres each answer within a second
+// (checked in parallel, so one slow dependency does not fail the other).
 func (s *Server) readyz(c *fiber.Ctx) error {
-	ctx, cancel := context.WithTimeout(c.UserContext(), time.Second)
-	defer cancel()
-	checks := fiber.Map{"redis": "ok", "postgres": "ok"}
-	ready := true
-	if err := s.rdb.Ping(ctx).Err(); err != nil {
-		checks["redis"], ready = err.Error(), false
+	check := func(ping func(context.Context) error) <-chan string {
+		out := make(chan string, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			if err := ping(ctx); err != nil {
+				out <- err.Error()
+				return
+			}
+			out <- "ok"
+		}()
+		return out
 	}
-	if err := s.store.Ping(ctx); err != nil {
-		checks["postgres"], ready = err.Error(), false
-	}
-	if !ready {
+	rc := check(func(ctx context.Context) error { return s.rdb.Ping(ctx).Err() })
+	pc := check(s.store.Ping)
+	checks := fiber.Map{"redis": <-rc, "postgres": <-pc}
+	if checks["redis"] != "ok" || checks["postgres"] != "ok" {
 		return c.Status(fiber.StatusServiceUnavailable).JSON(fiber.Map{"status": "unavailable", "checks": checks})
 	}
 	return c.JSON(fiber.Map{"status": "ok", "checks": checks})

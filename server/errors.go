@@ -85,8 +85,14 @@ func toAPIError(err error) (*apiError, bool) {
 // writeError writes err in the contract's form.
 func (s *Server) writeError(c *fiber.Ctx, err error) error {
 	ae, known := toAPIError(err)
-	if !known || ae.status >= 500 {
-		s.log.LogAttrs(c.UserContext(), slog.LevelError, "request failed",
+	if ae.status >= 500 {
+		// Known 5xx (a dependency is down) would flood the log during an
+		// outage: the admission loop logs the outage once, requests at debug.
+		level := slog.LevelDebug
+		if !known {
+			level = slog.LevelError
+		}
+		s.log.LogAttrs(c.UserContext(), level, "request failed",
 			slog.String("method", c.Method()), slog.String("path", c.Path()),
 			slog.Int("status", ae.status), slog.String("error", err.Error()))
 	}

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"sync"
-	"time"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/prometheus/client_golang/prometheus"
@@ -56,8 +55,9 @@ type Server struct {
 	dummyHash []byte // BCrypt hash verified for unknown login ids
 }
 
-// New builds a Server. It does no I/O: rooms are created in Redis by Serve,
-// which keeps trying while Redis is unreachable.
+// New builds a Server. It does no I/O: the admission loop creates the
+// configured rooms (WR_ROOMS) in Redis, and creates them again whenever
+// Redis has lost them.
 func New(o Options) (*Server, error) {
 	if o.Redis == nil || o.Store == nil {
 		return nil, errors.New("server: Redis and Store are required")
@@ -77,6 +77,8 @@ func New(o Options) (*Server, error) {
 	s.admitter = s.q.NewAdmitter(queue.AdmitterOptions{
 		Interval: o.Config.AdmitEvery,
 		OnAdmit:  s.observeAdmission,
+		Rooms:    o.Config.Rooms,
+		Defaults: s.roomDefaults(),
 		Logger:   o.Logger,
 	})
 	s.public = s.newPublicApp()
@@ -142,7 +144,7 @@ func (s *Server) Run(ctx context.Context) error {
 func (s *Server) Serve(ctx context.Context, public, admin net.Listener) error {
 	loopCtx, stopLoop := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	wg.Go(func() { s.runAdmission(loopCtx) })
+	wg.Go(func() { s.admitter.Run(loopCtx) })
 
 	errc := make(chan error, 2)
 	wg.Go(func() { errc <- s.public.Listener(public) })
@@ -174,22 +176,4 @@ func (s *Server) Serve(ctx context.Context, public, admin net.Listener) error {
 		err = errors.Join(err, errors.New("server: shutdown timed out"))
 	}
 	return err
-}
-
-// runAdmission creates the configured rooms (retrying while Redis is
-// unreachable) and then runs the admission loop until ctx is done.
-func (s *Server) runAdmission(ctx context.Context) {
-	for wait := 100 * time.Millisecond; ; wait = min(wait*2, 2*time.Second) {
-		err := s.EnsureRooms(ctx)
-		if err == nil {
-			break
-		}
-		s.log.LogAttrs(ctx, slog.LevelWarn, "cannot create rooms yet", slog.String("error", err.Error()))
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(wait):
-		}
-	}
-	s.admitter.Run(ctx)
 }

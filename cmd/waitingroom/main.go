@@ -83,6 +83,7 @@ func serve(ctx context.Context, log *slog.Logger, args []string) error {
 		log.Warn("WR_ADMIN_TOKEN is empty: the admin API refuses every request")
 	}
 
+	redis.SetLogger(redisLog{log.With("component", "redis")})
 	rdb, err := openRedis(cfg.RedisURL)
 	if err != nil {
 		return err
@@ -112,6 +113,15 @@ func devAdminToken(cfg server.Config) string {
 		return "(from WR_ADMIN_TOKEN)"
 	}
 	return cfg.AdminToken
+}
+
+// redisLog sends the Redis client's own messages (one per failed dial, many
+// per second during an outage) to the debug level; the outage itself is
+// logged once by the admission loop.
+type redisLog struct{ log *slog.Logger }
+
+func (l redisLog) Printf(ctx context.Context, format string, v ...any) {
+	l.log.Log(ctx, slog.LevelDebug, fmt.Sprintf(format, v...))
 }
 
 // openRedis connects to REDIS_URL with bounded timeouts: a Redis outage

@@ -1,0 +1,232 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"sync/atomic"
+	"time"
+)
+
+// sourceAddrs is how many loopback source addresses (127.0.0.2 onward) the
+// dialer spreads connections over: each gives ~28,000 ephemeral ports toward
+// one destination, so 16 cover any connection count this machine can hold.
+const sourceAddrs = 16
+
+// newClient returns a net/http client tuned for conns concurrent keep-alive
+// connections to one host. Toward a loopback target its dialer binds each new
+// connection to the next of 127.0.0.2, 127.0.0.3, … (round robin; Linux
+// routes all of 127/8 to lo), so tens of thousands of connections do not
+// exhaust one source address's ephemeral ports.
+func newClient(conns int, timeout time.Duration) *http.Client {
+	dialer := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
+	var next atomic.Uint32
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		host, _, err := net.SplitHostPort(addr)
+		if err != nil || !isLoopback(host) {
+			return dialer.DialContext(ctx, network, addr)
+		}
+		d := *dialer
+		d.LocalAddr = &net.TCPAddr{IP: net.IPv4(127, 0, 0, byte(2+next.Add(1)%sourceAddrs))}
+		return d.DialContext(ctx, "tcp4", addr)
+	}
+	return &http.Client{
+		Timeout: timeout,
+		Transport: &http.Transport{
+			DialContext:         dial,
+			MaxIdleConns:        0, // no overall cap: MaxIdleConnsPerHost is the cap
+			MaxIdleConnsPerHost: conns,
+			IdleConnTimeout:     90 * time.Second,
+			DisableCompression:  true,
+		},
+	}
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.To4() != nil && ip.IsLoopback()
+}
+
+// queueStatus is the part of the server's QueueStatus the tool reads.
+type queueStatus struct {
+	Status      string `json:"status"`
+	Position    int64  `json:"position"`
+	EntryToken  string `json:"entryToken"`
+	QueueToken  string `json:"queueToken"`
+	PollAfterMs int64  `json:"pollAfterMs"`
+}
+
+// api calls the waiting room's public API and records every call in rec
+// under its endpoint name: login, enter, position, orders, leave.
+type api struct {
+	base, room string
+	hc         *http.Client
+	rec        *Recorder
+}
+
+func (a *api) login(ctx context.Context, user, password string) (string, int, error) {
+	var out struct {
+		AccessToken string `json:"accessToken"`
+	}
+	body := map[string]string{"loginId": user, "password": password}
+	code, err := a.call(ctx, "login", http.MethodPost, "/api/v1/auth/login", "", body, &out)
+	return out.AccessToken, code, err
+}
+
+func (a *api) enter(ctx context.Context, access string) (queueStatus, int, error) {
+	var st queueStatus
+	code, err := a.call(ctx, "enter", http.MethodPost, a.roomPath("enter"), access, nil, &st)
+	return st, code, err
+}
+
+func (a *api) position(ctx context.Context, queueToken string) (queueStatus, int, error) {
+	var st queueStatus
+	code, err := a.call(ctx, "position", http.MethodGet, a.roomPath("position"), queueToken, nil, &st)
+	return st, code, err
+}
+
+func (a *api) leave(ctx context.Context, queueToken string) (int, error) {
+	return a.call(ctx, "leave", http.MethodPost, a.roomPath("leave"), queueToken, nil, nil)
+}
+
+func (a *api) order(ctx context.Context, queueToken, entryToken string, product int64) (int, error) {
+	body := map[string]int64{"productId": product, "quantity": 1}
+	return a.call(ctx, "orders", http.MethodPost, "/api/v1/orders", queueToken, body, nil, "X-Entry-Token", entryToken)
+}
+
+func (a *api) roomPath(action string) string {
+	return "/api/v1/rooms/" + url.PathEscape(a.room) + "/" + action
+}
+
+// call sends one request and records it as endpoint; a 2xx JSON body is
+// decoded into out when out is non-nil. A request that fails because ctx was
+// cancelled (Ctrl-C) is not recorded: it measured nothing.
+func (a *api) call(ctx context.Context, endpoint, method, path, bearer string, body, out any, header ...string) (int, error) {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return 0, err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, a.base+path, rd)
+	if err != nil {
+		return 0, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if bearer != "" {
+		req.Header.Set("Authorization", "Bearer "+bearer)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	start := time.Now()
+	resp, err := a.hc.Do(req)
+	if err != nil {
+		if ctx.Err() == nil {
+			a.rec.Record(endpoint, codeError, time.Since(start))
+		}
+		return codeError, err
+	}
+	defer resp.Body.Close()
+	var derr error
+	if out != nil && resp.StatusCode/100 == 2 {
+		derr = json.NewDecoder(resp.Body).Decode(out)
+	}
+	_, rerr := io.Copy(io.Discard, resp.Body) // drain, so the connection is reused
+	if ctx.Err() != nil && (derr != nil || rerr != nil) {
+		return codeError, ctx.Err()
+	}
+	a.rec.Record(endpoint, resp.StatusCode, time.Since(start))
+	if derr != nil {
+		return resp.StatusCode, fmt.Errorf("%s: decode: %w", endpoint, derr)
+	}
+	return resp.StatusCode, rerr
+}
+
+// admin reads the management port: room state and the Prometheus text.
+type admin struct {
+	base, token, room string
+	hc                *http.Client
+}
+
+// roomState is the part of GET /admin/rooms/{room} the tool reads.
+type roomState struct {
+	TargetActive int64 `json:"targetActive"`
+	Active       int64 `json:"active"`
+	Waiting      int64 `json:"waiting"`
+}
+
+func (m *admin) roomState(ctx context.Context) (roomState, error) {
+	var st roomState
+	err := m.do(ctx, http.MethodGet, nil, &st)
+	return st, err
+}
+
+// setTarget changes the room's targetActive live.
+func (m *admin) setTarget(ctx context.Context, n int64) error {
+	return m.do(ctx, http.MethodPut, map[string]int64{"targetActive": n}, nil)
+}
+
+func (m *admin) do(ctx context.Context, method string, body, out any) error {
+	if m.token == "" {
+		return fmt.Errorf("admin: no token: pass --admin-token or set WR_ADMIN_TOKEN")
+	}
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, m.base+"/admin/rooms/"+url.PathEscape(m.room), rd)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+m.token)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := m.hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("admin: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return fmt.Errorf("admin: %s %s: %s %s", method, req.URL.Path, resp.Status, bytes.TrimSpace(b))
+	}
+	if out == nil {
+		return nil
+	}
+	return json.NewDecoder(resp.Body).Decode(out)
+}
+
+// histogram scrapes /metrics and reads the histogram name.
+func (m *admin) histogram(ctx context.Context, name string) (Histogram, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.base+"/metrics", nil)
+	if err != nil {
+		return Histogram{}, err
+	}
+	resp, err := m.hc.Do(req)
+	if err != nil {
+		return Histogram{}, fmt.Errorf("metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return Histogram{}, fmt.Errorf("metrics: %s", resp.Status)
+	}
+	return ParseHistogram(resp.Body, name)
+}

@@ -1,0 +1,53 @@
+// Command loadtest is the waiting room's load tool. It drives a running
+// instance over HTTP (net/http as the client), measures what the contract's
+// performance bars talk about, and prints a report; --out also saves it as
+// JSON.
+//
+//	go run ./loadtest <scenario> [flags]
+//	make loadtest ARGS="seed --duration 60s"
+//
+// Scenarios:
+//
+//   - seed: the seed system's own k6 test, repeated. --vus (20) virtual users
+//     log in once as user1…userN, then loop for --duration (60s): enter →
+//     poll position every 0.5 s → on READY order one unit of --product →
+//     enter again; a 404 poll re-enters. /metrics is scraped before and
+//     after, and the connection hold is Δsum/Δcount of
+//     waitingroom_db_connection_hold_seconds, its max the bound of the
+//     highest bucket that gained samples. The report puts orders, failed
+//     orders, status codes and p50/p90/p95/p99/max per endpoint, and polls
+//     lost to 404 next to the seed's published figures. A progress line
+//     goes to stderr every 5 s.
+//
+//   - poll: the poll path's throughput against a yardstick, in one run.
+//     It freezes the room's admission (targetActive 0, restored at the end),
+//     logs in and enters --users (50) users, and drives GET position with
+//     --conns (64) closed-loop connections for --duration (10s) — first
+//     against the server, then against a plain Fiber JSON handler started
+//     in-process whose body is the same size. It reports req/s, p50 and p99
+//     of each and their ratio (the bar: ≥ 0.5), then measures login
+//     (BCrypt) throughput with --login-conns (4) for --login-duration (3s)
+//     and prints the per-request cost ratio (1/login rps) ÷ (1/poll rps):
+//     what a poll cost in the seed, which ran BCrypt on every poll, over
+//     what it costs here.
+//
+// Common flags: --base (http://127.0.0.1:8080), --admin
+// (http://127.0.0.1:8081, for /metrics and /admin), --admin-token (default
+// $WR_ADMIN_TOKEN), --room (default), --timeout (10s), --out.
+//
+// The server needs demo data (`waitingroom seed --users 10000 --password
+// demo-pass --products 1 --stock 100000000`); the poll benchmark wants
+// WR_RATE_LIMITS=off so that layer 1 does not answer for the poll path.
+//
+// Connections: the tool lifts RLIMIT_NOFILE to the hard limit, and toward a
+// loopback target its dialer spreads connections over source addresses
+// 127.0.0.2, 127.0.0.3, … so that tens of thousands of them do not exhaust
+// one source address's ephemeral ports.
+//
+// Every loop is bounded by count and by time and ends by itself. Ctrl-C ends
+// a run early and the report of what was measured is still printed (a
+// second Ctrl-C kills the process). The load generator runs on the same
+// machine as the server — on the reference machine, 2 cores — so the
+// figures to compare are ratios within one run, never absolute rates
+// across machines.
+package main

@@ -1,0 +1,303 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"os"
+	"strconv"
+	"sync"
+	"text/tabwriter"
+	"time"
+)
+
+// holdMetric is the contract's pool acquire→release histogram: the seed's
+// key figure (HikariCP's hikaricp_connections_usage_seconds there).
+const holdMetric = "waitingroom_db_connection_hold_seconds"
+
+// maxCycles caps one VU's enter→order cycles, and maxPolls one ticket's
+// polls, so every loop ends by count even if the clock never stopped it.
+const (
+	maxCycles = 100_000
+	maxPolls  = 10_000
+)
+
+// seedFigures is the seed's published first run (k6, 20 VUs × 60 s on a
+// laptop with MySQL and Redis in Docker).
+var seedFigures = struct {
+	vus, orders, failed, polls200, polls404, enter200, enter500        int
+	seconds, holdMeanMs, holdMaxMs, orderP50Ms, orderP95Ms, orderMaxMs float64
+}{
+	vus: 20, orders: 1076, failed: 0, polls200: 1358, polls404: 149, enter200: 973, enter500: 103,
+	seconds: 60, holdMeanMs: 200, holdMaxMs: 1137, orderP50Ms: 275, orderP95Ms: 700, orderMaxMs: 1130,
+}
+
+// seedReport is what the seed scenario measured.
+type seedReport struct {
+	Scenario     string             `json:"scenario"`
+	Base         string             `json:"base"`
+	Room         string             `json:"room"`
+	TargetActive int64              `json:"targetActive,omitempty"` // 0: the admin API was not readable
+	Product      int64              `json:"product"`
+	VUs          int                `json:"vus"`
+	Seconds      float64            `json:"seconds"`
+	Interrupted  bool               `json:"interrupted"`
+	Orders       int                `json:"ordersCompleted"`
+	FailedOrders int                `json:"ordersFailed"`
+	Polls        int                `json:"polls"`
+	Polls404     int                `json:"polls404"`
+	Hold         *holdReport        `json:"dbConnectionHold,omitempty"`
+	HoldError    string             `json:"dbConnectionHoldError,omitempty"`
+	Endpoints    map[string]Summary `json:"endpoints"`
+}
+
+// holdReport is the run's connection holds from two /metrics snapshots.
+type holdReport struct {
+	Count       float64  `json:"count"`
+	MeanSeconds float64  `json:"meanSeconds"` // Δsum ÷ Δcount
+	MaxAbove    float64  `json:"maxAboveSeconds"`
+	MaxAtMost   *float64 `json:"maxAtMostSeconds"` // null: above the highest finite bucket
+}
+
+var seedEndpoints = []string{"login", "enter", "position", "orders"}
+
+func runSeed(ctx context.Context, o *options, args []string) (report, error) {
+	fs := newFlagSet("seed", o)
+	vus := fs.Int("vus", 20, "virtual users (user1…userN); the seed used targetActive's value, 20")
+	dur := fs.Duration("duration", 60*time.Second, "how long the VUs loop")
+	password := fs.String("password", "demo-pass", "password of the demo users")
+	product := fs.Int64("product", 1, "product id to order")
+	pollEvery := fs.Duration("poll-every", 500*time.Millisecond, "pause before each position poll")
+	if err := o.parse(fs, args); err != nil {
+		return nil, err
+	}
+	if *vus < 1 || *dur <= 0 || *pollEvery <= 0 {
+		return nil, errors.New("seed: --vus, --duration and --poll-every must be positive")
+	}
+
+	rec := NewRecorder()
+	a := &api{base: o.base, room: o.room, hc: newClient(*vus, o.timeout), rec: rec}
+	adm := &admin{base: o.admin, token: o.adminToken, room: o.room, hc: newClient(2, o.timeout)}
+	rep := &seedReport{Scenario: "seed", Base: o.base, Room: o.room, Product: *product, VUs: *vus}
+	if st, err := adm.roomState(ctx); err == nil {
+		rep.TargetActive = st.TargetActive
+	}
+
+	access, err := loginAll(ctx, a, *vus, *password)
+	if err != nil {
+		return nil, err
+	}
+	before, berr := adm.histogram(ctx, holdMetric)
+
+	fmt.Fprintf(os.Stderr, "seed: %d VUs for %v against %s (progress every 5 s)\n", *vus, *dur, o.base)
+	run, cancel := context.WithTimeout(ctx, *dur)
+	defer cancel()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for _, tok := range access {
+		wg.Go(func() { seedVU(run, ctx, a, tok, *product, *pollEvery) })
+	}
+	progress := startProgress(run, start, rec, adm)
+	wg.Wait()
+	progress()
+	rep.Seconds = time.Since(start).Seconds()
+	rep.Interrupted = ctx.Err() != nil
+
+	// The after snapshot is taken even when interrupted: the report stands.
+	sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer scancel()
+	after, aerr := adm.histogram(sctx, holdMetric)
+	if err := errors.Join(berr, aerr); err != nil {
+		rep.HoldError = err.Error()
+	} else {
+		rep.Hold, rep.HoldError = holdDelta(after.Sub(before))
+	}
+
+	rep.Endpoints = map[string]Summary{}
+	for _, ep := range seedEndpoints {
+		rep.Endpoints[ep] = rec.Summary(ep)
+	}
+	orders, polls := rep.Endpoints["orders"], rep.Endpoints["position"]
+	rep.Orders = orders.Codes[http.StatusCreated]
+	rep.FailedOrders = orders.Count - rep.Orders
+	rep.Polls, rep.Polls404 = polls.Count, polls.Codes[http.StatusNotFound]
+	return rep, nil
+}
+
+// holdDelta turns the run's histogram into the report's figures.
+func holdDelta(d Histogram) (*holdReport, string) {
+	if d.Count < 0 {
+		return nil, "the hold counters went down: the server restarted during the run"
+	}
+	h := &holdReport{Count: d.Count, MeanSeconds: d.Mean()}
+	if lo, hi, ok := d.MaxBucket(); ok {
+		h.MaxAbove = lo
+		if !math.IsInf(hi, 1) {
+			h.MaxAtMost = &hi
+		}
+	}
+	return h, ""
+}
+
+// loginAll logs in user1…userN at once and returns their access tokens.
+func loginAll(ctx context.Context, a *api, n int, password string) ([]string, error) {
+	tokens := make([]string, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			user := "user" + strconv.Itoa(i+1)
+			tok, code, err := a.login(ctx, user, password)
+			if err == nil && code != http.StatusOK {
+				err = fmt.Errorf("HTTP %d", code)
+			}
+			if err != nil {
+				errs[i] = fmt.Errorf("login %s: %w (seeded? `waitingroom seed --users N --password P`)", user, err)
+			}
+			tokens[i] = tok
+		})
+	}
+	wg.Wait()
+	return tokens, errors.Join(errs...)
+}
+
+// seedVU is one k6 virtual user of the seed's test: enter, poll position
+// every pollEvery, order on READY, enter again. A 404 poll (not in the
+// queue) re-enters, as the seed's clients did. Loops stop when run ends;
+// requests use reqCtx, so the one in flight at the deadline still finishes
+// and is counted (k6's graceful stop).
+func seedVU(run, reqCtx context.Context, a *api, access string, product int64, pollEvery time.Duration) {
+	for range maxCycles {
+		if run.Err() != nil {
+			return
+		}
+		st, code, err := a.enter(reqCtx, access)
+		if err != nil || code != http.StatusOK {
+			sleep(run, pollEvery)
+			continue
+		}
+		for polls := 0; st.Status != "READY" && polls < maxPolls; polls++ {
+			if !sleep(run, pollEvery) {
+				return
+			}
+			got, code, err := a.position(reqCtx, st.QueueToken)
+			if code == http.StatusNotFound {
+				break // lost: enter again
+			}
+			if err == nil && code == http.StatusOK {
+				got.QueueToken = st.QueueToken
+				st = got
+			}
+		}
+		if st.Status == "READY" {
+			a.order(reqCtx, st.QueueToken, st.EntryToken, product)
+		}
+	}
+}
+
+// startProgress prints one plain line every 5 s until run ends; the
+// returned func waits for the printer to stop.
+func startProgress(run context.Context, start time.Time, rec *Recorder, adm *admin) (wait func()) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(5 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-run.Done():
+				return
+			case <-t.C:
+			}
+			line := fmt.Sprintf("%5.0fs  orders %s  enters %s  polls %s (404: %d)  failed orders %d  no response %d",
+				time.Since(start).Seconds(), commas(rec.Count("orders", http.StatusCreated)),
+				commas(rec.Total("enter")), commas(rec.Total("position")), rec.Count("position", http.StatusNotFound),
+				rec.Total("orders")-rec.Count("orders", http.StatusCreated), noResponse(rec))
+			if st, err := adm.roomState(run); err == nil {
+				line += fmt.Sprintf("  | room active %d/%d waiting %d", st.Active, st.TargetActive, st.Waiting)
+			}
+			fmt.Fprintln(os.Stderr, line)
+		}
+	}()
+	return func() { <-done }
+}
+
+func noResponse(rec *Recorder) int {
+	n := 0
+	for _, ep := range seedEndpoints {
+		n += rec.Count(ep, codeError)
+	}
+	return n
+}
+
+func (r *seedReport) print(w io.Writer) {
+	s := seedFigures
+	fmt.Fprintf(w, "\nseed scenario: %d VUs × %.1f s against %s, room %s", r.VUs, r.Seconds, r.Base, r.Room)
+	if r.TargetActive > 0 {
+		fmt.Fprintf(w, " (targetActive %d)", r.TargetActive)
+	}
+	fmt.Fprintf(w, ", product %d\n", r.Product)
+	if r.Interrupted {
+		fmt.Fprintln(w, "INTERRUPTED: the figures cover the run up to Ctrl-C")
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "\t this run\t seed (k6, %d VUs × %.0f s)\n", s.vus, s.seconds)
+	fmt.Fprintf(tw, "orders completed\t %s (%.1f/s)\t %s (%.1f/s)\n",
+		commas(r.Orders), float64(r.Orders)/r.Seconds, commas(s.orders), float64(s.orders)/s.seconds)
+	fmt.Fprintf(tw, "failed orders\t %d\t %d\n", r.FailedOrders, s.failed)
+	o := r.Endpoints["orders"]
+	fmt.Fprintf(tw, "order p50 / p95 / max\t %s / %s / %s\t %.0f / %.0f / %s ms\n",
+		ms(o.P50), ms(o.P95), ms(o.Max), s.orderP50Ms, s.orderP95Ms, commas(int(s.orderMaxMs)))
+	seedMean := fmt.Sprintf("%.0f ms (830.741 s / 4,165 holds)", s.holdMeanMs)
+	seedMax := fmt.Sprintf("%s ms", commas(int(s.holdMaxMs)))
+	if h := r.Hold; h != nil {
+		fmt.Fprintf(tw, "DB connection hold mean\t %s (Δsum/Δcount, %s holds)\t %s\n",
+			ms(seconds(h.MeanSeconds)), commas(int(h.Count)), seedMean)
+		fmt.Fprintf(tw, "DB connection hold max\t %s\t %s\n", maxBound(h), seedMax)
+	} else {
+		fmt.Fprintf(tw, "DB connection hold mean\t (no /metrics: %s)\t %s\n", r.HoldError, seedMean)
+		fmt.Fprintf(tw, "DB connection hold max\t -\t %s\n", seedMax)
+	}
+	seedPolls := s.polls200 + s.polls404
+	seedAll := s.enter200 + s.enter500 + seedPolls + s.orders
+	fmt.Fprintf(tw, "polls lost to 404\t %s of %s (%.1f%%)\t %d of %s (%.1f%%); with enter's %d × 500: %.1f%% of all requests\n",
+		commas(r.Polls404), commas(r.Polls), pct(r.Polls404, r.Polls),
+		s.polls404, commas(seedPolls), pct(s.polls404, seedPolls), s.enter500, pct(s.polls404+s.enter500, seedAll))
+	tw.Flush()
+
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "endpoint\trequests\tstatus codes\tp50 ms\tp90 ms\tp95 ms\tp99 ms\tmax ms\t")
+	for _, ep := range seedEndpoints {
+		e := r.Endpoints[ep]
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t\n", ep, commas(e.Count), e.CodesString(),
+			msf(e.P50), msf(e.P90), msf(e.P95), msf(e.P99), msf(e.Max))
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "seed's status codes: enter 200×%d 500×%d · position 200×%d 404×%d · orders 200×%d (the seed answered orders with 200)\n",
+		s.enter200, s.enter500, s.polls200, s.polls404, s.orders)
+	fmt.Fprintln(w, "hold figures: Δ of two /metrics snapshots taken after the logins and after the run; the max is a histogram bucket bound, not a sample")
+}
+
+// maxBound says where the largest hold lies, by bucket bounds.
+func maxBound(h *holdReport) string {
+	switch {
+	case h.Count == 0:
+		return "-"
+	case h.MaxAtMost == nil:
+		return "> " + ms(seconds(h.MaxAbove)) + " (above the highest bucket)"
+	}
+	return fmt.Sprintf("≤ %s (bucket %s – %s)", ms(seconds(*h.MaxAtMost)), ms(seconds(h.MaxAbove)), ms(seconds(*h.MaxAtMost)))
+}
+
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+func pct(n, of int) float64 {
+	if of == 0 {
+		return 0
+	}
+	return 100 * float64(n) / float64(of)
+}
