@@ -17,7 +17,7 @@ func ValidRoom(name string) bool { return roomName.MatchString(name) }
 
 // keys are the Redis keys of one room, all under the hash tag {room}.
 type keys struct {
-	cfg, seq, queue, active, tokens, stats, channel string
+	cfg, seq, queue, active, tokens, stats, gone, channel string
 }
 
 func (q *Queue) keys(room string) keys {
@@ -29,6 +29,7 @@ func (q *Queue) keys(room string) keys {
 		active:  base + "active",
 		tokens:  base + "tokens",
 		stats:   base + "stats",
+		gone:    base + "gone",
 		channel: base + "events",
 	}
 }

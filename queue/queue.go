@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -97,6 +98,26 @@ func New(rdb redis.UniversalClient, o Options) *Queue {
 	return &Queue{rdb: rdb, prefix: o.Prefix, rateWindow: o.RateWindow}
 }
 
+// ETA returns the estimated wait of a waiting user in whole seconds,
+// position ÷ admission rate rounded up: the measured rate, or Target ÷
+// AssumedHold until the room has measured one. ok is false when the room
+// admits nobody (target 0 and no measured rate).
+func (s Status) ETA() (secs int64, ok bool) {
+	rate := s.Rate
+	if rate <= 0 {
+		rate = float64(s.Target) / AssumedHold.Seconds()
+	}
+	if rate <= 0 {
+		return 0, false
+	}
+	return int64(math.Ceil(float64(s.Position) / rate)), true
+}
+
+// AssumedHold is the order's connection hold time assumed until a room has
+// measured its admission rate: the seed system's measured mean, 200 ms, so a
+// room admits about targetActive ÷ 0.2 s users per second.
+const AssumedHold = 200 * time.Millisecond
+
 // unavailable marks err as a failure to reach Redis.
 func unavailable(op string, err error) error {
 	return fmt.Errorf("queue: %s: %w: %w", op, ErrUnavailable, err)
@@ -145,11 +166,18 @@ func (q *Queue) Status(ctx context.Context, room, user string) (Status, error) {
 	if err != nil {
 		return Status{}, unavailable("status", err)
 	}
+	return decodeStatus(v)
+}
+
+// decodeStatus reads a status script reply.
+func decodeStatus(v any) (Status, error) {
 	r := asReply("status", v)
 	var st Status
 	switch tag := r.str(0); tag {
 	case "NONE":
-		return Status{}, ErrNotInQueue
+		if r.err == nil {
+			return Status{}, ErrNotInQueue
+		}
 	case "READY":
 		st = Status{State: Ready, EntryToken: r.str(1), EntryExpires: msTime(r.int(2))}
 	case "WAITING":
@@ -174,7 +202,7 @@ func (q *Queue) Leave(ctx context.Context, room, user string) (LeaveResult, erro
 		return LeaveResult{}, nil
 	}
 	k := q.keys(room)
-	v, err := leaveScript.Run(ctx, q.rdb, []string{k.queue, k.active, k.tokens, k.stats}, user).Result()
+	v, err := leaveScript.Run(ctx, q.rdb, []string{k.queue, k.active, k.tokens, k.stats, k.gone}, user, k.channel, room).Result()
 	if err != nil {
 		return LeaveResult{}, unavailable("leave", err)
 	}
@@ -270,7 +298,7 @@ func (q *Queue) Admit(ctx context.Context, room string, tokens int) (AdmitResult
 	for range tokens {
 		args = append(args, NewEntryToken())
 	}
-	v, err := admitScript.Run(ctx, q.rdb, []string{k.cfg, k.queue, k.active, k.tokens, k.stats}, args...).Result()
+	v, err := admitScript.Run(ctx, q.rdb, []string{k.cfg, k.queue, k.active, k.tokens, k.stats, k.gone}, args...).Result()
 	if err != nil {
 		return AdmitResult{}, unavailable("admit", err)
 	}

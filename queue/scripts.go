@@ -20,13 +20,14 @@ func mustScript(name string) *redis.Script {
 }
 
 var (
-	enterScript   = mustScript("enter")
-	statusScript  = mustScript("status")
-	admitScript   = mustScript("admit")
-	consumeScript = mustScript("consume")
-	releaseScript = mustScript("release")
-	restoreScript = mustScript("restore")
-	leaveScript   = mustScript("leave")
+	enterScript    = mustScript("enter")
+	statusScript   = mustScript("status")
+	admitScript    = mustScript("admit")
+	consumeScript  = mustScript("consume")
+	releaseScript  = mustScript("release")
+	restoreScript  = mustScript("restore")
+	leaveScript    = mustScript("leave")
+	snapshotScript = mustScript("snapshot")
 )
 
 // reply is a script's array reply, read with checked conversions: an

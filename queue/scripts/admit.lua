@@ -5,7 +5,8 @@
 -- KEYS[2] queue   ZSET  member = user id, score = ticket number
 -- KEYS[3] active  ZSET  member = user id, score = deadline (ms, Redis clock)
 -- KEYS[4] tokens  HASH  user id -> entry token
--- KEYS[5] stats   HASH  rate, serving, counters, rate-window state
+-- KEYS[5] stats   HASH  rate, serving, counters, rate-window state, ev
+-- KEYS[6] gone    ZSET  tickets of waiting users who left (score = ticket)
 -- ARGV[1] pub/sub channel of the room
 -- ARGV[2] room name (goes into the event)
 -- ARGV[3] rate window in ms (admissions are measured over this much busy time)
@@ -66,6 +67,8 @@ if n > 0 then
     serving = popped[i + 1]
   end
   redis.call('HSET', KEYS[5], 'serving', serving)
+  -- departures behind the new serving ticket no longer affect any position
+  redis.call('ZREMRANGEBYSCORE', KEYS[6], '-inf', serving)
   redis.call('HINCRBY', KEYS[5], 'admitted', #admitted)
   active = active + #admitted
   waiting = waiting - #admitted
@@ -96,13 +99,16 @@ end
 local rateStr = string.format('%.3f', rate)
 redis.call('HSET', KEYS[5], 'last_ms', now, 'busy_ms', busy, 'busy_n', busyN, 'rate', rateStr)
 
--- 4. one event per tick that changed anything
+-- 4. one event per tick that changed anything: {room, ev, ts, serving,
+-- admitted, waiting, active, rate, pruned}. ev numbers the room's events so
+-- a subscriber can tell it missed one.
 if #admitted > 0 or pruned > 0 then
   local ev = {room = ARGV[2], ts = now, waiting = waiting, active = active,
-              rate = rateStr, pruned = pruned}
+              rate = rateStr, pruned = pruned,
+              ev = redis.call('HINCRBY', KEYS[5], 'ev', 1),
+              serving = tonumber(serving or redis.call('HGET', KEYS[5], 'serving') or '0')}
   if #admitted > 0 then
     ev.admitted = admitted
-    ev.serving = tonumber(serving)
   end
   redis.call('PUBLISH', ARGV[1], cjson.encode(ev))
 end

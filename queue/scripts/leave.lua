@@ -3,11 +3,17 @@
 -- KEYS[1] queue   ZSET  member = user id, score = ticket number
 -- KEYS[2] active  ZSET  member = user id, score = deadline (ms, Redis clock)
 -- KEYS[3] tokens  HASH  user id -> entry token
--- KEYS[4] stats   HASH  counters
+-- KEYS[4] stats   HASH  counters, event sequence
+-- KEYS[5] gone    ZSET  tickets of waiting users who left (score = ticket)
 -- ARGV[1] user id
+-- ARGV[2] pub/sub channel of the room
+-- ARGV[3] room name (goes into the event)
 --
 -- Returns {wasWaiting(0|1), ticket or 0, slotFreed(0|1)}. An order already in
--- flight keeps its slot until it finishes.
+-- flight keeps its slot until it finishes. A waiting user's ticket goes into
+-- the gone set and one event {room, ev, left, waiting, serving, ts} is
+-- published, so every instance can keep positions exact without asking Redis
+-- per connection (see stream/doc.go).
 local ticket = redis.call('ZSCORE', KEYS[1], ARGV[1])
 local waiting = redis.call('ZREM', KEYS[1], ARGV[1])
 local freed = 0
@@ -16,5 +22,12 @@ if redis.call('HDEL', KEYS[3], ARGV[1]) == 1 then
 end
 if waiting == 1 then
   redis.call('HINCRBY', KEYS[4], 'left', 1)
+  redis.call('ZADD', KEYS[5], ticket, ticket)
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local ev = redis.call('HINCRBY', KEYS[4], 'ev', 1)
+  local serving = tonumber(redis.call('HGET', KEYS[4], 'serving') or '0')
+  redis.call('PUBLISH', ARGV[2], cjson.encode({room = ARGV[3], ev = ev, ts = now,
+    left = {tonumber(ticket)}, waiting = redis.call('ZCARD', KEYS[1]), serving = serving}))
 end
 return {waiting, ticket or 0, freed}

@@ -1,0 +1,20 @@
+-- snapshot: the state every instance keeps per room to derive positions
+-- without a Redis call per connection, read atomically.
+--
+-- KEYS[1] stats   HASH  serving, ev, rate
+-- KEYS[2] queue   ZSET  member = user id, score = ticket number
+-- KEYS[3] gone    ZSET  tickets of waiting users who left (score = ticket)
+-- KEYS[4] cfg     HASH  target
+--
+-- Returns {serving, ev, waiting, rate, target, gone...}: the last admitted
+-- ticket, the room's event sequence number, the queue length, the measured
+-- rate, targetActive, and the departed tickets above serving, ascending.
+local st = redis.call('HMGET', KEYS[1], 'serving', 'ev', 'rate')
+local serving = st[1] or '0'
+local out = {serving, st[2] or '0', redis.call('ZCARD', KEYS[2]), st[3] or '0',
+             redis.call('HGET', KEYS[4], 'target') or '0'}
+local gone = redis.call('ZRANGEBYSCORE', KEYS[3], '(' .. serving, '+inf')
+for i = 1, #gone do
+  out[#out + 1] = gone[i]
+end
+return out

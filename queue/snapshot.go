@@ -1,0 +1,92 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// RoomSnapshot is what an instance needs to derive every waiting user's
+// position from their ticket alone: position(t) = t − Serving − |{g ∈ Gone :
+// Serving < g < t}| (see stream/doc.go).
+type RoomSnapshot struct {
+	Room    string
+	Serving int64   // ticket of the last admitted user
+	Ev      int64   // the room's event sequence number at the time of reading
+	Waiting int64   // queue length
+	Rate    float64 // measured admissions per second (0: not yet measured)
+	Target  int64
+	Gone    []int64 // tickets above Serving whose users left, ascending
+}
+
+// Snapshots reads the snapshot of each room, one atomic script per room,
+// all rooms in one pipeline. A missing room reads as an empty snapshot.
+func (q *Queue) Snapshots(ctx context.Context, rooms []string) ([]RoomSnapshot, error) {
+	cmds := make([]*redis.Cmd, len(rooms))
+	_, err := q.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, room := range rooms {
+			k := q.keys(room)
+			cmds[i] = snapshotScript.EvalSha(ctx, p, []string{k.stats, k.queue, k.gone, k.cfg})
+		}
+		return nil
+	})
+	if err != nil && isNoScript(err) {
+		// First use on this Redis: load the script and read again.
+		if err := snapshotScript.Load(ctx, q.rdb).Err(); err != nil {
+			return nil, unavailable("snapshot", err)
+		}
+		return q.Snapshots(ctx, rooms)
+	}
+	if err != nil {
+		return nil, unavailable("snapshot", err)
+	}
+	out := make([]RoomSnapshot, len(rooms))
+	for i, c := range cmds {
+		r := asReply("snapshot", c.Val())
+		s := RoomSnapshot{Room: rooms[i], Serving: r.int(0), Ev: r.int(1), Waiting: r.int(2), Rate: r.float(3), Target: r.int(4)}
+		for j := 5; j < len(r.v); j++ {
+			s.Gone = append(s.Gone, r.int(j))
+		}
+		if r.err != nil {
+			return nil, r.err
+		}
+		slices.Sort(s.Gone)
+		out[i] = s
+	}
+	return out, nil
+}
+
+// Statuses reads the status of several users of one room in one pipeline.
+// errs[i] is ErrNotInQueue for users neither waiting nor READY.
+func (q *Queue) Statuses(ctx context.Context, room string, users []string) ([]Status, []error, error) {
+	k := q.keys(room)
+	cmds := make([]*redis.Cmd, len(users))
+	_, err := q.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, u := range users {
+			cmds[i] = statusScript.EvalSha(ctx, p, []string{k.queue, k.active, k.tokens, k.stats, k.cfg}, u)
+		}
+		return nil
+	})
+	if err != nil && isNoScript(err) {
+		if err := statusScript.Load(ctx, q.rdb).Err(); err != nil {
+			return nil, nil, unavailable("statuses", err)
+		}
+		return q.Statuses(ctx, room, users)
+	}
+	if err != nil {
+		return nil, nil, unavailable("statuses", err)
+	}
+	sts := make([]Status, len(users))
+	errs := make([]error, len(users))
+	for i, c := range cmds {
+		sts[i], errs[i] = decodeStatus(c.Val())
+	}
+	return sts, errs, nil
+}
+
+func isNoScript(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re) && redis.HasErrorPrefix(re, "NOSCRIPT")
+}

@@ -1,0 +1,74 @@
+// Package stream owns live push: the per-instance hub that turns the
+// queue's admission and departure events into per-connection status
+// updates for SSE and WebSocket streams, and answers polls from memory.
+//
+// # One subscription per instance
+//
+// The hub holds ONE Redis pub/sub subscription (a pattern matching every
+// room's event channel). One goroutine drains it: it decodes each event,
+// applies it to that room's in-memory state and marks the room dirty in
+// every shard. It never blocks on a connection. Pub/sub is at-most-once, so
+// it is a hint: Redis is the truth. After go-redis reconnects (seen as a
+// subscription message on ChannelWithSubscriptions), after a gap in a room's
+// event numbers, and every ResyncEvery anyway, the hub re-reads the state of
+// its rooms from Redis with one atomic script per room, all rooms in one
+// pipeline.
+//
+// # Positions without a Redis call per connection
+//
+// Tickets come from a Redis INCR and every ticket is added to the queue, so
+// the tickets still waiting are exactly those above the last admitted ticket
+// ("serving") whose users have not left. The admission script publishes
+// serving on every tick; the leave script publishes the departed ticket and
+// keeps it in the room's gone set until serving passes it. A room's state is
+//
+//	serving  the last admitted ticket
+//	gone     departed tickets above serving, ascending
+//	waiting  queue length; rate, target for the ETA
+//	ev       the room's event sequence number
+//
+// and a connection whose queue token carries ticket t derives
+//
+//	position(t) = t − serving − |{g ∈ gone : serving < g < t}|
+//
+// which equals the 1-based ZRANK of its user. When t ≤ serving (admitted)
+// or t ∈ gone (left), the connection's new status is read from Redis, in one
+// pipeline per room and batch: that happens once per user, on admission.
+//
+// Applying an event: if ev = state.ev + 1, serving and waiting are taken
+// from it, left tickets are added to gone, and gone entries ≤ serving are
+// dropped. Otherwise (a gap, or no state yet) the event is applied the same
+// way but the room is marked stale and re-read at once. A snapshot read
+// from Redis replaces the state unless the state has already applied a
+// newer event.
+//
+// # Fan-out
+//
+// Connections are spread over shards by a hash of the connection, each with
+// its own lock and worker goroutine, so fan-out runs in parallel and no lock
+// is shared by all connections. A worker evaluates the connections of each
+// dirty room, and every SweepEvery all of its connections (coalesced
+// updates that are now due, READY windows that ended, stalled writers).
+//
+// Band coalescing: a connection at positions 1–100 gets every change;
+// 101–1000 at most one per second; beyond, one per 5 s (Options.Coalesce).
+// READY is delivered as soon as it is read.
+//
+// Each connection has a latest-value slot: a new update overwrites one not
+// yet written, so a slow client costs one slot, never a queue, and never
+// delays the hub or other clients. A connection whose slot stays unwritten
+// for StallTimeout is dropped (its writer is stuck on a dead or slow peer)
+// and counted.
+//
+// # Polls
+//
+// Position answers GET position from the same state when it is fresh (not
+// stale and confirmed by a snapshot within 3 × ResyncEvery); otherwise the
+// caller asks Redis, which stays the judge.
+//
+// # Concurrency
+//
+// A Hub is safe for concurrent use. Run owns the drain, resync and shard
+// goroutines and stops them all before it returns; Close tells every
+// connection to reconnect elsewhere.
+package stream

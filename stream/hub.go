@@ -1,0 +1,333 @@
+package stream
+
+import (
+	"context"
+	"hash/maphash"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"waitingroom/queue"
+)
+
+// Source is what the hub reads from Redis (implemented by *queue.Queue).
+type Source interface {
+	// Snapshots reads rooms' states, one atomic read per room.
+	Snapshots(ctx context.Context, rooms []string) ([]queue.RoomSnapshot, error)
+	// Statuses reads several users' statuses in one room.
+	Statuses(ctx context.Context, room string, users []string) ([]queue.Status, []error, error)
+	// ChannelPattern matches every room's event channel.
+	ChannelPattern() string
+}
+
+// Options configure a Hub.
+type Options struct {
+	Redis  redis.UniversalClient // the one pub/sub subscription
+	Source Source
+	// Shards of connections, each with its own lock and worker (default 64).
+	Shards int
+	// ResyncEvery: how often room states are re-read from Redis (default 1s).
+	ResyncEvery time.Duration
+	// SweepEvery: how often each shard looks at all its connections
+	// (coalesced updates due, entry windows ended, stalls; default 250ms).
+	SweepEvery time.Duration
+	// StallTimeout: a connection whose update stays unwritten this long is
+	// dropped (default 10s).
+	StallTimeout time.Duration
+	// Coalesce returns the least time between two pushes to a connection
+	// at a position (default: 0 up to 100, 1s up to 1000, 5s beyond).
+	Coalesce func(position int64) time.Duration
+	// OnDrop is called for each connection dropped for stalling.
+	OnDrop func()
+	Logger *slog.Logger
+}
+
+// DefaultCoalesce is the contract's band coalescing: every change for
+// positions 1–100, at most one per second up to 1000, one per 5 s beyond.
+func DefaultCoalesce(position int64) time.Duration {
+	switch {
+	case position <= 100:
+		return 0
+	case position <= 1000:
+		return time.Second
+	}
+	return 5 * time.Second
+}
+
+// Hub is one instance's push hub.
+type Hub struct {
+	o      Options
+	shards []*shard
+	seed   maphash.Seed
+
+	mu     sync.RWMutex
+	rooms  map[string]*atomic.Pointer[roomState]
+	resync chan struct{} // capacity 1: "re-read now"
+
+	conns  atomic.Int64
+	closed atomic.Bool
+	wg     sync.WaitGroup // resolve goroutines
+}
+
+// New returns a Hub; Run starts it.
+func New(o Options) *Hub {
+	if o.Shards <= 0 {
+		o.Shards = 64
+	}
+	if o.ResyncEvery <= 0 {
+		o.ResyncEvery = time.Second
+	}
+	if o.SweepEvery <= 0 {
+		o.SweepEvery = 250 * time.Millisecond
+	}
+	if o.StallTimeout <= 0 {
+		o.StallTimeout = 10 * time.Second
+	}
+	if o.Coalesce == nil {
+		o.Coalesce = DefaultCoalesce
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	h := &Hub{o: o, seed: maphash.MakeSeed(), rooms: map[string]*atomic.Pointer[roomState]{}, resync: make(chan struct{}, 1)}
+	for range o.Shards {
+		h.shards = append(h.shards, newShard(h))
+	}
+	return h
+}
+
+// Connections returns the number of open subscriptions.
+func (h *Hub) Connections() int64 { return h.conns.Load() }
+
+// Run subscribes, drains, re-reads and fans out until ctx is done.
+func (h *Hub) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	for _, sh := range h.shards {
+		wg.Go(func() { sh.run(ctx) })
+	}
+	wg.Go(func() { h.resyncLoop(ctx) })
+	wg.Go(func() { h.drain(ctx) })
+	wg.Wait()
+	h.wg.Wait()
+}
+
+// drain is the one pub/sub subscription of this instance.
+func (h *Hub) drain(ctx context.Context) {
+	ps := h.o.Redis.PSubscribe(ctx, h.o.Source.ChannelPattern())
+	defer ps.Close()
+	ch := ps.ChannelWithSubscriptions(redis.WithChannelSize(4096))
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case m, ok := <-ch:
+			if !ok {
+				return
+			}
+			switch m := m.(type) {
+			case *redis.Subscription:
+				// (Re)subscribed: whatever was published meanwhile is lost.
+				h.o.Logger.LogAttrs(ctx, slog.LevelInfo, "stream: subscribed; re-reading room states", slog.String("pattern", m.Channel))
+				h.markAllStale()
+			case *redis.Message:
+				h.onEvent(m.Payload)
+			}
+		}
+	}
+}
+
+func (h *Hub) onEvent(payload string) {
+	e, err := decodeEvent(payload)
+	if err != nil || e.Room == "" {
+		h.o.Logger.Warn("stream: undecodable event", "error", err)
+		return
+	}
+	p := h.roomPtr(e.Room, false)
+	if p == nil {
+		return // no connection or poll cares about this room here
+	}
+	old := p.Load()
+	if old == nil {
+		h.requestResync()
+		return
+	}
+	n := old.apply(e)
+	p.Store(n)
+	if n.stale {
+		h.requestResync()
+	}
+	h.markDirty(e.Room)
+}
+
+func (h *Hub) markDirty(room string) {
+	for _, sh := range h.shards {
+		sh.markDirty(room)
+	}
+}
+
+func (h *Hub) markAllStale() {
+	h.mu.RLock()
+	for _, p := range h.rooms {
+		if s := p.Load(); s != nil {
+			n := *s
+			n.stale = true
+			p.Store(&n)
+		}
+	}
+	h.mu.RUnlock()
+	h.requestResync()
+}
+
+func (h *Hub) requestResync() {
+	select {
+	case h.resync <- struct{}{}:
+	default:
+	}
+}
+
+// resyncLoop re-reads the rooms this instance serves, every ResyncEvery
+// and whenever asked.
+func (h *Hub) resyncLoop(ctx context.Context) {
+	t := time.NewTicker(h.o.ResyncEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-h.resync:
+		}
+		h.Resync(ctx)
+	}
+}
+
+// Resync re-reads every known room's state from Redis now.
+func (h *Hub) Resync(ctx context.Context) {
+	h.mu.RLock()
+	rooms := make([]string, 0, len(h.rooms))
+	for r := range h.rooms {
+		rooms = append(rooms, r)
+	}
+	h.mu.RUnlock()
+	if len(rooms) == 0 {
+		return
+	}
+	slices.Sort(rooms)
+	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	snaps, err := h.o.Source.Snapshots(rctx, rooms)
+	cancel()
+	if err != nil {
+		return // stays stale; polls fall back to Redis, streams keep their last status
+	}
+	now := time.Now()
+	for _, sn := range snaps {
+		p := h.roomPtr(sn.Room, true)
+		old := p.Load()
+		if old != nil && old.ev > sn.Ev {
+			// Events newer than the snapshot arrived while it was read:
+			// keep them, and read again if something may still be missing.
+			if old.stale {
+				h.requestResync()
+			}
+			continue
+		}
+		p.Store(fromSnapshot(sn, now))
+		if old == nil || old.ev != sn.Ev || old.serving != sn.Serving || old.waiting != sn.Waiting {
+			h.markDirty(sn.Room)
+		}
+	}
+}
+
+// roomPtr returns room's state holder, creating it when create.
+func (h *Hub) roomPtr(room string, create bool) *atomic.Pointer[roomState] {
+	h.mu.RLock()
+	p := h.rooms[room]
+	h.mu.RUnlock()
+	if p != nil || !create {
+		return p
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if p = h.rooms[room]; p == nil {
+		p = &atomic.Pointer[roomState]{}
+		h.rooms[room] = p
+	}
+	return p
+}
+
+func (h *Hub) state(room string) *roomState {
+	if p := h.roomPtr(room, false); p != nil {
+		return p.Load()
+	}
+	return nil
+}
+
+// Position answers a poll from memory: the waiting status of ticket in
+// room, when the room's state is fresh and the ticket is still waiting.
+// ok is false otherwise; the caller then asks Redis. A room polled here for
+// the first time is tracked from now on.
+func (h *Hub) Position(room string, ticket int64) (queue.Status, bool) {
+	p := h.roomPtr(room, true)
+	st := p.Load()
+	if st == nil {
+		h.requestResync()
+		return queue.Status{}, false
+	}
+	if st.stale || time.Since(st.snapshotAt) > 3*h.o.ResyncEvery || ticket <= 0 {
+		return queue.Status{}, false
+	}
+	pos, ok := st.position(ticket)
+	if !ok {
+		return queue.Status{}, false
+	}
+	return st.status(ticket, pos), true
+}
+
+// Subscribe registers a stream of user in room whose current status is
+// initial (read by the caller); initial is delivered at once.
+func (h *Hub) Subscribe(room, user string, initial queue.Status) *Sub {
+	s := &Sub{Room: room, User: user, hub: h, notify: make(chan struct{}, 1), done: make(chan struct{})}
+	s.shard = h.shards[maphash.String(h.seed, user)%uint64(len(h.shards))]
+	h.roomPtr(room, true)
+	if h.state(room) == nil {
+		h.requestResync()
+	}
+	now := time.Now()
+	s.shard.mu.Lock()
+	s.shard.setStatus(s, initial, now, time.Time{})
+	s.shard.mu.Unlock()
+	if h.closed.Load() {
+		s.put(Update{Reconnect: true}, now)
+		s.end()
+		return s
+	}
+	h.conns.Add(1)
+	s.shard.add(s)
+	return s
+}
+
+// drop ends a stalled subscription and counts it.
+func (h *Hub) drop(s *Sub) {
+	h.o.Logger.Debug("stream: dropping a stalled connection", "room", s.Room)
+	s.shard.remove(s)
+	if h.o.OnDrop != nil {
+		h.o.OnDrop()
+	}
+}
+
+// Close tells every connection to reconnect elsewhere and ends them; new
+// subscriptions are refused the same way. Run must be stopped separately.
+func (h *Hub) Close() {
+	h.closed.Store(true)
+	now := time.Now()
+	for _, sh := range h.shards {
+		for _, s := range sh.all() {
+			s.put(Update{Reconnect: true}, now)
+			sh.remove(s)
+		}
+	}
+}

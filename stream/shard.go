@@ -1,0 +1,239 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"waitingroom/queue"
+)
+
+// shard holds a share of the connections, with its own lock and worker.
+type shard struct {
+	hub   *Hub
+	mu    sync.Mutex
+	rooms map[string]map[*Sub]struct{}
+	dirty map[string]bool
+	wake  chan struct{}
+}
+
+func newShard(h *Hub) *shard {
+	return &shard{hub: h, rooms: map[string]map[*Sub]struct{}{}, dirty: map[string]bool{}, wake: make(chan struct{}, 1)}
+}
+
+func (sh *shard) add(s *Sub) {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	m := sh.rooms[s.Room]
+	if m == nil {
+		m = map[*Sub]struct{}{}
+		sh.rooms[s.Room] = m
+	}
+	m[s] = struct{}{}
+}
+
+func (sh *shard) remove(s *Sub) {
+	sh.mu.Lock()
+	m := sh.rooms[s.Room]
+	_, had := m[s]
+	delete(m, s)
+	if len(m) == 0 {
+		delete(sh.rooms, s.Room)
+	}
+	sh.mu.Unlock()
+	if had {
+		sh.hub.conns.Add(-1)
+	}
+	s.end()
+}
+
+// markDirty records that room changed and wakes the worker; never blocks.
+func (sh *shard) markDirty(room string) {
+	sh.mu.Lock()
+	sh.dirty[room] = true
+	sh.mu.Unlock()
+	select {
+	case sh.wake <- struct{}{}:
+	default:
+	}
+}
+
+// run is the shard's worker: dirty rooms as they come, everything each sweep.
+func (sh *shard) run(ctx context.Context) {
+	t := time.NewTicker(sh.hub.o.SweepEvery)
+	defer t.Stop()
+	for {
+		sweep := false
+		select {
+		case <-ctx.Done():
+			return
+		case <-sh.wake:
+		case <-t.C:
+			sweep = true
+		}
+		sh.evaluate(ctx, sweep)
+	}
+}
+
+// evaluate looks at the connections of dirty rooms (all rooms on a sweep)
+// and delivers what is due. Redis reads for users who left the waiting
+// state run in their own goroutine, never under the lock.
+func (sh *shard) evaluate(ctx context.Context, sweep bool) {
+	now := time.Now()
+	var resolve map[string][]*Sub
+	var stalled []*Sub
+	sh.mu.Lock()
+	rooms := sh.dirty
+	if sweep {
+		rooms = make(map[string]bool, len(sh.rooms))
+		for r := range sh.rooms {
+			rooms[r] = true
+		}
+	}
+	sh.dirty = map[string]bool{}
+	for room := range rooms {
+		subs := sh.rooms[room]
+		if len(subs) == 0 {
+			continue
+		}
+		st := sh.hub.state(room)
+		for s := range subs {
+			if sweep {
+				if since := s.stalledSince(); !since.IsZero() && now.Sub(since) > sh.hub.o.StallTimeout {
+					stalled = append(stalled, s)
+					continue
+				}
+			}
+			if sh.evaluateSub(s, st, now) {
+				if resolve == nil {
+					resolve = map[string][]*Sub{}
+				}
+				resolve[room] = append(resolve[room], s)
+				s.resolving = true
+			}
+		}
+	}
+	sh.mu.Unlock()
+	for _, s := range stalled {
+		sh.hub.drop(s)
+	}
+	for room, subs := range resolve {
+		sh.hub.wg.Go(func() { sh.resolve(ctx, room, subs) })
+	}
+}
+
+// evaluateSub delivers s's next update if one is due under its band, and
+// reports whether its status must be read from Redis instead.
+func (sh *shard) evaluateSub(s *Sub, st *roomState, now time.Time) (needsRedis bool) {
+	if s.resolving {
+		return false
+	}
+	switch s.state {
+	case queue.Ready:
+		return !s.expires.IsZero() && now.After(s.expires)
+	case queue.Waiting:
+	default:
+		return false
+	}
+	if st == nil || s.ticket == 0 {
+		return false
+	}
+	pos, ok := st.position(s.ticket)
+	if !ok {
+		return true
+	}
+	changed := pos != s.lastPos
+	if !changed && st.waiting == s.lastWaiting {
+		return false
+	}
+	every := sh.hub.o.Coalesce(pos)
+	if !changed {
+		// Only the total changed: tell the top band at its own pace too.
+		every = max(every, time.Second)
+	}
+	if now.Sub(s.lastSent) < every {
+		return false
+	}
+	s.lastPos, s.lastWaiting, s.lastSent = pos, st.waiting, now
+	s.put(Update{Status: st.status(s.ticket, pos), Published: st.ts}, now)
+	return false
+}
+
+// resolve reads from Redis the status of connections whose users are no
+// longer waiting (admitted, left) or whose entry window ended.
+func (sh *shard) resolve(ctx context.Context, room string, subs []*Sub) {
+	users := make([]string, len(subs))
+	for i, s := range subs {
+		users[i] = s.User
+	}
+	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	sts, errs, err := sh.hub.o.Source.Statuses(rctx, room, users)
+	cancel()
+	now := time.Now()
+	published := time.Time{}
+	if st := sh.hub.state(room); st != nil {
+		published = st.ts
+	}
+	var gone []*Sub
+	sh.mu.Lock()
+	for i, s := range subs {
+		s.resolving = false
+		switch {
+		case err != nil:
+			// Redis unreachable: try again on a later sweep.
+		case errors.Is(errs[i], queue.ErrNotInQueue):
+			s.state = queue.NotInQueue
+			s.put(Update{Gone: true, Published: published}, now)
+			gone = append(gone, s)
+		case errs[i] != nil:
+		default:
+			sh.setStatus(s, sts[i], now, published)
+		}
+	}
+	sh.mu.Unlock()
+	for _, s := range gone {
+		s.end()
+	}
+}
+
+// setStatus records and delivers a status read from Redis (under sh.mu).
+func (sh *shard) setStatus(s *Sub, st queue.Status, now, published time.Time) {
+	s.state = st.State
+	switch st.State {
+	case queue.Ready:
+		if s.expires.Equal(st.EntryExpires) && !s.lastSent.IsZero() {
+			return // unchanged (a restored or repeated READY)
+		}
+		s.expires = st.EntryExpires
+	case queue.Waiting:
+		s.lastPos, s.lastWaiting = st.Position, st.Waiting
+		if st.Ticket != 0 {
+			s.ticket = st.Ticket
+		}
+	}
+	s.lastSent = now
+	s.put(Update{Status: st, Published: published}, now)
+}
+
+// all returns every subscription of the shard.
+func (sh *shard) all() []*Sub {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	var out []*Sub
+	for _, m := range sh.rooms {
+		for s := range m {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// roomNames adds the shard's rooms to set.
+func (sh *shard) roomNames(set map[string]bool) {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	for r := range sh.rooms {
+		set[r] = true
+	}
+}

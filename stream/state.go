@@ -1,0 +1,83 @@
+package stream
+
+import (
+	"slices"
+	"sort"
+	"time"
+
+	"waitingroom/queue"
+)
+
+// roomState is one room's state as this instance knows it. Values are
+// immutable once published; updates make a new one.
+type roomState struct {
+	room    string
+	serving int64
+	gone    []int64 // ascending, all > serving
+	waiting int64
+	rate    float64
+	target  int64
+	ev      int64
+	ts      time.Time // when the last change was published (Redis clock)
+
+	stale      bool      // an event may be missing: re-read before trusting
+	snapshotAt time.Time // when Redis last confirmed this state
+}
+
+// position derives the 1-based position of ticket t. ok is false when t is
+// no longer waiting (admitted, or left) and Redis must tell what it is.
+func (s *roomState) position(t int64) (pos int64, ok bool) {
+	if t <= s.serving {
+		return 0, false
+	}
+	i := sort.Search(len(s.gone), func(i int) bool { return s.gone[i] >= t })
+	if i < len(s.gone) && s.gone[i] == t {
+		return 0, false
+	}
+	return t - s.serving - int64(i), true
+}
+
+// status returns the waiting status of ticket t at position pos.
+func (s *roomState) status(t, pos int64) queue.Status {
+	return queue.Status{State: queue.Waiting, Ticket: t, Position: pos, Waiting: s.waiting, Rate: s.rate, Target: s.target}
+}
+
+// fromSnapshot builds a confirmed state.
+func fromSnapshot(sn queue.RoomSnapshot, now time.Time) *roomState {
+	return &roomState{
+		room: sn.Room, serving: sn.Serving, gone: sn.Gone, waiting: sn.Waiting,
+		rate: sn.Rate, target: sn.Target, ev: sn.Ev, ts: now, snapshotAt: now,
+	}
+}
+
+// apply returns the state after event e. It is marked stale when e does not
+// directly follow the state's last event.
+func (s *roomState) apply(e *event) *roomState {
+	n := *s
+	n.stale = s.stale || s.ev == 0 || e.Ev != s.ev+1
+	if e.Ev > n.ev {
+		n.ev = e.Ev
+	}
+	n.ts = e.time()
+	n.waiting = e.Waiting
+	if e.Rate != "" {
+		n.rate = e.rate()
+	}
+	if e.Serving > n.serving {
+		n.serving = e.Serving
+	}
+	gone := make([]int64, 0, len(s.gone)+len(e.Left))
+	for _, g := range s.gone {
+		if g > n.serving {
+			gone = append(gone, g)
+		}
+	}
+	for _, g := range e.Left {
+		if g > n.serving {
+			gone = append(gone, g)
+		}
+	}
+	slices.Sort(gone)
+	n.gone = slices.Compact(gone)
+	return &n
+}

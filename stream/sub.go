@@ -1,0 +1,108 @@
+package stream
+
+import (
+	"sync"
+	"time"
+
+	"waitingroom/queue"
+)
+
+// Update is one message for a connection.
+type Update struct {
+	// Status is the connection's status when neither Gone nor Reconnect.
+	Status queue.Status
+	// Gone: the user is no longer in the queue (left, window ended, or
+	// ordered); the stream ends with a "gone" event.
+	Gone bool
+	// Reconnect: this instance is shutting down; the stream ends with a
+	// retry hint so the client reconnects elsewhere.
+	Reconnect bool
+	// Published is when the change was published (Redis clock), for the
+	// fan-out lag; zero for updates not caused by an event.
+	Published time.Time
+}
+
+// Sub is one stream connection's subscription. Its writer waits on
+// Notify, then writes what Take returns.
+type Sub struct {
+	Room, User string
+
+
+	hub    *Hub
+	shard  *shard
+	notify chan struct{}
+	done   chan struct{}
+
+	mu       sync.Mutex // guards slot, filledAt, closed
+	slot     *Update
+	filledAt time.Time
+	closed   bool
+
+	// Owned by the shard (under shard.mu).
+	ticket      int64
+	state       queue.State
+	lastPos     int64
+	lastWaiting int64
+	lastSent    time.Time
+	expires     time.Time // READY: end of the entry window
+	resolving   bool
+}
+
+// Notify is signalled (capacity 1, never blocks the hub) when an update is
+// waiting in the slot.
+func (s *Sub) Notify() <-chan struct{} { return s.notify }
+
+// Done is closed when the subscription ends: Close, a drop for stalling,
+// or the hub's shutdown (which first leaves a Reconnect update).
+func (s *Sub) Done() <-chan struct{} { return s.done }
+
+// Take returns the latest update and empties the slot.
+func (s *Sub) Take() (Update, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.slot == nil {
+		return Update{}, false
+	}
+	u := *s.slot
+	s.slot = nil
+	s.filledAt = time.Time{}
+	return u, true
+}
+
+// Close ends the subscription (the connection went away).
+func (s *Sub) Close() { s.shard.remove(s) }
+
+// put overwrites the slot with u and signals the writer.
+func (s *Sub) put(u Update, now time.Time) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.slot = &u
+	if s.filledAt.IsZero() {
+		s.filledAt = now
+	}
+	s.mu.Unlock()
+	select {
+	case s.notify <- struct{}{}:
+	default:
+	}
+}
+
+// stalledSince returns when the unwritten update was first put, or zero.
+func (s *Sub) stalledSince() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.filledAt
+}
+
+// end closes done once.
+func (s *Sub) end() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.closed {
+		s.closed = true
+		close(s.done)
+	}
+}
