@@ -27,7 +27,6 @@ type Update struct {
 type Sub struct {
 	Room, User string
 
-
 	hub    *Hub
 	shard  *shard
 	notify chan struct{}
