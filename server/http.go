@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gofiber/contrib/websocket"
 	"github.com/gofiber/fiber/v2"
 
 	"waitingroom/web"
@@ -38,6 +39,8 @@ func (s *Server) newPublicApp() *fiber.App {
 	api.Post("/rooms/:room/enter", s.enter)
 	api.Get("/rooms/:room/position", s.position)
 	api.Post("/rooms/:room/leave", s.leave)
+	api.Get("/rooms/:room/events", s.events)
+	api.Get("/rooms/:room/ws", s.wsUpgrade, websocket.New(s.ws))
 	api.Post("/orders", s.order)
 	api.Get("/products/:id", s.product)
 

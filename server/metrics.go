@@ -19,6 +19,10 @@ type metrics struct {
 	orders       *prometheus.CounterVec
 	httpDuration *prometheus.HistogramVec
 	bcrypt       prometheus.Histogram
+	streams      *prometheus.GaugeVec
+	streamEvents *prometheus.CounterVec
+	streamDrops  prometheus.Counter
+	fanoutLag    prometheus.Histogram
 }
 
 // newMetrics registers the server's collectors on reg (a new registry when
@@ -61,7 +65,22 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 			Help:    "BCrypt password verifications (login only).",
 			Buckets: []float64{.01, .025, .05, .075, .1, .15, .25, .5, 1, 2.5},
 		}),
+		streams: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "waitingroom_stream_connections", Help: "Open push streams by transport (sse, ws).",
+		}, []string{"transport"}),
+		streamEvents: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "waitingroom_stream_events_total", Help: "Status updates written to push streams.",
+		}, []string{"transport"}),
+		streamDrops: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "waitingroom_stream_dropped_total", Help: "Streams dropped because their client did not read (slow or dead).",
+		}),
+		fanoutLag: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "waitingroom_stream_fanout_lag_seconds",
+			Help:    "From an admission or departure being published (Redis clock) to its update being written to a stream.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+		}),
 	}
+	reg.MustRegister(m.streams, m.streamEvents, m.streamDrops, m.fanoutLag)
 	reg.MustRegister(m.waiting, m.active, m.target, m.admitted, m.entered, m.expired, m.orders, m.httpDuration, m.bcrypt)
 	return m
 }

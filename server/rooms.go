@@ -1,18 +1,12 @@
 package server
 
 import (
-	"math"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
 
 	"waitingroom/queue"
 )
-
-// assumedHold is the order's connection hold time assumed until a room has
-// measured its admission rate: the seed system's measured mean, 200 ms, so
-// a room admits about targetActive / 0.2 s users per second.
-const assumedHold = 200 * time.Millisecond
 
 // QueueStatus is the contract's status document (position and enter).
 type QueueStatus struct {
@@ -37,24 +31,11 @@ func (s *Server) statusDoc(room string, st queue.Status) QueueStatus {
 	case queue.Waiting:
 		d.Position, d.Waiting = st.Position, st.Waiting
 		d.PollAfterMs = s.cfg.PollBands.PollAfter(st.Position).Milliseconds()
-		d.ETASeconds = eta(st)
+		if secs, ok := st.ETA(); ok {
+			d.ETASeconds = &secs
+		}
 	}
 	return d
-}
-
-// eta is position ÷ admission rate, rounded up: the measured rate, or
-// targetActive ÷ assumedHold until one is measured. Unknown (nil) when the
-// room admits nobody.
-func eta(st queue.Status) *int64 {
-	rate := st.Rate
-	if rate <= 0 {
-		rate = float64(st.Target) / assumedHold.Seconds()
-	}
-	if rate <= 0 {
-		return nil
-	}
-	secs := int64(math.Ceil(float64(st.Position) / rate))
-	return &secs
 }
 
 // enter puts the caller in the room's queue (or reports where they are) and
@@ -103,13 +84,14 @@ func (s *Server) roomClaims(c *fiber.Ctx) (*Claims, string, error) {
 	return claims, room, nil
 }
 
-// position answers a poll: no BCrypt, no SQL, one Redis script.
+// position answers a poll: no BCrypt, no SQL; from the hub's memory when
+// its room state is fresh, else one Redis script.
 func (s *Server) position(c *fiber.Ctx) error {
 	claims, room, err := s.roomClaims(c)
 	if err != nil {
 		return err
 	}
-	st, err := s.q.Status(c.UserContext(), room, claims.Subject)
+	st, err := s.currentStatus(c.UserContext(), room, claims)
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 
 	"waitingroom/queue"
 	"waitingroom/server/pgstore"
+	"waitingroom/stream"
 )
 
 // Store is what the server needs from Postgres.
@@ -50,6 +51,7 @@ type Server struct {
 	public   *fiber.App
 	admin    *fiber.App
 	admitter *queue.Admitter
+	hub      *stream.Hub
 
 	dummyOnce sync.Once
 	dummyHash []byte // BCrypt hash verified for unknown login ids
@@ -80,6 +82,12 @@ func New(o Options) (*Server, error) {
 		Rooms:    o.Config.Rooms,
 		Defaults: s.roomDefaults(),
 		Logger:   o.Logger,
+	})
+	s.hub = stream.New(stream.Options{
+		Redis:  o.Redis,
+		Source: s.q,
+		OnDrop: s.m.streamDrops.Inc,
+		Logger: o.Logger,
 	})
 	s.public = s.newPublicApp()
 	s.admin = s.newAdminApp()
@@ -140,11 +148,13 @@ func (s *Server) Run(ctx context.Context) error {
 
 // Serve serves the public and management apps on the given listeners and
 // runs the admission loop, until ctx is done; then it shuts down within
-// WR_SHUTDOWN_TIMEOUT: HTTP first (in-flight orders finish), then the loop.
+// WR_SHUTDOWN_TIMEOUT: streams first (told to reconnect elsewhere), then
+// HTTP (in-flight orders finish), then the admission loop and the hub.
 func (s *Server) Serve(ctx context.Context, public, admin net.Listener) error {
 	loopCtx, stopLoop := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() { s.admitter.Run(loopCtx) })
+	wg.Go(func() { s.hub.Run(loopCtx) })
 
 	errc := make(chan error, 2)
 	wg.Go(func() { errc <- s.public.Listener(public) })
@@ -161,6 +171,9 @@ func (s *Server) Serve(ctx context.Context, public, admin net.Listener) error {
 	s.log.LogAttrs(context.Background(), slog.LevelInfo, "shutting down", slog.Duration("timeout", s.cfg.Shutdown))
 	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.Shutdown)
 	defer cancel()
+	// Streams first: each is told to reconnect elsewhere and ends, so the
+	// HTTP shutdown below is not held up by them.
+	s.hub.Close()
 	if e := s.public.ShutdownWithContext(sctx); e != nil {
 		err = errors.Join(err, fmt.Errorf("server: public shutdown: %w", e))
 	}

@@ -39,7 +39,8 @@ func (s *roomState) position(t int64) (pos int64, ok bool) {
 
 // status returns the waiting status of ticket t at position pos.
 func (s *roomState) status(t, pos int64) queue.Status {
-	return queue.Status{State: queue.Waiting, Ticket: t, Position: pos, Waiting: s.waiting, Rate: s.rate, Target: s.target}
+	// The total may trail a user who entered after the last event or read.
+	return queue.Status{State: queue.Waiting, Ticket: t, Position: pos, Waiting: max(s.waiting, pos), Rate: s.rate, Target: s.target}
 }
 
 // fromSnapshot builds a confirmed state.

@@ -58,6 +58,7 @@ type Reader struct {
 	data      []byte
 	eventType string
 	idBuf     string
+	lastType  string // the last event field's value, reused while it repeats
 
 	lastID     string        // the last event ID string, updated at each blank line
 	retry      time.Duration // the reconnection time
@@ -195,9 +196,10 @@ func (r *Reader) processLine(line []byte) error {
 	}
 	switch string(field) {
 	case "event":
-		if string(value) != r.eventType {
-			r.eventType = string(value)
+		if string(value) != r.lastType { // a stream repeats its few types: allocate each once
+			r.lastType = string(value)
 		}
+		r.eventType = r.lastType
 	case "data":
 		if len(r.data)+len(value)+1 > MaxLine {
 			return ErrEventTooLarge

@@ -154,7 +154,7 @@ func TestReaderKnownAnswers(t *testing.T) {
 
 		// End of stream.
 		{name: "empty stream", in: ""},
-		{name: "cut-off line", in: "data: a\n\ndata: b"},
+		{name: "cut-off line", in: "data: a\n\ndata: b", want: []sse.Event{msg("a")}},
 		{name: "block without its blank line", in: "data: a\n", want: nil},
 		{name: "stream ends right after a CR", in: "data: a\r\r", want: []sse.Event{msg("a")}},
 

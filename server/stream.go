@@ -1,0 +1,302 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"math/rand/v2"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/gofiber/contrib/websocket"
+	"github.com/gofiber/fiber/v2"
+
+	"waitingroom/queue"
+	"waitingroom/stream"
+)
+
+const (
+	// heartbeatEvery keeps proxies from closing idle streams and finds
+	// clients that left: on fasthttp a failed write is the only sign.
+	heartbeatEvery = 15 * time.Second
+	// streamWriteTimeout bounds one write to a stream; a peer that does not
+	// read for this long is dropped.
+	streamWriteTimeout = 10 * time.Second
+	// wsReadLimit is the largest frame a client may send (they send none
+	// but control frames).
+	wsReadLimit = 512
+)
+
+// goneDoc is the data of a "gone" event: the contract's error form.
+var goneDoc = []byte(`{"error":"not_in_queue","message":"you are no longer in this queue (admitted window ended, left, or ordered): enter again"}`)
+
+// streamClaims verifies the queue token of a stream request: from the
+// Authorization header, the wr_queue cookie, or — on stream endpoints
+// only — the token query parameter (EventSource cannot set headers).
+func (s *Server) streamClaims(c *fiber.Ctx) (*Claims, string, error) {
+	raw := bearer(c)
+	if raw == "" {
+		raw = c.Cookies(queueCookie)
+	}
+	if raw == "" {
+		raw = c.Query("token")
+	}
+	if raw == "" {
+		return nil, "", errUnauthorized
+	}
+	claims, err := s.tokens.Parse(raw, KindQueue)
+	if err != nil {
+		return nil, "", err
+	}
+	room := c.Params("room")
+	if claims.Room != room {
+		return nil, "", errWrongRoom
+	}
+	return claims, room, nil
+}
+
+// currentStatus answers from the hub's memory when it is fresh, else from
+// Redis (the judge).
+func (s *Server) currentStatus(ctx context.Context, room string, claims *Claims) (queue.Status, error) {
+	if st, ok := s.hub.Position(room, claims.Seq); ok {
+		return st, nil
+	}
+	return s.q.Status(ctx, room, claims.Subject)
+}
+
+// appendStatus appends the stream form of a status: the QueueStatus
+// document plus "ts", the publish time of the change (Unix ms), so clients
+// and the load tool can measure fan-out lag.
+func (s *Server) appendStatus(b []byte, room string, u stream.Update, kind string) []byte {
+	doc := s.statusDoc(room, u.Status)
+	j, _ := json.Marshal(doc)
+	if kind != "" {
+		b = append(b, `{"type":"`...)
+		b = append(b, kind...)
+		b = append(b, `",`...)
+		j = j[1:]
+	}
+	if !u.Published.IsZero() {
+		b = append(b, j[:len(j)-1]...)
+		b = append(b, `,"ts":`...)
+		b = strconv.AppendInt(b, u.Published.UnixMilli(), 10)
+		return append(b, '}')
+	}
+	return append(b, j...)
+}
+
+// retryHint is a reconnect delay with jitter, so clients that lose their
+// instance together do not all come back in the same millisecond.
+func retryHint() int { return 1000 + rand.IntN(2000) }
+
+// events is the SSE stream: the current status at once, then a status event
+// whenever it changes (coalesced by band), a heartbeat comment at least
+// every 15 s, and gone when the user is no longer in the queue.
+func (s *Server) events(c *fiber.Ctx) error {
+	claims, room, err := s.streamClaims(c)
+	if err != nil {
+		return err
+	}
+	st, err := s.currentStatus(c.UserContext(), room, claims)
+	if err != nil {
+		return err // 404 not_in_queue or 503, as JSON, before any streaming
+	}
+	sub := s.hub.Subscribe(room, claims.Subject, st)
+	c.Set(fiber.HeaderContentType, "text/event-stream")
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	c.Set("X-Accel-Buffering", "no")
+	c.Set(fiber.HeaderConnection, "keep-alive")
+	conn := c.Context().Conn()
+	tokenExp := claims.ExpiresAt.Time
+	s.m.streams.WithLabelValues("sse").Inc()
+	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
+		defer s.m.streams.WithLabelValues("sse").Dec()
+		defer sub.Close()
+		s.writeSSE(w, conn, room, sub, tokenExp)
+	})
+	return nil
+}
+
+func (s *Server) writeSSE(w *bufio.Writer, conn net.Conn, room string, sub *stream.Sub, tokenExp time.Time) {
+	flush := func() bool {
+		_ = conn.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+		return w.Flush() == nil
+	}
+	var id int64
+	buf := make([]byte, 0, 512)
+	// send writes one update; false ends the stream.
+	send := func(u stream.Update) bool {
+		buf = buf[:0]
+		switch {
+		case u.Reconnect:
+			buf = append(buf, "retry: "...)
+			buf = strconv.AppendInt(buf, int64(retryHint()), 10)
+			buf = append(buf, "\n\n"...)
+		case u.Gone:
+			buf = append(buf, "event: gone\ndata: "...)
+			buf = append(buf, goneDoc...)
+			buf = append(buf, "\n\n"...)
+		default:
+			id++
+			buf = append(buf, "event: status\nid: "...)
+			buf = strconv.AppendInt(buf, id, 10)
+			buf = append(buf, "\ndata: "...)
+			buf = s.appendStatus(buf, room, u, "")
+			buf = append(buf, "\n\n"...)
+		}
+		if _, err := w.Write(buf); err != nil || !flush() {
+			return false
+		}
+		s.observeSent("sse", u)
+		return !u.Reconnect && !u.Gone
+	}
+	if _, err := w.WriteString("retry: " + strconv.Itoa(retryHint()) + "\n\n"); err != nil {
+		return
+	}
+	if u, ok := sub.Take(); ok && !send(u) {
+		return
+	}
+	heartbeat := time.NewTicker(heartbeatEvery)
+	defer heartbeat.Stop()
+	expiry := time.NewTimer(time.Until(tokenExp))
+	defer expiry.Stop()
+	for {
+		select {
+		case <-sub.Notify():
+			if u, ok := sub.Take(); ok && !send(u) {
+				return
+			}
+		case <-sub.Done():
+			if u, ok := sub.Take(); ok {
+				send(u)
+			}
+			return
+		case <-heartbeat.C:
+			if _, err := w.WriteString(": heartbeat\n\n"); err != nil || !flush() {
+				return
+			}
+		case <-expiry.C:
+			send(stream.Update{Gone: true})
+			return
+		}
+	}
+}
+
+// observeSent counts a written update and its fan-out lag.
+func (s *Server) observeSent(transport string, u stream.Update) {
+	s.m.streamEvents.WithLabelValues(transport).Inc()
+	if !u.Published.IsZero() {
+		s.m.fanoutLag.Observe(time.Since(u.Published).Seconds())
+	}
+}
+
+// wsUpgrade checks the queue token and the user's status BEFORE the
+// upgrade, so refusals are plain JSON errors.
+func (s *Server) wsUpgrade(c *fiber.Ctx) error {
+	if !websocket.IsWebSocketUpgrade(c) {
+		return &apiError{status: fiber.StatusUpgradeRequired, code: "upgrade_required", message: "this endpoint speaks WebSocket"}
+	}
+	claims, room, err := s.streamClaims(c)
+	if err != nil {
+		return err
+	}
+	st, err := s.currentStatus(c.UserContext(), room, claims)
+	if err != nil {
+		return err
+	}
+	c.Locals("wr.claims", claims)
+	c.Locals("wr.status", st)
+	return c.Next()
+}
+
+// ws is the WebSocket stream: the same messages as SSE, as JSON text
+// frames {"type":"status",...} / {"type":"gone",...}, with pings.
+func (s *Server) ws(conn *websocket.Conn) {
+	claims, _ := conn.Locals("wr.claims").(*Claims)
+	st, _ := conn.Locals("wr.status").(queue.Status)
+	if claims == nil {
+		return
+	}
+	room := claims.Room
+	sub := s.hub.Subscribe(room, claims.Subject, st)
+	defer sub.Close()
+	s.m.streams.WithLabelValues("ws").Inc()
+	defer s.m.streams.WithLabelValues("ws").Dec()
+
+	// Reader: control frames only; a missed pong or any read error ends it.
+	conn.SetReadLimit(wsReadLimit)
+	pongWait := 2 * heartbeatEvery
+	_ = conn.SetReadDeadline(time.Now().Add(pongWait))
+	conn.SetPongHandler(func(string) error { return conn.SetReadDeadline(time.Now().Add(pongWait)) })
+	readerDone := make(chan struct{})
+	go func() {
+		defer close(readerDone)
+		for {
+			if _, _, err := conn.ReadMessage(); err != nil {
+				return
+			}
+		}
+	}()
+	defer func() { _ = conn.Close(); <-readerDone }()
+
+	buf := make([]byte, 0, 512)
+	write := func(kind int, b []byte) bool {
+		_ = conn.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+		return conn.WriteMessage(kind, b) == nil
+	}
+	closeWith := func(code int, text string) {
+		_ = conn.SetWriteDeadline(time.Now().Add(time.Second))
+		_ = conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, text), time.Now().Add(time.Second))
+	}
+	send := func(u stream.Update) bool {
+		switch {
+		case u.Reconnect:
+			closeWith(websocket.CloseGoingAway, "server restarting: reconnect")
+			return false
+		case u.Gone:
+			buf = append(buf[:0], `{"type":"gone",`...)
+			buf = append(buf, goneDoc[1:]...)
+			write(websocket.TextMessage, buf)
+			closeWith(websocket.CloseNormalClosure, "not in queue")
+			return false
+		}
+		buf = s.appendStatus(buf[:0], room, u, "status")
+		if !write(websocket.TextMessage, buf) {
+			return false
+		}
+		s.observeSent("ws", u)
+		return true
+	}
+	if u, ok := sub.Take(); ok && !send(u) {
+		return
+	}
+	ping := time.NewTicker(heartbeatEvery)
+	defer ping.Stop()
+	expiry := time.NewTimer(time.Until(claims.ExpiresAt.Time))
+	defer expiry.Stop()
+	for {
+		select {
+		case <-sub.Notify():
+			if u, ok := sub.Take(); ok && !send(u) {
+				return
+			}
+		case <-sub.Done():
+			if u, ok := sub.Take(); ok {
+				send(u)
+			} else {
+				closeWith(websocket.CloseGoingAway, "reconnect")
+			}
+			return
+		case <-ping.C:
+			if conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(streamWriteTimeout)) != nil {
+				return
+			}
+		case <-expiry.C:
+			send(stream.Update{Gone: true})
+			return
+		case <-readerDone:
+			return
+		}
+	}
+}
