@@ -108,7 +108,7 @@ func (s *Server) adminRooms(c *fiber.Ctx) error {
 }
 
 func (s *Server) adminRoom(c *fiber.Ctx) error {
-	r, err := s.q.Room(c.UserContext(), c.Params("room"))
+	r, err := s.q.Room(c.UserContext(), roomParam(c))
 	if err != nil {
 		return err
 	}
@@ -144,7 +144,7 @@ func (s *Server) adminPutRoom(c *fiber.Ctx) error {
 		u.EntryTTL = &d
 	}
 	u.Paused = req.Paused
-	r, err := s.q.UpdateRoom(c.UserContext(), c.Params("room"), u, true, s.roomDefaults())
+	r, err := s.q.UpdateRoom(c.UserContext(), roomParam(c), u, true, s.roomDefaults())
 	if err != nil {
 		return err
 	}

@@ -79,6 +79,7 @@ type instance struct {
 	base  string // public, e.g. http://127.0.0.1:39211
 	admin string // management
 	logs  *syncBuffer
+	stop  func() // stops the server (once) and fails the test if Serve failed
 }
 
 type syncBuffer struct {
@@ -140,7 +141,7 @@ func (e *env) start(vars map[string]string) *instance {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, pub, adm) }()
-	t.Cleanup(func() {
+	stop := sync.OnceFunc(func() {
 		// Connections the client dialed but never used count as "new" to
 		// the server, which waits 5 s for them at shutdown: close them.
 		client.CloseIdleConnections()
@@ -150,7 +151,8 @@ func (e *env) start(vars map[string]string) *instance {
 		}
 		store.Close()
 	})
-	return &instance{t: t, srv: srv, base: "http://" + pub.Addr().String(), admin: "http://" + adm.Addr().String(), logs: logs}
+	t.Cleanup(stop)
+	return &instance{t: t, srv: srv, base: "http://" + pub.Addr().String(), admin: "http://" + adm.Addr().String(), logs: logs, stop: stop}
 }
 
 // response is a decoded HTTP response.

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -45,7 +46,7 @@ func (s *Server) enter(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	room := c.Params("room")
+	room := roomParam(c)
 	st, err := s.q.Enter(c.UserContext(), room, claims.Subject)
 	if err != nil {
 		return err
@@ -71,13 +72,18 @@ func (s *Server) enter(c *fiber.Ctx) error {
 	return c.JSON(doc)
 }
 
+// roomParam returns the {room} path parameter as a string of its own:
+// Fiber reuses the request's memory after the handler returns, and room
+// names outlive it (hub state, metric labels).
+func roomParam(c *fiber.Ctx) string { return strings.Clone(c.Params("room")) }
+
 // roomClaims verifies the queue token and that it belongs to the path's room.
 func (s *Server) roomClaims(c *fiber.Ctx) (*Claims, string, error) {
 	claims, err := s.queueClaims(c)
 	if err != nil {
 		return nil, "", err
 	}
-	room := c.Params("room")
+	room := roomParam(c)
 	if claims.Room != room {
 		return nil, "", errWrongRoom
 	}

@@ -49,17 +49,23 @@ func (s *Server) streamClaims(c *fiber.Ctx) (*Claims, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	room := c.Params("room")
+	room := roomParam(c)
 	if claims.Room != room {
 		return nil, "", errWrongRoom
 	}
 	return claims, room, nil
 }
 
-// currentStatus answers from the hub's memory when it is fresh, else from
-// Redis (the judge).
+// exactBand: users at these positions (or within the room's targetActive)
+// are the next to be admitted; their polls always read Redis so they see
+// READY the moment it happens, not one pub/sub hop later. They are few: at
+// one poll a second, at most this many Redis reads per second per room.
+const exactBand = 100
+
+// currentStatus answers from the hub's memory when it is fresh and the user
+// is not near the front, else from Redis (the judge).
 func (s *Server) currentStatus(ctx context.Context, room string, claims *Claims) (queue.Status, error) {
-	if st, ok := s.hub.Position(room, claims.Seq); ok {
+	if st, ok := s.hub.Position(room, claims.Seq); ok && st.Position > max(exactBand, st.Target) {
 		return st, nil
 	}
 	return s.q.Status(ctx, room, claims.Subject)
@@ -130,9 +136,11 @@ func (s *Server) writeSSE(w *bufio.Writer, conn net.Conn, room string, sub *stre
 		buf = buf[:0]
 		switch {
 		case u.Reconnect:
+			// EventSource reconnects by itself after the retry delay; the
+			// event tells other clients to do the same.
 			buf = append(buf, "retry: "...)
 			buf = strconv.AppendInt(buf, int64(retryHint()), 10)
-			buf = append(buf, "\n\n"...)
+			buf = append(buf, "\nevent: reconnect\ndata: {\"reason\":\"shutdown\"}\n\n"...)
 		case u.Gone:
 			buf = append(buf, "event: gone\ndata: "...)
 			buf = append(buf, goneDoc...)
