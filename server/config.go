@@ -36,6 +36,9 @@ type Config struct {
 	BodyLimit    int           // WR_BODY_LIMIT (16384 bytes): larger bodies get 413
 	Shutdown     time.Duration // WR_SHUTDOWN_TIMEOUT (15s)
 	CookieSecure bool          // WR_COOKIE_SECURE=1: mark the wr_queue cookie Secure
+	// MaxConns (WR_MAX_CONNS) caps concurrent public connections; 0 derives
+	// it from RLIMIT_NOFILE (ConnCeiling). Excess connections get 503.
+	MaxConns int
 }
 
 // ConfigError names the variable that is wrong.
@@ -72,6 +75,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		BodyLimit:    int(p.int("WR_BODY_LIMIT", 16<<10, 1<<10, 16<<20)),
 		Shutdown:     p.duration("WR_SHUTDOWN_TIMEOUT", 15*time.Second, time.Second, 10*time.Minute),
 		CookieSecure: p.flag("WR_COOKIE_SECURE"),
+		MaxConns:     int(p.int("WR_MAX_CONNS", 0, 0, 10_000_000)),
 	}
 	rooms := p.str("WR_ROOMS", "default")
 	for _, r := range strings.Split(rooms, ",") {

@@ -31,7 +31,9 @@ func (s *Server) fiberConfig(name string) fiber.Config {
 }
 
 func (s *Server) newPublicApp() *fiber.App {
-	app := fiber.New(s.fiberConfig("waitingroom"))
+	cfg := s.fiberConfig("waitingroom")
+	cfg.Concurrency = s.cfg.MaxConns
+	app := fiber.New(cfg)
 	app.Use(s.observe, securityHeaders)
 
 	api := app.Group("/api/v1", noStore)

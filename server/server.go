@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"runtime"
 	"sync"
 
 	"github.com/gofiber/fiber/v2"
@@ -89,6 +90,15 @@ func New(o Options) (*Server, error) {
 		OnDrop: s.m.streamDrops.Inc,
 		Logger: o.Logger,
 	})
+	if s.cfg.MaxConns == 0 {
+		// the database pool, Redis's (go-redis's default: 10 per CPU), the
+		// management port and a few files
+		ceiling, err := ConnCeiling(int(s.cfg.DBPool) + 10*runtime.GOMAXPROCS(0) + 16)
+		if err != nil {
+			return nil, err
+		}
+		s.cfg.MaxConns = ceiling
+	}
 	s.public = s.newPublicApp()
 	s.admin = s.newAdminApp()
 	return s, nil
@@ -160,7 +170,8 @@ func (s *Server) Serve(ctx context.Context, public, admin net.Listener) error {
 	wg.Go(func() { errc <- s.public.Listener(public) })
 	wg.Go(func() { errc <- s.admin.Listener(admin) })
 	s.log.LogAttrs(ctx, slog.LevelInfo, "serving",
-		slog.String("public", public.Addr().String()), slog.String("admin", admin.Addr().String()))
+		slog.String("public", public.Addr().String()), slog.String("admin", admin.Addr().String()),
+		slog.Int("maxConns", s.cfg.MaxConns))
 
 	var err error
 	select {
