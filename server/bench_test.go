@@ -2,8 +2,7 @@ package server_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -13,7 +12,6 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"waitingroom/server"
-	"waitingroom/server/pgstore"
 )
 
 // cpuTime is the process's user+system CPU time so far.
@@ -50,34 +48,32 @@ func benchHandler(b *testing.B, h fasthttp.RequestHandler, uri, bearer string, w
 	b.ReportMetric(float64((cpuTime()-start).Nanoseconds())/float64(b.N), "cpu-ns/op")
 }
 
-// BenchmarkPosition is the poll path: queue-token JWT verification, one
-// Redis script (real Redis), JSON encoding — no BCrypt, no SQL.
+// BenchmarkPosition is the poll path: queue-token JWT verification, the
+// status from Redis (a user near the front: one script on real Redis) or
+// from the hub's memory (a user further back), JSON encoding — no BCrypt,
+// no SQL.
 func BenchmarkPosition(b *testing.B) {
 	e := newEnv(b)
-	cfg, err := server.LoadConfig(envOf(map[string]string{"WR_JWT_SECRET": testSecret, "WR_TARGET_ACTIVE": "0"}))
-	if err != nil {
-		b.Fatal(err)
-	}
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	store, err := pgstore.Open(context.Background(), e.dbURL, pgstore.Options{PoolSize: 2, Logger: quiet})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer store.Close()
-	srv, err := server.New(server.Options{Config: cfg, Redis: e.rdb, Store: store, KeyPrefix: e.prefix, Logger: quiet})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := srv.EnsureRooms(context.Background()); err != nil {
-		b.Fatal(err)
-	}
-	for _, u := range []string{"a", "b", "c", "1"} {
-		if _, err := srv.Queue().Enter(context.Background(), "default", u); err != nil {
+	in := e.start(map[string]string{"WR_TARGET_ACTIVE": "0"})
+	q := in.srv.Queue()
+	var tickets []int64
+	for i := range 150 {
+		st, err := q.Enter(context.Background(), "default", strconv.Itoa(i+1))
+		if err != nil {
 			b.Fatal(err)
 		}
+		tickets = append(tickets, st.Ticket)
 	}
-	tok, _ := server.NewTokens(testSecret, "").IssueQueue("1", "default", 4, time.Hour)
-	benchHandler(b, srv.Public().Handler(), "/api/v1/rooms/default/position", tok, 200)
+	tk := server.NewTokens(testSecret, "")
+	for _, bc := range []struct {
+		name string
+		user int // 1-based position
+	}{{"redis", 4}, {"memory", 150}} {
+		tok, _ := tk.IssueQueue(strconv.Itoa(bc.user), "default", tickets[bc.user-1], time.Hour)
+		b.Run(bc.name, func(b *testing.B) {
+			benchHandler(b, in.srv.Public().Handler(), "/api/v1/rooms/default/position", tok, 200)
+		})
+	}
 }
 
 // BenchmarkPlainJSON is the baseline: a bare Fiber handler returning a JSON

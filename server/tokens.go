@@ -5,7 +5,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -44,6 +47,7 @@ type Tokens struct {
 	keys   map[string][]byte
 	parser *jwt.Parser
 	now    func() time.Time
+	cache  verified
 }
 
 func keyID(secret string) string {
@@ -108,7 +112,35 @@ func (t *Tokens) IssueQueue(user, room string, seq int64, ttl time.Duration) (st
 
 // Parse verifies raw as a token of kind: HS256 only, a known kid, exp
 // required, iat not in the future, issuer, audience and kind checked.
+// The returned claims are shared and must not be modified.
+//
+// A token verified before is found in a cache keyed by its exact bytes
+// (signature included), so a client polling with the same token is not
+// decoded and verified again on every request: only its expiry and kind are
+// checked. Any other byte string is verified in full.
 func (t *Tokens) Parse(raw, kind string) (*Claims, error) {
+	c := t.cache.get(raw)
+	if c == nil {
+		var err error
+		if c, err = t.verify(raw); err != nil {
+			return nil, err
+		}
+		t.cache.put(raw, c)
+	}
+	if !c.ExpiresAt.After(t.now()) {
+		return nil, fmt.Errorf("%w: expired", ErrTokenInvalid)
+	}
+	if c.Kind != kind {
+		return nil, fmt.Errorf("%w: kind %q, want %q", ErrTokenInvalid, c.Kind, kind)
+	}
+	if kind == KindQueue && c.Room == "" {
+		return nil, fmt.Errorf("%w: queue token without room", ErrTokenInvalid)
+	}
+	return c, nil
+}
+
+// verify checks raw's signature and registered claims.
+func (t *Tokens) verify(raw string) (*Claims, error) {
 	var c Claims
 	_, err := t.parser.ParseWithClaims(raw, &c, func(tok *jwt.Token) (any, error) {
 		kid, _ := tok.Header["kid"].(string)
@@ -121,16 +153,50 @@ func (t *Tokens) Parse(raw, kind string) (*Claims, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrTokenInvalid, err)
 	}
-	if c.Kind != kind {
-		return nil, fmt.Errorf("%w: kind %q, want %q", ErrTokenInvalid, c.Kind, kind)
-	}
 	if c.Subject == "" {
 		return nil, fmt.Errorf("%w: no subject", ErrTokenInvalid)
 	}
-	if kind == KindQueue && c.Room == "" {
-		return nil, fmt.Errorf("%w: queue token without room", ErrTokenInvalid)
-	}
 	return &c, nil
+}
+
+// verified caches verified claims by the token's exact bytes. It is
+// sharded (no lock shared by all requests) and bounded: a shard that
+// reaches its size is emptied, so memory stays small under any load, and
+// expired entries go with it.
+type verified struct {
+	shards [64]verifiedShard
+}
+
+type verifiedShard struct {
+	mu sync.RWMutex
+	m  map[string]*Claims
+}
+
+// verifiedShardSize bounds each shard: 64 × 4096 tokens in all.
+const verifiedShardSize = 4096
+
+var verifiedSeed = maphash.MakeSeed()
+
+func (v *verified) shard(raw string) *verifiedShard {
+	return &v.shards[maphash.String(verifiedSeed, raw)%uint64(len(v.shards))]
+}
+
+func (v *verified) get(raw string) *Claims {
+	sh := v.shard(raw)
+	sh.mu.RLock()
+	c := sh.m[raw]
+	sh.mu.RUnlock()
+	return c
+}
+
+func (v *verified) put(raw string, c *Claims) {
+	sh := v.shard(raw)
+	sh.mu.Lock()
+	if sh.m == nil || len(sh.m) >= verifiedShardSize {
+		sh.m = make(map[string]*Claims, 64)
+	}
+	sh.m[strings.Clone(raw)] = c
+	sh.mu.Unlock()
 }
 
 // userID formats a database user id as the token subject and queue member.
