@@ -26,6 +26,7 @@ var scenarios = []struct {
 }{
 	{"seed", "the seed's k6 test: VUs loop login → enter → poll every 0.5 s → order; /metrics before and after", runSeed},
 	{"poll", "poll-path throughput against an in-process plain Fiber baseline, and login (BCrypt) cost", runPoll},
+	{"streams", "N waiting users each hold an SSE or WebSocket stream while admissions run: fan-out lag, RSS per stream", runStreams},
 }
 
 func main() { os.Exit(run()) }
@@ -81,7 +82,7 @@ func run() int {
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "usage: go run ./loadtest <scenario> [flags]   (<scenario> -h lists its flags)")
 	for _, s := range scenarios {
-		fmt.Fprintf(w, "  %-5s %s\n", s.name, s.about)
+		fmt.Fprintf(w, "  %-7s %s\n", s.name, s.about)
 	}
 }
 

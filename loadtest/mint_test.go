@@ -1,0 +1,65 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"waitingroom/server"
+)
+
+const testSecret = "0123456789abcdef0123456789abcdef-test"
+
+func mustMinter(tb testing.TB, secret string) *minter {
+	tb.Helper()
+	m, err := newMinter(secret, time.Hour)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return m
+}
+
+// The server's own parser is the judge of a minted token.
+func TestMintedAccessTokenVerifies(t *testing.T) {
+	tok, err := mustMinter(t, testSecret).access(4711)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := server.NewTokens(testSecret, "").Parse(tok, server.KindAccess)
+	if err != nil {
+		t.Fatalf("server rejects the minted token: %v", err)
+	}
+	if got, want := c.Subject, "4711"; got != want {
+		t.Errorf("sub = %q, want %q", got, want)
+	}
+	if _, err := server.NewTokens(testSecret, "").Parse(tok, server.KindQueue); err == nil {
+		t.Error("a minted access token passes as a queue token")
+	}
+	if _, err := server.NewTokens(strings.ToUpper(testSecret), "").Parse(tok, server.KindAccess); err == nil {
+		t.Error("a token minted with another secret verifies")
+	}
+	// During a rotation the server also accepts the previous secret's kid.
+	if _, err := server.NewTokens("another-secret-of-at-least-32-bytes", testSecret).Parse(tok, server.KindAccess); err != nil {
+		t.Errorf("the previous secret's token is refused: %v", err)
+	}
+}
+
+func TestMintRefusesShortSecret(t *testing.T) {
+	for _, s := range []string{"", "short"} {
+		if _, err := newMinter(s, time.Hour); err == nil {
+			t.Errorf("newMinter(%q) accepted", s)
+		}
+	}
+}
+
+func TestMintedTokenExpires(t *testing.T) {
+	m := mustMinter(t, testSecret)
+	m.now = func() time.Time { return time.Now().Add(-2 * time.Hour) } // exp an hour ago
+	tok, err := m.access(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := server.NewTokens(testSecret, "").Parse(tok, server.KindAccess); err == nil {
+		t.Error("an expired minted token verifies")
+	}
+}

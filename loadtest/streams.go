@@ -1,0 +1,581 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// The contract's bars for push (DESIGN.md, "Performance bars"), at
+// barStreams streams on one instance.
+const (
+	barStreams     = 10_000
+	barLagP99      = 250 * time.Millisecond
+	moonshotLagP99 = 100 * time.Millisecond
+	barRSSKiB      = 30.0
+)
+
+// maxLagSamples caps the lag samples one stream keeps, so memory stays
+// bounded whatever the server sends (a stream at the front gets about one
+// event per admission tick: 600 a minute at the default 100 ms).
+const maxLagSamples = 10_000
+
+// Metrics read from the server's /metrics.
+const (
+	metricRSS     = "process_resident_memory_bytes"
+	metricCPU     = "process_cpu_seconds_total"
+	metricConns   = "waitingroom_stream_connections"
+	metricDropped = "waitingroom_stream_dropped_total"
+)
+
+var streamMetrics = []string{metricRSS, metricCPU, metricConns, metricDropped}
+
+// Lag bands: where the receiving user stood, by the event's own status.
+// The hub coalesces by band (every admission up to 100, 1 s up to 1000,
+// 5 s beyond), so a band's lag includes what coalescing holds back.
+var lagBands = []string{"all", "READY", "1–100", "101–1000", ">1000"}
+
+// lagBand is the index in lagBands (1…) of an event with status st.
+func lagBand(st pushStatus) int {
+	switch {
+	case st.Status == "READY":
+		return 1
+	case st.Position <= 100:
+		return 2
+	case st.Position <= 1000:
+		return 3
+	}
+	return 4
+}
+
+// outcome is where one stream ended.
+type outcome uint8
+
+const (
+	outNotOpened   outcome = iota // no attempt finished (Ctrl-C, or not prepared)
+	outOpenFailed                 // no stream, or no first message
+	outOpen                       // open and waiting; at the end closed by the tool
+	outReady                      // READY received, not ordered (Ctrl-C)
+	outOrdered                    // READY, then the order was placed (201)
+	outOrderFailed                // READY, then the order failed
+	outGone                       // the server said gone
+	outDropped                    // ended by the server without gone, or silent for --idle
+)
+
+// streamResult is one stream's record; only its own goroutine writes it.
+type streamResult struct {
+	outcome    outcome
+	why        string // why opening failed or the stream dropped
+	openDur    time.Duration
+	events     int // status events, the first (on connect) included
+	bad        int // undecodable messages
+	other      int // messages neither status nor gone
+	noTS       int // status events after the first without "ts"
+	heartbeats int
+	lags       [4][]time.Duration // by lagBand − 1
+}
+
+// streamCounters are live totals for the progress line.
+type streamCounters struct {
+	opened, openFailed, events, ready, ordered, orderFailed, gone, dropped atomic.Int64
+}
+
+// streamsRun is one run's shared state.
+type streamsRun struct {
+	ctx     context.Context // Ctrl-C: orders and cleanup requests
+	streams context.Context // cancelled to close every stream
+	dialer  *streamDialer
+	api     *api
+	product int64
+	timeout time.Duration
+	openSem chan struct{}
+	opening sync.WaitGroup // one count per stream until its open attempt ends
+	start   time.Time
+	lastOK  atomic.Int64 // ns after start of the last successful open
+	results []streamResult
+	cnt     streamCounters
+}
+
+func runStreams(ctx context.Context, o *options, args []string) (report, error) {
+	fs := newFlagSet("streams", o)
+	n := fs.Int("n", barStreams, "streams: users user<first-user>… each enter the queue and hold one")
+	transport := fs.String("transport", "sse", "sse (GET events, Bearer queue token) or ws (GET ws?token=)")
+	dur := fs.Duration("duration", 60*time.Second, "how long admissions are driven once the streams are open")
+	target := fs.Int64("target", 20, "targetActive while driving admissions (the original is restored)")
+	mint := fs.Bool("mint-tokens", false, "mint access tokens with the server's JWT secret instead of logging in (BCrypt: slow)")
+	secret := fs.String("jwt-secret", "", "the server's JWT secret, for --mint-tokens (default $WR_JWT_SECRET)")
+	password := fs.String("password", "demo-pass", "password of the demo users (without --mint-tokens)")
+	first := fs.Int("first-user", 1, "first user: user<k> with database id k (a freshly seeded database)")
+	product := fs.Int64("product", 1, "product each admitted user orders")
+	conns := fs.Int("conns", 64, "concurrent logins, enters, stream opens and leaves")
+	idle := fs.Duration("idle", 45*time.Second, "a stream silent this long (not even a heartbeat; the contract's: ≤ 15 s) counts as dropped")
+	if err := o.parse(fs, args); err != nil {
+		return nil, err
+	}
+	if *n < 1 || *conns < 1 || *dur <= 0 || *target < 1 || *first < 1 || *idle <= 0 {
+		return nil, errors.New("streams: -n, --conns, --duration, --target, --first-user and --idle must be positive")
+	}
+	if *secret == "" {
+		*secret = os.Getenv("WR_JWT_SECRET")
+	}
+	var mt *minter
+	if *mint {
+		var err error
+		if mt, err = newMinter(*secret, 2*time.Hour); err != nil {
+			return nil, fmt.Errorf("streams: %w", err)
+		}
+	}
+	if err := checkNoFile(*n + *conns + 64); err != nil {
+		return nil, fmt.Errorf("streams: %w", err)
+	}
+	dialer, err := newStreamDialer(*transport, o.base, o.room, o.timeout, *idle)
+	if err != nil {
+		return nil, err
+	}
+
+	rec := NewRecorder()
+	a := &api{base: o.base, room: o.room, hc: newClient(*conns, o.timeout), rec: rec}
+	adm := &admin{base: o.admin, token: o.adminToken, room: o.room, hc: newClient(2, o.timeout)}
+	rep := &streamsReport{Scenario: "streams", Transport: *transport, Base: o.base, Room: o.room, CPUs: runtime.NumCPU(),
+		Users: *n, Target: *target, Tokens: "login"}
+	if *mint {
+		rep.Tokens = "minted (kid " + mt.kid + ")"
+	}
+
+	// Freeze admission while users enter and streams open, so that all of
+	// them are waiting; restore the room's own target at the end, also
+	// after Ctrl-C.
+	room, err := adm.roomState(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("streams: freezing admission needs the admin API: %w", err)
+	}
+	rep.OriginalTarget = room.TargetActive
+	if err := adm.setTarget(ctx, 0); err != nil {
+		return nil, fmt.Errorf("streams: %w", err)
+	}
+	cleanup := context.WithoutCancel(ctx)
+	defer func() {
+		cctx, cancel := context.WithTimeout(cleanup, 10*time.Second)
+		defer cancel()
+		if err := adm.setTarget(cctx, room.TargetActive); err != nil {
+			fmt.Fprintf(os.Stderr, "streams: could not restore targetActive %d: %v\n", room.TargetActive, err)
+		}
+	}()
+
+	// Prepare: access tokens, then a place in the queue for each user.
+	fmt.Fprintf(os.Stderr, "streams: admission frozen (targetActive %d → 0); preparing %s users (%s tokens)\n",
+		room.TargetActive, commas(*n), rep.Tokens)
+	prepStart := time.Now()
+	queueTokens, perr := prepareUsers(ctx, a, mt, *n, *first, *conns, *password)
+	rep.PrepareSeconds = time.Since(prepStart).Seconds()
+	if perr != nil {
+		rep.Errors = perr.Error()
+	}
+	for _, t := range queueTokens {
+		if t != "" {
+			rep.Prepared++
+		}
+	}
+	defer leaveAllConcurrently(cleanup, a, adm, queueTokens, *conns)
+	if ctx.Err() != nil {
+		rep.Interrupted = true
+		return rep, nil
+	}
+	if rep.Prepared == 0 {
+		return rep, fmt.Errorf("streams: no user could enter: %w", perr)
+	}
+	a.hc.CloseIdleConnections() // the enter connections are not the server's streams
+	rep.Server.Before, rep.Server.BeforeErr = scrapeMetrics(ctx, adm)
+
+	// Open every stream, --conns at a time; each then reads on its own.
+	streams, closeStreams := context.WithCancel(ctx)
+	defer closeStreams()
+	r := &streamsRun{ctx: ctx, streams: streams, dialer: dialer, api: a, product: *product, timeout: o.timeout,
+		openSem: make(chan struct{}, *conns), start: time.Now(), results: make([]streamResult, *n)}
+	fmt.Fprintf(os.Stderr, "streams: opening %s %s streams, %d at a time\n", commas(rep.Prepared), *transport, *conns)
+	var all sync.WaitGroup
+	for i, tok := range queueTokens {
+		if tok == "" {
+			continue
+		}
+		r.opening.Add(1)
+		all.Go(func() { r.stream(i, tok) })
+	}
+	allDone := make(chan struct{})
+	go func() { all.Wait(); close(allDone) }()
+	progressCtx, stopProgress := context.WithCancel(ctx)
+	progressDone := r.progress(progressCtx, adm)
+	waitGroup(ctx, &r.opening)
+	rep.OpenSeconds = time.Since(r.start).Seconds()
+	rep.LastOpenSeconds = time.Duration(r.lastOK.Load()).Seconds()
+
+	// Drive: admit again, and let every READY stream order (which frees
+	// its slot), for --duration or until every stream has finished.
+	if ctx.Err() == nil {
+		rep.Server.Open, rep.Server.OpenErr = scrapeMetrics(ctx, adm)
+		fmt.Fprintf(os.Stderr, "streams: %s open in %.1f s; targetActive 0 → %d for %v\n",
+			commas(int(r.cnt.opened.Load())), rep.OpenSeconds, *target, *dur)
+		if err := adm.setTarget(ctx, *target); err != nil {
+			rep.Errors = errors.Join(perr, fmt.Errorf("streams: %w", err)).Error()
+		} else {
+			driveStart := time.Now()
+			t := time.NewTimer(*dur)
+			select {
+			case <-t.C:
+			case <-allDone:
+			case <-ctx.Done():
+			}
+			t.Stop()
+			rep.DriveSeconds = time.Since(driveStart).Seconds()
+		}
+	}
+	stopProgress()
+	<-progressDone
+	rep.Interrupted = ctx.Err() != nil
+
+	// The last sample sees the streams still open; then they are closed.
+	sctx, scancel := context.WithTimeout(cleanup, 5*time.Second)
+	rep.Server.End, rep.Server.EndErr = scrapeMetrics(sctx, adm)
+	scancel()
+	closeStreams()
+	all.Wait()
+	rep.collect(r.results, rec)
+	for i, res := range r.results {
+		if res.outcome == outOrdered {
+			queueTokens[i] = "" // already gone from the queue: nothing to leave
+		}
+	}
+	return rep, nil
+}
+
+// prepareUsers returns the users' queue tokens, "" for a user that could
+// not be prepared. Access tokens are minted (mt non-nil) or come from
+// logins; every user then enters, conns at a time. A user still READY from
+// an earlier run leaves and enters again, which puts it back in the queue.
+func prepareUsers(ctx context.Context, a *api, mt *minter, n, first, conns int, password string) ([]string, error) {
+	access := make([]string, n)
+	var lerr error
+	if mt != nil {
+		for i := range access {
+			tok, err := mt.access(int64(first + i))
+			if err != nil {
+				return nil, fmt.Errorf("streams: mint: %w", err)
+			}
+			access[i] = tok
+		}
+	} else {
+		lerr = forEach(ctx, "login", n, conns, func(i int) error {
+			user := "user" + strconv.Itoa(first+i)
+			var tok string
+			code, err := withRetry(ctx, func() (int, error) {
+				var code int
+				var err error
+				tok, code, err = a.login(ctx, user, password)
+				return code, err
+			})
+			if err == nil && code != http.StatusOK {
+				err = statusError(code)
+			}
+			if err != nil {
+				return fmt.Errorf("login %s: %w (seeded? `waitingroom seed --users N --password P`)", user, err)
+			}
+			access[i] = tok
+			return nil
+		})
+	}
+	queue := make([]string, n)
+	eerr := forEach(ctx, "enter", n, conns, func(i int) error {
+		if access[i] == "" {
+			return nil // its login failed and was counted
+		}
+		var st queueStatus
+		for attempt := range 2 {
+			code, err := withRetry(ctx, func() (int, error) {
+				var code int
+				var err error
+				st, code, err = a.enter(ctx, access[i])
+				return code, err
+			})
+			if err == nil && code != http.StatusOK {
+				err = statusError(code)
+			}
+			if err != nil {
+				return fmt.Errorf("enter user%d: %w", first+i, err)
+			}
+			if st.Status == "WAITING" || attempt == 1 {
+				break
+			}
+			a.leave(ctx, st.QueueToken)
+		}
+		if st.Status != "WAITING" {
+			return fmt.Errorf("user%d is %s, not WAITING, with admission frozen", first+i, st.Status)
+		}
+		queue[i] = st.QueueToken
+		return nil
+	})
+	return queue, errors.Join(lerr, eerr)
+}
+
+// stream is one stream's goroutine: open (--conns at a time), read until
+// READY, gone, a drop or the end of the run, then order on READY.
+func (r *streamsRun) stream(i int, queueToken string) {
+	res := &r.results[i]
+	select {
+	case r.openSem <- struct{}{}:
+	case <-r.streams.Done():
+		r.opening.Done()
+		return
+	}
+	octx, cancel := context.WithTimeout(r.streams, r.timeout)
+	t0 := time.Now()
+	pc, first, err := r.dialer.open(octx, queueToken)
+	cancel()
+	<-r.openSem
+	if err != nil {
+		if r.streams.Err() == nil {
+			res.outcome, res.why = outOpenFailed, whyEnded(err)
+			r.cnt.openFailed.Add(1)
+		}
+		r.opening.Done()
+		return
+	}
+	res.outcome, res.openDur = outOpen, time.Since(t0)
+	r.cnt.opened.Add(1)
+	for at := int64(time.Since(r.start)); ; {
+		last := r.lastOK.Load()
+		if at <= last || r.lastOK.CompareAndSwap(last, at) {
+			break
+		}
+	}
+	r.opening.Done()
+
+	stop := context.AfterFunc(r.streams, pc.close)
+	entry := r.handle(res, first, true)
+	for res.outcome == outOpen {
+		m, err := pc.next()
+		if err != nil {
+			if r.streams.Err() == nil {
+				res.outcome, res.why = outDropped, whyEnded(err)
+				r.cnt.dropped.Add(1)
+			}
+			break
+		}
+		entry = r.handle(res, m, false)
+	}
+	stop()
+	res.heartbeats = pc.heartbeats()
+	pc.close()
+	if res.outcome != outReady || r.ctx.Err() != nil {
+		return
+	}
+	// Admitted: order at once, which frees the slot for the next user. The
+	// order uses the run's own context, so one in flight at the end of
+	// --duration completes.
+	if code, _ := r.api.order(r.ctx, queueToken, entry, r.product); code == http.StatusCreated {
+		res.outcome = outOrdered
+		r.cnt.ordered.Add(1)
+	} else if r.ctx.Err() == nil {
+		res.outcome = outOrderFailed
+		r.cnt.orderFailed.Add(1)
+	}
+}
+
+// handle records one message; it returns the entry token of a READY.
+func (r *streamsRun) handle(res *streamResult, m pushMsg, first bool) (entry string) {
+	switch {
+	case m.bad:
+		res.bad++
+	case m.kind == "status":
+		res.events++
+		r.cnt.events.Add(1)
+		// The first event is the status as of connecting, not a fan-out.
+		if !first {
+			if m.st.TS == 0 {
+				res.noTS++
+			} else if b := lagBand(m.st) - 1; len(res.lags[b]) < maxLagSamples {
+				res.lags[b] = append(res.lags[b], max(m.at.Sub(time.UnixMilli(m.st.TS)), 0))
+			}
+		}
+		if m.st.Status == "READY" {
+			res.outcome = outReady
+			r.cnt.ready.Add(1)
+			return m.st.EntryToken
+		}
+	case m.kind == "gone":
+		res.outcome = outGone
+		r.cnt.gone.Add(1)
+	default:
+		res.other++
+	}
+	return ""
+}
+
+// progress prints one line every 5 s until ctx ends; the channel closes
+// when it has stopped.
+func (r *streamsRun) progress(ctx context.Context, adm *admin) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(5 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			c := &r.cnt
+			line := fmt.Sprintf("%5.0fs  open %s (failed %d)  events %s  READY %s  ordered %s (failed %d)  gone %d  dropped %d",
+				time.Since(r.start).Seconds(), commas(int(c.opened.Load())), c.openFailed.Load(), commas(int(c.events.Load())),
+				commas(int(c.ready.Load())), commas(int(c.ordered.Load())), c.orderFailed.Load(), c.gone.Load(), c.dropped.Load())
+			if st, err := adm.roomState(ctx); err == nil {
+				line += fmt.Sprintf("  | room active %d/%d waiting %s", st.Active, st.TargetActive, commas(int(st.Waiting)))
+			}
+			fmt.Fprintln(os.Stderr, line)
+		}
+	}()
+	return done
+}
+
+// forEach calls fn(0)…fn(n−1) on conns workers, stops starting calls when
+// ctx ends, prints progress every 5 s, and returns how many calls failed
+// with the first failure.
+func forEach(ctx context.Context, what string, n, conns int, fn func(i int) error) error {
+	var next, done, failed atomic.Int64
+	var firstErr atomic.Pointer[error]
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	go func() {
+		t := time.NewTicker(5 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				fmt.Fprintf(os.Stderr, "streams: %s %s/%s (failed %d)\n", what, commas(int(done.Load())), commas(n), failed.Load())
+			}
+		}
+	}()
+	for range min(conns, n) {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				if err := fn(i); err != nil && ctx.Err() == nil {
+					failed.Add(1)
+					firstErr.CompareAndSwap(nil, &err)
+				}
+				done.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	close(stop)
+	if p := firstErr.Load(); p != nil {
+		return fmt.Errorf("%s: %d of %d failed, the first: %w", what, failed.Load(), n, *p)
+	}
+	return nil
+}
+
+// withRetry calls fn again, at most 5 times in all, while it answers 429,
+// 503 or nothing, pausing 0.2 s, 0.4 s, … up to 2 s in between.
+func withRetry(ctx context.Context, fn func() (int, error)) (int, error) {
+	pause := 200 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		code, err := fn()
+		again := code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable || code == codeError
+		if !again || attempt == 5 || !sleep(ctx, pause) {
+			return code, err
+		}
+		pause = min(2*pause, 2*time.Second)
+	}
+}
+
+// leaveAllConcurrently freezes admission and gives up the places of the
+// run's users still in the queue or holding an entry window ("" entries
+// are skipped), conns at a time and for at most a minute, so the run leaves
+// the room as it found it.
+func leaveAllConcurrently(ctx context.Context, a *api, adm *admin, tokens []string, conns int) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := adm.setTarget(ctx, 0); err != nil {
+		fmt.Fprintf(os.Stderr, "streams: could not freeze admission for leaving: %v\n", err)
+	}
+	k := 0
+	for _, t := range tokens {
+		if t != "" {
+			k++
+		}
+	}
+	if k == 0 {
+		return
+	}
+	fmt.Fprintf(os.Stderr, "streams: %s users leave the queue\n", commas(k))
+	if err := forEach(ctx, "leave", len(tokens), conns, func(i int) error {
+		if tokens[i] == "" {
+			return nil
+		}
+		code, err := a.leave(ctx, tokens[i])
+		if err == nil && code/100 != 2 {
+			err = statusError(code)
+		}
+		return err
+	}); err != nil {
+		fmt.Fprintln(os.Stderr, "streams:", err)
+	}
+}
+
+// scrapeMetrics reads the server's process and stream metrics.
+func scrapeMetrics(ctx context.Context, adm *admin) (map[string]float64, string) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, adm.base+"/metrics", nil)
+	if err != nil {
+		return nil, err.Error()
+	}
+	resp, err := adm.hc.Do(req)
+	if err != nil {
+		return nil, err.Error()
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, "metrics: " + resp.Status
+	}
+	m, err := SumSamples(resp.Body, streamMetrics...)
+	if err != nil {
+		return nil, err.Error()
+	}
+	return m, ""
+}
+
+// waitGroup waits for wg or for ctx to end.
+func waitGroup(ctx context.Context, wg *sync.WaitGroup) {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+}
+
+// checkNoFile fails when the open-file limit cannot hold need descriptors
+// (main has already lifted the soft limit to the hard one).
+func checkNoFile(need int) error {
+	var l syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l); err != nil {
+		return nil // unknown: let the dials tell
+	}
+	if uint64(need) > l.Cur {
+		return fmt.Errorf("%d streams need about %d file descriptors; the limit is %d (ulimit -n)", need-64, need, l.Cur)
+	}
+	return nil
+}

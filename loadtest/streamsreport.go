@@ -1,0 +1,278 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"text/tabwriter"
+	"time"
+)
+
+// latency is a distribution's nearest-rank percentiles; nanoseconds in
+// JSON.
+type latency struct {
+	Count int           `json:"count"`
+	P50   time.Duration `json:"p50_ns"`
+	P90   time.Duration `json:"p90_ns"`
+	P99   time.Duration `json:"p99_ns"`
+	Max   time.Duration `json:"max_ns"`
+}
+
+// newLatency summarizes d, which it sorts.
+func newLatency(d []time.Duration) latency {
+	slices.Sort(d)
+	return latency{Count: len(d), P50: Percentile(d, 50), P90: Percentile(d, 90), P99: Percentile(d, 99), Max: Percentile(d, 100)}
+}
+
+// serverSamples are the server's metrics before the streams opened, with
+// all open, and at the end (streams still open); an error string when a
+// scrape failed.
+type serverSamples struct {
+	Before    map[string]float64 `json:"before,omitempty"`
+	BeforeErr string             `json:"beforeError,omitempty"`
+	Open      map[string]float64 `json:"open,omitempty"`
+	OpenErr   string             `json:"openError,omitempty"`
+	End       map[string]float64 `json:"end,omitempty"`
+	EndErr    string             `json:"endError,omitempty"`
+}
+
+// streamsReport is what the streams scenario measured.
+type streamsReport struct {
+	Scenario       string  `json:"scenario"`
+	Transport      string  `json:"transport"`
+	Base           string  `json:"base"`
+	Room           string  `json:"room"`
+	CPUs           int     `json:"cpus"`
+	Users          int     `json:"users"`
+	Tokens         string  `json:"tokens"`
+	Prepared       int     `json:"prepared"` // users that entered
+	PrepareSeconds float64 `json:"prepareSeconds"`
+	Errors         string  `json:"errors,omitempty"`     // of preparing the users, or of resuming admission
+	OriginalTarget int64   `json:"originalTargetActive"` // restored after the run
+	Target         int64   `json:"targetActive"`         // while driving
+	Interrupted    bool    `json:"interrupted"`
+
+	Opened          int            `json:"opened"`
+	OpenFailed      int            `json:"openFailed"`
+	OpenFailures    map[string]int `json:"openFailures,omitempty"`
+	OpenSeconds     float64        `json:"openSeconds"`     // until every open attempt ended
+	LastOpenSeconds float64        `json:"lastOpenSeconds"` // until the last successful open
+	Open            latency        `json:"openLatency"`     // connect → first message
+
+	DriveSeconds    float64            `json:"driveSeconds"`
+	Events          int                `json:"events"`
+	Heartbeats      int                `json:"heartbeats"`
+	BadMessages     int                `json:"badMessages"`
+	OtherMessages   int                `json:"otherMessages"`
+	EventsWithoutTS int                `json:"eventsWithoutTs"`
+	Lag             map[string]latency `json:"lag"` // by lagBands
+	Ready           int                `json:"ready"`
+	Ordered         int                `json:"ordered"`
+	OrderFailed     int                `json:"orderFailed"`
+	Orders          Summary            `json:"orders"`
+	Gone            int                `json:"gone"`
+	Dropped         int                `json:"dropped"`
+	Drops           map[string]int     `json:"drops,omitempty"`
+	StillWaiting    int                `json:"stillWaiting"` // open at the end, closed by the tool
+
+	Server          serverSamples `json:"server"`
+	RSSPerStreamKiB float64       `json:"rssPerStreamKiB,omitempty"`
+	CPUOpenSeconds  float64       `json:"serverCpuOpenSeconds,omitempty"`
+	CPUDriveSeconds float64       `json:"serverCpuDriveSeconds,omitempty"`
+}
+
+// collect fills the report from the streams' records.
+func (rep *streamsReport) collect(results []streamResult, rec *Recorder) {
+	rep.OpenFailures, rep.Drops = map[string]int{}, map[string]int{}
+	var opens []time.Duration
+	var lags [5][]time.Duration
+	for i := range results {
+		res := &results[i]
+		switch res.outcome {
+		case outOpenFailed:
+			rep.OpenFailed++
+			rep.OpenFailures[res.why]++
+			continue
+		case outNotOpened:
+			continue
+		case outReady:
+			rep.Ready++
+		case outOrdered:
+			rep.Ready++
+			rep.Ordered++
+		case outOrderFailed:
+			rep.Ready++
+			rep.OrderFailed++
+		case outGone:
+			rep.Gone++
+		case outDropped:
+			rep.Dropped++
+			rep.Drops[res.why]++
+		case outOpen:
+			rep.StillWaiting++
+		}
+		rep.Opened++
+		opens = append(opens, res.openDur)
+		rep.Events += res.events
+		rep.Heartbeats += res.heartbeats
+		rep.BadMessages += res.bad
+		rep.OtherMessages += res.other
+		rep.EventsWithoutTS += res.noTS
+		for b, l := range res.lags {
+			lags[0] = append(lags[0], l...)
+			lags[b+1] = append(lags[b+1], l...)
+		}
+	}
+	rep.Open = newLatency(opens)
+	rep.Lag = map[string]latency{}
+	for b, l := range lags {
+		rep.Lag[lagBands[b]] = newLatency(l)
+	}
+	rep.Orders = rec.Summary("orders")
+
+	s := rep.Server
+	if rss0, ok := s.Before[metricRSS]; ok && rep.Opened > 0 {
+		if rss1, ok := s.Open[metricRSS]; ok {
+			rep.RSSPerStreamKiB = (rss1 - rss0) / float64(rep.Opened) / 1024
+		}
+	}
+	if c0, ok := s.Before[metricCPU]; ok {
+		if c1, ok := s.Open[metricCPU]; ok {
+			rep.CPUOpenSeconds = c1 - c0
+			if c2, ok := s.End[metricCPU]; ok {
+				rep.CPUDriveSeconds = c2 - c1
+			}
+		}
+	}
+}
+
+func (r *streamsReport) print(w io.Writer) {
+	fmt.Fprintf(w, "\nstreams scenario: %s %s streams to %s, room %s; admission frozen while opening, then targetActive %d for the drive\n",
+		commas(r.Users), r.Transport, r.Base, r.Room, r.Target)
+	fmt.Fprintf(w, "NOTE: the load generator shares this machine's %d CPUs with the server\n", r.CPUs)
+	if r.Interrupted {
+		fmt.Fprintln(w, "INTERRUPTED: the figures cover the run up to Ctrl-C")
+	}
+	fmt.Fprintf(w, "prepare: %s of %s users entered in %.1f s (access tokens: %s)\n", commas(r.Prepared), commas(r.Users), r.PrepareSeconds, r.Tokens)
+	if r.Errors != "" {
+		fmt.Fprintf(w, "  errors: %s\n", r.Errors)
+	}
+
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "streams requested / opened / failed\t %s / %s / %s%s\n", commas(r.Prepared), commas(r.Opened), commas(r.OpenFailed), countsString(r.OpenFailures))
+	fmt.Fprintf(tw, "open time\t %.1f s for all attempts, last stream open at %.1f s; connect → first event p50 %s, p99 %s, max %s\n",
+		r.OpenSeconds, r.LastOpenSeconds, ms(r.Open.P50), ms(r.Open.P99), ms(r.Open.Max))
+	fmt.Fprintf(tw, "drive\t %.1f s at targetActive %d\n", r.DriveSeconds, r.Target)
+	perSec := 0.0
+	if r.DriveSeconds > 0 {
+		perSec = float64(r.Events) / r.DriveSeconds
+	}
+	fmt.Fprintf(tw, "status events received\t %s (≈ %s/s over the drive), heartbeats %s, undecodable %d, other %d\n",
+		commas(r.Events), commas(int(perSec+0.5)), commas(r.Heartbeats), r.BadMessages, r.OtherMessages)
+	fmt.Fprintf(tw, "READY received\t %s\n", commas(r.Ready))
+	fmt.Fprintf(tw, "orders placed\t %s (failed %d; codes %s)\n", commas(r.Ordered), r.OrderFailed, r.Orders.CodesString())
+	fmt.Fprintf(tw, "gone\t %d\n", r.Gone)
+	fmt.Fprintf(tw, "dropped by the server\t %d%s (closed without gone, or silent for --idle)\n", r.Dropped, countsString(r.Drops))
+	fmt.Fprintf(tw, "still waiting at the end\t %s (closed by the tool)\n", commas(r.StillWaiting))
+	tw.Flush()
+
+	fmt.Fprintln(w, "\nfan-out lag = receive time − \"ts\" (the admission's publish time, Redis clock), every status event after the on-connect one:")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "position band\tevents\tp50 ms\tp90 ms\tp99 ms\tmax ms\t")
+	for _, b := range lagBands {
+		l := r.Lag[b]
+		if l.Count == 0 {
+			fmt.Fprintf(tw, "%s\t0\t-\t-\t-\t-\t\n", b)
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%.1f\t%.1f\t%.1f\t\n", b, commas(l.Count), msf(l.P50), msf(l.P90), msf(l.P99), msf(l.Max))
+	}
+	tw.Flush()
+	if r.EventsWithoutTS > 0 {
+		fmt.Fprintf(w, "%s events carried no \"ts\": their lag is unknown and not counted above\n", commas(r.EventsWithoutTS))
+	}
+
+	fmt.Fprintln(w, "\nserver (/metrics on the admin port):")
+	s := r.Server
+	fmt.Fprintf(w, "  RSS: before streams %s, with the streams open %s, at the end of the drive %s\n",
+		mib(s.Before, s.BeforeErr), mib(s.Open, s.OpenErr), mib(s.End, s.EndErr))
+	fmt.Fprintf(w, "  CPU seconds: opening %.2f, driving %.2f\n", r.CPUOpenSeconds, r.CPUDriveSeconds)
+	fmt.Fprintf(w, "  %s: with the streams open %s, at the end of the drive %s\n", metricConns, value(s.Open, metricConns), value(s.End, metricConns))
+	if d0, ok := s.Before[metricDropped]; ok {
+		if d1, ok := s.End[metricDropped]; ok {
+			fmt.Fprintf(w, "  %s: +%.0f during the run\n", metricDropped, d1-d0)
+		}
+	} else {
+		fmt.Fprintf(w, "  %s: not exported\n", metricDropped)
+	}
+
+	fmt.Fprintf(w, "\nbars (DESIGN.md, %s streams on one instance, one 2-core machine):\n", commas(barStreams))
+	if r.Opened != barStreams {
+		fmt.Fprintf(w, "  (this run held %s streams: compare with care)\n", commas(r.Opened))
+	}
+	p99 := r.Lag["all"].P99
+	switch {
+	case r.Lag["all"].Count == 0:
+		fmt.Fprintln(w, "  fan-out lag p99 ≤ 250 ms: unknown (no events with \"ts\" after connecting)")
+	default:
+		fmt.Fprintf(w, "  fan-out lag p99 ≤ %.0f ms: %s — %s (moonshot ≤ %.0f ms: %s)\n", msf(barLagP99), ms(p99), verdict(p99 <= barLagP99),
+			msf(moonshotLagP99), verdict(p99 <= moonshotLagP99))
+	}
+	if r.RSSPerStreamKiB > 0 {
+		fmt.Fprintf(w, "  RSS per stream ≤ %.0f KiB: %.1f KiB — %s\n", barRSSKiB, r.RSSPerStreamKiB, verdict(r.RSSPerStreamKiB <= barRSSKiB))
+	} else {
+		fmt.Fprintf(w, "  RSS per stream ≤ %.0f KiB: unknown (%s not readable, or no stream opened)\n", barRSSKiB, metricRSS)
+	}
+	fmt.Fprintln(w, "RSS per stream = (RSS with the streams open − RSS before) ÷ streams opened; RSS includes garbage the server's GC has not returned")
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "NOT met"
+}
+
+// countsString lists m as " (reason ×n, …)", most frequent first; "" when
+// m is empty.
+func countsString(m map[string]int) string {
+	if len(m) == 0 {
+		return ""
+	}
+	keys := slices.Collect(maps.Keys(m))
+	slices.SortFunc(keys, func(a, b string) int {
+		if m[a] != m[b] {
+			return m[b] - m[a]
+		}
+		if a < b {
+			return -1
+		}
+		return 1
+	})
+	s := " ("
+	for i, k := range keys {
+		if i > 0 {
+			s += ", "
+		}
+		s += fmt.Sprintf("%s ×%d", k, m[k])
+	}
+	return s + ")"
+}
+
+func mib(m map[string]float64, errText string) string {
+	if v, ok := m[metricRSS]; ok {
+		return fmt.Sprintf("%.1f MiB", v/(1<<20))
+	}
+	if errText != "" {
+		return "n/a (" + errText + ")"
+	}
+	return "n/a"
+}
+
+func value(m map[string]float64, name string) string {
+	if v, ok := m[name]; ok {
+		return commas(int(v))
+	}
+	return "n/a"
+}
