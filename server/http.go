@@ -25,7 +25,7 @@ func (s *Server) fiberConfig(name string) fiber.Config {
 		BodyLimit:             s.cfg.BodyLimit,
 		ReadTimeout:           10 * time.Second, // slow clients cannot hold a connection while sending
 		IdleTimeout:           90 * time.Second,
-		ReadBufferSize:        8 << 10, // request line + headers; larger gets 431
+		ReadBufferSize:        4 << 10, // request line + headers (per connection: streams hold it); larger gets 431
 		ErrorHandler:          s.writeError,
 	}
 }

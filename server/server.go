@@ -110,6 +110,9 @@ func (s *Server) Public() *fiber.App { return s.public }
 // Admin returns the management app (metrics, health, admin API).
 func (s *Server) Admin() *fiber.App { return s.admin }
 
+// Hub returns the server's push hub.
+func (s *Server) Hub() *stream.Hub { return s.hub }
+
 // Queue returns the server's queue model.
 func (s *Server) Queue() *queue.Queue { return s.q }
 

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/gofiber/contrib/websocket"
@@ -27,6 +28,34 @@ const (
 	// but control frames).
 	wsReadLimit = 512
 )
+
+// livenessEvery is how often an SSE stream checks whether its client has
+// closed the connection. A write to a closed peer often succeeds (the
+// kernel buffers it), so heartbeats alone notice a departed client only
+// after two of them; a departed client's stream would hold its descriptor
+// for 30 s or more, which matters in a reconnect storm.
+const livenessEvery = 2 * time.Second
+
+// peerClosed reports whether the client has closed its side: the socket
+// reads end-of-file. It peeks without blocking and consumes nothing.
+func peerClosed(conn net.Conn) bool {
+	sc, ok := conn.(syscall.Conn)
+	if !ok {
+		return false
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return false
+	}
+	closed := false
+	_ = raw.Read(func(fd uintptr) bool {
+		var b [1]byte
+		n, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		closed = n == 0 && err == nil
+		return true // never wait for readability
+	})
+	return closed
+}
 
 // goneDoc is the data of a "gone" event: the contract's error form.
 var goneDoc = []byte(`{"error":"not_in_queue","message":"you are no longer in this queue (admitted window ended, left, or ordered): enter again"}`)
@@ -167,6 +196,8 @@ func (s *Server) writeSSE(w *bufio.Writer, conn net.Conn, room string, sub *stre
 	}
 	heartbeat := time.NewTicker(heartbeatEvery)
 	defer heartbeat.Stop()
+	alive := time.NewTicker(livenessEvery)
+	defer alive.Stop()
 	expiry := time.NewTimer(time.Until(tokenExp))
 	defer expiry.Stop()
 	for {
@@ -182,6 +213,10 @@ func (s *Server) writeSSE(w *bufio.Writer, conn net.Conn, room string, sub *stre
 			return
 		case <-heartbeat.C:
 			if _, err := w.WriteString(": heartbeat\n\n"); err != nil || !flush() {
+				return
+			}
+		case <-alive.C:
+			if peerClosed(conn) {
 				return
 			}
 		case <-expiry.C:

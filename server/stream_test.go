@@ -297,3 +297,20 @@ func TestShutdownWithManyStreams(t *testing.T) {
 	}
 	t.Logf("shutdown with %d streams took %v", n, took)
 }
+
+// TestClosedSSEClientIsNoticed: a client that goes away is noticed within
+// seconds (not after several heartbeats), and its stream is released.
+func TestClosedSSEClientIsNoticed(t *testing.T) {
+	e := newEnv(t)
+	in := e.start(map[string]string{"WR_TARGET_ACTIVE": "0"})
+	s := openSSE(t, in, "default", in.enter(user(1), "default").str("queueToken"))
+	s.next(t)
+	if got := in.metric("waitingroom_stream_connections"); got != 1 {
+		t.Fatalf("stream gauge = %v, want 1", got)
+	}
+	s.res.Body.Close()
+	streamClient.CloseIdleConnections()
+	waitFor(t, "the server to release the closed stream", func() bool {
+		return in.metric("waitingroom_stream_connections") == 0 && in.srv.Hub().Connections() == 0
+	})
+}
