@@ -31,6 +31,7 @@ type pollReport struct {
 	Room          string  `json:"room"`
 	CPUs          int     `json:"cpus"`
 	Users         int     `json:"users"`
+	Ahead         int     `json:"ahead"`
 	TargetActive  int64   `json:"targetActive"` // restored after the run; 0 during it
 	BodyBytes     int     `json:"bodyBytes"`
 	BaselineBytes int     `json:"baselineBodyBytes"`
@@ -61,20 +62,33 @@ func runPoll(ctx context.Context, o *options, args []string) (report, error) {
 	dur := fs.Duration("duration", 10*time.Second, "measured time per target")
 	warm := fs.Duration("warmup", time.Second, "unmeasured warm-up per target (opens the connections)")
 	users := fs.Int("users", 50, "users user1…userK whose queue tokens the pollers share")
+	ahead := fs.Int("ahead", 200, "users entered before the pollers, so the pollers wait behind them: most of a crowd waits behind position 100, where the server answers from memory; 0 measures the front, where every poll reads Redis")
+	mint := fs.Bool("mint-tokens", false, "mint access tokens with the server's JWT secret instead of logging in (BCrypt: slow)")
+	secret := fs.String("jwt-secret", "", "the server's JWT secret, for --mint-tokens (default $WR_JWT_SECRET)")
 	password := fs.String("password", "demo-pass", "password of the demo users")
 	loginConns := fs.Int("login-conns", 4, "connections of the login (BCrypt) measurement")
 	loginDur := fs.Duration("login-duration", 3*time.Second, "measured time of the login measurement")
 	if err := o.parse(fs, args); err != nil {
 		return nil, err
 	}
-	if *conns < 1 || *users < 1 || *loginConns < 1 || *dur <= 0 || *loginDur <= 0 || *warm < 0 {
-		return nil, errors.New("poll: --conns, --users, --login-conns, --duration and --login-duration must be positive")
+	if *conns < 1 || *users < 1 || *loginConns < 1 || *dur <= 0 || *loginDur <= 0 || *warm < 0 || *ahead < 0 {
+		return nil, errors.New("poll: --conns, --users, --login-conns, --duration and --login-duration must be positive, --ahead not negative")
+	}
+	if *secret == "" {
+		*secret = os.Getenv("WR_JWT_SECRET")
+	}
+	var mt *minter
+	if *mint {
+		var err error
+		if mt, err = newMinter(*secret, 2*time.Hour); err != nil {
+			return nil, fmt.Errorf("poll: %w", err)
+		}
 	}
 
 	hc := newClient(max(*conns, *loginConns), o.timeout)
 	a := &api{base: o.base, room: o.room, hc: hc, rec: NewRecorder()}
 	adm := &admin{base: o.admin, token: o.adminToken, room: o.room, hc: newClient(2, o.timeout)}
-	rep := &pollReport{Scenario: "poll", Base: o.base, Room: o.room, CPUs: runtime.NumCPU(), Users: *users}
+	rep := &pollReport{Scenario: "poll", Base: o.base, Room: o.room, CPUs: runtime.NumCPU(), Users: *users, Ahead: *ahead}
 
 	// Freeze admission for the run, so that every poll takes the WAITING
 	// path — the one a waiting crowd hits — and restore it afterwards, also
@@ -96,11 +110,18 @@ func runPoll(ctx context.Context, o *options, args []string) (report, error) {
 		}
 	}()
 
-	fmt.Fprintf(os.Stderr, "poll: admission frozen (targetActive %d → 0); logging in and entering %d users\n", room.TargetActive, *users)
-	tokens, err := waitingTokens(ctx, a, *users, *password)
+	fmt.Fprintf(os.Stderr, "poll: admission frozen (targetActive %d → 0); entering %d users ahead, then the %d pollers\n", room.TargetActive, *ahead, *users)
+	if *ahead > 0 {
+		front, err := prepareUsers(ctx, a, mt, *ahead, *users+1, 16, *password)
+		defer leaveAll(cleanup, a, front)
+		if err != nil {
+			return nil, fmt.Errorf("poll: %w", err)
+		}
+	}
+	tokens, err := prepareUsers(ctx, a, mt, *users, 1, 16, *password)
 	defer leaveAll(cleanup, a, tokens)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("poll: %w", err)
 	}
 	pollURL := o.base + a.roomPath("position")
 	body, err := get(ctx, hc, pollURL, tokens[0])
@@ -158,39 +179,6 @@ func runPoll(ctx context.Context, o *options, args []string) (report, error) {
 		rep.CostRatio = rep.Server.RPS / rep.Login.RPS // (1/login) ÷ (1/poll)
 	}
 	return rep, nil
-}
-
-// waitingTokens logs in user1…userK, enters each and returns their queue
-// tokens, all WAITING (admission is frozen). A user still READY from an
-// earlier run leaves and enters again, which puts it back in the queue.
-func waitingTokens(ctx context.Context, a *api, k int, password string) ([]string, error) {
-	access, err := loginAll(ctx, a, k, password)
-	if err != nil {
-		return nil, err
-	}
-	var tokens []string
-	for i, acc := range access {
-		var st queueStatus
-		for attempt := range 2 {
-			var code int
-			st, code, err = a.enter(ctx, acc)
-			if err == nil && code != http.StatusOK {
-				err = fmt.Errorf("HTTP %d", code)
-			}
-			if err != nil {
-				return tokens, fmt.Errorf("poll: enter user%d: %w", i+1, err)
-			}
-			if st.Status == "WAITING" || attempt == 1 {
-				break
-			}
-			a.leave(ctx, st.QueueToken)
-		}
-		if st.Status != "WAITING" {
-			return tokens, fmt.Errorf("poll: user%d is %s, not WAITING, with admission frozen", i+1, st.Status)
-		}
-		tokens = append(tokens, st.QueueToken)
-	}
-	return tokens, nil
 }
 
 // leaveAll gives up the users' places, so the run leaves the queue as it
@@ -318,7 +306,8 @@ func closedLoop(ctx context.Context, hc *http.Client, endpoint string, conns int
 }
 
 func (r *pollReport) print(w io.Writer) {
-	fmt.Fprintf(w, "\npoll scenario: GET %s/api/v1/rooms/%s/position (queue JWT + one Redis script) vs a plain Fiber JSON handler\n", r.Base, r.Room)
+	fmt.Fprintf(w, "\npoll scenario: GET %s/api/v1/rooms/%s/position (queue JWT; status from memory behind position 100, else one Redis script) vs a plain Fiber JSON handler\n", r.Base, r.Room)
+	fmt.Fprintf(w, "the pollers wait behind %d users (positions %d–%d)\n", r.Ahead, r.Ahead+1, r.Ahead+r.Users)
 	fmt.Fprintf(w, "admission frozen during the run (targetActive %d → 0 → %d): every poll answers WAITING for one of %d users\n",
 		r.TargetActive, r.TargetActive, r.Users)
 	fmt.Fprintf(w, "response body: server %d B, baseline %d B (c.JSON of the same document, in-process on 127.0.0.1:0)\n", r.BodyBytes, r.BaselineBytes)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/middleware/adaptor"
+	"github.com/gofiber/fiber/v2/middleware/pprof"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"waitingroom/queue"
@@ -20,6 +21,9 @@ func (s *Server) newAdminApp() *fiber.App {
 	app.Get("/metrics", adaptor.HTTPHandler(promhttp.HandlerFor(s.m.reg, promhttp.HandlerOpts{})))
 	app.Get("/healthz", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"status": "ok"}) })
 	app.Get("/readyz", s.readyz)
+	// Profiles, for operators measuring memory and CPU under load.
+	app.Use("/debug/pprof", s.adminAuth)
+	app.Use(pprof.New())
 	adm := app.Group("/admin", s.adminAuth, noStore)
 	adm.Get("/rooms", s.adminRooms)
 	adm.Get("/rooms/:room", s.adminRoom)

@@ -31,9 +31,7 @@ func (s *Server) fiberConfig(name string) fiber.Config {
 }
 
 func (s *Server) newPublicApp() *fiber.App {
-	cfg := s.fiberConfig("waitingroom")
-	cfg.Concurrency = s.cfg.MaxConns
-	app := fiber.New(cfg)
+	app := fiber.New(s.fiberConfig("waitingroom"))
 	app.Use(s.observe, securityHeaders)
 
 	api := app.Group("/api/v1", noStore)

@@ -1,18 +1,25 @@
 package server
 
 import (
+	"errors"
 	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
 	"syscall"
+	"time"
 )
 
-// ConnCeiling returns how many public connections this process may hold:
+// ConnCeiling returns how many public connections this process may hold
+// (enforced by limitListener):
 // the open-file limit (RLIMIT_NOFILE, soft; Go raises it to the hard limit
 // at start) minus reserved descriptors (database and Redis pools, the
 // management port, files) and a margin of 5 % (at least 64, at most 512).
 //
 // fasthttp treats running out of descriptors at accept as fatal: the
-// listener stops and every stream drops. Capping Fiber's Concurrency below
-// the limit turns the excess into a 503 for the newcomer instead, while
+// listener stops and every stream drops. Capping connections below the
+// limit turns the excess into a 503 for the newcomer instead, while
 // everyone else keeps their stream.
 func ConnCeiling(reserved int) (int, error) {
 	var lim syscall.Rlimit
@@ -25,4 +32,73 @@ func ConnCeiling(reserved int) (int, error) {
 func ceilingFor(nofile, reserved int) int {
 	margin := min(max(nofile/20, 64), 512)
 	return max(nofile-reserved-margin, 1)
+}
+
+// limitListener caps the open public connections at max, counting every
+// accepted connection until it is closed — including streams, which
+// fasthttp hands over (hijacks) and then no longer counts in its own
+// Concurrency. A connection past the cap gets a 503 with Retry-After and is
+// closed at once; the ones already open are untouched. Running out of
+// descriptors at accept anyway (other files) pauses accepting briefly
+// instead of stopping the server.
+type limitListener struct {
+	net.Listener
+	max     int64
+	open    atomic.Int64
+	refused func()
+	log     *slog.Logger
+}
+
+// refusal is written to a connection past the cap, before any request.
+var refusal = func() []byte {
+	body := `{"error":"unavailable","message":"this server is at its connection limit; retry in a moment"}`
+	return fmt.Appendf(nil, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 5\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+}()
+
+func (l *limitListener) Accept() (net.Conn, error) {
+	backoff := 5 * time.Millisecond
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			if errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
+				l.log.Warn("out of file descriptors at accept; pausing", "error", err.Error())
+				time.Sleep(backoff)
+				backoff = min(2*backoff, time.Second)
+				continue
+			}
+			return nil, err
+		}
+		backoff = 5 * time.Millisecond
+		if l.open.Add(1) > l.max {
+			l.open.Add(-1)
+			_ = c.SetWriteDeadline(time.Now().Add(time.Second))
+			_, _ = c.Write(refusal)
+			_ = c.Close()
+			if l.refused != nil {
+				l.refused()
+			}
+			continue
+		}
+		return &countedConn{Conn: c, l: l}, nil
+	}
+}
+
+// countedConn gives its slot back when closed (once).
+type countedConn struct {
+	net.Conn
+	l    *limitListener
+	once sync.Once
+}
+
+func (c *countedConn) Close() error {
+	c.once.Do(func() { c.l.open.Add(-1) })
+	return c.Conn.Close()
+}
+
+// SyscallConn exposes the socket for the non-blocking liveness peek.
+func (c *countedConn) SyscallConn() (syscall.RawConn, error) {
+	if sc, ok := c.Conn.(syscall.Conn); ok {
+		return sc.SyscallConn()
+	}
+	return nil, errors.New("not a socket")
 }

@@ -23,6 +23,7 @@ type metrics struct {
 	streamEvents *prometheus.CounterVec
 	streamDrops  prometheus.Counter
 	fanoutLag    prometheus.Histogram
+	connRefused  prometheus.Counter
 }
 
 // newMetrics registers the server's collectors on reg (a new registry when
@@ -80,7 +81,10 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
 		}),
 	}
-	reg.MustRegister(m.streams, m.streamEvents, m.streamDrops, m.fanoutLag)
+	m.connRefused = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "waitingroom_connections_refused_total", Help: "Public connections refused with 503 at the connection ceiling (WR_MAX_CONNS).",
+	})
+	reg.MustRegister(m.streams, m.streamEvents, m.streamDrops, m.fanoutLag, m.connRefused)
 	reg.MustRegister(m.waiting, m.active, m.target, m.admitted, m.entered, m.expired, m.orders, m.httpDuration, m.bcrypt)
 	return m
 }

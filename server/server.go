@@ -169,6 +169,7 @@ func (s *Server) Serve(ctx context.Context, public, admin net.Listener) error {
 	wg.Go(func() { s.admitter.Run(loopCtx) })
 	wg.Go(func() { s.hub.Run(loopCtx) })
 
+	public = &limitListener{Listener: public, max: int64(s.cfg.MaxConns), refused: s.m.connRefused.Inc, log: s.log}
 	errc := make(chan error, 2)
 	wg.Go(func() { errc <- s.public.Listener(public) })
 	wg.Go(func() { errc <- s.admin.Listener(admin) })

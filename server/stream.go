@@ -138,20 +138,34 @@ func (s *Server) events(c *fiber.Ctx) error {
 		return err // 404 not_in_queue or 503, as JSON, before any streaming
 	}
 	sub := s.hub.Subscribe(room, claims.Subject, st)
-	c.Set(fiber.HeaderContentType, "text/event-stream")
-	c.Set(fiber.HeaderCacheControl, "no-store")
-	c.Set("X-Accel-Buffering", "no")
-	c.Set(fiber.HeaderConnection, "keep-alive")
-	conn := c.Context().Conn()
+	// The stream takes the connection over from fasthttp (hijack): one
+	// goroutine and a small buffer per stream, instead of fasthttp's
+	// connection goroutine, its buffers and a pipe. The response is
+	// close-delimited: no Content-Length, no chunking.
+	raw := c.Context().Conn()
 	tokenExp := claims.ExpiresAt.Time
-	s.m.streams.WithLabelValues("sse").Inc()
-	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
-		defer s.m.streams.WithLabelValues("sse").Dec()
+	c.Context().HijackSetNoResponse(true)
+	c.Context().Hijack(func(conn net.Conn) {
 		defer sub.Close()
-		s.writeSSE(w, conn, room, sub, tokenExp)
+		s.m.streams.WithLabelValues("sse").Inc()
+		defer s.m.streams.WithLabelValues("sse").Dec()
+		w := bufio.NewWriterSize(conn, 1024)
+		if _, err := w.WriteString(sseHead); err != nil {
+			return
+		}
+		s.writeSSE(w, raw, room, sub, tokenExp)
 	})
 	return nil
 }
+
+// sseHead is the stream's response head, written on the hijacked connection.
+const sseHead = "HTTP/1.1 200 OK\r\n" +
+	"Content-Type: text/event-stream\r\n" +
+	"Cache-Control: no-store\r\n" +
+	"X-Accel-Buffering: no\r\n" +
+	"X-Content-Type-Options: nosniff\r\n" +
+	"Referrer-Policy: no-referrer\r\n" +
+	"Connection: close\r\n\r\n"
 
 func (s *Server) writeSSE(w *bufio.Writer, conn net.Conn, room string, sub *stream.Sub, tokenExp time.Time) {
 	flush := func() bool {
