@@ -201,8 +201,19 @@ func TestWebSocketStream(t *testing.T) {
 	if m.Type != "status" || m.EntryToken == "" {
 		t.Fatalf("READY frame = %+v", m)
 	}
-	// Leaving ends the stream with gone once the hub learns the user is out.
-	do(t, "POST", in.base+"/api/v1/rooms/default/leave", me.str("queueToken"), nil)
+	// Shutdown closes the socket with 1001 (going away): reconnect elsewhere.
+	go in.stop()
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	for {
+		_, _, err := c.ReadMessage()
+		if err == nil {
+			continue
+		}
+		if !websocket.IsCloseError(err, websocket.CloseGoingAway) {
+			t.Fatalf("on shutdown: %v, want close 1001", err)
+		}
+		break
+	}
 }
 
 // TestStreamsAcrossInstances: streams on instance B follow admissions made
