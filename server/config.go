@@ -39,6 +39,10 @@ type Config struct {
 	// MaxConns (WR_MAX_CONNS) caps concurrent public connections; 0 derives
 	// it from RLIMIT_NOFILE (ConnCeiling). Excess connections get 503.
 	MaxConns int
+	// Transports (WR_TRANSPORTS, default "sse,ws") are the push transports
+	// offered; a disabled one answers 503 so clients fall back (polling is
+	// always on). For proxies that break one of them, and for tests.
+	SSE, WS bool
 }
 
 // ConfigError names the variable that is wrong.
@@ -76,6 +80,18 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		Shutdown:     p.duration("WR_SHUTDOWN_TIMEOUT", 15*time.Second, time.Second, 10*time.Minute),
 		CookieSecure: p.flag("WR_COOKIE_SECURE"),
 		MaxConns:     int(p.int("WR_MAX_CONNS", 0, 0, 10_000_000)),
+	}
+	transports := p.str("WR_TRANSPORTS", "sse,ws")
+	for _, t := range strings.Split(transports, ",") {
+		switch strings.TrimSpace(t) {
+		case "sse":
+			c.SSE = true
+		case "ws":
+			c.WS = true
+		case "", "none":
+		default:
+			p.fail("WR_TRANSPORTS", transports, "want a list of sse and ws, or none")
+		}
 	}
 	rooms := p.str("WR_ROOMS", "default")
 	for _, r := range strings.Split(rooms, ",") {

@@ -57,6 +57,9 @@ func peerClosed(conn net.Conn) bool {
 	return closed
 }
 
+// errTransportOff: the operator disabled this push transport (WR_TRANSPORTS).
+var errTransportOff = &apiError{status: 503, code: "unavailable", message: "this push transport is off here: use another one, or poll", retryAfter: 60}
+
 // goneDoc is the data of a "gone" event: the contract's error form.
 var goneDoc = []byte(`{"error":"not_in_queue","message":"you are no longer in this queue (admitted window ended, left, or ordered): enter again"}`)
 
@@ -129,6 +132,9 @@ func retryHint() int { return 1000 + rand.IntN(2000) }
 // whenever it changes (coalesced by band), a heartbeat comment at least
 // every 15 s, and gone when the user is no longer in the queue.
 func (s *Server) events(c *fiber.Ctx) error {
+	if !s.cfg.SSE {
+		return errTransportOff
+	}
 	claims, room, err := s.streamClaims(c)
 	if err != nil {
 		return err
@@ -251,6 +257,9 @@ func (s *Server) observeSent(transport string, u stream.Update) {
 // wsUpgrade checks the queue token and the user's status BEFORE the
 // upgrade, so refusals are plain JSON errors.
 func (s *Server) wsUpgrade(c *fiber.Ctx) error {
+	if !s.cfg.WS {
+		return errTransportOff
+	}
 	if !websocket.IsWebSocketUpgrade(c) {
 		return &apiError{status: fiber.StatusUpgradeRequired, code: "upgrade_required", message: "this endpoint speaks WebSocket"}
 	}

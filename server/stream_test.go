@@ -325,3 +325,16 @@ func TestClosedSSEClientIsNoticed(t *testing.T) {
 		return in.metric("waitingroom_stream_connections") == 0 && in.srv.Hub().Connections() == 0
 	})
 }
+
+func TestDisabledTransportIs503(t *testing.T) {
+	e := newEnv(t)
+	in := e.start(map[string]string{"WR_TRANSPORTS": "ws"})
+	qt := in.enter(user(1), "default").str("queueToken")
+	if r := do(t, "GET", in.base+"/api/v1/rooms/default/events", qt, nil); r.status != 503 || r.str("error") != "unavailable" {
+		t.Fatalf("SSE while off = %d %s", r.status, r.raw)
+	}
+	dialWS(t, in, "default", qt) // the other transport still works
+	if p := in.position("default", qt); p.status != 200 {
+		t.Fatalf("polling = %d", p.status)
+	}
+}
