@@ -23,6 +23,10 @@ type loginRequest struct {
 // connection returned BEFORE BCrypt runs; an unknown login id is verified
 // against a dummy hash so both answers take the same time.
 func (s *Server) login(c *fiber.Ctx) error {
+	ctx := c.UserContext()
+	if err := s.limit(ctx, "login_ip", s.clientIP(c), s.cfg.Limits.LoginIP, false); err != nil {
+		return err
+	}
 	var req loginRequest
 	if err := decodeJSON(c, &req); err != nil {
 		return err
@@ -33,7 +37,10 @@ func (s *Server) login(c *fiber.Ctx) error {
 	if req.Password == "" || len(req.Password) > 256 {
 		return errBadRequest("password must be 1-256 characters")
 	}
-	id, hash, err := s.store.Credentials(c.UserContext(), req.LoginID)
+	if err := s.limit(ctx, "login_id", req.LoginID, s.cfg.Limits.LoginID, false); err != nil {
+		return err
+	}
+	id, hash, err := s.store.Credentials(ctx, req.LoginID)
 	switch {
 	case errors.Is(err, pgstore.ErrUserNotFound):
 		s.verifyPassword(s.dummy(), req.Password)

@@ -36,7 +36,7 @@ func TestConnectionCeiling(t *testing.T) {
 		"REDIS_URL=redis://"+e.rdb.Options().Addr+"/"+strconv.Itoa(e.rdb.Options().DB), "DATABASE_URL="+e.dbURL,
 		"WR_HTTP_ADDR="+pub, "WR_ADMIN_ADDR="+adm, "WR_JWT_SECRET="+testSecret,
 		"WR_ADMIN_TOKEN="+testAdminToken, "WR_TARGET_ACTIVE=0", "WR_DB_POOL=4", "WR_ADMIT_INTERVAL=20ms",
-		"WR_SHUTDOWN_TIMEOUT=5s")
+		"WR_SHUTDOWN_TIMEOUT=5s", "WR_RATE_LIMITS=off")
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -4,11 +4,13 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 	"time"
 
 	"waitingroom/queue"
+	"waitingroom/server/ratelimit"
 )
 
 // Config is the whole configuration, read from the environment (12-factor).
@@ -43,6 +45,27 @@ type Config struct {
 	// offered; a disabled one answers 503 so clients fall back (polling is
 	// always on). For proxies that break one of them, and for tests.
 	SSE, WS bool
+
+	// Layer 1 (rate limits). RateLimits (WR_RATE_LIMITS, "on") switches
+	// them all; "off" is for benchmarks of the paths behind them.
+	RateLimits bool
+	Limits     Limits
+	// TrustedProxies (WR_TRUSTED_PROXIES, CIDRs) may tell the client's IP in
+	// ClientIPHeader (WR_CLIENT_IP_HEADER, "X-Real-IP"); from anyone else
+	// the header (and X-Forwarded-For) is ignored.
+	TrustedProxies []*net.IPNet
+	ClientIPHeader string
+}
+
+// Limits are layer 1's limits, each "RATE/PERIOD[:BURST]".
+type Limits struct {
+	LoginIP   ratelimit.Limit // WR_LIMIT_LOGIN_IP: logins per client IP
+	LoginID   ratelimit.Limit // WR_LIMIT_LOGIN_ID: logins per loginId
+	EnterIP   ratelimit.Limit // WR_LIMIT_ENTER_IP: enters per client IP
+	EnterUser ratelimit.Limit // WR_LIMIT_ENTER_USER: enters per user
+	Stream    ratelimit.Limit // WR_LIMIT_STREAM: stream connects per user and room
+	OrderRoom ratelimit.Limit // WR_LIMIT_ORDER_ROOM: orders per room, queue or not
+	OrderUser ratelimit.Limit // WR_LIMIT_ORDER_USER: orders per user
 }
 
 // ConfigError names the variable that is wrong.
@@ -91,6 +114,35 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		case "", "none":
 		default:
 			p.fail("WR_TRANSPORTS", transports, "want a list of sse and ws, or none")
+		}
+	}
+	c.RateLimits = p.onOff("WR_RATE_LIMITS", true)
+	c.Limits = Limits{
+		LoginIP:   p.limit("WR_LIMIT_LOGIN_IP", "30/1m:30"),
+		LoginID:   p.limit("WR_LIMIT_LOGIN_ID", "10/1m:5"),
+		EnterIP:   p.limit("WR_LIMIT_ENTER_IP", "120/1m:60"),
+		EnterUser: p.limit("WR_LIMIT_ENTER_USER", "20/1m:10"),
+		Stream:    p.limit("WR_LIMIT_STREAM", "20/1m:10"),
+		OrderRoom: p.limit("WR_LIMIT_ORDER_ROOM", "1000/1s:200"),
+		OrderUser: p.limit("WR_LIMIT_ORDER_USER", "10/1m:5"),
+	}
+	c.ClientIPHeader = p.str("WR_CLIENT_IP_HEADER", "X-Real-IP")
+	if v := p.str("WR_TRUSTED_PROXIES", ""); v != "" {
+		for _, cidr := range strings.Split(v, ",") {
+			cidr = strings.TrimSpace(cidr)
+			if !strings.Contains(cidr, "/") {
+				if strings.Contains(cidr, ":") {
+					cidr += "/128"
+				} else {
+					cidr += "/32"
+				}
+			}
+			_, n, err := net.ParseCIDR(cidr)
+			if err != nil {
+				p.fail("WR_TRUSTED_PROXIES", v, "want comma-separated IPs or CIDRs")
+				break
+			}
+			c.TrustedProxies = append(c.TrustedProxies, n)
 		}
 	}
 	rooms := p.str("WR_ROOMS", "default")
@@ -159,6 +211,29 @@ func (p *envParser) flag(name string) bool {
 		p.fail(name, v, "want 1 or 0")
 		return false
 	}
+}
+
+func (p *envParser) onOff(name string, def bool) bool {
+	switch v := strings.ToLower(strings.TrimSpace(p.getenv(name))); v {
+	case "":
+		return def
+	case "on", "1", "true", "yes":
+		return true
+	case "off", "0", "false", "no":
+		return false
+	default:
+		p.fail(name, v, "want on or off")
+		return def
+	}
+}
+
+func (p *envParser) limit(name, def string) ratelimit.Limit {
+	v := p.str(name, def)
+	l, err := ratelimit.Parse(v)
+	if err != nil {
+		p.fail(name, v, err.Error())
+	}
+	return l
 }
 
 func (p *envParser) int(name string, def, lo, hi int64) int64 {

@@ -99,7 +99,8 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// start runs a server instance on e with extra environment variables.
+// start runs a server instance on e with extra environment variables
+// (rate limits are off unless WR_RATE_LIMITS is passed).
 // By default the admission loop ticks once a minute, so tests drive
 // admission themselves with admit(); pass WR_ADMIT_INTERVAL to run it.
 func (e *env) start(vars map[string]string) *instance {
@@ -116,6 +117,9 @@ func (e *env) start(vars map[string]string) *instance {
 			"WR_ADMIT_INTERVAL":   "1m",
 			"WR_TARGET_ACTIVE":    "5",
 			"WR_SHUTDOWN_TIMEOUT": "5s",
+			// Layer 1 is tested on its own (layer1_test.go); elsewhere the
+			// tests drive the API far faster than any person would.
+			"WR_RATE_LIMITS": "off",
 		}[k]
 	}
 	cfg, err := server.LoadConfig(getenv)

@@ -24,6 +24,7 @@ type metrics struct {
 	streamDrops  prometheus.Counter
 	fanoutLag    prometheus.Histogram
 	connRefused  prometheus.Counter
+	rateLimited  *prometheus.CounterVec
 }
 
 // newMetrics registers the server's collectors on reg (a new registry when
@@ -84,7 +85,10 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 	m.connRefused = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "waitingroom_connections_refused_total", Help: "Public connections refused with 503 at the connection ceiling (WR_MAX_CONNS).",
 	})
-	reg.MustRegister(m.streams, m.streamEvents, m.streamDrops, m.fanoutLag, m.connRefused)
+	m.rateLimited = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "waitingroom_rate_limited_total", Help: "Requests refused with 429 by layer 1, by limit.",
+	}, []string{"limit"})
+	reg.MustRegister(m.streams, m.streamEvents, m.streamDrops, m.fanoutLag, m.connRefused, m.rateLimited)
 	reg.MustRegister(m.waiting, m.active, m.target, m.admitted, m.entered, m.expired, m.orders, m.httpDuration, m.bcrypt)
 	return m
 }

@@ -48,6 +48,14 @@ func (s *Server) order(c *fiber.Ctx) error {
 		return errEntryTokenNeeded
 	}
 	ctx := c.UserContext()
+	// The last line: a room-wide ceiling that holds even if the queue is
+	// bypassed by a bug, then a per-user one; both before the token is spent.
+	if err := s.limit(ctx, "order_room", claims.Room, s.cfg.Limits.OrderRoom, false); err != nil {
+		return err
+	}
+	if err := s.limit(ctx, "order_user", claims.Subject, s.cfg.Limits.OrderUser, false); err != nil {
+		return err
+	}
 	// In flight for at most twice the transaction's deadline: the slot is
 	// released or the token restored long before admission prunes it.
 	claim, err := s.q.Consume(ctx, claims.Room, claims.Subject, entry, 2*s.cfg.OrderTimeout)

@@ -47,7 +47,14 @@ func (s *Server) enter(c *fiber.Ctx) error {
 		return err
 	}
 	room := roomParam(c)
-	st, err := s.q.Enter(c.UserContext(), room, claims.Subject)
+	ctx := c.UserContext()
+	if err := s.limit(ctx, "enter_ip", s.clientIP(c), s.cfg.Limits.EnterIP, true); err != nil {
+		return err
+	}
+	if err := s.limit(ctx, "enter_user", claims.Subject, s.cfg.Limits.EnterUser, true); err != nil {
+		return err
+	}
+	st, err := s.q.Enter(ctx, room, claims.Subject)
 	if err != nil {
 		return err
 	}
@@ -101,7 +108,15 @@ func (s *Server) position(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(s.statusDoc(room, st))
+	doc := s.statusDoc(room, st)
+	// A refresh storm is refused at its band's own pace; the place is kept.
+	if doc.PollAfterMs > 0 {
+		lim := pollLimit(time.Duration(doc.PollAfterMs) * time.Millisecond)
+		if err := s.limit(c.UserContext(), "poll", room+":"+claims.Subject, lim, true); err != nil {
+			return err
+		}
+	}
+	return c.JSON(doc)
 }
 
 // leave gives up the caller's place or entry window.

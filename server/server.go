@@ -15,6 +15,7 @@ import (
 
 	"waitingroom/queue"
 	"waitingroom/server/pgstore"
+	"waitingroom/server/ratelimit"
 	"waitingroom/stream"
 )
 
@@ -53,6 +54,7 @@ type Server struct {
 	admin    *fiber.App
 	admitter *queue.Admitter
 	hub      *stream.Hub
+	limiter  *ratelimit.Limiter
 
 	dummyOnce sync.Once
 	dummyHash []byte // BCrypt hash verified for unknown login ids
@@ -77,6 +79,11 @@ func New(o Options) (*Server, error) {
 		m:      newMetrics(o.Registry),
 		log:    o.Logger,
 	}
+	prefix := o.KeyPrefix
+	if prefix == "" {
+		prefix = queue.DefaultPrefix
+	}
+	s.limiter = ratelimit.New(o.Redis, prefix+"rl:")
 	s.admitter = s.q.NewAdmitter(queue.AdmitterOptions{
 		Interval: o.Config.AdmitEvery,
 		OnAdmit:  s.observeAdmission,

@@ -85,6 +85,9 @@ func (s *Server) streamClaims(c *fiber.Ctx) (*Claims, string, error) {
 	if claims.Room != room {
 		return nil, "", errWrongRoom
 	}
+	if err := s.limit(c.UserContext(), "stream", room+":"+claims.Subject, s.cfg.Limits.Stream, true); err != nil {
+		return nil, "", err
+	}
 	return claims, room, nil
 }
 

@@ -1,0 +1,178 @@
+package server_test
+
+import (
+	"context"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"waitingroom/queue/queuetest"
+	"waitingroom/server"
+)
+
+func limited(vars map[string]string) map[string]string {
+	vars["WR_RATE_LIMITS"] = "on"
+	return vars
+}
+
+// TestLoginLimitSharedAcrossInstances: a burst spread over two instances is
+// limited as one, and refused logins never reach BCrypt.
+func TestLoginLimitSharedAcrossInstances(t *testing.T) {
+	e := newEnv(t)
+	vars := limited(map[string]string{"WR_LIMIT_LOGIN_ID": "3/1h:3"})
+	a, b := e.start(vars), e.start(vars)
+	codes := map[int]int{}
+	for i := range 8 {
+		in := []*instance{a, b}[i%2]
+		r := do(t, "POST", in.base+"/api/v1/auth/login", "", map[string]string{"loginId": user(1), "password": "wrong"})
+		codes[r.status]++
+		if r.status == 429 && (r.header.Get("Retry-After") == "" || r.str("error") != "rate_limited") {
+			t.Fatalf("429 without Retry-After or contract body: %v %s", r.header, r.raw)
+		}
+	}
+	if codes[401] != 3 || codes[429] != 5 {
+		t.Fatalf("codes %v, want 3×401 and 5×429", codes)
+	}
+	if n := a.metric("waitingroom_bcrypt_seconds") + b.metric("waitingroom_bcrypt_seconds"); n != 3 {
+		t.Fatalf("%v BCrypt verifications, want 3 (refused logins never reach BCrypt)", n)
+	}
+	if n := a.metric("waitingroom_rate_limited_total") + b.metric("waitingroom_rate_limited_total"); n != 5 {
+		t.Fatalf("rate_limited_total = %v, want 5", n)
+	}
+}
+
+// TestCredentialStuffingFromOneIP: 2,000 logins with wrong passwords and
+// different login ids from one address cost as many BCrypt verifications
+// as the per-IP burst allows, not 2,000.
+func TestCredentialStuffingFromOneIP(t *testing.T) {
+	e := newEnv(t)
+	in := e.start(limited(map[string]string{"WR_LIMIT_LOGIN_IP": "30/1h:30"}))
+	var refused atomic.Int64
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 32)
+	for i := range 2000 {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			r := do(t, "POST", in.base+"/api/v1/auth/login", "", map[string]string{"loginId": "victim" + strconv.Itoa(i), "password": "guess"})
+			if r.status == 429 {
+				refused.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	verifies := in.metric("waitingroom_bcrypt_seconds")
+	if verifies != 30 || refused.Load() != 1970 {
+		t.Fatalf("%v BCrypt verifications and %d refusals for 2,000 attempts; want the burst, 30, and 1,970", verifies, refused.Load())
+	}
+	t.Logf("2,000 stuffing attempts from one IP: %v BCrypt verifications, %d refused with 429", verifies, refused.Load())
+}
+
+// TestRefreshStormIsRefusedAndPlaceKept: one token polling far faster than
+// its band gets 429 with an honest Retry-After; its place is untouched and
+// other users' polls are unaffected.
+func TestRefreshStormIsRefusedAndPlaceKept(t *testing.T) {
+	e := newEnv(t)
+	in := e.start(limited(map[string]string{"WR_TARGET_ACTIVE": "0"}))
+	stormer := in.enter(user(1), "default").str("queueToken")
+	calm := in.enter(user(2), "default").str("queueToken")
+	var last response
+	for range 20 {
+		if last = in.position("default", stormer); last.status == 429 {
+			break
+		}
+	}
+	if last.status != 429 || last.header.Get("Retry-After") != "1" {
+		t.Fatalf("storm = %d %v %s, want 429 with Retry-After 1 (band 1 s: one poll per 0.5 s)", last.status, last.header.Get("Retry-After"), last.raw)
+	}
+	if r := in.position("default", calm); r.status != 200 || r.num("position") != 2 {
+		t.Fatalf("another user's poll during the storm = %d %s", r.status, r.raw)
+	}
+	time.Sleep(time.Second) // the Retry-After the server gave
+	if r := in.position("default", stormer); r.status != 200 || r.num("position") != 1 {
+		t.Fatalf("after Retry-After = %d %s, want the same place", r.status, r.raw)
+	}
+}
+
+// TestForwardedForIsIgnoredUnlessTrusted: the client IP comes from the
+// socket; headers count only from a configured proxy.
+func TestForwardedForIsIgnoredUnlessTrusted(t *testing.T) {
+	e := newEnv(t)
+	login := func(in *instance, ip string) int {
+		return do(t, "POST", in.base+"/api/v1/auth/login", "", map[string]string{"loginId": "nobody", "password": "x"},
+			"X-Real-IP", ip, "X-Forwarded-For", ip).status
+	}
+	untrusted := e.start(limited(map[string]string{"WR_LIMIT_LOGIN_IP": "2/1h:2", "WR_LIMIT_LOGIN_ID": "100/1s"}))
+	got := []int{login(untrusted, "10.0.0.1"), login(untrusted, "10.0.0.2"), login(untrusted, "10.0.0.3")}
+	if got[2] != 429 {
+		t.Fatalf("spoofed headers from an untrusted peer changed the client IP: %v", got)
+	}
+	e2 := newEnv(t)
+	trusted := e2.start(limited(map[string]string{"WR_LIMIT_LOGIN_IP": "2/1h:2", "WR_LIMIT_LOGIN_ID": "100/1s", "WR_TRUSTED_PROXIES": "127.0.0.1"}))
+	for i := range 5 {
+		if code := login(trusted, "10.0.1."+strconv.Itoa(i)); code != 401 {
+			t.Fatalf("client %d behind the trusted proxy = %d, want 401 (its own limit)", i, code)
+		}
+	}
+}
+
+// TestOrderCeilingHoldsBeforeTheToken: the room-wide order ceiling refuses
+// before the entry token is spent.
+func TestOrderCeilingHoldsBeforeTheToken(t *testing.T) {
+	e := newEnv(t)
+	in := e.start(limited(map[string]string{"WR_LIMIT_ORDER_ROOM": "1/1h:1", "WR_TARGET_ACTIVE": "2"}))
+	a := in.enter(user(1), "default").str("queueToken")
+	b := in.enter(user(2), "default").str("queueToken")
+	in.admit("default")
+	if r := in.order(a, in.position("default", a).str("entryToken"), 1, 1); r.status != 201 {
+		t.Fatalf("first order = %d %s", r.status, r.raw)
+	}
+	entry := in.position("default", b).str("entryToken")
+	if r := in.order(b, entry, 1, 1); r.status != 429 || r.str("error") != "rate_limited" {
+		t.Fatalf("order past the room's ceiling = %d %s", r.status, r.raw)
+	}
+	if p := in.position("default", b); p.str("status") != "READY" || p.str("entryToken") != entry {
+		t.Fatalf("the refused order spent the token: %s", p.raw)
+	}
+}
+
+// TestRedisDownPolicies: with Redis gone, login fails closed (503: no
+// BCrypt without its limit) while a poll answered from memory fails open.
+func TestRedisDownPolicies(t *testing.T) {
+	port := freePort(t)
+	_, port, _ = net.SplitHostPort(port)
+	rp := startRedis(t, t.TempDir(), port)
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + port, DialTimeout: 200 * time.Millisecond,
+		ReadTimeout: 500 * time.Millisecond, WriteTimeout: 500 * time.Millisecond, MaxRetries: -1})
+	t.Cleanup(func() { rdb.Close() })
+	base := newEnv(t)
+	e := &env{t: t, dbURL: base.dbURL, rdb: rdb, prefix: queuetest.Prefix()}
+	in := e.start(limited(map[string]string{"WR_TARGET_ACTIVE": "0"}))
+	// 150 people ahead, so the poller is answered from the hub's memory.
+	q := in.srv.Queue()
+	var ticket int64
+	for i := range 151 {
+		st, err := q.Enter(context.Background(), "default", "p"+strconv.Itoa(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ticket = st.Ticket
+	}
+	tok, _ := server.NewTokens(testSecret, "").IssueQueue("p150", "default", ticket, time.Hour)
+	waitFor(t, "a poll answered from memory", func() bool { return in.position("default", tok).num("position") == 151 })
+	rp.kill()
+	if r := in.position("default", tok); r.status != 200 || r.num("position") != 151 {
+		t.Fatalf("poll with Redis down = %d %s, want 200 (fails open, from memory)", r.status, r.raw)
+	}
+	if r := do(t, "POST", in.base+"/api/v1/auth/login", "", map[string]string{"loginId": user(1), "password": testPassword}); r.status != 503 {
+		t.Fatalf("login with Redis down = %d %s, want 503 (fails closed)", r.status, r.raw)
+	}
+	if n := in.metric("waitingroom_bcrypt_seconds"); n != 0 {
+		t.Fatalf("%v BCrypt verifications with the login limit unavailable", n)
+	}
+}

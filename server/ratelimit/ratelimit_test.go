@@ -1,0 +1,128 @@
+package ratelimit_test
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"waitingroom/queue/queuetest"
+	"waitingroom/server/ratelimit"
+)
+
+func TestParse(t *testing.T) {
+	good := map[string]ratelimit.Limit{
+		"10/1m:5": {Rate: 10, Per: time.Minute, Burst: 5},
+		"2/s":     {Rate: 2, Per: time.Second, Burst: 2},
+		"30/m":    {Rate: 30, Per: time.Minute, Burst: 30},
+		"1/500ms": {Rate: 1, Per: 500 * time.Millisecond, Burst: 1},
+	}
+	for in, want := range good {
+		got, err := ratelimit.Parse(in)
+		if err != nil || got != want {
+			t.Errorf("Parse(%q) = %+v, %v; want %+v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "10", "x/m", "0/m", "10/", "10/fortnight", "10/m:0", "10/m:x", "-1/s", "10/48h", "2000000/s"} {
+		if _, err := ratelimit.Parse(in); err == nil {
+			t.Errorf("Parse(%q) accepted", in)
+		}
+	}
+}
+
+func TestBurstThenSteadyRate(t *testing.T) {
+	rdb, prefix := queuetest.Redis(t)
+	l := ratelimit.New(rdb, prefix)
+	lim := ratelimit.Limit{Rate: 1, Per: time.Hour, Burst: 3}
+	ctx := context.Background()
+	for i := range 3 {
+		if r, err := l.Allow(ctx, "x", "a", lim); err != nil || !r.Allowed {
+			t.Fatalf("request %d of the burst: %+v %v", i+1, r, err)
+		}
+	}
+	r, err := l.Allow(ctx, "x", "a", lim)
+	if err != nil || r.Allowed {
+		t.Fatalf("4th request: %+v %v, want refused", r, err)
+	}
+	// The next request is allowed one emission interval after the first.
+	if r.RetryAfter <= 59*time.Minute || r.RetryAfter > time.Hour {
+		t.Fatalf("retry after %v, want just under 1h", r.RetryAfter)
+	}
+	// Another subject has its own allowance.
+	if r, _ := l.Allow(ctx, "x", "b", lim); !r.Allowed {
+		t.Fatal("subject b refused")
+	}
+}
+
+// TestRetryAfterIsHonest: a retry after the returned wait succeeds.
+func TestRetryAfterIsHonest(t *testing.T) {
+	rdb, prefix := queuetest.Redis(t)
+	l := ratelimit.New(rdb, prefix)
+	lim := ratelimit.Limit{Rate: 10, Per: time.Second, Burst: 1}
+	ctx := context.Background()
+	l.Allow(ctx, "x", "a", lim)
+	r, _ := l.Allow(ctx, "x", "a", lim)
+	if r.Allowed || r.RetryAfter <= 0 || r.RetryAfter > 100*time.Millisecond {
+		t.Fatalf("second request = %+v, want refused for at most 100ms", r)
+	}
+	time.Sleep(r.RetryAfter)
+	if r, _ := l.Allow(ctx, "x", "a", lim); !r.Allowed {
+		t.Fatalf("after waiting RetryAfter: %+v", r)
+	}
+}
+
+// TestConcurrentCallersShareOneLimit: 200 concurrent requests from several
+// clients (as several instances would be) are limited as one.
+func TestConcurrentCallersShareOneLimit(t *testing.T) {
+	rdb, prefix := queuetest.Redis(t)
+	clients := []*ratelimit.Limiter{ratelimit.New(rdb, prefix)}
+	for range 2 {
+		other := redis.NewClient(rdb.Options())
+		t.Cleanup(func() { other.Close() })
+		clients = append(clients, ratelimit.New(other, prefix))
+	}
+	lim := ratelimit.Limit{Rate: 1, Per: time.Hour, Burst: 25}
+	var allowed atomic.Int64
+	var wg sync.WaitGroup
+	for i := range 200 {
+		wg.Go(func() {
+			r, err := clients[i%len(clients)].Allow(context.Background(), "x", "a", lim)
+			if err != nil {
+				t.Error(err)
+			}
+			if r.Allowed {
+				allowed.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if allowed.Load() != 25 {
+		t.Fatalf("%d allowed, want exactly the burst of 25", allowed.Load())
+	}
+}
+
+func TestRedisDown(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 100 * time.Millisecond})
+	defer rdb.Close()
+	if _, err := ratelimit.New(rdb, "x:").Allow(context.Background(), "x", "a", ratelimit.Limit{Rate: 1, Per: time.Second, Burst: 1}); err == nil {
+		t.Fatal("no error with Redis down")
+	}
+}
+
+// BenchmarkAllow is the limiter's cost per request: one script on real Redis.
+func BenchmarkAllow(b *testing.B) {
+	rdb, prefix := queuetest.Redis(b)
+	l := ratelimit.New(rdb, prefix)
+	lim := ratelimit.Limit{Rate: 1_000_000, Per: time.Second, Burst: 1_000_000}
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := l.Allow(context.Background(), "bench", "a", lim); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
