@@ -12,8 +12,10 @@ import (
 
 // decodeJSON reads the request body as one JSON object into v. Malformed
 // JSON, a wrong type or trailing data is a 400 that says what is wrong.
-func decodeJSON(c *fiber.Ctx, v any) error {
-	body := c.Body()
+func decodeJSON(c *fiber.Ctx, v any) error { return decodeBody(c.Body(), v) }
+
+// decodeBody is decodeJSON on a body.
+func decodeBody(body []byte, v any) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return errBadRequest("a JSON body is required")
 	}

@@ -126,3 +126,15 @@ func BenchmarkAllow(b *testing.B) {
 		}
 	})
 }
+
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{"10/1m:5", "2/s", "1/500ms", "", "x", "0/m", "1/1ns"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		l, err := ratelimit.Parse(s)
+		if err == nil && (l.Rate < 1 || l.Burst < 1 || l.Interval() < time.Microsecond) {
+			t.Fatalf("Parse(%q) accepted %+v", s, l)
+		}
+	})
+}
