@@ -1,6 +1,8 @@
 package server_test
 
 import (
+	"crypto/rand"
+	"crypto/rsa"
 	"strings"
 	"testing"
 	"time"
@@ -51,6 +53,11 @@ func TestBadInputs(t *testing.T) {
 	tampered := qt[:len(qt)-4] + "AAAA"
 	algNone := forge(t, jwt.SigningMethodNone, jwt.UnsafeAllowNoneSignatureType, kid, valid)
 	hs512 := forge(t, jwt.SigningMethodHS512, []byte(testSecret), kid, valid)
+	rsaKey, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs256 := forge(t, jwt.SigningMethodRS256, rsaKey, kid, valid) // HS/RS confusion
 	bigBody := `{"productId":1,"quantity":1,"pad":"` + strings.Repeat("x", 2048) + `"}`
 
 	cases := []struct {
@@ -77,6 +84,7 @@ func TestBadInputs(t *testing.T) {
 		{"position: tampered", "GET", "/api/v1/rooms/default/position", tampered, "", nil, 401, "unauthorized"},
 		{"position: alg none", "GET", "/api/v1/rooms/default/position", algNone, "", nil, 401, "unauthorized"},
 		{"position: HS512", "GET", "/api/v1/rooms/default/position", hs512, "", nil, 401, "unauthorized"},
+		{"position: RS256", "GET", "/api/v1/rooms/default/position", rs256, "", nil, 401, "unauthorized"},
 		{"position: wrong key", "GET", "/api/v1/rooms/default/position", forge(t, jwt.SigningMethodHS256, []byte("another-secret-another-secret-0000"), kid, valid), "", nil, 401, "unauthorized"},
 		{"position: unknown kid", "GET", "/api/v1/rooms/default/position", forge(t, jwt.SigningMethodHS256, []byte(testSecret), "ffffffff", valid), "", nil, 401, "unauthorized"},
 		{"position: expired", "GET", "/api/v1/rooms/default/position", hs(claims("queue", "default", now.Add(-time.Minute), now.Add(-time.Hour))), "", nil, 401, "unauthorized"},
