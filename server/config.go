@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -55,6 +56,11 @@ type Config struct {
 	// the header (and X-Forwarded-For) is ignored.
 	TrustedProxies []*net.IPNet
 	ClientIPHeader string
+	// CORSOrigins (WR_CORS_ORIGINS): exact origins, e.g.
+	// "https://shop.example", allowed to call the API from a browser with
+	// credentials. Empty (the default): no CORS headers at all; "*" is
+	// refused (credentials are never allowed with a wildcard).
+	CORSOrigins []string
 }
 
 // Limits are layer 1's limits, each "RATE/PERIOD[:BURST]".
@@ -143,6 +149,17 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 				break
 			}
 			c.TrustedProxies = append(c.TrustedProxies, n)
+		}
+	}
+	if v := p.str("WR_CORS_ORIGINS", ""); v != "" {
+		for _, o := range strings.Split(v, ",") {
+			o = strings.TrimRight(strings.TrimSpace(o), "/")
+			u, err := url.Parse(o)
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" || u.RawQuery != "" {
+				p.fail("WR_CORS_ORIGINS", v, "want exact origins like https://shop.example (no wildcard, no path)")
+				break
+			}
+			c.CORSOrigins = append(c.CORSOrigins, o)
 		}
 	}
 	rooms := p.str("WR_ROOMS", "default")

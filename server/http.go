@@ -11,6 +11,7 @@ import (
 
 	"github.com/gofiber/contrib/websocket"
 	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/cors"
 
 	"waitingroom/web"
 )
@@ -35,6 +36,15 @@ func (s *Server) newPublicApp() *fiber.App {
 	app.Use(s.observe, securityHeaders)
 
 	api := app.Group("/api/v1", noStore)
+	if len(s.cfg.CORSOrigins) > 0 {
+		api.Use(cors.New(cors.Config{
+			AllowOrigins:     strings.Join(s.cfg.CORSOrigins, ","),
+			AllowCredentials: true,
+			AllowHeaders:     "Authorization, Content-Type, X-Entry-Token",
+			AllowMethods:     "GET, POST",
+			MaxAge:           600,
+		}))
+	}
 	api.Post("/auth/login", s.login)
 	api.Post("/rooms/:room/enter", s.enter)
 	api.Get("/rooms/:room/position", s.position)

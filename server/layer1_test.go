@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"net"
+	"net/http"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -174,5 +175,36 @@ func TestRedisDownPolicies(t *testing.T) {
 	}
 	if n := in.metric("waitingroom_bcrypt_seconds"); n != 0 {
 		t.Fatalf("%v BCrypt verifications with the login limit unavailable", n)
+	}
+}
+
+// TestCORS: off by default; with origins configured, exactly those get
+// credentialed access and nobody gets a wildcard.
+func TestCORS(t *testing.T) {
+	e := newEnv(t)
+	preflight := func(in *instance, origin string) http.Header {
+		req, _ := http.NewRequest("OPTIONS", in.base+"/api/v1/rooms/default/enter", nil)
+		req.Header.Set("Origin", origin)
+		req.Header.Set("Access-Control-Request-Method", "POST")
+		res, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.Header
+	}
+	off := e.start(nil)
+	if h := preflight(off, "https://evil.example"); h.Get("Access-Control-Allow-Origin") != "" {
+		t.Fatalf("CORS answered while off: %v", h)
+	}
+	on := e.start(map[string]string{"WR_CORS_ORIGINS": "https://shop.example"})
+	if h := preflight(on, "https://shop.example"); h.Get("Access-Control-Allow-Origin") != "https://shop.example" || h.Get("Access-Control-Allow-Credentials") != "true" {
+		t.Fatalf("configured origin: %v", h)
+	}
+	if h := preflight(on, "https://evil.example"); h.Get("Access-Control-Allow-Origin") != "" {
+		t.Fatalf("another origin allowed: %v", h)
+	}
+	if _, err := server.LoadConfig(envOf(map[string]string{"WR_JWT_SECRET": testSecret, "WR_CORS_ORIGINS": "*"})); err == nil {
+		t.Fatal("WR_CORS_ORIGINS=* accepted")
 	}
 }
