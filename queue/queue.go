@@ -320,3 +320,24 @@ func (q *Queue) Admit(ctx context.Context, room string, tokens int) (AdmitResult
 	}
 	return res, r.err
 }
+
+// Grant admits user at once, outside the queue's order and capacity: the
+// operator bypass for staff testing a live sale. The caller audits it. A
+// user already holding a live entry token keeps it. Errors:
+// ErrRoomNotFound, ErrUnavailable.
+func (q *Queue) Grant(ctx context.Context, room, user string) (Status, error) {
+	if !ValidRoom(room) {
+		return Status{}, ErrRoomNotFound
+	}
+	k := q.keys(room)
+	v, err := grantScript.Run(ctx, q.rdb, []string{k.queue, k.active, k.tokens, k.cfg}, user, NewEntryToken()).Result()
+	if err != nil {
+		return Status{}, unavailable("grant", err)
+	}
+	r := asReply("grant", v)
+	if r.str(0) == "NOROOM" && r.err == nil {
+		return Status{}, ErrRoomNotFound
+	}
+	st := Status{State: Ready, EntryToken: r.str(1), EntryExpires: msTime(r.int(2))}
+	return st, r.err
+}

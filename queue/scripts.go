@@ -28,6 +28,7 @@ var (
 	restoreScript  = mustScript("restore")
 	leaveScript    = mustScript("leave")
 	snapshotScript = mustScript("snapshot")
+	grantScript    = mustScript("grant")
 )
 
 // reply is a script's array reply, read with checked conversions: an

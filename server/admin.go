@@ -28,6 +28,8 @@ func (s *Server) newAdminApp() *fiber.App {
 	adm.Get("/rooms", s.adminRooms)
 	adm.Get("/rooms/:room", s.adminRoom)
 	adm.Put("/rooms/:room", s.adminPutRoom)
+	adm.Get("/access", s.adminGetAccess)
+	adm.Put("/access", s.adminPutAccess)
 	return app
 }
 

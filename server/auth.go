@@ -24,7 +24,7 @@ type loginRequest struct {
 // against a dummy hash so both answers take the same time.
 func (s *Server) login(c *fiber.Ctx) error {
 	ctx := c.UserContext()
-	if err := s.limit(ctx, "login_ip", s.clientIP(c), s.cfg.Limits.LoginIP, false); err != nil {
+	if err := s.limit(c, "login_ip", s.clientIP(c), "", s.cfg.Limits.LoginIP, false); err != nil {
 		return err
 	}
 	var req loginRequest
@@ -37,7 +37,7 @@ func (s *Server) login(c *fiber.Ctx) error {
 	if req.Password == "" || len(req.Password) > 256 {
 		return errBadRequest("password must be 1-256 characters")
 	}
-	if err := s.limit(ctx, "login_id", req.LoginID, s.cfg.Limits.LoginID, false); err != nil {
+	if err := s.limit(c, "login_id", req.LoginID, "", s.cfg.Limits.LoginID, false); err != nil {
 		return err
 	}
 	id, hash, err := s.store.Credentials(ctx, req.LoginID)
@@ -88,7 +88,11 @@ func (s *Server) accessClaims(c *fiber.Ctx) (*Claims, error) {
 	if raw == "" {
 		return nil, errUnauthorized
 	}
-	return s.tokens.Parse(raw, KindAccess)
+	claims, err := s.tokens.Parse(raw, KindAccess)
+	if err != nil {
+		return nil, err
+	}
+	return claims, s.checkUser(claims.Subject)
 }
 
 // queueCookie is the HttpOnly cookie that enter sets with the queue token.
@@ -104,5 +108,9 @@ func (s *Server) queueClaims(c *fiber.Ctx) (*Claims, error) {
 	if raw == "" {
 		return nil, errUnauthorized
 	}
-	return s.tokens.Parse(raw, KindQueue)
+	claims, err := s.tokens.Parse(raw, KindQueue)
+	if err != nil {
+		return nil, err
+	}
+	return claims, s.checkUser(claims.Subject)
 }

@@ -35,7 +35,7 @@ func (s *Server) newPublicApp() *fiber.App {
 	app := fiber.New(s.fiberConfig("waitingroom"))
 	app.Use(s.observe, securityHeaders)
 
-	api := app.Group("/api/v1", noStore)
+	api := app.Group("/api/v1", noStore, s.denyIPs)
 	if len(s.cfg.CORSOrigins) > 0 {
 		api.Use(cors.New(cors.Config{
 			AllowOrigins:     strings.Join(s.cfg.CORSOrigins, ","),

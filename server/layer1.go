@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"errors"
 	"math"
 	"net"
@@ -35,13 +34,14 @@ const (
 	pollBurst = 5
 )
 
-// limit applies one limit to subject. failOpen says what happens when
-// Redis cannot decide.
-func (s *Server) limit(ctx context.Context, name, subject string, lim ratelimit.Limit, failOpen bool) error {
-	if !s.cfg.RateLimits {
+// limit applies one limit to subject for the request of user ("" before
+// login). failOpen says what happens when Redis cannot decide. Addresses
+// and users on the allow list are exempt.
+func (s *Server) limit(c *fiber.Ctx, name, subject, user string, lim ratelimit.Limit, failOpen bool) error {
+	if !s.cfg.RateLimits || s.exempt(c, user) {
 		return nil
 	}
-	r, err := s.limiter.Allow(ctx, name, subject, lim)
+	r, err := s.limiter.Allow(c.UserContext(), name, subject, lim)
 	switch {
 	case errors.Is(err, ratelimit.ErrUnavailable) && failOpen:
 		return nil

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -165,7 +166,11 @@ func TestRedisDownPolicies(t *testing.T) {
 		ticket = st.Ticket
 	}
 	tok, _ := server.NewTokens(testSecret, "").IssueQueue("p150", "default", ticket, time.Hour)
-	waitFor(t, "a poll answered from memory", func() bool { return in.position("default", tok).num("position") == 151 })
+	in.position("default", tok) // the hub tracks the room from its first poll
+	waitFor(t, "the hub to answer from memory", func() bool {
+		st, ok := in.srv.Hub().Position("default", ticket)
+		return ok && st.Position == 151
+	})
 	rp.kill()
 	if r := in.position("default", tok); r.status != 200 || r.num("position") != 151 {
 		t.Fatalf("poll with Redis down = %d %s, want 200 (fails open, from memory)", r.status, r.raw)
@@ -207,4 +212,50 @@ func TestCORS(t *testing.T) {
 	if _, err := server.LoadConfig(envOf(map[string]string{"WR_JWT_SECRET": testSecret, "WR_CORS_ORIGINS": "*"})); err == nil {
 		t.Fatal("WR_CORS_ORIGINS=* accepted")
 	}
+}
+
+// TestAccessLists: deny refuses before any work (by address and by user),
+// allow exempts from rate limits but not from the queue, bypass admits at
+// once and is audited; the lists are shared through Redis by instances.
+func TestAccessLists(t *testing.T) {
+	e := newEnv(t)
+	vars := limited(map[string]string{"WR_TARGET_ACTIVE": "0", "WR_LIMIT_ENTER_USER": "1/1h:1"})
+	a, b := e.start(vars), e.start(vars)
+	put := func(body map[string][]string) response {
+		return do(t, "PUT", a.admin+"/admin/access", testAdminToken, body)
+	}
+	if r := put(map[string][]string{"deny": {"not an ip"}}); r.status != 400 {
+		t.Fatalf("bad entry = %d %s", r.status, r.raw)
+	}
+	u1, u2, u3 := a.login(user(1)), a.login(user(2)), a.login(user(3))
+	if r := put(map[string][]string{"deny": {"user:1"}, "allow": {"user:2"}, "bypass": {"user:3"}}); r.status != 200 {
+		t.Fatalf("PUT access = %d %s", r.status, r.raw)
+	}
+	// Instance b learns the lists through Redis within its refresh.
+	waitFor(t, "instance b to deny user1", func() bool {
+		return do(t, "POST", b.base+"/api/v1/rooms/default/enter", u1, nil).status == 403
+	})
+	if r := do(t, "POST", b.base+"/api/v1/rooms/default/enter", u1, nil); r.str("error") != "denied" {
+		t.Fatalf("denied user = %s", r.raw)
+	}
+	// user2 is exempt from the enter limit (1 per hour) but still waits.
+	for range 3 {
+		if r := do(t, "POST", b.base+"/api/v1/rooms/default/enter", u2, nil); r.status != 200 || r.str("status") != "WAITING" {
+			t.Fatalf("allowed user = %d %s", r.status, r.raw)
+		}
+	}
+	// user3 is admitted at once although targetActive is 0, and audited.
+	r := do(t, "POST", b.base+"/api/v1/rooms/default/enter", u3, nil)
+	if r.str("status") != "READY" || r.str("entryToken") == "" {
+		t.Fatalf("bypass user = %s", r.raw)
+	}
+	if !strings.Contains(b.logs.String(), "audit: queue bypass") {
+		t.Fatal("the bypass was not audited in the log")
+	}
+	// Denied addresses are refused before anything else, even login.
+	put(map[string][]string{"deny": {"127.0.0.0/8"}})
+	waitFor(t, "the address to be denied", func() bool {
+		return do(t, "POST", b.base+"/api/v1/auth/login", "", map[string]string{"loginId": user(4), "password": testPassword}).status == 403
+	})
+	put(map[string][]string{"deny": {}})
 }

@@ -50,10 +50,10 @@ func (s *Server) order(c *fiber.Ctx) error {
 	ctx := c.UserContext()
 	// The last line: a room-wide ceiling that holds even if the queue is
 	// bypassed by a bug, then a per-user one; both before the token is spent.
-	if err := s.limit(ctx, "order_room", claims.Room, s.cfg.Limits.OrderRoom, false); err != nil {
+	if err := s.limit(c, "order_room", claims.Room, claims.Subject, s.cfg.Limits.OrderRoom, false); err != nil {
 		return err
 	}
-	if err := s.limit(ctx, "order_user", claims.Subject, s.cfg.Limits.OrderUser, false); err != nil {
+	if err := s.limit(c, "order_user", claims.Subject, claims.Subject, s.cfg.Limits.OrderUser, false); err != nil {
 		return err
 	}
 	// In flight for at most twice the transaction's deadline: the slot is
@@ -72,7 +72,7 @@ func (s *Server) order(c *fiber.Ctx) error {
 	})
 	cancel()
 	// Finish the slot's bookkeeping even if the client has gone away.
-	bctx, bcancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	bctx, bcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer bcancel()
 	switch {
 	case err == nil, errors.Is(err, pgstore.ErrOutOfStock), errors.Is(err, pgstore.ErrProductNotFound),
@@ -82,7 +82,7 @@ func (s *Server) order(c *fiber.Ctx) error {
 				slog.String("room", claim.Room), slog.String("error", rerr.Error()))
 		}
 	default:
-		restored, rerr := s.q.Restore(bctx, claim, restoreGrace)
+		restored, rerr := s.restore(bctx, claim)
 		s.m.orders.WithLabelValues("unavailable").Inc()
 		s.log.LogAttrs(ctx, slog.LevelWarn, "order failed for an infrastructure reason",
 			slog.String("room", claim.Room), slog.Bool("token_restored", restored), slog.String("error", err.Error()))
@@ -109,6 +109,23 @@ func (s *Server) order(c *fiber.Ctx) error {
 	return c.Status(fiber.StatusCreated).JSON(fiber.Map{
 		"orderId": o.ID, "productId": o.ProductID, "quantity": o.Quantity, "status": "PLACED",
 	})
+}
+
+// restore gives the token back, retrying while Redis is briefly
+// unreachable (an overloaded moment must not cost the user their turn).
+func (s *Server) restore(ctx context.Context, c queue.Claim) (bool, error) {
+	var err error
+	for wait := 50 * time.Millisecond; ; wait *= 2 {
+		var ok bool
+		if ok, err = s.q.Restore(ctx, c, restoreGrace); !errors.Is(err, queue.ErrUnavailable) {
+			return ok, err
+		}
+		select {
+		case <-ctx.Done():
+			return false, err
+		case <-time.After(wait):
+		}
+	}
 }
 
 // product returns one product.

@@ -8,6 +8,7 @@ import (
 	"net"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/prometheus/client_golang/prometheus"
@@ -43,18 +44,20 @@ type Options struct {
 // Server is one app instance: the public API and page, the management
 // endpoints, and the admission loop.
 type Server struct {
-	cfg      Config
-	rdb      redis.UniversalClient
-	q        *queue.Queue
-	store    Store
-	tokens   *Tokens
-	m        *metrics
-	log      *slog.Logger
-	public   *fiber.App
-	admin    *fiber.App
-	admitter *queue.Admitter
-	hub      *stream.Hub
-	limiter  *ratelimit.Limiter
+	cfg       Config
+	rdb       redis.UniversalClient
+	q         *queue.Queue
+	store     Store
+	tokens    *Tokens
+	m         *metrics
+	log       *slog.Logger
+	public    *fiber.App
+	admin     *fiber.App
+	admitter  *queue.Admitter
+	hub       *stream.Hub
+	limiter   *ratelimit.Limiter
+	acl       atomic.Pointer[accessLists]
+	keyPrefix string
 
 	dummyOnce sync.Once
 	dummyHash []byte // BCrypt hash verified for unknown login ids
@@ -83,6 +86,7 @@ func New(o Options) (*Server, error) {
 	if prefix == "" {
 		prefix = queue.DefaultPrefix
 	}
+	s.keyPrefix = prefix
 	s.limiter = ratelimit.New(o.Redis, prefix+"rl:")
 	s.admitter = s.q.NewAdmitter(queue.AdmitterOptions{
 		Interval: o.Config.AdmitEvery,
@@ -175,6 +179,7 @@ func (s *Server) Serve(ctx context.Context, public, admin net.Listener) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { s.admitter.Run(loopCtx) })
 	wg.Go(func() { s.hub.Run(loopCtx) })
+	wg.Go(func() { s.runAccessRefresh(loopCtx) })
 
 	public = &limitListener{Listener: public, max: int64(s.cfg.MaxConns), refused: s.m.connRefused.Inc, log: s.log}
 	errc := make(chan error, 2)

@@ -81,11 +81,14 @@ func (s *Server) streamClaims(c *fiber.Ctx) (*Claims, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
+	if err := s.checkUser(claims.Subject); err != nil {
+		return nil, "", err
+	}
 	room := roomParam(c)
 	if claims.Room != room {
 		return nil, "", errWrongRoom
 	}
-	if err := s.limit(c.UserContext(), "stream", room+":"+claims.Subject, s.cfg.Limits.Stream, true); err != nil {
+	if err := s.limit(c, "stream", room+":"+claims.Subject, claims.Subject, s.cfg.Limits.Stream, true); err != nil {
 		return nil, "", err
 	}
 	return claims, room, nil

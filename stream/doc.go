@@ -63,7 +63,8 @@
 // # Polls
 //
 // Position answers GET position from the same state when it is fresh (not
-// stale and confirmed by a snapshot within 3 × ResyncEvery); otherwise the
+// stale and confirmed by a snapshot within 3 × ResyncEvery, or Redis is
+// unreachable, so nothing can have been admitted meanwhile); otherwise the
 // caller asks Redis, which stays the judge.
 //
 // # Concurrency

@@ -70,7 +70,10 @@ type Hub struct {
 
 	conns  atomic.Int64
 	closed atomic.Bool
-	wg     sync.WaitGroup // resolve goroutines
+	// redisDown: the last resync could not reach Redis. Then no admission
+	// can happen either, so the last state stays the best answer.
+	redisDown atomic.Bool
+	wg        sync.WaitGroup // resolve goroutines
 }
 
 // New returns a Hub; Run starts it.
@@ -221,8 +224,10 @@ func (h *Hub) Resync(ctx context.Context) {
 	snaps, err := h.o.Source.Snapshots(rctx, rooms)
 	cancel()
 	if err != nil {
-		return // stays stale; polls fall back to Redis, streams keep their last status
+		h.redisDown.Store(true)
+		return // streams keep their last status; polls answer from it (see Position)
 	}
+	h.redisDown.Store(false)
 	now := time.Now()
 	for _, sn := range snaps {
 		p := h.roomPtr(sn.Room, true)
@@ -268,6 +273,8 @@ func (h *Hub) state(room string) *roomState {
 
 // Position answers a poll from memory: the waiting status of ticket in
 // room, when the room's state is fresh and the ticket is still waiting.
+// While Redis is unreachable the last state counts as fresh (nothing can be
+// admitted meanwhile), so waiting users keep seeing their place.
 // ok is false otherwise; the caller then asks Redis. A room polled here for
 // the first time is tracked from now on.
 func (h *Hub) Position(room string, ticket int64) (queue.Status, bool) {
@@ -277,7 +284,8 @@ func (h *Hub) Position(room string, ticket int64) (queue.Status, bool) {
 		h.requestResync()
 		return queue.Status{}, false
 	}
-	if st.stale || time.Since(st.snapshotAt) > 3*h.o.ResyncEvery || ticket <= 0 {
+	aged := time.Since(st.snapshotAt) > 3*h.o.ResyncEvery && !h.redisDown.Load()
+	if st.stale || aged || ticket <= 0 {
 		return queue.Status{}, false
 	}
 	pos, ok := st.position(ticket)
