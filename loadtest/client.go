@@ -62,6 +62,9 @@ type queueStatus struct {
 	EntryToken  string `json:"entryToken"`
 	QueueToken  string `json:"queueToken"`
 	PollAfterMs int64  `json:"pollAfterMs"`
+	// ETASeconds is set on WAITING, EntryExpiresAt on READY.
+	ETASeconds     *int64     `json:"etaSeconds"`
+	EntryExpiresAt *time.Time `json:"entryExpiresAt"`
 }
 
 // api calls the waiting room's public API and records every call in rec
@@ -163,9 +166,10 @@ type admin struct {
 
 // roomState is the part of GET /admin/rooms/{room} the tool reads.
 type roomState struct {
-	TargetActive int64 `json:"targetActive"`
-	Active       int64 `json:"active"`
-	Waiting      int64 `json:"waiting"`
+	TargetActive    int64   `json:"targetActive"`
+	Active          int64   `json:"active"`
+	Waiting         int64   `json:"waiting"`
+	EntryTTLSeconds float64 `json:"entryTtlSeconds"`
 }
 
 func (m *admin) roomState(ctx context.Context) (roomState, error) {

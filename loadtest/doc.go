@@ -51,15 +51,43 @@
 //     streams close, the users who did not order leave, and targetActive
 //     is restored.
 //
+//   - surge: the contract's last bar, a crowd at opening time. -n (10,000)
+//     users arrive evenly over --over (10s); each enters (retried on 429,
+//     503 or no answer: enter is idempotent), then waits by --transport:
+//     sse, ws, poll (GET position every pollAfterMs) or mix (sse, ws, poll
+//     in turn); a stream that ends without READY or gone is opened again,
+//     up to 3 times, then the user polls. On READY the user orders one
+//     unit of --product (retried only when the server answered 429 or
+//     503). Access tokens are logged in (BCrypt) or minted before the
+//     clock starts. --target sets targetActive for the run (restored at
+//     the end); --max-duration (5m) ends it, drained or not. The admin
+//     API is sampled every --sample-every (100ms) and /metrics every
+//     second. The report: enter latency and errors (users who failed, and
+//     requests answered 429/5xx or not at all, retries included); the
+//     time until the last READY; the maximum active sampled against
+//     targetActive; FIFO inversions — pairs with a smaller ticket (the
+//     queue token's "seq") admitted strictly later, the admission time
+//     being entryExpiresAt − entryTtl on Redis's clock, counted by merge
+//     sort; ETA accuracy — |etaSeconds at entry − (admission − entry)| ÷
+//     max(real wait, 1 s), median and p90; fan-out lag of pushed events;
+//     lost users (entered, never READY, never told why by gone or 404;
+//     users still waiting at --max-duration count as lost); the server's
+//     RSS and CPU, the tool's own CPU, and the machine's load average.
+//     A progress line is refreshed in place on a terminal, printed every
+//     5 s otherwise. --html writes the report as one self-contained page
+//     with inline SVG charts over time.
+//
 // Common flags: --base (http://127.0.0.1:8080), --admin
 // (http://127.0.0.1:8081, for /metrics and /admin), --admin-token (default
-// $WR_ADMIN_TOKEN), --room (default), --timeout (10s), --out.
+// $WR_ADMIN_TOKEN), --room (default), --timeout (10s), --out (JSON),
+// --html (an HTML page needing no network: charts for surge, the printed
+// report for the others).
 //
 // The server needs demo data (`waitingroom seed --users 10000 --password
 // demo-pass --products 1 --stock 100000000`); the poll benchmark wants
 // WR_RATE_LIMITS=off so that layer 1 does not answer for the poll path.
-// streams --mint-tokens assumes a freshly seeded database, where userK has
-// id K.
+// streams and surge --mint-tokens assume a freshly seeded database, where
+// userK has id K.
 //
 // Connections: the tool lifts RLIMIT_NOFILE to the hard limit, and toward a
 // loopback target its dialer spreads connections over source addresses

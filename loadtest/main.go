@@ -27,6 +27,7 @@ var scenarios = []struct {
 	{"seed", "the seed's k6 test: VUs loop login → enter → poll every 0.5 s → order; /metrics before and after", runSeed},
 	{"poll", "poll-path throughput against an in-process plain Fiber baseline, and login (BCrypt) cost", runPoll},
 	{"streams", "N waiting users each hold an SSE or WebSocket stream while admissions run: fan-out lag, RSS per stream", runStreams},
+	{"surge", "N users arrive over T seconds, wait by SSE, WebSocket or polling, order when READY: FIFO, ETA, active cap, lost users", runSurge},
 }
 
 func main() { os.Exit(run()) }
@@ -71,6 +72,11 @@ func run() int {
 				err = errors.Join(err, werr)
 			}
 		}
+		if o.html != "" {
+			if werr := writeHTML(o.html, rep); werr != nil {
+				err = errors.Join(err, werr)
+			}
+		}
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "loadtest:", err)
@@ -82,14 +88,14 @@ func run() int {
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "usage: go run ./loadtest <scenario> [flags]   (<scenario> -h lists its flags)")
 	for _, s := range scenarios {
-		fmt.Fprintf(w, "  %-7s %s\n", s.name, s.about)
+		fmt.Fprintf(w, "  %-8s %s\n", s.name, s.about)
 	}
 }
 
 // options are the flags every scenario has.
 type options struct {
-	base, admin, adminToken, room, out string
-	timeout                            time.Duration
+	base, admin, adminToken, room, out, html string
+	timeout                                  time.Duration
 }
 
 // newFlagSet returns a scenario's flag set holding the common flags.
@@ -100,6 +106,7 @@ func newFlagSet(name string, o *options) *flag.FlagSet {
 	fs.StringVar(&o.adminToken, "admin-token", "", "bearer token of /admin (default $WR_ADMIN_TOKEN)")
 	fs.StringVar(&o.room, "room", "default", "room to load")
 	fs.StringVar(&o.out, "out", "", "also write the report as JSON to this file, e.g. report.json")
+	fs.StringVar(&o.html, "html", "", "also write the report as a self-contained HTML page (inline SVG charts), e.g. report.html")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Second, "per-request timeout")
 	return fs
 }

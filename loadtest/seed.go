@@ -81,6 +81,8 @@ func runSeed(ctx context.Context, o *options, args []string) (report, error) {
 	rec := NewRecorder()
 	a := &api{base: o.base, room: o.room, hc: newClient(*vus, o.timeout), rec: rec}
 	adm := &admin{base: o.admin, token: o.adminToken, room: o.room, hc: newClient(2, o.timeout)}
+	defer adm.hc.CloseIdleConnections() // idle connections hold up a server's graceful shutdown
+	defer a.hc.CloseIdleConnections()
 	rep := &seedReport{Scenario: "seed", Base: o.base, Room: o.room, Product: *product, VUs: *vus}
 	if st, err := adm.roomState(ctx); err == nil {
 		rep.TargetActive = st.TargetActive

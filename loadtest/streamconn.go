@@ -35,6 +35,8 @@ type pushStatus struct {
 	Position   int64  `json:"position"`
 	EntryToken string `json:"entryToken"`
 	TS         int64  `json:"ts"`
+	// EntryExpiresAt is set on READY.
+	EntryExpiresAt *time.Time `json:"entryExpiresAt"`
 }
 
 // pushMsg is one message of a stream, either transport.

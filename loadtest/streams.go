@@ -461,7 +461,7 @@ func forEach(ctx context.Context, what string, n, conns int, fn func(i int) erro
 			case <-stop:
 				return
 			case <-t.C:
-				fmt.Fprintf(os.Stderr, "streams: %s %s/%s (failed %d)\n", what, commas(int(done.Load())), commas(n), failed.Load())
+				fmt.Fprintf(os.Stderr, "loadtest: %s %s/%s (failed %d)\n", what, commas(int(done.Load())), commas(n), failed.Load())
 			}
 		}
 	}()
@@ -510,7 +510,7 @@ func leaveAllConcurrently(ctx context.Context, a *api, adm *admin, tokens []stri
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	if err := adm.setTarget(ctx, 0); err != nil {
-		fmt.Fprintf(os.Stderr, "streams: could not freeze admission for leaving: %v\n", err)
+		fmt.Fprintf(os.Stderr, "loadtest: could not freeze admission for leaving: %v\n", err)
 	}
 	k := 0
 	for _, t := range tokens {
@@ -521,7 +521,7 @@ func leaveAllConcurrently(ctx context.Context, a *api, adm *admin, tokens []stri
 	if k == 0 {
 		return
 	}
-	fmt.Fprintf(os.Stderr, "streams: %s users leave the queue\n", commas(k))
+	fmt.Fprintf(os.Stderr, "loadtest: %s users leave the queue\n", commas(k))
 	if err := forEach(ctx, "leave", len(tokens), conns, func(i int) error {
 		if tokens[i] == "" {
 			return nil
@@ -532,7 +532,7 @@ func leaveAllConcurrently(ctx context.Context, a *api, adm *admin, tokens []stri
 		}
 		return err
 	}); err != nil {
-		fmt.Fprintln(os.Stderr, "streams:", err)
+		fmt.Fprintln(os.Stderr, "loadtest:", err)
 	}
 }
 

@@ -1,0 +1,200 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/crypto/bcrypt"
+
+	"waitingroom/queue/queuetest"
+	"waitingroom/server"
+	"waitingroom/server/pgstore"
+	"waitingroom/server/pgstore/pgtest"
+)
+
+// The smoke runs drive a real server — Redis, a fresh Postgres database,
+// the admission loop every 100 ms — started in this process, and assert
+// counts only, never timings.
+
+const (
+	smokeSecret   = "smoke-secret-smoke-secret-smoke-secret-01"
+	smokeAdmin    = "smoke-admin-token"
+	smokePassword = "pw"
+	smokeUsers    = 250
+)
+
+// smokeServer is one running server: its public and management base URLs.
+type smokeServer struct{ base, admin string }
+
+func startSmokeServer(t *testing.T) smokeServer {
+	t.Helper()
+	rdb, prefix := queuetest.Redis(t)
+	dbURL := pgtest.URL(t)
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	seedStore, err := pgstore.Open(context.Background(), dbURL, pgstore.Options{PoolSize: 2, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hash, _ := bcrypt.GenerateFromPassword([]byte(smokePassword), bcrypt.MinCost)
+	_, err = seedStore.Seed(context.Background(), pgstore.SeedOptions{Users: smokeUsers, PasswordHash: hash, Products: 1, Stock: 1_000_000})
+	seedStore.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	env := map[string]string{
+		"WR_JWT_SECRET":       smokeSecret,
+		"WR_ADMIN_TOKEN":      smokeAdmin,
+		"WR_BCRYPT_COST":      "4",
+		"WR_ADMIT_INTERVAL":   "100ms",
+		"WR_TARGET_ACTIVE":    "20",
+		"WR_SHUTDOWN_TIMEOUT": "5s",
+		"WR_RATE_LIMITS":      "off",
+		// A loaded machine under -race must not turn into timeouts: the
+		// smoke runs count errors, they do not measure speed.
+		"WR_ORDER_TIMEOUT": "60s",
+	}
+	cfg, err := server.LoadConfig(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	store, err := pgstore.Open(context.Background(), dbURL, pgstore.Options{PoolSize: cfg.DBPool, Registerer: reg, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.New(server.Options{Config: cfg, Redis: rdb, Store: store, Logger: quiet, KeyPrefix: prefix, Registry: reg})
+	if err != nil {
+		store.Close()
+		t.Fatal(err)
+	}
+	if err := srv.EnsureRooms(context.Background()); err != nil {
+		store.Close()
+		t.Fatal(err)
+	}
+	pub, err1 := net.Listen("tcp", "127.0.0.1:0")
+	adm, err2 := net.Listen("tcp", "127.0.0.1:0")
+	if err1 != nil || err2 != nil {
+		store.Close()
+		t.Fatal(err1, err2)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, pub, adm) }()
+	t.Cleanup(sync.OnceFunc(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+		store.Close()
+	}))
+	return smokeServer{base: "http://" + pub.Addr().String(), admin: "http://" + adm.Addr().String()}
+}
+
+func (s smokeServer) args(extra ...string) []string {
+	return append([]string{"--base", s.base, "--admin", s.admin, "--admin-token", smokeAdmin, "--timeout", "60s"}, extra...)
+}
+
+func TestSmokeSeed(t *testing.T) {
+	s := startSmokeServer(t)
+	var o options
+	rep, err := runSeed(t.Context(), &o, s.args("--vus", "5", "--duration", "2s", "--password", smokePassword))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rep.(*seedReport)
+	defer func() {
+		if t.Failed() {
+			var b strings.Builder
+			r.print(&b)
+			t.Log(b.String())
+		}
+	}()
+	if r.Orders == 0 {
+		t.Errorf("orders: got 0, want some")
+	}
+	if r.FailedOrders != 0 || r.Polls404 != 0 {
+		t.Errorf("failed orders %d, polls lost to 404 %d: want 0, 0", r.FailedOrders, r.Polls404)
+	}
+	for _, ep := range seedEndpoints {
+		e := r.Endpoints[ep]
+		for code, n := range e.Codes {
+			if code == codeError || code >= 500 {
+				t.Errorf("%s: %d × %s", ep, n, e.CodesString())
+			}
+		}
+	}
+	if r.Hold == nil || r.Hold.Count == 0 {
+		t.Errorf("DB connection hold: got %+v (%s), want samples", r.Hold, r.HoldError)
+	}
+}
+
+func TestSmokeSurge(t *testing.T) {
+	s := startSmokeServer(t)
+	dir := t.TempDir()
+	var o options
+	args := s.args("-n", "200", "--over", "1s", "--transport", "mix", "--target", "100", "--max-duration", "3m",
+		"--mint-tokens", "--jwt-secret", smokeSecret, "--out", filepath.Join(dir, "r.json"), "--html", filepath.Join(dir, "r.html"))
+	rep, err := runSurge(t.Context(), &o, args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rep.(*surgeReport)
+	defer func() {
+		if t.Failed() {
+			var b strings.Builder
+			r.print(&b)
+			t.Log(b.String())
+		}
+	}()
+	if r.HitMaxDuration || r.Interrupted {
+		t.Fatalf("the run did not finish: max duration %v, interrupted %v", r.HitMaxDuration, r.Interrupted)
+	}
+	if r.Entered != 200 || r.Ready != 200 || r.Ordered != 200 {
+		t.Errorf("entered / READY / ordered: got %d / %d / %d, want 200 each", r.Entered, r.Ready, r.Ordered)
+	}
+	if r.ErrorCount != 0 || r.AttemptErrors != 0 || r.Lost != 0 || r.Inversions != 0 || r.Gone != 0 {
+		t.Errorf("errors %d (attempts %d), lost %d, FIFO inversions %d, gone %d: want 0 each (%v %v)", r.ErrorCount, r.AttemptErrors, r.Lost, r.Inversions, r.Gone, r.LostWhy, r.EnterFailures)
+	}
+	if r.Admissions != 200 {
+		t.Errorf("admissions compared: got %d, want 200", r.Admissions)
+	}
+	if r.RoomSamples == 0 || r.SamplesOverLimit != 0 || r.MaxActive > 100 {
+		t.Errorf("active: max %d of 100, %d of %d samples over", r.MaxActive, r.SamplesOverLimit, r.RoomSamples)
+	}
+	if r.ByTransport["sse"] == 0 || r.ByTransport["ws"] == 0 || r.ByTransport["poll"] == 0 {
+		t.Errorf("users by transport: %v, want all three", r.ByTransport)
+	}
+	if r.ETA.Count == 0 {
+		t.Errorf("ETA: no samples")
+	}
+	// The run leaves the room as it found it: targetActive restored.
+	adm := &admin{base: s.admin, token: smokeAdmin, room: "default", hc: http.DefaultClient}
+	if st, err := adm.roomState(t.Context()); err != nil || st.TargetActive != 20 {
+		t.Errorf("targetActive after the run: got %d (%v), want 20", st.TargetActive, err)
+	}
+
+	// The reports are written by main; write them as main does.
+	if err := writeJSON(o.out, rep); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeHTML(o.html, rep); err != nil {
+		t.Fatal(err)
+	}
+	html, err := os.ReadFile(o.html)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(html), "<svg"); n < 5 {
+		t.Errorf("HTML report: %d charts, want at least 5", n)
+	}
+}

@@ -1,0 +1,538 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// surgeOutcome is where one user of a surge ended.
+type surgeOutcome uint8
+
+const (
+	surgeNotArrived  surgeOutcome = iota // the run ended before its arrival time
+	surgeEnterFailed                     // enter answered an error (after retries)
+	surgeWaiting                         // entered, never READY, never told why: lost
+	surgeGone                            // told why: gone event or 404 not_in_queue
+	surgeReady                           // READY, the order not finished (run ended)
+	surgeOrdered                         // READY, then 201
+	surgeOrderFailed                     // READY, then the order failed
+)
+
+// surgeUser is one user's record; only its own goroutine writes it until
+// the run's WaitGroup says it is done.
+type surgeUser struct {
+	transport  string
+	qtok       string // the queue token
+	outcome    surgeOutcome
+	why        string        // enter or order failure, or what the stream ended with
+	enterAt    time.Duration // enter response received, after the run's start
+	enterLat   time.Duration // of the successful enter
+	ticket     int64         // seq of the queue token; 0 if undecodable
+	eta        time.Duration // etaSeconds at entry
+	hasETA     bool
+	immediate  bool          // READY in the enter response
+	readyAt    time.Duration // READY received, after the run's start
+	admittedAt time.Time     // entryExpiresAt − entryTtl (Redis clock)
+	orderAt    time.Duration // order answered, after the run's start
+	orderLat   time.Duration
+	drops      int // streams that ended without READY or gone: the user fell back to polling
+	polls      int
+	pollErrors int
+	lags       []lagSample
+}
+
+// lagSample is one pushed event's fan-out lag and when it was received.
+type lagSample struct {
+	at, lag time.Duration
+}
+
+// surgeCounters are live totals for the progress line.
+type surgeCounters struct {
+	entered, enterFailed, ready, ordered, orderFailed, gone, pollErrors, drops atomic.Int64
+}
+
+// surgeRun is one run's shared state.
+type surgeRun struct {
+	ctx       context.Context // the run: --max-duration or Ctrl-C ends it
+	reqCtx    context.Context // requests: Ctrl-C only, so the one in flight finishes
+	api       *api
+	dialer    map[string]*streamDialer
+	product   int64
+	timeout   time.Duration
+	entryTTL  time.Duration
+	start     time.Time
+	users     []surgeUser
+	cnt       surgeCounters
+	samples   *roomSampler
+	maxPoll   time.Duration
+	minPoll   time.Duration
+	maxStream int // maximum stream (re)connections per user
+}
+
+// surgeTransports are --transport's values; mix deals sse, ws, poll in turn.
+var surgeTransports = []string{"sse", "ws", "poll"}
+
+func runSurge(ctx context.Context, o *options, args []string) (report, error) {
+	fs := newFlagSet("surge", o)
+	n := fs.Int("n", 10_000, "users user<first-user>… arriving")
+	over := fs.Duration("over", 10*time.Second, "arrivals are spread evenly over this time")
+	transport := fs.String("transport", "sse", "how users wait: sse, ws, poll (GET position every pollAfterMs) or mix (each in turn)")
+	target := fs.Int64("target", 0, "targetActive during the run (0: keep the room's; the original is restored)")
+	maxDur := fs.Duration("max-duration", 5*time.Minute, "the run ends after this long, drained or not")
+	mint := fs.Bool("mint-tokens", false, "mint access tokens with the server's JWT secret instead of logging in (BCrypt: slow)")
+	secret := fs.String("jwt-secret", "", "the server's JWT secret, for --mint-tokens (default $WR_JWT_SECRET)")
+	password := fs.String("password", "demo-pass", "password of the demo users (without --mint-tokens)")
+	first := fs.Int("first-user", 1, "first user: user<k> with database id k (a freshly seeded database)")
+	product := fs.Int64("product", 1, "product each admitted user orders")
+	conns := fs.Int("conns", 64, "concurrent logins before the surge, and leaves after it")
+	sampleEvery := fs.Duration("sample-every", 100*time.Millisecond, "how often the admin API is read (active, waiting)")
+	idle := fs.Duration("idle", 45*time.Second, "a stream silent this long counts as dropped (the user then polls)")
+	if err := o.parse(fs, args); err != nil {
+		return nil, err
+	}
+	if *n < 1 || *over < 0 || *maxDur <= 0 || *first < 1 || *conns < 1 || *sampleEvery <= 0 || *target < 0 || *idle <= 0 {
+		return nil, errors.New("surge: -n, --max-duration, --first-user, --conns, --sample-every and --idle must be positive; --over and --target not negative")
+	}
+	switch *transport {
+	case "sse", "ws", "poll", "mix":
+	default:
+		return nil, fmt.Errorf("surge: --transport %q: want sse, ws, poll or mix", *transport)
+	}
+	if *secret == "" {
+		*secret = os.Getenv("WR_JWT_SECRET")
+	}
+	var mt *minter
+	if *mint {
+		var err error
+		if mt, err = newMinter(*secret, 2*time.Hour); err != nil {
+			return nil, fmt.Errorf("surge: %w", err)
+		}
+	}
+	if err := checkNoFile(*n + 1024); err != nil {
+		return nil, fmt.Errorf("surge: %w", err)
+	}
+	dialers := map[string]*streamDialer{}
+	for _, t := range []string{"sse", "ws"} {
+		d, err := newStreamDialer(t, o.base, o.room, o.timeout, *idle)
+		if err != nil {
+			return nil, err
+		}
+		dialers[t] = d
+	}
+
+	rec := NewRecorder()
+	a := &api{base: o.base, room: o.room, hc: newClient(1024, o.timeout), rec: rec}
+	adm := &admin{base: o.admin, token: o.adminToken, room: o.room, hc: newClient(4, o.timeout)}
+	// Idle keep-alive connections would hold up a server's graceful
+	// shutdown: close them when the run is over.
+	defer adm.hc.CloseIdleConnections()
+	defer a.hc.CloseIdleConnections()
+	rep := &surgeReport{Scenario: "surge", Transport: *transport, Base: o.base, Room: o.room, CPUs: runtime.NumCPU(),
+		Users: *n, OverSeconds: over.Seconds(), MaxDurationSeconds: maxDur.Seconds(), Tokens: "login"}
+	if mt != nil {
+		rep.Tokens = "minted (kid " + mt.kid + ")"
+	}
+
+	room, err := adm.roomState(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("surge: the admin API is needed (active, entryTtl): %w", err)
+	}
+	rep.OriginalTarget, rep.Target = room.TargetActive, room.TargetActive
+	rep.EntryTTLSeconds = room.EntryTTLSeconds
+	if room.EntryTTLSeconds <= 0 {
+		return nil, errors.New("surge: GET /admin/rooms/{room} has no entryTtlSeconds: admission times cannot be derived")
+	}
+	cleanup := context.WithoutCancel(ctx)
+	if *target > 0 && *target != room.TargetActive {
+		if err := adm.setTarget(ctx, *target); err != nil {
+			return nil, fmt.Errorf("surge: %w", err)
+		}
+		rep.Target = *target
+		defer func() {
+			cctx, cancel := context.WithTimeout(cleanup, 10*time.Second)
+			defer cancel()
+			if err := adm.setTarget(cctx, room.TargetActive); err != nil {
+				fmt.Fprintf(os.Stderr, "surge: could not restore targetActive %d: %v\n", room.TargetActive, err)
+			}
+		}()
+	}
+
+	// Access tokens before the clock starts: the surge measures entering
+	// and waiting, not BCrypt.
+	fmt.Fprintf(os.Stderr, "surge: preparing %s access tokens (%s)\n", commas(*n), rep.Tokens)
+	access, perr := accessTokens(ctx, a, mt, *n, *first, *conns, *password)
+	if perr != nil {
+		rep.Errors = append(rep.Errors, perr.Error())
+	}
+	if ctx.Err() != nil {
+		rep.Interrupted = true
+		return rep, nil
+	}
+	a.hc.CloseIdleConnections()
+
+	run, cancelRun := context.WithTimeout(ctx, *maxDur)
+	defer cancelRun()
+	r := &surgeRun{ctx: run, reqCtx: ctx, api: a, dialer: dialers, product: *product, timeout: o.timeout,
+		entryTTL: time.Duration(room.EntryTTLSeconds * float64(time.Second)), users: make([]surgeUser, *n),
+		minPoll: 100 * time.Millisecond, maxPoll: 5 * time.Second, maxStream: 3}
+	r.start = time.Now()
+	cpu0 := selfCPU()
+	rep.LoadAvgStart = loadAvg()
+	r.samples = startRoomSampler(run, adm, r.start, *sampleEvery)
+	stopProgress := r.progress(run, adm, *n)
+
+	fmt.Fprintf(os.Stderr, "surge: %s users arrive over %v, waiting by %s; targetActive %d; at most %v\n",
+		commas(*n), *over, *transport, rep.Target, *maxDur)
+	var wg sync.WaitGroup
+	for i := range *n {
+		at := time.Duration(0)
+		if *n > 1 {
+			at = time.Duration(int64(*over) * int64(i) / int64(*n-1))
+		}
+		if !sleepUntil(run, r.start.Add(at)) {
+			break
+		}
+		u := &r.users[i]
+		u.transport = *transport
+		if *transport == "mix" {
+			u.transport = surgeTransports[i%len(surgeTransports)]
+		}
+		if access[i] == "" {
+			u.outcome, u.why = surgeEnterFailed, "no access token (login failed)"
+			r.cnt.enterFailed.Add(1)
+			continue
+		}
+		wg.Go(func() { r.user(u, access[i]) })
+	}
+	wg.Wait()
+	rep.Seconds = time.Since(r.start).Seconds()
+	rep.ToolCPUSeconds = selfCPU() - cpu0
+	rep.LoadAvgEnd = loadAvg()
+	rep.HitMaxDuration = run.Err() != nil && ctx.Err() == nil
+	rep.Interrupted = ctx.Err() != nil
+	cancelRun()
+	stopProgress()
+	samples := r.samples.wait()
+
+	// Who is still in the queue leaves, so the room is as the run found it.
+	var left []string
+	for i := range r.users {
+		if u := &r.users[i]; u.outcome == surgeWaiting || u.outcome == surgeReady {
+			left = append(left, u.qtok)
+		}
+	}
+	if len(left) > 0 {
+		leaveAllConcurrently(cleanup, a, adm, left, *conns)
+	}
+	rep.collect(r, rec, samples)
+	return rep, nil
+}
+
+// accessTokens mints (mt non-nil) or logs in n users, conns at a time; ""
+// for a user whose login failed.
+func accessTokens(ctx context.Context, a *api, mt *minter, n, first, conns int, password string) ([]string, error) {
+	access := make([]string, n)
+	if mt != nil {
+		for i := range access {
+			tok, err := mt.access(int64(first + i))
+			if err != nil {
+				return access, fmt.Errorf("mint: %w", err)
+			}
+			access[i] = tok
+		}
+		return access, nil
+	}
+	return access, forEach(ctx, "login", n, conns, func(i int) error {
+		user := "user" + strconv.Itoa(first+i)
+		var tok string
+		code, err := withRetry(ctx, func() (int, error) {
+			var code int
+			var err error
+			tok, code, err = a.login(ctx, user, password)
+			return code, err
+		})
+		if err == nil && code != http.StatusOK {
+			err = statusError(code)
+		}
+		if err != nil {
+			return fmt.Errorf("login %s: %w (seeded? `waitingroom seed --users N --password P`)", user, err)
+		}
+		access[i] = tok
+		return nil
+	})
+}
+
+// user is one user's goroutine: enter, wait by its transport until READY
+// (or told why), order.
+func (r *surgeRun) user(u *surgeUser, access string) {
+	var st queueStatus
+	t0 := time.Now()
+	code, err := withRetry(r.ctx, func() (int, error) {
+		var code int
+		var err error
+		t0 = time.Now()
+		st, code, err = r.api.enter(r.reqCtx, access)
+		return code, err
+	})
+	if err == nil && code != http.StatusOK {
+		err = statusError(code)
+	}
+	if err != nil {
+		if r.reqCtx.Err() == nil {
+			u.outcome, u.why = surgeEnterFailed, "enter: "+whyEnded(err)
+			r.cnt.enterFailed.Add(1)
+		}
+		return
+	}
+	now := time.Now()
+	u.enterAt, u.enterLat = now.Sub(r.start), now.Sub(t0)
+	u.qtok = st.QueueToken
+	u.ticket, _ = ticketOf(st.QueueToken)
+	if st.ETASeconds != nil {
+		u.eta, u.hasETA = time.Duration(*st.ETASeconds)*time.Second, true
+	}
+	u.outcome = surgeWaiting
+	r.cnt.entered.Add(1)
+
+	if st.Status == "READY" {
+		u.immediate = true
+	} else {
+		st = r.wait(u, st)
+	}
+	if st.Status != "READY" {
+		return
+	}
+	u.readyAt = time.Since(r.start)
+	if st.EntryExpiresAt != nil {
+		u.admittedAt = st.EntryExpiresAt.Add(-r.entryTTL)
+	}
+	u.outcome = surgeReady
+	r.cnt.ready.Add(1)
+	if r.ctx.Err() != nil {
+		return
+	}
+	// An order is retried only when the server answered 429 or 503 (the
+	// entry token is then restored): after no answer it may have been
+	// placed, and a retry would meet a consumed token.
+	t1 := time.Now()
+	code, err = withRetry(r.reqCtx, func() (int, error) {
+		code, err := r.api.order(r.reqCtx, u.qtok, st.EntryToken, r.product)
+		if code == codeError {
+			return http.StatusBadGateway, err // not retried
+		}
+		return code, err
+	})
+	if code == http.StatusBadGateway && err != nil {
+		code = codeError
+	}
+	u.orderAt, u.orderLat = time.Since(r.start), time.Since(t1)
+	switch {
+	case code == http.StatusCreated:
+		u.outcome = surgeOrdered
+		r.cnt.ordered.Add(1)
+	case r.reqCtx.Err() == nil:
+		u.outcome, u.why = surgeOrderFailed, "order: "+whyEnded(orElse(err, statusError(code)))
+		r.cnt.orderFailed.Add(1)
+	}
+}
+
+func orElse(err, alt error) error {
+	if err != nil {
+		return err
+	}
+	return alt
+}
+
+// wait waits by u's transport until READY, gone / 404, or the run's end,
+// and returns the last status. A stream that ends without READY or gone is
+// opened again, at most maxStream times; after that the user polls.
+func (r *surgeRun) wait(u *surgeUser, st queueStatus) queueStatus {
+	if u.transport != "poll" {
+		for attempt := 0; attempt < r.maxStream && r.ctx.Err() == nil; attempt++ {
+			got, done := r.stream(u)
+			if done {
+				return got
+			}
+			u.drops++
+			r.cnt.drops.Add(1)
+		}
+	}
+	return r.poll(u, st)
+}
+
+// stream holds one stream until READY or gone; done is false when it ended
+// otherwise (dropped, refused, or the run ended).
+func (r *surgeRun) stream(u *surgeUser) (queueStatus, bool) {
+	octx, cancel := context.WithTimeout(r.ctx, r.timeout)
+	pc, m, err := r.dialer[u.transport].open(octx, u.qtok)
+	cancel()
+	if err != nil {
+		var se statusError
+		if errors.As(err, &se) && int(se) == http.StatusNotFound {
+			return r.told(u, "404 not_in_queue"), true
+		}
+		u.why = "stream open: " + whyEnded(err)
+		return queueStatus{}, false
+	}
+	stop := context.AfterFunc(r.ctx, pc.close)
+	defer func() { stop(); pc.close() }()
+	for k := 0; k < maxStreamMessages; k++ {
+		first := k == 0
+		switch {
+		case m.kind == "gone":
+			return r.told(u, "gone"), true
+		case m.kind == "status" && !m.bad:
+			if !first && m.st.TS != 0 && len(u.lags) < maxLagSamples {
+				u.lags = append(u.lags, lagSample{at: m.at.Sub(r.start), lag: max(m.at.Sub(time.UnixMilli(m.st.TS)), 0)})
+			}
+			if m.st.Status == "READY" {
+				return queueStatus{Status: "READY", EntryToken: m.st.EntryToken, EntryExpiresAt: m.st.EntryExpiresAt}, true
+			}
+		}
+		if m, err = pc.next(); err != nil {
+			if r.ctx.Err() == nil {
+				u.why = "stream: " + whyEnded(err)
+			}
+			return queueStatus{}, false
+		}
+	}
+	u.why = "stream: more than maxStreamMessages without READY"
+	return queueStatus{}, false
+}
+
+// maxStreamMessages bounds the messages one stream is read for (a user at
+// the front gets one per admission tick: 600 a minute at 100 ms).
+const maxStreamMessages = 100_000
+
+// told records that the server said why the user is not in the queue.
+func (r *surgeRun) told(u *surgeUser, why string) queueStatus {
+	u.outcome, u.why = surgeGone, why
+	r.cnt.gone.Add(1)
+	return queueStatus{Status: "GONE"}
+}
+
+// poll asks for the position every pollAfterMs (clamped to minPoll …
+// maxPoll) until READY, 404, the run's end, or maxPolls polls.
+func (r *surgeRun) poll(u *surgeUser, st queueStatus) queueStatus {
+	pause := time.Duration(st.PollAfterMs) * time.Millisecond
+	for range maxPolls {
+		if !sleep(r.ctx, min(max(pause, r.minPoll), r.maxPoll)) {
+			return queueStatus{}
+		}
+		got, code, err := r.api.position(r.reqCtx, u.qtok)
+		u.polls++
+		switch {
+		case code == http.StatusNotFound:
+			return r.told(u, "404 not_in_queue")
+		case err != nil || code != http.StatusOK:
+			u.pollErrors++
+			r.cnt.pollErrors.Add(1)
+			pause = time.Second
+			continue
+		case got.Status == "READY":
+			return got
+		}
+		pause = time.Duration(got.PollAfterMs) * time.Millisecond
+	}
+	return queueStatus{}
+}
+
+// progress shows the run: one line refreshed in place on a terminal, else
+// a plain line every 5 s. The returned func stops it (and ends the line).
+func (r *surgeRun) progress(ctx context.Context, adm *admin, n int) (stop func()) {
+	tty := isTerminal(os.Stderr)
+	every := 5 * time.Second
+	if tty {
+		every = 500 * time.Millisecond
+	}
+	done := make(chan struct{})
+	quit := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		var last [3]int64
+		lastAt := time.Now()
+		for {
+			select {
+			case <-quit:
+				if tty {
+					fmt.Fprintln(os.Stderr)
+				}
+				return
+			case <-t.C:
+			}
+			c := &r.cnt
+			cur := [3]int64{c.entered.Load(), c.ready.Load(), c.ordered.Load()}
+			dt := time.Since(lastAt).Seconds()
+			var rate [3]float64
+			for k := range cur {
+				rate[k] = float64(cur[k]-last[k]) / dt
+			}
+			last, lastAt = cur, time.Now()
+			finished := c.ready.Load() + c.gone.Load()
+			errs := c.enterFailed.Load() + c.orderFailed.Load() + c.pollErrors.Load()
+			line := fmt.Sprintf("%5.1fs  entered %s/%s  waiting %s  admitted %s  ordered %s  | %.0f enter/s %.0f admit/s %.0f order/s | errors %d  drops %d",
+				time.Since(r.start).Seconds(), commas(int(cur[0])), commas(n), commas(int(cur[0]-finished)), commas(int(cur[1])),
+				commas(int(cur[2])), rate[0], rate[1], rate[2], errs, c.drops.Load())
+			if s, ok := r.samples.last(); ok {
+				line += fmt.Sprintf("  | room active %d/%d", s.Active, s.Target)
+			}
+			if tty {
+				fmt.Fprint(os.Stderr, "\r\033[K"+line)
+			} else {
+				fmt.Fprintln(os.Stderr, line)
+			}
+		}
+	}()
+	return sync.OnceFunc(func() { close(quit); <-done })
+}
+
+// isTerminal reports whether f is a character device (a terminal).
+func isTerminal(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// sleepUntil waits until t or until ctx ends; it reports whether t came.
+func sleepUntil(ctx context.Context, t time.Time) bool {
+	d := time.Until(t)
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	return sleep(ctx, d)
+}
+
+// selfCPU is the CPU time (user + system) this process has used, in
+// seconds: the load generator's share of the machine.
+func selfCPU() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+}
+
+// loadAvg is the machine's 1-minute load average ("" where /proc/loadavg
+// is not readable): on a shared machine it tells how much else ran.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return ""
+	}
+	return f[0]
+}

@@ -1,0 +1,255 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func fakeJWT(payload string) string {
+	enc := base64.RawURLEncoding.EncodeToString
+	return enc([]byte(`{"alg":"HS256"}`)) + "." + enc([]byte(payload)) + ".sig"
+}
+
+func TestTicketOf(t *testing.T) {
+	for _, tc := range []struct {
+		name, tok string
+		want      int64
+		ok        bool
+	}{
+		{"seq", fakeJWT(`{"sub":"7","room":"default","seq":12345,"kind":"queue"}`), 12345, true},
+		{"no seq", fakeJWT(`{"sub":"7"}`), 0, false},
+		{"zero seq", fakeJWT(`{"seq":0}`), 0, false},
+		{"not JSON", fakeJWT(`seq=3`), 0, false},
+		{"two parts", "a.b", 0, false},
+		{"bad base64", "a.!!!.c", 0, false},
+		{"empty", "", 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ticketOf(tc.tok)
+			if (err == nil) != tc.ok || got != tc.want {
+				t.Errorf("ticketOf: got %d, %v; want %d, ok %v", got, err, tc.want, tc.ok)
+			}
+		})
+	}
+}
+
+// adms builds admissions ticket i+1 → times[i] (seconds).
+func adms(times ...int) []admission {
+	base := time.Unix(1_800_000_000, 0)
+	out := make([]admission, len(times))
+	for i, s := range times {
+		out[i] = admission{ticket: int64(i + 1), at: base.Add(time.Duration(s) * time.Second)}
+	}
+	return out
+}
+
+func TestFIFOInversions(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		times []int
+		want  int64
+	}{
+		{"empty", nil, 0},
+		{"one", []int{5}, 0},
+		{"in order", []int{1, 2, 3, 4}, 0},
+		{"same tick is not an inversion", []int{1, 1, 1, 2, 2}, 0},
+		{"one swap", []int{1, 3, 2, 4}, 1},
+		{"reversed", []int{4, 3, 2, 1}, 6},
+		{"late first ticket", []int{9, 1, 1, 1}, 3},
+		{"tie then earlier", []int{2, 2, 1}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := fifoInversions(adms(tc.times...)); got != tc.want {
+				t.Errorf("fifoInversions(%v): got %d, want %d", tc.times, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestFIFOInversionsShuffled checks the merge count against the O(n²)
+// definition, with tickets given in a random order and many ties.
+func TestFIFOInversionsShuffled(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 50 {
+		n := rng.IntN(300)
+		times := make([]int, n)
+		for i := range times {
+			times[i] = rng.IntN(20)
+		}
+		var want int64
+		for i := range n {
+			for j := i + 1; j < n; j++ {
+				if times[i] > times[j] {
+					want++
+				}
+			}
+		}
+		a := adms(times...)
+		rng.Shuffle(len(a), func(i, j int) { a[i], a[j] = a[j], a[i] })
+		if got := fifoInversions(a); got != want {
+			t.Fatalf("n=%d: got %d, want %d", n, got, want)
+		}
+	}
+}
+
+func TestETAAccuracy(t *testing.T) {
+	s := func(eta, real float64) etaSample {
+		return etaSample{eta: time.Duration(eta * float64(time.Second)), real: time.Duration(real * float64(time.Second))}
+	}
+	got := newETAAccuracy([]etaSample{
+		s(10, 10), // 0 %
+		s(12, 10), // 20 %
+		s(5, 10),  // 50 %
+		s(1, 0.2), // |0.8| ÷ 1 s floor = 80 %
+		s(30, 10), // 200 %
+	})
+	if got.Count != 5 || got.MedianAPE != 50 || got.P90APE != 200 {
+		t.Errorf("got %+v, want count 5, median 50 %%, p90 200 %%", got)
+	}
+	// Signed errors −5, 0, 0.8, 2, 20: the median is 0.8 s.
+	if math.Abs(got.MedianErrSeconds-0.8) > 1e-9 {
+		t.Errorf("median signed error: got %v, want 0.8", got.MedianErrSeconds)
+	}
+	if z := newETAAccuracy(nil); z != (etaAccuracy{}) {
+		t.Errorf("no samples: got %+v, want zero", z)
+	}
+}
+
+func TestPercentileF(t *testing.T) {
+	v := []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+	for p, want := range map[float64]float64{50: 5, 90: 9, 91: 10, 100: 10, 1: 1} {
+		if got := percentileF(v, p); got != want {
+			t.Errorf("p%v: got %v, want %v", p, got, want)
+		}
+	}
+	if got := percentileF(nil, 50); got != 0 {
+		t.Errorf("empty: got %v", got)
+	}
+}
+
+// TestSurgeCollect feeds the report hand-made user records: each outcome
+// lands in its count, a user waiting at the end is lost, the timeline and
+// the samples are summarized.
+func TestSurgeCollect(t *testing.T) {
+	start := time.Unix(1_800_000_000, 0)
+	ended, cancel := contextCancelled()
+	defer cancel()
+	sec := func(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+	r := &surgeRun{ctx: ended, start: start, users: []surgeUser{
+		{transport: "sse", outcome: surgeOrdered, enterAt: sec(0.1), enterLat: sec(0.01), ticket: 1, eta: sec(2), hasETA: true,
+			readyAt: sec(2.2), admittedAt: start.Add(sec(2.1)), orderAt: sec(2.3), lags: []lagSample{{at: sec(2.2), lag: sec(0.05)}}},
+		{transport: "ws", outcome: surgeOrdered, enterAt: sec(0.2), enterLat: sec(0.02), ticket: 2,
+			readyAt: sec(1.5), admittedAt: start.Add(sec(1.4)), orderAt: sec(1.6)}, // admitted before ticket 1: one inversion
+		{transport: "poll", outcome: surgeOrderFailed, why: "order: HTTP 409", enterAt: sec(0.3), ticket: 3, readyAt: sec(3), admittedAt: start.Add(sec(2.9)), orderAt: sec(3.1), pollErrors: 2, polls: 5},
+		{transport: "sse", outcome: surgeGone, why: "gone", enterAt: sec(0.4), ticket: 4},
+		{transport: "sse", outcome: surgeWaiting, why: "stream: closed by server", enterAt: sec(0.5), ticket: 5, drops: 3},
+		{transport: "sse", outcome: surgeEnterFailed, why: "enter: HTTP 503"},
+		{outcome: surgeNotArrived},
+	}}
+	rep := &surgeReport{Users: 7, Seconds: 3.5}
+	rep.collect(r, NewRecorder(), samples{
+		Room: []roomSample{{At: sec(0.5), Active: 3, Target: 5}, {At: sec(1), Active: 6, Target: 5}, {At: sec(2), Active: 2, Target: 5}},
+		Proc: []procSample{{At: sec(0.5), RSSBytes: 10 << 20, CPUSeconds: 1}, {At: sec(1.5), RSSBytes: 30 << 20, CPUSeconds: 1.5}},
+	})
+	for name, c := range map[string][2]int{
+		"arrived": {rep.Arrived, 6}, "entered": {rep.Entered, 5}, "enterFailed": {rep.EnterFailed, 1},
+		"ready": {rep.Ready, 3}, "ordered": {rep.Ordered, 2}, "orderFailed": {rep.OrderFailed, 1},
+		"gone": {rep.Gone, 1}, "lost": {rep.Lost, 1}, "lostAtEnd": {rep.LostAtEnd, 1},
+		"errors": {rep.ErrorCount, 1 + 1 + 2}, "drops": {rep.Drops, 3}, "admissions": {rep.Admissions, 3},
+		"inversions": {int(rep.Inversions), 1}, "eta": {rep.ETA.Count, 1}, "lag": {rep.Lag.Count, 1},
+		"maxActive": {int(rep.MaxActive), 6}, "overTarget": {rep.SamplesOverLimit, 1}, "timeline": {len(rep.Timeline), 5},
+		"admitted@1s": {rep.Timeline[1].Admitted, 1}, "admitted@2s": {rep.Timeline[2].Admitted, 1}, "entered@0s": {rep.Timeline[0].Entered, 5},
+	} {
+		if c[0] != c[1] {
+			t.Errorf("%s: got %d, want %d", name, c[0], c[1])
+		}
+	}
+	if rep.ServerCPUMean != 50 || rep.ServerRSSMax != 30 {
+		t.Errorf("server: CPU mean %v %%, RSS max %v MiB; want 50, 30", rep.ServerCPUMean, rep.ServerRSSMax)
+	}
+	if rep.DrainSeconds != 3 {
+		t.Errorf("drain: got %v s, want 3 (the last READY)", rep.DrainSeconds)
+	}
+	var b bytes.Buffer
+	rep.print(&b)
+	for _, want := range []string{"FIFO inversions", "FAIL", "users lost"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("printed report lacks %q:\n%s", want, b.String())
+		}
+	}
+}
+
+func TestHTMLReportIsSelfContained(t *testing.T) {
+	rep := &surgeReport{Users: 3, Transport: "sse", Seconds: 2, Timeline: []timelinePoint{{T: 0, Entered: 3, HasEnter: true, EnterP50: 4}, {T: 1, Admitted: 3}},
+		RoomSeries: []roomSample{{At: time.Second, Waiting: 2, Active: 1, Target: 5}}}
+	rep.Checks = rep.checks()
+	path := filepath.Join(t.TempDir(), "r.html")
+	if err := writeHTML(path, rep); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	html := string(b)
+	if n := strings.Count(html, "<svg"); n != 7 {
+		t.Errorf("charts: got %d, want 7", n)
+	}
+	for _, bad := range []string{"<script", " src=", "<link", "url("} {
+		if strings.Contains(html, bad) {
+			t.Errorf("the page refers to %q: it must need no network", bad)
+		}
+	}
+	// Reports without a page of their own are written as text.
+	path2 := filepath.Join(t.TempDir(), "seed.html")
+	if err := writeHTML(path2, &seedReport{Scenario: "seed", Seconds: 1, Endpoints: map[string]Summary{}}); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(path2); !strings.Contains(string(b), "<pre>") || !strings.Contains(string(b), "seed scenario") {
+		t.Errorf("seed page: want the printed report in <pre>:\n%s", b)
+	}
+}
+
+func TestLineChartGaps(t *testing.T) {
+	svg := string(lineChart("t", "ms", 4, line{name: "a", color: "#000", x: []float64{0, 1, 2, 3, 4}, y: []float64{1, 2, math.NaN(), 3, 4}}))
+	if got := strings.Count(svg, "<polyline"); got != 2 {
+		t.Errorf("a NaN splits the line: got %d polylines, want 2", got)
+	}
+	empty := string(lineChart("t", "ms", 4, line{name: "a", color: "#000"}))
+	if !strings.Contains(empty, "no data") {
+		t.Errorf("an empty chart says so: %s", empty)
+	}
+}
+
+func TestNiceStepAndTicks(t *testing.T) {
+	for _, tc := range []struct {
+		v    float64
+		n    int
+		want float64
+	}{{10_000, 5, 2000}, {47, 5, 10}, {0.9, 5, 0.2}, {0, 5, 1}, {120, 8, 20}, {11, 5, 2.5}} {
+		if got := niceStep(tc.v, tc.n); math.Abs(got-tc.want) > 1e-9 {
+			t.Errorf("niceStep(%v, %d): got %v, want %v", tc.v, tc.n, got, tc.want)
+		}
+	}
+	for v, want := range map[float64]string{0: "0", 2.5: "2.5", 1500: "1500", 12_000: "12k", 2_500_000: "2.5M", 0.25: "0.25"} {
+		if got := tickLabel(v); got != want {
+			t.Errorf("tickLabel(%v): got %q, want %q", v, got, want)
+		}
+	}
+}
+
+// contextCancelled is a context that has already ended: a run whose
+// --max-duration is over.
+func contextCancelled() (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx, cancel
+}
