@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"os"
 	"runtime"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -261,35 +260,9 @@ func runStreams(ctx context.Context, o *options, args []string) (report, error) 
 // logins; every user then enters, conns at a time. A user still READY from
 // an earlier run leaves and enters again, which puts it back in the queue.
 func prepareUsers(ctx context.Context, a *api, mt *minter, n, first, conns int, password string) ([]string, error) {
-	access := make([]string, n)
-	var lerr error
-	if mt != nil {
-		for i := range access {
-			tok, err := mt.access(int64(first + i))
-			if err != nil {
-				return nil, fmt.Errorf("streams: mint: %w", err)
-			}
-			access[i] = tok
-		}
-	} else {
-		lerr = forEach(ctx, "login", n, conns, func(i int) error {
-			user := "user" + strconv.Itoa(first+i)
-			var tok string
-			code, err := withRetry(ctx, func() (int, error) {
-				var code int
-				var err error
-				tok, code, err = a.login(ctx, user, password)
-				return code, err
-			})
-			if err == nil && code != http.StatusOK {
-				err = statusError(code)
-			}
-			if err != nil {
-				return fmt.Errorf("login %s: %w (seeded? `waitingroom seed --users N --password P`)", user, err)
-			}
-			access[i] = tok
-			return nil
-		})
+	access, lerr := accessTokens(ctx, a, mt, n, first, conns, password)
+	if mt != nil && lerr != nil {
+		return nil, fmt.Errorf("streams: %w", lerr)
 	}
 	queue := make([]string, n)
 	eerr := forEach(ctx, "enter", n, conns, func(i int) error {

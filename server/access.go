@@ -49,15 +49,7 @@ func parseAccessList(entries []string) (accessList, error) {
 			}
 			l.users[id] = true
 		default:
-			cidr := e
-			if !strings.Contains(cidr, "/") {
-				if strings.Contains(cidr, ":") {
-					cidr += "/128"
-				} else {
-					cidr += "/32"
-				}
-			}
-			_, n, err := net.ParseCIDR(cidr)
+			n, err := parseNet(e)
 			if err != nil {
 				return accessList{}, fmt.Errorf("entry %q: want an IP, a CIDR or user:<id>", e)
 			}
@@ -66,6 +58,19 @@ func parseAccessList(entries []string) (accessList, error) {
 		l.raw = append(l.raw, e)
 	}
 	return l, nil
+}
+
+// parseNet reads an IP (as a one-address network) or a CIDR.
+func parseNet(s string) (*net.IPNet, error) {
+	if !strings.Contains(s, "/") {
+		if strings.Contains(s, ":") {
+			s += "/128"
+		} else {
+			s += "/32"
+		}
+	}
+	_, n, err := net.ParseCIDR(s)
+	return n, err
 }
 
 func (l *accessList) hasIP(ip string) bool {

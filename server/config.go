@@ -135,15 +135,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	c.ClientIPHeader = p.str("WR_CLIENT_IP_HEADER", "X-Real-IP")
 	if v := p.str("WR_TRUSTED_PROXIES", ""); v != "" {
 		for _, cidr := range strings.Split(v, ",") {
-			cidr = strings.TrimSpace(cidr)
-			if !strings.Contains(cidr, "/") {
-				if strings.Contains(cidr, ":") {
-					cidr += "/128"
-				} else {
-					cidr += "/32"
-				}
-			}
-			_, n, err := net.ParseCIDR(cidr)
+			n, err := parseNet(strings.TrimSpace(cidr))
 			if err != nil {
 				p.fail("WR_TRUSTED_PROXIES", v, "want comma-separated IPs or CIDRs")
 				break
