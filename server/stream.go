@@ -217,7 +217,30 @@ func (s *Server) writeSSE(w *bufio.Writer, conn net.Conn, room string, sub *stre
 	if _, err := w.WriteString("retry: " + strconv.Itoa(retryHint()) + "\n\n"); err != nil {
 		return
 	}
-	if u, ok := sub.Take(); ok && !send(u) {
+	pump(sub, tokenExp, pusher{
+		send: send,
+		keepAlive: func() bool {
+			_, err := w.WriteString(": heartbeat\n\n")
+			return err == nil && flush()
+		},
+		closed: func() bool { return peerClosed(conn) },
+	})
+}
+
+// pusher is one transport's side of a stream.
+type pusher struct {
+	send      func(stream.Update) bool // writes one update; false ends the stream
+	keepAlive func() bool              // SSE heartbeat comment, WebSocket ping
+	closed    func() bool              // polled every livenessEvery (optional)
+	gone      <-chan struct{}          // closed when the client is gone (optional)
+	ended     func()                   // the hub ended the stream without a last word (optional)
+}
+
+// pump delivers sub's updates through p until the stream ends: the client
+// leaves, a write fails, the hub ends it (gone, reconnect, stalled) or the
+// queue token expires (gone).
+func pump(sub *stream.Sub, tokenExp time.Time, p pusher) {
+	if u, ok := sub.Take(); ok && !p.send(u) {
 		return
 	}
 	heartbeat := time.NewTicker(heartbeatEvery)
@@ -229,24 +252,28 @@ func (s *Server) writeSSE(w *bufio.Writer, conn net.Conn, room string, sub *stre
 	for {
 		select {
 		case <-sub.Notify():
-			if u, ok := sub.Take(); ok && !send(u) {
+			if u, ok := sub.Take(); ok && !p.send(u) {
 				return
 			}
 		case <-sub.Done():
 			if u, ok := sub.Take(); ok {
-				send(u)
+				p.send(u)
+			} else if p.ended != nil {
+				p.ended()
 			}
 			return
 		case <-heartbeat.C:
-			if _, err := w.WriteString(": heartbeat\n\n"); err != nil || !flush() {
+			if !p.keepAlive() {
 				return
 			}
 		case <-alive.C:
-			if peerClosed(conn) {
+			if p.closed != nil && p.closed() {
 				return
 			}
+		case <-p.gone:
+			return
 		case <-expiry.C:
-			send(stream.Update{Gone: true})
+			p.send(stream.Update{Gone: true})
 			return
 		}
 	}
@@ -340,35 +367,12 @@ func (s *Server) ws(conn *websocket.Conn) {
 		s.observeSent("ws", u)
 		return true
 	}
-	if u, ok := sub.Take(); ok && !send(u) {
-		return
-	}
-	ping := time.NewTicker(heartbeatEvery)
-	defer ping.Stop()
-	expiry := time.NewTimer(time.Until(claims.ExpiresAt.Time))
-	defer expiry.Stop()
-	for {
-		select {
-		case <-sub.Notify():
-			if u, ok := sub.Take(); ok && !send(u) {
-				return
-			}
-		case <-sub.Done():
-			if u, ok := sub.Take(); ok {
-				send(u)
-			} else {
-				closeWith(websocket.CloseGoingAway, "reconnect")
-			}
-			return
-		case <-ping.C:
-			if conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(streamWriteTimeout)) != nil {
-				return
-			}
-		case <-expiry.C:
-			send(stream.Update{Gone: true})
-			return
-		case <-readerDone:
-			return
-		}
-	}
+	pump(sub, claims.ExpiresAt.Time, pusher{
+		send: send,
+		keepAlive: func() bool {
+			return conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(streamWriteTimeout)) == nil
+		},
+		gone:  readerDone,
+		ended: func() { closeWith(websocket.CloseGoingAway, "reconnect") },
+	})
 }
