@@ -35,6 +35,7 @@ type browser struct {
 	t       *testing.T
 	ctx     context.Context // the browser's first tab, kept blank so tabs can close on their own
 	started chan error
+	stop    func() // closes the browser and waits for it to exit
 }
 
 // newBrowser starts Chromium for t, in the background (it takes seconds:
@@ -70,11 +71,12 @@ func newBrowser(t *testing.T, extraFlags ...string) *browser {
 	ctx, cancel := chromedp.NewContext(actx)
 	b := &browser{t: t, ctx: ctx, started: make(chan error, 1)}
 	go func() { b.started <- chromedp.Do(ctx) }()
-	t.Cleanup(func() {
+	b.stop = sync.OnceFunc(func() {
 		cancel()
 		<-b.started
 		cancelAlloc()
 	})
+	t.Cleanup(b.stop)
 	return b
 }
 
@@ -103,6 +105,9 @@ func (b *browser) tab(in *instance) *page {
 	case <-time.After(time.Minute):
 		t.Fatalf("%s did not start within a minute", chromiumPath)
 	}
+	// The browser must be gone before the server stops: its idle and
+	// preconnected sockets would hold the server's shutdown up.
+	t.Cleanup(b.stop)
 	ctx, cancel := chromedp.NewContext(b.ctx)
 	p := &page{t: t, in: in, ctx: ctx}
 	if err := chromedp.Do(ctx, chromedp.EmulateViewport(412, 900)); err != nil {
@@ -223,12 +228,12 @@ func (p *page) click(sel string) {
 	p.do("click "+sel, chromedp.Click(chromedp.CSS(sel)))
 }
 
-// shot writes a PNG of the page to the test's artifact directory.
+// shot writes a PNG of the page's content to the test's artifact directory.
 func (p *page) shot(name string) {
 	p.t.Helper()
 	ctx, cancel := context.WithTimeout(p.ctx, pageWait)
 	defer cancel()
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	png, err := chromedp.Run(ctx, chromedp.Screenshot(chromedp.CSS("body"))) // the content, not the empty viewport below
 	if err != nil {
 		p.t.Fatalf("screenshot %s: %v", name, err)
 	}
@@ -239,13 +244,14 @@ func (p *page) shot(name string) {
 	p.t.Logf("screenshot: %s", file)
 }
 
-var artifactDirs sync.Map // test name → directory
+var artifactDirs sync.Map // *testing.T → directory
 
 func artifactDir(t *testing.T) string {
 	t.Helper()
-	if d, ok := artifactDirs.Load(t.Name()); ok {
+	if d, ok := artifactDirs.Load(t); ok {
 		return d.(string)
 	}
+	t.Cleanup(func() { artifactDirs.Delete(t) })
 	d := t.TempDir()
 	if root := os.Getenv("WR_TEST_ARTIFACTS"); root != "" {
 		d = filepath.Join(root, strings.NewReplacer("/", "_", " ", "_").Replace(t.Name()))
@@ -253,7 +259,7 @@ func artifactDir(t *testing.T) string {
 			t.Fatal(err)
 		}
 	}
-	artifactDirs.Store(t.Name(), d)
+	artifactDirs.Store(t, d)
 	return d
 }
 

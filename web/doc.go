@@ -3,9 +3,38 @@
 // go:embed. There is no build step and no framework; the files under static/
 // are served as they are.
 //
-// The server serves index.html at "/" and at "/rooms/{room}", and the assets
-// at "/static/app.js" and "/static/style.css". The page holds no inline script
-// or style, so it runs under a Content-Security-Policy of default-src 'self'.
+// The server serves index.html at "/" and at "/rooms/{room}" (or
+// "/?room={room}"), and the assets at "/static/app.js" and
+// "/static/style.css". The page holds no inline script or style, so it runs
+// under a Content-Security-Policy of default-src 'self'.
+//
+// What the page does (static/app.js):
+//
+//   - Sign in, then one click to enter the room. While waiting it shows the
+//     position, the people waiting, the ETA as an estimate, a progress bar
+//     from the position at entry to the front, the time waited and the
+//     connection tier. Text is updated in place; a polite aria-live region
+//     announces changes (routine ones at most every 30 s); focus moves only
+//     when the focused element disappears.
+//   - Transport tiers: EventSource first, then WebSocket, then polling GET
+//     position at the server's pollAfterMs. The HttpOnly wr_queue cookie
+//     authenticates the streams, so no token is ever put in a URL. When a
+//     stream fails, GET position tells why: the place is gone (the page says
+//     so and offers to enter again), the server is down (reconnect with
+//     exponential backoff and jitter), or the stream was refused while the
+//     API answers (the tier is blocked: move to the next one). A stream that
+//     sends nothing for 10 s counts as refused (a buffering proxy). SSE
+//     "reconnect" and WebSocket close 1001 (server restarting) reconnect the
+//     same tier after 1–3 s. ?transport=sse|ws|poll forces one tier.
+//   - Tabs: the queue token and the place live in sessionStorage, so a
+//     reload resumes; a tab without them asks GET position with the cookie.
+//     Per room, one tab holds the stream (a Web Lock); the others follow it
+//     over a BroadcastChannel and take over when it closes.
+//   - READY: a countdown to the end of the entry window, product, quantity,
+//     Order (POST /orders with X-Entry-Token); sold out, window over and an
+//     expired place each explain themselves and offer to enter again.
+//   - English and Korean, from the browser's language, with a switch;
+//     numbers are formatted with Intl for the language.
 //
 // FS is safe for concurrent use: it returns a read-only file system.
 package web

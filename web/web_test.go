@@ -55,3 +55,20 @@ func TestIndexHasNoInlineCode(t *testing.T) {
 		t.Error("index.html has an inline event handler")
 	}
 }
+
+// The streams authenticate with the HttpOnly wr_queue cookie; the page never
+// builds a URL with a token in it (URLs end up in logs and histories).
+func TestScriptPutsNoTokenInURLs(t *testing.T) {
+	js := mustRead(t, "app.js")
+	if m := regexp.MustCompile(`(?i)[?&](access_?|queue_?|entry_?)?token=`).FindString(js); m != "" {
+		t.Errorf("app.js builds a URL with %q", m)
+	}
+	for _, want := range []string{"new EventSource(", "new WebSocket(", "pollAfterMs", "BroadcastChannel", "navigator.locks"} {
+		if !strings.Contains(js, want) {
+			t.Errorf("app.js lacks %s", want)
+		}
+	}
+	if html := mustRead(t, "index.html"); !strings.Contains(html, `<meta name="referrer" content="no-referrer">`) {
+		t.Error("index.html lacks the no-referrer meta")
+	}
+}

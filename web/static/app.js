@@ -14,14 +14,17 @@ const TEXT = {
     enterP: 'You will get a place in line. Keep this page open; it updates by itself.',
     queueH: 'You are in line', position: 'You are #{n}', waiting: '{n} people waiting',
     progress: 'Progress to the front', etaLabel: 'Estimated wait', elapsedLabel: 'Time waiting',
-    tierLabel: 'Connection', polling: 'polling', etaSoon: 'less than a minute', etaAbout: 'about {d}',
+    tierLabel: 'Connection', etaSoon: 'less than a minute', etaUnknown: 'not known yet', etaAbout: 'about {d}',
+    tier_sse: 'live', tier_ws: 'live-ws', tier_poll: 'polling', viaTab: '{tier}, via another tab',
+    liveOff: 'Live updates are unavailable here; retrying…',
     leave: 'Leave the queue',
     readyH: "It's your turn", left: '{t} left to order', product: 'Product',
     quantity: 'Quantity (1–10)', orderBtn: 'Order', stock: '{n} left', soldOutShort: 'sold out',
     doneH: 'Order placed', doneP: 'Order {id}: {q} × {name}.',
     endedH: 'Your place has ended', reenterBtn: 'Enter the queue again',
-    expired: 'Your place expired.', soldOut: 'Sorry, that item is sold out.',
-    windowEnded: 'Your entry window ended.',
+    expired: 'Your place expired: the wait or your turn ended. You can join the queue again.',
+    soldOut: 'Sorry, that item sold out before your order went through. You can join the queue again to try another.',
+    windowEnded: 'Your turn ended before an order was placed. You can join the queue again.',
     checking: 'Checking your place…', reconnecting: 'Reconnecting…',
     badCreds: 'Wrong login ID or password.',
     tooMany: 'Too many attempts, try again in {n} s.', tooManySoon: 'Too many attempts, try again shortly.',
@@ -41,14 +44,17 @@ const TEXT = {
     enterP: '대기 순번을 받습니다. 이 페이지를 열어 두세요. 자동으로 갱신됩니다.',
     queueH: '대기 중입니다', position: '내 순서: {n}번째', waiting: '{n}명 대기 중',
     progress: '입장까지 진행률', etaLabel: '예상 대기 시간', elapsedLabel: '대기한 시간',
-    tierLabel: '연결 방식', polling: '폴링', etaSoon: '1분 미만', etaAbout: '약 {d}',
+    tierLabel: '연결 방식', etaSoon: '1분 미만', etaUnknown: '아직 알 수 없음', etaAbout: '약 {d}',
+    tier_sse: '실시간', tier_ws: '실시간 (WebSocket)', tier_poll: '주기적 확인', viaTab: '{tier}, 다른 탭에서 받는 중',
+    liveOff: '실시간 연결을 쓸 수 없어 다시 시도하는 중…',
     leave: '대기열 나가기',
     readyH: '내 차례입니다', left: '주문 가능 시간 {t} 남음', product: '상품',
     quantity: '수량 (1–10)', orderBtn: '주문하기', stock: '재고 {n}개', soldOutShort: '품절',
     doneH: '주문 완료', doneP: '주문 번호 {id}: {name} {q}개.',
     endedH: '대기가 종료되었습니다', reenterBtn: '다시 대기열 입장',
-    expired: '대기 순번이 만료되었습니다.', soldOut: '죄송합니다. 상품이 품절되었습니다.',
-    windowEnded: '주문 가능 시간이 끝났습니다.',
+    expired: '대기 순번이 만료되었습니다. 다시 대기열에 들어갈 수 있습니다.',
+    soldOut: '죄송합니다. 주문이 처리되기 전에 상품이 품절되었습니다. 다시 대기열에 들어가 다른 상품을 주문할 수 있습니다.',
+    windowEnded: '주문하기 전에 주문 가능 시간이 끝났습니다. 다시 대기열에 들어갈 수 있습니다.',
     checking: '대기 순번을 확인하는 중…', reconnecting: '다시 연결하는 중…',
     badCreds: '아이디 또는 비밀번호가 올바르지 않습니다.',
     tooMany: '시도가 너무 많습니다. {n}초 후에 다시 시도하세요.', tooManySoon: '시도가 너무 많습니다. 잠시 후 다시 시도하세요.',
@@ -77,15 +83,28 @@ function stored(area, key, value) {
 
 const room = roomFromURL();
 const PLACE_KEY = 'wr.place.' + room;
+// Transport tiers, best first. ?transport=sse|ws|poll forces one (tests, hostile proxies).
+const TIERS = ['sse', 'ws', 'poll'];
+const FORCED = TIERS.includes(new URLSearchParams(location.search).get('transport'))
+  ? new URLSearchParams(location.search).get('transport') : '';
+const FIRST_EVENT_MS = 10000; // a stream that says nothing this long is blocked (e.g. a buffering proxy)
 let lang = stored('localStorage', 'wr.lang') || ((navigator.language || '').toLowerCase().startsWith('ko') ? 'ko' : 'en');
-let tier = 'polling';
+let tier = FORCED || TIERS[0];
 // place: {token, start (position at entry), at (ms when entered)} for this room.
-let place = JSON.parse(stored('sessionStorage', PLACE_KEY) || '{}');
+let place = parse(stored('sessionStorage', PLACE_KEY)) || {};
+// One tab per room holds the live stream (the leader, by a Web Lock); the
+// others follow it over a BroadcastChannel. Without either, every tab leads.
+const chan = typeof BroadcastChannel === 'function' ? new BroadcastChannel('wr.' + room) : null;
+const LOCK = 'wr.lead.' + room;
 const S = {
   access: stored('sessionStorage', 'wr.access'), accessExp: Number(stored('sessionStorage', 'wr.accessExp')) || 0,
-  screen: '', msg: null, last: null, stop: null, skew: 0, announced: 0,
+  screen: '', msg: null, last: null, stop: null, role: '', skew: 0, announced: 0,
   entry: null, entryEnd: NaN, products: [], ordering: false, endedKey: '', order: null,
 };
+
+function parse(json) {
+  try { return JSON.parse(json); } catch { return null; }
+}
 
 function roomFromURL() {
   const m = location.pathname.match(/^\/rooms\/([^/]+)/);
@@ -99,6 +118,8 @@ const savePlace = () => stored('sessionStorage', PLACE_KEY, JSON.stringify(place
 const clearPlace = () => { place = {}; S.entry = null; stored('sessionStorage', PLACE_KEY, null); };
 const hasAccess = () => Boolean(S.access) && Date.now() < S.accessExp - 5000;
 const jitter = (ms, f = 0.2) => ms * (1 - f + 2 * f * Math.random());
+// backoff is the delay before reconnect attempt n (0, 1, …): exponential, capped, jittered.
+const backoff = (n) => jitter(Math.min(30000, 1000 * 2 ** n), 0.5);
 
 // --- text -------------------------------------------------------------------
 
@@ -123,7 +144,7 @@ function clock(ms) {
 }
 
 function eta(sec) {
-  if (typeof sec !== 'number') return '—';
+  if (typeof sec !== 'number') return t('etaUnknown'); // no admission rate measured yet
   if (sec < 60) return t('etaSoon');
   const min = Math.round(sec / 60);
   const [n, unit] = min < 90 ? [min, 'minute'] : [Math.round(min / 60), 'hour'];
@@ -194,11 +215,20 @@ function render(qs) {
   setText($('position'), t('position', { n: qs.position }));
   setText($('waiting'), t('waiting', { n: qs.waiting }));
   setText($('eta'), eta(qs.etaSeconds));
-  setText($('tier'), t(tier));
-  $('progress').value = (place.start - qs.position) / place.start;
+  showTier();
+  // From the position at entry (0) to the front (1).
+  $('progress').value = place.start > 1 ? (place.start - qs.position) / (place.start - 1) : 1;
   document.title = `#${fmtN(qs.position)} · ${t('title')}`;
   tick();
   announce(`${t('position', { n: qs.position })}. ${t('etaLabel')}: ${eta(qs.etaSeconds)}.`, first);
+}
+
+// showTier names the connection in use; a following tab names its leader's.
+function showTier() {
+  const el = $('tier'), name = t('tier_' + tier);
+  el.dataset.tier = tier;
+  el.dataset.role = S.role;
+  setText(el, S.role === 'follower' ? t('viaTab', { tier: name }) : name);
 }
 
 function ready(qs) {
@@ -238,6 +268,7 @@ function tick() {
   const left = S.entryEnd - (Date.now() + S.skew);
   if (left <= 0 && !S.ordering) return end('windowEnded');
   setText($('countdown'), Number.isFinite(left) ? t('left', { t: clock(left) }) : '');
+  $('countdown').classList.toggle('urgent', left < 30000);
 }
 
 // --- API --------------------------------------------------------------------
@@ -265,11 +296,105 @@ function retryAfter(h) {
 
 // --- transports -------------------------------------------------------------
 
-// A transport delivers QueueStatus objects to h.status, calls h.gone(res) when the
-// server holds no place for us, and h.link(ok) when the connection drops or
-// recovers. It returns a stop function. SSE and WebSocket tiers plug in here.
+// A transport delivers QueueStatus objects to h.status, calls h.gone() when the
+// server holds no place for us, h.link(ok) when the connection drops or
+// recovers, and h.fail(status) when its tier does not work here (it returns
+// true if the caller moved on to the next tier). It returns a stop function.
+
+// probe asks GET position why a stream ended: {gone}, {status} or {} (down).
+async function probe() {
+  const res = await api('GET', roomPath('position'), { token: place.token }).catch(() => null);
+  if (res && [401, 403, 404].includes(res.status)) return { gone: true };
+  return res && res.ok ? { status: res.data } : {};
+}
+
+// pushTier makes a push transport from open(on), which connects and returns a
+// close function, and calls on.status(qs), on.gone(), on.restart() (the server
+// is going away: come back soon) and on.broken() (dropped or refused). A
+// refusal (non-200, proxy error) closes an EventSource for good and a refused
+// WebSocket says no more than 1006, so after every failure GET position tells
+// whether the place is gone, the server is down, or only this tier is blocked.
+function pushTier(open) {
+  return (h) => {
+    let close = null, timer = 0, watchdog = 0, fails = 0, stopped = false, got = false;
+    const shut = () => { clearTimeout(watchdog); if (close) close(); close = null; };
+    const later = (ms) => { clearTimeout(timer); if (!stopped) timer = setTimeout(connect, ms); };
+    const on = {
+      status(qs) {
+        if (stopped || !qs) return;
+        got = true;
+        fails = 0;
+        clearTimeout(watchdog);
+        h.link(true);
+        h.status(qs);
+      },
+      gone() { if (!stopped) { shut(); h.gone(); } },
+      restart() { if (!stopped) { shut(); later(jitter(2000, 0.5)); } },
+      async broken() {
+        if (stopped || !close) return;
+        const delivered = got;
+        shut();
+        const p = await probe();
+        if (stopped) return;
+        if (p.gone) return h.gone();
+        if (!p.status) h.link(false);
+        else {
+          h.link(true);
+          h.status(p.status);
+          if (stopped) return; // the status ended the wait (READY)
+          // Refused before saying anything while the API answers: this
+          // tier is blocked on the way (or switched off), not the server.
+          if (!delivered) {
+            if (h.fail(p.status)) return;
+            say('liveOff');
+          }
+        }
+        later(backoff(fails++));
+      },
+    };
+    function connect() {
+      if (stopped) return;
+      got = false;
+      watchdog = setTimeout(on.broken, FIRST_EVENT_MS);
+      close = open(on);
+    }
+    connect();
+    return () => { stopped = true; clearTimeout(timer); shut(); };
+  };
+}
+
 const TRANSPORTS = {
-  polling(h, last) {
+  // sse: EventSource on the same origin; the HttpOnly wr_queue cookie carries
+  // the queue token, so no token is ever put in the URL.
+  sse: pushTier((on) => {
+    const es = new EventSource('/api/v1' + roomPath('events'));
+    es.addEventListener('status', (e) => on.status(parse(e.data)));
+    es.addEventListener('gone', on.gone);
+    es.addEventListener('reconnect', on.restart);
+    // Our own reconnect (with backoff) replaces the browser's.
+    es.onerror = on.broken;
+    return () => es.close();
+  }),
+
+  // ws: frames {"type":"status",…} / {"type":"gone",…}; close 1001 = the server restarts.
+  ws: pushTier((on) => {
+    const ws = new WebSocket((location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host + '/api/v1' + roomPath('ws'));
+    let done = false;
+    ws.onmessage = (e) => {
+      const m = parse(e.data);
+      if (m && m.type === 'status') on.status(m);
+      else if (m && m.type === 'gone') { done = true; on.gone(); }
+    };
+    ws.onclose = (e) => {
+      if (done) return;
+      if (e.code === 1001) on.restart();
+      else on.broken();
+    };
+    return () => { done = true; ws.close(); };
+  }),
+
+  // poll: GET position, next one after the server's pollAfterMs.
+  poll(h, last) {
     let timer = 0, fails = 0, busy = false, stopped = false;
     const later = (ms) => { clearTimeout(timer); if (!stopped) timer = setTimeout(poll, ms); };
     async function poll() {
@@ -285,10 +410,9 @@ const TRANSPORTS = {
         h.status(res.data);
         return later(jitter(res.data.pollAfterMs || 1000, 0.1));
       }
-      if (res && [401, 403, 404].includes(res.status)) return h.gone(res);
+      if (res && [401, 403, 404].includes(res.status)) return h.gone();
       if (!res || res.status >= 500) h.link(false);
-      const backoff = jitter(Math.min(30000, 1000 * 2 ** fails++));
-      later(res && res.wait !== null ? res.wait + Math.random() * 1000 : backoff);
+      later(res && res.wait !== null ? res.wait + Math.random() * 1000 : backoff(fails++));
     }
     const kick = () => { if (document.visibilityState === 'visible') later(0); };
     document.addEventListener('visibilitychange', kick);
@@ -303,18 +427,91 @@ const TRANSPORTS = {
   },
 };
 
+// lead runs the tiers for this tab and the tabs that follow it: the forced
+// one, or SSE, then WebSocket, then polling, each moving on only when the one
+// before it is refused.
+function lead(signal, last) {
+  let i = FORCED ? TIERS.indexOf(FORCED) : 0, stop = () => {};
+  const run = (st) => {
+    tier = TIERS[i];
+    showTier();
+    stop = TRANSPORTS[tier]({
+      status(qs) {
+        share({ t: 'status', qs, tier, start: Math.max(place.start || 0, qs.position || 0), at: place.at });
+        render(qs);
+      },
+      gone() { share({ t: 'gone' }); end('expired'); },
+      link,
+      fail(qs) {
+        if (FORCED || i >= TIERS.length - 1) return false;
+        stop();
+        i++;
+        run(qs);
+        return true;
+      },
+    }, st);
+  };
+  run(last);
+  signal.addEventListener('abort', () => stop());
+}
+
+function link(ok) {
+  if (!ok) say('reconnecting');
+  else if (S.msg && (S.msg.key === 'reconnecting' || S.msg.key === 'liveOff')) say(null);
+}
+
+// follow keeps this tab's status current until READY or the end: as the
+// room's leader tab when it gets the lock, else from the leader's messages.
 function follow(last) {
   stopFollow();
-  S.stop = TRANSPORTS[tier]({
-    status: render,
-    gone: () => end('expired'),
-    link: (ok) => { if (!ok) say('reconnecting'); else if (S.msg && S.msg.key === 'reconnecting') say(null); },
-  }, last);
+  const ctl = new AbortController();
+  S.stop = () => ctl.abort();
+  if (!chan || !navigator.locks) {
+    S.role = 'leader';
+    return lead(ctl.signal, last);
+  }
+  S.role = 'follower';
+  share({ t: 'hello' });
+  navigator.locks.request(LOCK, { signal: ctl.signal }, () => new Promise((release) => {
+    ctl.signal.addEventListener('abort', release);
+    if (ctl.signal.aborted) return release();
+    S.role = 'leader';
+    lead(ctl.signal, S.last || last);
+  })).catch(() => { /* aborted while waiting for the lock */ });
 }
 
 function stopFollow() {
   if (S.stop) S.stop();
   S.stop = null;
+  S.role = '';
+}
+
+function share(m) {
+  if (chan) chan.postMessage(m);
+}
+
+// shared handles the messages of the room's other tabs.
+function shared(ev) {
+  const m = ev.data || {};
+  switch (m.t) {
+    case 'hello': // a new tab: tell it where we are
+      if (S.role === 'leader' && S.last) share({ t: 'status', qs: S.last, tier, start: place.start, at: place.at });
+      return;
+    case 'status':
+      if (S.role !== 'follower' || !m.qs) return;
+      tier = TIERS.includes(m.tier) ? m.tier : tier;
+      if (m.start > (place.start || 0)) place.start = m.start;
+      if (m.at && (!place.at || m.at < place.at)) place.at = m.at;
+      return render(m.qs);
+    case 'gone':
+      if (S.role === 'follower') end('expired');
+      return;
+    case 'ordered': // another tab used the entry token
+      if (['queue', 'ready'].includes(S.screen) && m.order) ordered(m.order);
+      return;
+    case 'left':
+      if (['queue', 'ready'].includes(S.screen)) leftQueue();
+  }
 }
 
 // --- actions ----------------------------------------------------------------
@@ -369,14 +566,19 @@ async function leave(ev) {
     api('POST', roomPath('leave'), { token: place.token }).catch(() => null));
   if (!res) return say('network', {}, true);
   if (res.ok || [401, 403, 404].includes(res.status)) {
-    stopFollow();
-    clearPlace();
-    show(hasAccess() ? 'enter' : 'login');
-    document.title = t('title');
-    return say('leftQueue');
+    share({ t: 'left' });
+    return leftQueue();
   }
   if (res.status === 429) tooMany(res);
   else sayError(res);
+}
+
+function leftQueue() {
+  stopFollow();
+  clearPlace();
+  show(hasAccess() ? 'enter' : 'login');
+  document.title = t('title');
+  say('leftQueue');
 }
 
 async function loadProducts() {
@@ -422,12 +624,8 @@ async function order(ev) {
   S.ordering = false;
   if (!res) return say('network', {}, true);
   if (res.status === 201) {
-    S.order = res.data;
-    clearPlace();
-    setText($('done-text'), doneText(res.data));
-    show('order-result');
-    document.title = t('doneH');
-    return announce(`${t('doneH')}. ${doneText(res.data)}`, true);
+    share({ t: 'ordered', order: res.data });
+    return ordered(res.data);
   }
   if (res.status === 409) end('soldOut');
   else if (res.status === 403) end('windowEnded');
@@ -436,6 +634,16 @@ async function order(ev) {
   else if (res.status === 404) say('productGone', {}, true);
   else if (res.status === 429) tooMany(res);
   else sayError(res);
+}
+
+function ordered(o) {
+  stopFollow();
+  S.order = o;
+  clearPlace();
+  setText($('done-text'), doneText(o));
+  show('order-result');
+  document.title = t('doneH');
+  announce(`${t('doneH')}. ${doneText(o)}`, true);
 }
 
 // resume continues a stored place, or asks the server (via the wr_queue cookie)
@@ -461,6 +669,7 @@ function init() {
   $('order-form').addEventListener('submit', order);
   $('product').addEventListener('change', limitQuantity);
   document.querySelectorAll('.lang').forEach((b) => b.addEventListener('click', () => setLang(b.dataset.lang)));
+  if (chan) chan.onmessage = shared;
   setLang(lang);
   setInterval(tick, 1000);
   resume();
