@@ -47,6 +47,7 @@ type limitListener struct {
 	open    atomic.Int64
 	refused func()
 	log     *slog.Logger
+	conns   sync.Map // *countedConn → struct{}: every open connection
 }
 
 // refusal is written to a connection past the cap, before any request.
@@ -79,8 +80,22 @@ func (l *limitListener) Accept() (net.Conn, error) {
 			}
 			continue
 		}
-		return &countedConn{Conn: c, l: l}, nil
+		cc := &countedConn{Conn: c, l: l}
+		l.conns.Store(cc, struct{}{})
+		return cc, nil
 	}
+}
+
+// closeUnused closes the connections that have not sent a byte yet —
+// browsers open spare connections ahead of need — so a shutdown does not
+// wait for them (fasthttp would, for seconds).
+func (l *limitListener) closeUnused() {
+	l.conns.Range(func(k, _ any) bool {
+		if c := k.(*countedConn); !c.used.Load() {
+			_ = c.Close()
+		}
+		return true
+	})
 }
 
 // countedConn gives its slot back when closed (once).
@@ -88,10 +103,22 @@ type countedConn struct {
 	net.Conn
 	l    *limitListener
 	once sync.Once
+	used atomic.Bool // a byte has been read
+}
+
+func (c *countedConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 && !c.used.Load() {
+		c.used.Store(true)
+	}
+	return n, err
 }
 
 func (c *countedConn) Close() error {
-	c.once.Do(func() { c.l.open.Add(-1) })
+	c.once.Do(func() {
+		c.l.open.Add(-1)
+		c.l.conns.Delete(c)
+	})
 	return c.Conn.Close()
 }
 

@@ -181,9 +181,9 @@ func (s *Server) Serve(ctx context.Context, public, admin net.Listener) error {
 	wg.Go(func() { s.hub.Run(loopCtx) })
 	wg.Go(func() { s.runAccessRefresh(loopCtx) })
 
-	public = &limitListener{Listener: public, max: int64(s.cfg.MaxConns), refused: s.m.connRefused.Inc, log: s.log}
+	limited := &limitListener{Listener: public, max: int64(s.cfg.MaxConns), refused: s.m.connRefused.Inc, log: s.log}
 	errc := make(chan error, 2)
-	wg.Go(func() { errc <- s.public.Listener(public) })
+	wg.Go(func() { errc <- s.public.Listener(limited) })
 	wg.Go(func() { errc <- s.admin.Listener(admin) })
 	s.log.LogAttrs(ctx, slog.LevelInfo, "serving",
 		slog.String("public", public.Addr().String()), slog.String("admin", admin.Addr().String()),
@@ -201,6 +201,7 @@ func (s *Server) Serve(ctx context.Context, public, admin net.Listener) error {
 	// Streams first: each is told to reconnect elsewhere and ends, so the
 	// HTTP shutdown below is not held up by them.
 	s.hub.Close()
+	limited.closeUnused()
 	if e := s.public.ShutdownWithContext(sctx); e != nil {
 		err = errors.Join(err, fmt.Errorf("server: public shutdown: %w", e))
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -337,4 +338,19 @@ func TestDisabledTransportIs503(t *testing.T) {
 	if p := in.position("default", qt); p.status != 200 {
 		t.Fatalf("polling = %d", p.status)
 	}
+}
+
+// TestShutdownIgnoresUnusedConnections: connections opened ahead of need
+// (as browsers do) that never sent a byte do not hold up a shutdown.
+func TestShutdownIgnoresUnusedConnections(t *testing.T) {
+	e := newEnv(t)
+	in := e.start(map[string]string{"WR_SHUTDOWN_TIMEOUT": "3s"})
+	for range 5 {
+		c, err := net.Dial("tcp", strings.TrimPrefix(in.base, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+	}
+	in.stop() // fails the test if Serve reports a timed-out shutdown
 }
