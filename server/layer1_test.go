@@ -259,3 +259,50 @@ func TestAccessLists(t *testing.T) {
 	})
 	put(map[string][]string{"deny": {}})
 }
+
+// TestHardening: the cookie's Secure flag on demand, the header size
+// limit, the slow-client cut, and the management endpoints absent from the
+// public port.
+func TestHardening(t *testing.T) {
+	e := newEnv(t)
+	in := e.start(map[string]string{"WR_COOKIE_SECURE": "1"})
+	req, _ := http.NewRequest("POST", in.base+"/api/v1/rooms/default/enter", nil)
+	req.Header.Set("Authorization", "Bearer "+in.login(user(1)))
+	res, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if c := res.Cookies(); len(c) != 1 || !c[0].Secure || !c[0].HttpOnly {
+		t.Fatalf("cookie with WR_COOKIE_SECURE=1: %+v", c)
+	}
+	// Headers over 4 KiB: 431, not a 500 or a hang.
+	if r := do(t, "GET", in.base+"/api/v1/products/1", "", nil, "X-Padding", strings.Repeat("a", 8<<10)); r.status != 431 {
+		t.Fatalf("oversized headers = %d %s", r.status, r.raw)
+	}
+	// /metrics and /admin are not on the public port.
+	for _, path := range []string{"/metrics", "/admin/rooms", "/readyz", "/debug/pprof/"} {
+		if r := do(t, "GET", in.base+path, testAdminToken, nil); r.status != 404 {
+			t.Errorf("public %s = %d", path, r.status)
+		}
+	}
+	// A client that starts a request and stalls is cut (ReadTimeout 10 s).
+	conn, err := net.Dial("tcp", strings.TrimPrefix(in.base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Write([]byte("GET /api/v1/products/1 HTTP/1.1\r\nHost: x\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	buf := make([]byte, 512)
+	for {
+		if _, err := conn.Read(buf); err != nil {
+			if ne, ok := err.(net.Error); ok && ne.Timeout() {
+				t.Fatal("a stalled request was not cut within 30 s")
+			}
+			break // closed by the server (possibly after a 408)
+		}
+	}
+}
