@@ -369,10 +369,6 @@ func (r *surgeReport) rows() [][2]string {
 		rows = append(rows, [2]string{"machine load average", fmt.Sprintf("%s at the start, %s at the end (1 min; %d CPUs: above %d, other work competed)",
 			r.LoadAvgStart, r.LoadAvgEnd, r.CPUs, r.CPUs)})
 	}
-	if r.LoadAvgStart != "" {
-		rows = append(rows, [2]string{"machine load average", fmt.Sprintf("%s at the start, %s at the end (1 min; %d CPUs: above %d, other work competed)",
-			r.LoadAvgStart, r.LoadAvgEnd, r.CPUs, r.CPUs)})
-	}
 	return rows
 }
 
