@@ -219,7 +219,7 @@ func TestCORS(t *testing.T) {
 // once and is audited; the lists are shared through Redis by instances.
 func TestAccessLists(t *testing.T) {
 	e := newEnv(t)
-	vars := limited(map[string]string{"WR_TARGET_ACTIVE": "0", "WR_LIMIT_ENTER_USER": "1/1h:1"})
+	vars := limited(map[string]string{"WR_TARGET_ACTIVE": "0", "WR_LIMIT_ENTER_USER": "1/1h:1", "WR_LIMIT_ENTER_IP": "100000/1s"})
 	a, b := e.start(vars), e.start(vars)
 	put := func(body map[string][]string) response {
 		return do(t, "PUT", a.admin+"/admin/access", testAdminToken, body)

@@ -34,11 +34,16 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	redis.SetLogger(quietRedis{}) // tests that kill Redis would flood the output with dial errors
 	goleak.VerifyTestMain(m,
 		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.updateServerDate.func1"),
 		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*workerPool).Start.func2"),
 	)
 }
+
+type quietRedis struct{}
+
+func (quietRedis) Printf(context.Context, string, ...any) {}
 
 // serveChild runs a server configured by the environment, after lowering
 // its open-file limit to WR_TEST_NOFILE, until SIGTERM.
