@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/prometheus/client_golang/prometheus"
@@ -201,13 +202,33 @@ func (s *Server) Serve(ctx context.Context, public, admin net.Listener) error {
 	// Streams first: each is told to reconnect elsewhere and ends, so the
 	// HTTP shutdown below is not held up by them.
 	s.hub.Close()
-	limited.closeUnused()
-	if e := s.public.ShutdownWithContext(sctx); e != nil {
+	// Connections that never sent a byte (browsers' spare ones) would hold
+	// the shutdown up for seconds; close them, also ones accepted meanwhile.
+	sweepDone := make(chan struct{})
+	go func() {
+		t := time.NewTicker(50 * time.Millisecond)
+		defer t.Stop()
+		for {
+			limited.closeUnused()
+			select {
+			case <-sweepDone:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	e := s.public.ShutdownWithContext(sctx)
+	close(sweepDone)
+	if e != nil {
 		err = errors.Join(err, fmt.Errorf("server: public shutdown: %w", e))
 	}
 	if e := s.admin.ShutdownWithContext(sctx); e != nil {
 		err = errors.Join(err, fmt.Errorf("server: admin shutdown: %w", e))
 	}
+	// fasthttp closes only the listeners its Serve has registered; a stop
+	// that comes right after the start could find none. Close them here too.
+	_ = limited.Close()
+	_ = admin.Close()
 	stopLoop()
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
