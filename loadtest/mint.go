@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"flag"
+	"os"
 	"strconv"
 	"time"
 
@@ -52,4 +54,20 @@ func (m *minter) access(id int64) (string, error) {
 	})
 	tok.Header["kid"] = m.kid
 	return tok.SignedString(m.secret)
+}
+
+// mintFlags registers --mint-tokens and --jwt-secret on fs; the returned
+// func, called after parsing, builds the minter (nil without --mint-tokens).
+func mintFlags(fs *flag.FlagSet) func() (*minter, error) {
+	mint := fs.Bool("mint-tokens", false, "mint access tokens with the server's JWT secret instead of logging in (BCrypt: slow)")
+	secret := fs.String("jwt-secret", "", "the server's JWT secret, for --mint-tokens (default $WR_JWT_SECRET)")
+	return func() (*minter, error) {
+		if !*mint {
+			return nil, nil
+		}
+		if *secret == "" {
+			*secret = os.Getenv("WR_JWT_SECRET")
+		}
+		return newMinter(*secret, 2*time.Hour)
+	}
 }

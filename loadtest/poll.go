@@ -63,8 +63,7 @@ func runPoll(ctx context.Context, o *options, args []string) (report, error) {
 	warm := fs.Duration("warmup", time.Second, "unmeasured warm-up per target (opens the connections)")
 	users := fs.Int("users", 50, "users user1…userK whose queue tokens the pollers share")
 	ahead := fs.Int("ahead", 200, "users entered before the pollers, so the pollers wait behind them: most of a crowd waits behind position 100, where the server answers from memory; 0 measures the front, where every poll reads Redis")
-	mint := fs.Bool("mint-tokens", false, "mint access tokens with the server's JWT secret instead of logging in (BCrypt: slow)")
-	secret := fs.String("jwt-secret", "", "the server's JWT secret, for --mint-tokens (default $WR_JWT_SECRET)")
+	minterFromFlags := mintFlags(fs)
 	password := fs.String("password", "demo-pass", "password of the demo users")
 	loginConns := fs.Int("login-conns", 4, "connections of the login (BCrypt) measurement")
 	loginDur := fs.Duration("login-duration", 3*time.Second, "measured time of the login measurement")
@@ -74,15 +73,9 @@ func runPoll(ctx context.Context, o *options, args []string) (report, error) {
 	if *conns < 1 || *users < 1 || *loginConns < 1 || *dur <= 0 || *loginDur <= 0 || *warm < 0 || *ahead < 0 {
 		return nil, errors.New("poll: --conns, --users, --login-conns, --duration and --login-duration must be positive, --ahead not negative")
 	}
-	if *secret == "" {
-		*secret = os.Getenv("WR_JWT_SECRET")
-	}
-	var mt *minter
-	if *mint {
-		var err error
-		if mt, err = newMinter(*secret, 2*time.Hour); err != nil {
-			return nil, fmt.Errorf("poll: %w", err)
-		}
+	mt, err := minterFromFlags()
+	if err != nil {
+		return nil, fmt.Errorf("poll: %w", err)
 	}
 
 	hc := newClient(max(*conns, *loginConns), o.timeout)

@@ -109,8 +109,7 @@ func runStreams(ctx context.Context, o *options, args []string) (report, error) 
 	transport := fs.String("transport", "sse", "sse (GET events, Bearer queue token) or ws (GET ws?token=)")
 	dur := fs.Duration("duration", 60*time.Second, "how long admissions are driven once the streams are open")
 	target := fs.Int64("target", 20, "targetActive while driving admissions (the original is restored)")
-	mint := fs.Bool("mint-tokens", false, "mint access tokens with the server's JWT secret instead of logging in (BCrypt: slow)")
-	secret := fs.String("jwt-secret", "", "the server's JWT secret, for --mint-tokens (default $WR_JWT_SECRET)")
+	minterFromFlags := mintFlags(fs)
 	password := fs.String("password", "demo-pass", "password of the demo users (without --mint-tokens)")
 	first := fs.Int("first-user", 1, "first user: user<k> with database id k (a freshly seeded database)")
 	product := fs.Int64("product", 1, "product each admitted user orders")
@@ -122,15 +121,9 @@ func runStreams(ctx context.Context, o *options, args []string) (report, error) 
 	if *n < 1 || *conns < 1 || *dur <= 0 || *target < 1 || *first < 1 || *idle <= 0 {
 		return nil, errors.New("streams: -n, --conns, --duration, --target, --first-user and --idle must be positive")
 	}
-	if *secret == "" {
-		*secret = os.Getenv("WR_JWT_SECRET")
-	}
-	var mt *minter
-	if *mint {
-		var err error
-		if mt, err = newMinter(*secret, 2*time.Hour); err != nil {
-			return nil, fmt.Errorf("streams: %w", err)
-		}
+	mt, err := minterFromFlags()
+	if err != nil {
+		return nil, fmt.Errorf("streams: %w", err)
 	}
 	if err := checkNoFile(*n + *conns + 64); err != nil {
 		return nil, fmt.Errorf("streams: %w", err)
@@ -145,7 +138,7 @@ func runStreams(ctx context.Context, o *options, args []string) (report, error) 
 	adm := &admin{base: o.admin, token: o.adminToken, room: o.room, hc: newClient(2, o.timeout)}
 	rep := &streamsReport{Scenario: "streams", Transport: *transport, Base: o.base, Room: o.room, CPUs: runtime.NumCPU(),
 		Users: *n, Target: *target, Tokens: "login"}
-	if *mint {
+	if mt != nil {
 		rep.Tokens = "minted (kid " + mt.kid + ")"
 	}
 

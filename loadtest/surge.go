@@ -89,8 +89,7 @@ func runSurge(ctx context.Context, o *options, args []string) (report, error) {
 	transport := fs.String("transport", "sse", "how users wait: sse, ws, poll (GET position every pollAfterMs) or mix (each in turn)")
 	target := fs.Int64("target", 0, "targetActive during the run (0: keep the room's; the original is restored)")
 	maxDur := fs.Duration("max-duration", 5*time.Minute, "the run ends after this long, drained or not")
-	mint := fs.Bool("mint-tokens", false, "mint access tokens with the server's JWT secret instead of logging in (BCrypt: slow)")
-	secret := fs.String("jwt-secret", "", "the server's JWT secret, for --mint-tokens (default $WR_JWT_SECRET)")
+	minterFromFlags := mintFlags(fs)
 	password := fs.String("password", "demo-pass", "password of the demo users (without --mint-tokens)")
 	first := fs.Int("first-user", 1, "first user: user<k> with database id k (a freshly seeded database)")
 	product := fs.Int64("product", 1, "product each admitted user orders")
@@ -108,15 +107,9 @@ func runSurge(ctx context.Context, o *options, args []string) (report, error) {
 	default:
 		return nil, fmt.Errorf("surge: --transport %q: want sse, ws, poll or mix", *transport)
 	}
-	if *secret == "" {
-		*secret = os.Getenv("WR_JWT_SECRET")
-	}
-	var mt *minter
-	if *mint {
-		var err error
-		if mt, err = newMinter(*secret, 2*time.Hour); err != nil {
-			return nil, fmt.Errorf("surge: %w", err)
-		}
+	mt, err := minterFromFlags()
+	if err != nil {
+		return nil, fmt.Errorf("surge: %w", err)
 	}
 	if err := checkNoFile(*n + 1024); err != nil {
 		return nil, fmt.Errorf("surge: %w", err)
