@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"waitingroom/server"
 	"waitingroom/server/pgstore/pgtest"
 )
 
@@ -393,4 +394,23 @@ func TestTwoInstancesNeverExceedTarget(t *testing.T) {
 	})
 	wg.Wait()
 	t.Logf("%d samples of active, all <= 4", samples)
+}
+
+// TestOrderOfAVanishedUser: a valid queue token whose user the database no
+// longer has gets 401, and the slot is released.
+func TestOrderOfAVanishedUser(t *testing.T) {
+	e := newEnv(t)
+	in := e.start(map[string]string{"WR_TARGET_ACTIVE": "1"})
+	tok, _ := server.NewTokens(testSecret, "").IssueQueue("999999", "default", 0, time.Hour)
+	if _, err := in.srv.Queue().Enter(context.Background(), "default", "999999"); err != nil {
+		t.Fatal(err)
+	}
+	in.admit("default")
+	entry := in.position("default", tok).str("entryToken")
+	if r := in.order(tok, entry, 1, 1); r.status != 401 || r.str("error") != "unauthorized" {
+		t.Fatalf("order of a vanished user = %d %s", r.status, r.raw)
+	}
+	if r := in.adminRoom("default"); r.num("active") != 0 {
+		t.Fatalf("slot not released: %s", r.raw)
+	}
 }

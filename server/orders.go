@@ -102,6 +102,10 @@ func (s *Server) order(c *fiber.Ctx) error {
 	case errors.Is(err, pgstore.ErrProductNotFound):
 		s.m.orders.WithLabelValues("product_not_found").Inc()
 		return err
+	case errors.Is(err, pgstore.ErrUserNotFound):
+		// A valid token for a user the database no longer has.
+		s.m.orders.WithLabelValues("unknown_user").Inc()
+		return &apiError{status: fiber.StatusUnauthorized, code: "unauthorized", message: "this account no longer exists"}
 	default:
 		s.m.orders.WithLabelValues("refused").Inc()
 		return errBadRequest("the order was refused: " + err.Error())
