@@ -17,7 +17,7 @@ func ValidRoom(name string) bool { return roomName.MatchString(name) }
 
 // keys are the Redis keys of one room, all under the hash tag {room}.
 type keys struct {
-	cfg, seq, queue, active, tokens, stats, gone, channel string
+	cfg, seq, queue, active, tokens, stats, gone, seen, channel string
 }
 
 func (q *Queue) keys(room string) keys {
@@ -30,6 +30,7 @@ func (q *Queue) keys(room string) keys {
 		tokens:  base + "tokens",
 		stats:   base + "stats",
 		gone:    base + "gone",
+		seen:    base + "seen",
 		channel: base + "events",
 	}
 }

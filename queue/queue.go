@@ -77,6 +77,10 @@ type Options struct {
 	// RateWindow is how much busy time admissions are measured over
 	// before the rate is updated (default 5s).
 	RateWindow time.Duration
+	// IdleTimeout: a waiting user neither polling nor holding a stream for
+	// this long has abandoned the queue and is removed by the admission run
+	// (WR_IDLE_TIMEOUT). 0 keeps everyone.
+	IdleTimeout time.Duration
 }
 
 // Queue is the Redis model of all rooms. It is safe for concurrent use.
@@ -84,6 +88,7 @@ type Queue struct {
 	rdb        redis.UniversalClient
 	prefix     string
 	rateWindow time.Duration
+	idle       time.Duration
 }
 
 // New returns a Queue on rdb. rdb may be a single node, Sentinel or Cluster
@@ -95,7 +100,7 @@ func New(rdb redis.UniversalClient, o Options) *Queue {
 	if o.RateWindow <= 0 {
 		o.RateWindow = 5 * time.Second
 	}
-	return &Queue{rdb: rdb, prefix: o.Prefix, rateWindow: o.RateWindow}
+	return &Queue{rdb: rdb, prefix: o.Prefix, rateWindow: o.RateWindow, idle: o.IdleTimeout}
 }
 
 // ETA returns the estimated wait of a waiting user in whole seconds,
@@ -133,7 +138,7 @@ func (q *Queue) Enter(ctx context.Context, room, user string) (Status, error) {
 		return Status{}, ErrRoomNotFound
 	}
 	k := q.keys(room)
-	v, err := enterScript.Run(ctx, q.rdb, []string{k.cfg, k.seq, k.queue, k.active, k.tokens, k.stats}, user).Result()
+	v, err := enterScript.Run(ctx, q.rdb, []string{k.cfg, k.seq, k.queue, k.active, k.tokens, k.stats, k.seen}, user).Result()
 	if err != nil {
 		return Status{}, unavailable("enter", err)
 	}
@@ -202,7 +207,7 @@ func (q *Queue) Leave(ctx context.Context, room, user string) (LeaveResult, erro
 		return LeaveResult{}, nil
 	}
 	k := q.keys(room)
-	v, err := leaveScript.Run(ctx, q.rdb, []string{k.queue, k.active, k.tokens, k.stats, k.gone}, user, k.channel, room).Result()
+	v, err := leaveScript.Run(ctx, q.rdb, []string{k.queue, k.active, k.tokens, k.stats, k.gone, k.seen}, user, k.channel, room).Result()
 	if err != nil {
 		return LeaveResult{}, unavailable("leave", err)
 	}
@@ -270,15 +275,16 @@ func (q *Queue) Restore(ctx context.Context, c Claim, grace time.Duration) (bool
 
 // AdmitResult is the outcome of one admission run for one room.
 type AdmitResult struct {
-	Room     string
-	Admitted []string // users admitted, in ticket order
-	Waiting  int64    // waiting after the run
-	Active   int64    // active after the run
-	Want     int      // tokens this run could have used
-	Pruned   int      // expired admissions removed
-	Rate     float64  // measured admission rate, users/s (0: not yet measured)
-	Target   int64
-	Paused   bool
+	Room      string
+	Admitted  []string // users admitted, in ticket order
+	Waiting   int64    // waiting after the run
+	Active    int64    // active after the run
+	Want      int      // tokens this run could have used
+	Pruned    int      // expired admissions removed
+	Abandoned int      // waiting users removed for not being seen
+	Rate      float64  // measured admission rate, users/s (0: not yet measured)
+	Target    int64
+	Paused    bool
 }
 
 // NewEntryToken returns 128 random bits, base64url-encoded.
@@ -293,12 +299,12 @@ func NewEntryToken() string {
 // ErrUnavailable.
 func (q *Queue) Admit(ctx context.Context, room string, tokens int) (AdmitResult, error) {
 	k := q.keys(room)
-	args := make([]any, 0, 3+tokens)
-	args = append(args, k.channel, room, q.rateWindow.Milliseconds())
+	args := make([]any, 0, 4+tokens)
+	args = append(args, k.channel, room, q.rateWindow.Milliseconds(), q.idle.Milliseconds())
 	for range tokens {
 		args = append(args, NewEntryToken())
 	}
-	v, err := admitScript.Run(ctx, q.rdb, []string{k.cfg, k.queue, k.active, k.tokens, k.stats, k.gone}, args...).Result()
+	v, err := admitScript.Run(ctx, q.rdb, []string{k.cfg, k.queue, k.active, k.tokens, k.stats, k.gone, k.seen}, args...).Result()
 	if err != nil {
 		return AdmitResult{}, unavailable("admit", err)
 	}
@@ -308,15 +314,16 @@ func (q *Queue) Admit(ctx context.Context, room string, tokens int) (AdmitResult
 		return AdmitResult{}, ErrRoomNotFound
 	}
 	res := AdmitResult{
-		Room:     room,
-		Admitted: r.strs(8),
-		Waiting:  r.int(1),
-		Active:   r.int(2),
-		Want:     int(r.int(3)),
-		Pruned:   int(r.int(4)),
-		Rate:     r.float(5),
-		Target:   r.int(6),
-		Paused:   r.int(7) == 1,
+		Room:      room,
+		Admitted:  r.strs(8),
+		Waiting:   r.int(1),
+		Active:    r.int(2),
+		Want:      int(r.int(3)),
+		Pruned:    int(r.int(4)),
+		Rate:      r.float(5),
+		Target:    r.int(6),
+		Paused:    r.int(7) == 1,
+		Abandoned: int(r.int(9)),
 	}
 	return res, r.err
 }
@@ -340,4 +347,38 @@ func (q *Queue) Grant(ctx context.Context, room, user string) (Status, error) {
 	}
 	st := Status{State: Ready, EntryToken: r.str(1), EntryExpires: msTime(r.int(2))}
 	return st, r.err
+}
+
+// Touch marks waiting users of room as present (they polled or hold a
+// stream): one script call per 500 users, all in one pipeline. Users no
+// longer waiting are ignored.
+func (q *Queue) Touch(ctx context.Context, room string, users []string) error {
+	if len(users) == 0 || !ValidRoom(room) {
+		return nil
+	}
+	k := q.keys(room)
+	run := func() error {
+		_, err := q.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i := 0; i < len(users); i += 500 {
+				batch := users[i:min(i+500, len(users))]
+				args := make([]any, len(batch))
+				for j, u := range batch {
+					args[j] = u
+				}
+				touchScript.EvalSha(ctx, p, []string{k.seen}, args...)
+			}
+			return nil
+		})
+		return err
+	}
+	err := run()
+	if err != nil && isNoScript(err) {
+		if err = touchScript.Load(ctx, q.rdb).Err(); err == nil {
+			err = run()
+		}
+	}
+	if err != nil {
+		return unavailable("touch", err)
+	}
+	return nil
 }

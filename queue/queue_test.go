@@ -487,3 +487,44 @@ func TestAdmitterRecreatesConfiguredRooms(t *testing.T) {
 		t.Fatalf("enter after the next tick = %+v, %v", st, err)
 	}
 }
+
+func TestAbandonedUsersAreRemoved(t *testing.T) {
+	rdb, prefix := queuetest.Redis(t)
+	q := queue.New(rdb, queue.Options{Prefix: prefix, IdleTimeout: 300 * time.Millisecond})
+	ctx := context.Background()
+	if err := q.EnsureRoom(ctx, "r1", queue.RoomConfig{Target: 0, EntryTTL: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range []string{"gone1", "here", "gone2", "behind"} {
+		mustEnter(t, q, u)
+	}
+	// "here" polls and "behind" holds a stream: both are touched; the others
+	// are never seen again.
+	deadline := time.Now().Add(500 * time.Millisecond)
+	for time.Now().Before(deadline) {
+		if err := q.Touch(ctx, "r1", []string{"here", "behind"}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	res, err := q.Admit(ctx, "r1", 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Abandoned != 2 || res.Waiting != 2 {
+		t.Fatalf("admit = %+v, want 2 abandoned and 2 still waiting", res)
+	}
+	if st, _ := q.Status(ctx, "r1", "behind"); st.Position != 2 {
+		t.Fatalf("behind at %d, want 2", st.Position)
+	}
+	if _, err := q.Status(ctx, "r1", "gone1"); !errors.Is(err, queue.ErrNotInQueue) {
+		t.Fatalf("abandoned user status: %v", err)
+	}
+	if info, _ := q.Room(ctx, "r1"); info.Abandoned != 2 {
+		t.Fatalf("abandoned counter = %d", info.Abandoned)
+	}
+	// Entering again is a fresh ticket at the back.
+	if st := mustEnter(t, q, "gone1"); !st.New || st.Position != 3 {
+		t.Fatalf("re-enter after abandoning = %+v", st)
+	}
+}

@@ -34,14 +34,15 @@ type RoomUpdate struct {
 type RoomInfo struct {
 	Name string
 	RoomConfig
-	Waiting  int64
-	Active   int64
-	Rate     float64 // measured admissions per second (0: not yet measured)
-	Serving  int64   // ticket of the last admitted user
-	Entered  int64   // new tickets issued, all time
-	Admitted int64   // users admitted, all time
-	Expired  int64   // admissions whose window ended unused
-	Left     int64   // waiting users who left
+	Waiting   int64
+	Active    int64
+	Rate      float64 // measured admissions per second (0: not yet measured)
+	Serving   int64   // ticket of the last admitted user
+	Entered   int64   // new tickets issued, all time
+	Admitted  int64   // users admitted, all time
+	Expired   int64   // admissions whose window ended unused
+	Left      int64   // waiting users who left
+	Abandoned int64   // waiting users removed for not being seen
 }
 
 func boolField(b bool) string {
@@ -120,7 +121,7 @@ func (q *Queue) Room(ctx context.Context, room string) (RoomInfo, error) {
 	var waiting, active *redis.IntCmd
 	_, err := q.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		cfg = p.HGetAll(ctx, k.cfg)
-		stats = p.HMGet(ctx, k.stats, "rate", "serving", "entered", "admitted", "expired", "left")
+		stats = p.HMGet(ctx, k.stats, "rate", "serving", "entered", "admitted", "expired", "left", "abandoned")
 		waiting = p.ZCard(ctx, k.queue)
 		active = p.ZCard(ctx, k.active)
 		return nil
@@ -153,6 +154,7 @@ func (q *Queue) Room(ctx context.Context, room string) (RoomInfo, error) {
 	info.Admitted = int64(num(3))
 	info.Expired = int64(num(4))
 	info.Left = int64(num(5))
+	info.Abandoned = int64(num(6))
 	return info, nil
 }
 

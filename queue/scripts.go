@@ -29,6 +29,7 @@ var (
 	leaveScript    = mustScript("leave")
 	snapshotScript = mustScript("snapshot")
 	grantScript    = mustScript("grant")
+	touchScript    = mustScript("touch")
 )
 
 // reply is a script's array reply, read with checked conversions: an

@@ -84,13 +84,14 @@ type roomDoc struct {
 	Admitted        int64   `json:"admitted"`
 	Expired         int64   `json:"expired"`
 	Left            int64   `json:"left"`
+	Abandoned       int64   `json:"abandoned"`
 }
 
 func toRoomDoc(r queue.RoomInfo) roomDoc {
 	return roomDoc{
 		Room: r.Name, TargetActive: r.Target, EntryTTL: r.EntryTTL.String(), EntryTTLSeconds: r.EntryTTL.Seconds(),
 		Paused: r.Paused, Waiting: r.Waiting, Active: r.Active, AdmissionRate: r.Rate, ServingTicket: r.Serving,
-		Entered: r.Entered, Admitted: r.Admitted, Expired: r.Expired, Left: r.Left,
+		Entered: r.Entered, Admitted: r.Admitted, Expired: r.Expired, Left: r.Left, Abandoned: r.Abandoned,
 	}
 }
 

@@ -42,6 +42,9 @@ type Config struct {
 	// MaxConns (WR_MAX_CONNS) caps concurrent public connections; 0 derives
 	// it from RLIMIT_NOFILE (ConnCeiling). Excess connections get 503.
 	MaxConns int
+	// IdleTimeout (WR_IDLE_TIMEOUT, 60s; 0 disables): a waiting user who
+	// neither polls nor holds a stream this long is removed from the queue.
+	IdleTimeout time.Duration
 	// Transports (WR_TRANSPORTS, default "sse,ws") are the push transports
 	// offered; a disabled one answers 503 so clients fall back (polling is
 	// always on). For proxies that break one of them, and for tests.
@@ -109,6 +112,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		Shutdown:     p.duration("WR_SHUTDOWN_TIMEOUT", 15*time.Second, time.Second, 10*time.Minute),
 		CookieSecure: p.flag("WR_COOKIE_SECURE"),
 		MaxConns:     int(p.int("WR_MAX_CONNS", 0, 0, 10_000_000)),
+		IdleTimeout:  p.durationOrZero("WR_IDLE_TIMEOUT", 60*time.Second, 5*time.Second, 24*time.Hour),
 	}
 	transports := p.str("WR_TRANSPORTS", "sse,ws")
 	for _, t := range strings.Split(transports, ",") {
@@ -256,6 +260,14 @@ func (p *envParser) int(name string, def, lo, hi int64) int64 {
 		return def
 	}
 	return n
+}
+
+// durationOrZero is duration that also accepts 0 (off).
+func (p *envParser) durationOrZero(name string, def, lo, hi time.Duration) time.Duration {
+	if v := strings.TrimSpace(p.getenv(name)); v == "0" || v == "0s" {
+		return 0
+	}
+	return p.duration(name, def, lo, hi)
 }
 
 func (p *envParser) duration(name string, def, lo, hi time.Duration) time.Duration {

@@ -25,6 +25,7 @@ type metrics struct {
 	fanoutLag    prometheus.Histogram
 	connRefused  prometheus.Counter
 	rateLimited  *prometheus.CounterVec
+	abandoned    *prometheus.CounterVec
 }
 
 // newMetrics registers the server's collectors on reg (a new registry when
@@ -88,6 +89,10 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 	m.rateLimited = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "waitingroom_rate_limited_total", Help: "Requests refused with 429 by layer 1, by limit.",
 	}, []string{"limit"})
+	m.abandoned = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "waitingroom_abandoned_total", Help: "Waiting users removed for neither polling nor holding a stream for WR_IDLE_TIMEOUT (counted by the instance whose admission run removed them).",
+	}, []string{"room"})
+	reg.MustRegister(m.abandoned)
 	reg.MustRegister(m.streams, m.streamEvents, m.streamDrops, m.fanoutLag, m.connRefused, m.rateLimited)
 	reg.MustRegister(m.waiting, m.active, m.target, m.admitted, m.entered, m.expired, m.orders, m.httpDuration, m.bcrypt)
 	return m

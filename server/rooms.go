@@ -116,6 +116,9 @@ func (s *Server) position(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	if st.State == queue.Waiting {
+		s.presence.seen(room, claims.Subject)
+	}
 	doc := s.statusDoc(room, st)
 	// A refresh storm is refused at its band's own pace; the place is kept.
 	if doc.PollAfterMs > 0 {

@@ -58,6 +58,7 @@ type Server struct {
 	hub       *stream.Hub
 	limiter   *ratelimit.Limiter
 	acl       atomic.Pointer[accessLists]
+	presence  *presence
 	keyPrefix string
 
 	dummyOnce sync.Once
@@ -75,13 +76,14 @@ func New(o Options) (*Server, error) {
 		o.Logger = slog.Default()
 	}
 	s := &Server{
-		cfg:    o.Config,
-		rdb:    o.Redis,
-		q:      queue.New(o.Redis, queue.Options{Prefix: o.KeyPrefix}),
-		store:  o.Store,
-		tokens: NewTokens(o.Config.JWTSecret, o.Config.JWTPrevious),
-		m:      newMetrics(o.Registry),
-		log:    o.Logger,
+		cfg:      o.Config,
+		rdb:      o.Redis,
+		q:        queue.New(o.Redis, queue.Options{Prefix: o.KeyPrefix, IdleTimeout: o.Config.IdleTimeout}),
+		presence: newPresence(),
+		store:    o.Store,
+		tokens:   NewTokens(o.Config.JWTSecret, o.Config.JWTPrevious),
+		m:        newMetrics(o.Registry),
+		log:      o.Logger,
 	}
 	prefix := o.KeyPrefix
 	if prefix == "" {
@@ -155,6 +157,9 @@ func (s *Server) observeAdmission(r queue.AdmitResult) {
 	if r.Pruned > 0 {
 		s.m.expired.WithLabelValues(r.Room).Add(float64(r.Pruned))
 	}
+	if r.Abandoned > 0 {
+		s.m.abandoned.WithLabelValues(r.Room).Add(float64(r.Abandoned))
+	}
 }
 
 // Run listens on the configured addresses and serves until ctx is done.
@@ -181,6 +186,7 @@ func (s *Server) Serve(ctx context.Context, public, admin net.Listener) error {
 	wg.Go(func() { s.admitter.Run(loopCtx) })
 	wg.Go(func() { s.hub.Run(loopCtx) })
 	wg.Go(func() { s.runAccessRefresh(loopCtx) })
+	wg.Go(func() { s.runPresence(loopCtx) })
 
 	limited := &limitListener{Listener: public, max: int64(s.cfg.MaxConns), refused: s.m.connRefused.Inc, log: s.log}
 	errc := make(chan error, 2)

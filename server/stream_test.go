@@ -354,3 +354,46 @@ func TestShutdownIgnoresUnusedConnections(t *testing.T) {
 	}
 	in.stop() // fails the test if Serve reports a timed-out shutdown
 }
+
+// TestAbandonedUsersLeaveTheQueue: a waiting user who neither polls nor
+// holds a stream for WR_IDLE_TIMEOUT is removed and counted; pollers and
+// stream holders stay, and the positions pushed to those behind follow.
+func TestAbandonedUsersLeaveTheQueue(t *testing.T) {
+	e := newEnv(t)
+	in := e.start(map[string]string{"WR_ADMIT_INTERVAL": "20ms", "WR_TARGET_ACTIVE": "0", "WR_IDLE_TIMEOUT": "5s"})
+	in.enter(user(1), "default") // never seen again
+	poller := in.enter(user(2), "default").str("queueToken")
+	streamer := openSSE(t, in, "default", in.enter(user(3), "default").str("queueToken"))
+	behind := openSSE(t, in, "default", in.enter(user(4), "default").str("queueToken"))
+	streamer.next(t)
+	if _, m := behind.next(t); m.Position != 4 {
+		t.Fatalf("behind starts at %d", m.Position)
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(500 * time.Millisecond):
+				in.position("default", poller)
+			}
+		}
+	})
+	defer func() { close(stop); wg.Wait() }()
+	behind.until(t, "position 3 once user1 is removed", func(_ string, m streamMsg) bool { return m.Position == 3 })
+	if got := zrank(t, e, "default", "4"); got != 3 {
+		t.Fatalf("ZRANK+1 of user4 = %d, want 3", got)
+	}
+	r := in.adminRoom("default")
+	if r.num("abandoned") != 1 || r.num("waiting") != 3 {
+		t.Fatalf("room = %s, want 1 abandoned and 3 waiting", r.raw)
+	}
+	if got := zrank(t, e, "default", "2"); got != 1 {
+		t.Fatalf("the poller was removed or moved: ZRANK+1 %d", got)
+	}
+	if got := zrank(t, e, "default", "3"); got != 2 {
+		t.Fatalf("the stream holder was removed or moved: ZRANK+1 %d", got)
+	}
+}

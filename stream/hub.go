@@ -339,3 +339,32 @@ func (h *Hub) Close() {
 		}
 	}
 }
+
+// Rooms returns the rooms with open subscriptions on this instance.
+func (h *Hub) Rooms() []string {
+	set := map[string]bool{}
+	for _, sh := range h.shards {
+		sh.roomNames(set)
+	}
+	out := make([]string, 0, len(set))
+	for r := range set {
+		out = append(out, r)
+	}
+	return out
+}
+
+// Users returns the users of room holding a stream here while waiting:
+// they count as present.
+func (h *Hub) Users(room string) []string {
+	var out []string
+	for _, sh := range h.shards {
+		sh.mu.Lock()
+		for s := range sh.rooms[room] {
+			if s.state == queue.Waiting {
+				out = append(out, s.User)
+			}
+		}
+		sh.mu.Unlock()
+	}
+	return out
+}

@@ -7,21 +7,24 @@
 -- KEYS[4] tokens  HASH  user id -> entry token
 -- KEYS[5] stats   HASH  rate, serving, counters, rate-window state, ev
 -- KEYS[6] gone    ZSET  tickets of waiting users who left (score = ticket)
+-- KEYS[7] seen    ZSET  member = waiting user id, score = last seen (ms)
 -- ARGV[1] pub/sub channel of the room
 -- ARGV[2] room name (goes into the event)
 -- ARGV[3] rate window in ms (admissions are measured over this much busy time)
--- ARGV[4..] fresh entry tokens, one per user this run may admit
+-- ARGV[4] idle timeout in ms: a waiting user not seen for this long (no
+--         poll, no stream) has abandoned the queue and is removed; 0: never
+-- ARGV[5..] fresh entry tokens, one per user this run may admit
 --
 -- Steps: prune expired admissions -> capacity = target - active -> pop up to
 -- min(capacity, #tokens) users in ticket order -> store their tokens -> record
 -- them active until now + ttl -> measure the rate -> publish ONE event.
 --
--- Returns {admitted, waiting, active, want, pruned, rate, target, paused, users}
+-- Returns {admitted, waiting, active, want, pruned, rate, target, paused, users, abandoned}
 --   users: the admitted user ids in ticket order
 --   want: how many tokens this run could have used (min(capacity, queue
 --   length before popping)); the caller passes at least that many next time.
 if redis.call('EXISTS', KEYS[1]) == 0 then
-  return {-1, 0, 0, 0, 0, '0', 0, 0, {}}
+  return {-1, 0, 0, 0, 0, '0', 0, 0, {}, 0}
 end
 local cfg = redis.call('HMGET', KEYS[1], 'target', 'ttl_ms', 'paused')
 local target = tonumber(cfg[1]) or 0
@@ -43,6 +46,26 @@ if pruned > 0 then
   redis.call('HINCRBY', KEYS[5], 'expired', pruned)
 end
 
+-- 1b. remove waiting users not seen for the idle timeout (bounded per run);
+-- their tickets join the gone set so every instance's positions stay exact
+local idle = tonumber(ARGV[4])
+local left = {}
+if idle > 0 then
+  local stale = redis.call('ZRANGEBYSCORE', KEYS[7], '-inf', now - idle, 'LIMIT', 0, 1000)
+  for i = 1, #stale do
+    local ticket = redis.call('ZSCORE', KEYS[2], stale[i])
+    redis.call('ZREM', KEYS[7], stale[i])
+    if ticket then
+      redis.call('ZREM', KEYS[2], stale[i])
+      redis.call('ZADD', KEYS[6], ticket, ticket)
+      left[#left + 1] = tonumber(ticket)
+    end
+  end
+  if #left > 0 then
+    redis.call('HINCRBY', KEYS[5], 'abandoned', #left)
+  end
+end
+
 -- 2. capacity and pop
 local active = redis.call('ZCARD', KEYS[3])
 local waiting = redis.call('ZCARD', KEYS[2])
@@ -51,7 +74,7 @@ if capacity < 0 then capacity = 0 end
 local waitingBefore = waiting
 local want = math.min(capacity, waiting)
 if paused then want = 0 end
-local n = math.min(want, #ARGV - 3)
+local n = math.min(want, #ARGV - 4)
 
 local admitted = {}
 local serving = nil
@@ -62,7 +85,8 @@ if n > 0 then
     local user = popped[i]
     local k = (i + 1) / 2
     admitted[k] = user
-    redis.call('HSET', KEYS[4], user, ARGV[3 + k])
+    redis.call('HSET', KEYS[4], user, ARGV[4 + k])
+    redis.call('ZREM', KEYS[7], user)
     redis.call('ZADD', KEYS[3], deadline, user)
     serving = popped[i + 1]
   end
@@ -102,7 +126,7 @@ redis.call('HSET', KEYS[5], 'last_ms', now, 'busy_ms', busy, 'busy_n', busyN, 'r
 -- 4. one event per tick that changed anything: {room, ev, ts, serving,
 -- admitted, waiting, active, rate, pruned}. ev numbers the room's events so
 -- a subscriber can tell it missed one.
-if #admitted > 0 or pruned > 0 then
+if #admitted > 0 or pruned > 0 or #left > 0 then
   local ev = {room = ARGV[2], ts = now, waiting = waiting, active = active,
               rate = rateStr, pruned = pruned,
               ev = redis.call('HINCRBY', KEYS[5], 'ev', 1),
@@ -110,7 +134,10 @@ if #admitted > 0 or pruned > 0 then
   if #admitted > 0 then
     ev.admitted = admitted
   end
+  if #left > 0 then
+    ev.left = left
+  end
   redis.call('PUBLISH', ARGV[1], cjson.encode(ev))
 end
 
-return {#admitted, waiting, active, want, pruned, rateStr, target, paused and 1 or 0, admitted}
+return {#admitted, waiting, active, want, pruned, rateStr, target, paused and 1 or 0, admitted, #left}

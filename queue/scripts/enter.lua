@@ -6,6 +6,7 @@
 -- KEYS[4] active  ZSET  member = user id, score = deadline (ms, Redis clock)
 -- KEYS[5] tokens  HASH  user id -> entry token
 -- KEYS[6] stats   HASH  measured admission rate and counters
+-- KEYS[7] seen    ZSET  member = waiting user id, score = last seen (ms)
 -- ARGV[1] user id
 --
 -- Returns one of
@@ -22,14 +23,16 @@ local user = ARGV[1]
 local rate = redis.call('HGET', KEYS[6], 'rate') or '0'
 local target = redis.call('HGET', KEYS[1], 'target') or '0'
 
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+
 local rank = redis.call('ZRANK', KEYS[3], user)
 if rank then
+  redis.call('ZADD', KEYS[7], now, user)
   local ticket = redis.call('ZSCORE', KEYS[3], user)
   return {'WAITING', ticket, rank + 1, redis.call('ZCARD', KEYS[3]), rate, 0, target}
 end
 
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local token = redis.call('HGET', KEYS[5], user)
 if token then
   local deadline = tonumber(redis.call('ZSCORE', KEYS[4], user) or '0')
@@ -47,6 +50,7 @@ end
 
 local ticket = redis.call('INCR', KEYS[2])
 redis.call('ZADD', KEYS[3], 'NX', ticket, user)
+redis.call('ZADD', KEYS[7], now, user)
 redis.call('HINCRBY', KEYS[6], 'entered', 1)
 rank = redis.call('ZRANK', KEYS[3], user)
 return {'WAITING', ticket, rank + 1, redis.call('ZCARD', KEYS[3]), rate, 1, target}

@@ -5,6 +5,7 @@
 -- KEYS[3] tokens  HASH  user id -> entry token
 -- KEYS[4] stats   HASH  counters, event sequence
 -- KEYS[5] gone    ZSET  tickets of waiting users who left (score = ticket)
+-- KEYS[6] seen    ZSET  member = waiting user id, score = last seen (ms)
 -- ARGV[1] user id
 -- ARGV[2] pub/sub channel of the room
 -- ARGV[3] room name (goes into the event)
@@ -16,6 +17,7 @@
 -- per connection (see stream/doc.go).
 local ticket = redis.call('ZSCORE', KEYS[1], ARGV[1])
 local waiting = redis.call('ZREM', KEYS[1], ARGV[1])
+redis.call('ZREM', KEYS[6], ARGV[1])
 local freed = 0
 if redis.call('HDEL', KEYS[3], ARGV[1]) == 1 then
   freed = redis.call('ZREM', KEYS[2], ARGV[1])
