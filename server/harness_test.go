@@ -80,6 +80,7 @@ type instance struct {
 	admin string // management
 	logs  *syncBuffer
 	stop  func() // stops the server (once) and fails the test if Serve failed
+	kill  func() // child processes only: SIGKILL
 }
 
 type syncBuffer struct {
