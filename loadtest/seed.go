@@ -203,6 +203,19 @@ func seedVU(run, reqCtx context.Context, a *api, access string, product int64, p
 // startProgress prints one plain line every 5 s until run ends; the
 // returned func waits for the printer to stop.
 func startProgress(run context.Context, start time.Time, rec *Recorder, adm *admin) (wait func()) {
+	done := progressLines(run, adm, start, func() string {
+		return fmt.Sprintf("orders %s  enters %s  polls %s (404: %d)  failed orders %d  no response %d",
+			commas(rec.Count("orders", http.StatusCreated)),
+			commas(rec.Total("enter")), commas(rec.Total("position")), rec.Count("position", http.StatusNotFound),
+			rec.Total("orders")-rec.Count("orders", http.StatusCreated), noResponse(rec))
+	})
+	return func() { <-done }
+}
+
+// progressLines prints, every 5 s until ctx ends, the seconds since start,
+// counts() and the room's active and waiting figures; the returned channel
+// is closed when the printer has stopped.
+func progressLines(ctx context.Context, adm *admin, start time.Time, counts func() string) <-chan struct{} {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -210,21 +223,18 @@ func startProgress(run context.Context, start time.Time, rec *Recorder, adm *adm
 		defer t.Stop()
 		for {
 			select {
-			case <-run.Done():
+			case <-ctx.Done():
 				return
 			case <-t.C:
 			}
-			line := fmt.Sprintf("%5.0fs  orders %s  enters %s  polls %s (404: %d)  failed orders %d  no response %d",
-				time.Since(start).Seconds(), commas(rec.Count("orders", http.StatusCreated)),
-				commas(rec.Total("enter")), commas(rec.Total("position")), rec.Count("position", http.StatusNotFound),
-				rec.Total("orders")-rec.Count("orders", http.StatusCreated), noResponse(rec))
-			if st, err := adm.roomState(run); err == nil {
-				line += fmt.Sprintf("  | room active %d/%d waiting %d", st.Active, st.TargetActive, st.Waiting)
+			line := fmt.Sprintf("%5.0fs  %s", time.Since(start).Seconds(), counts())
+			if st, err := adm.roomState(ctx); err == nil {
+				line += fmt.Sprintf("  | room active %d/%d waiting %s", st.Active, st.TargetActive, commas(int(st.Waiting)))
 			}
 			fmt.Fprintln(os.Stderr, line)
 		}
 	}()
-	return func() { <-done }
+	return done
 }
 
 func noResponse(rec *Recorder) int {

@@ -387,28 +387,12 @@ func (r *streamsRun) handle(res *streamResult, m pushMsg, first bool) (entry str
 // progress prints one line every 5 s until ctx ends; the channel closes
 // when it has stopped.
 func (r *streamsRun) progress(ctx context.Context, adm *admin) <-chan struct{} {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(5 * time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			c := &r.cnt
-			line := fmt.Sprintf("%5.0fs  open %s (failed %d)  events %s  READY %s  ordered %s (failed %d)  gone %d  dropped %d",
-				time.Since(r.start).Seconds(), commas(int(c.opened.Load())), c.openFailed.Load(), commas(int(c.events.Load())),
-				commas(int(c.ready.Load())), commas(int(c.ordered.Load())), c.orderFailed.Load(), c.gone.Load(), c.dropped.Load())
-			if st, err := adm.roomState(ctx); err == nil {
-				line += fmt.Sprintf("  | room active %d/%d waiting %s", st.Active, st.TargetActive, commas(int(st.Waiting)))
-			}
-			fmt.Fprintln(os.Stderr, line)
-		}
-	}()
-	return done
+	return progressLines(ctx, adm, r.start, func() string {
+		c := &r.cnt
+		return fmt.Sprintf("open %s (failed %d)  events %s  READY %s  ordered %s (failed %d)  gone %d  dropped %d",
+			commas(int(c.opened.Load())), c.openFailed.Load(), commas(int(c.events.Load())),
+			commas(int(c.ready.Load())), commas(int(c.ordered.Load())), c.orderFailed.Load(), c.gone.Load(), c.dropped.Load())
+	})
 }
 
 // forEach calls fn(0)…fn(n−1) on conns workers, stops starting calls when

@@ -357,26 +357,16 @@ func (q *Queue) Touch(ctx context.Context, room string, users []string) error {
 		return nil
 	}
 	k := q.keys(room)
-	run := func() error {
-		_, err := q.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for i := 0; i < len(users); i += 500 {
-				batch := users[i:min(i+500, len(users))]
-				args := make([]any, len(batch))
-				for j, u := range batch {
-					args[j] = u
-				}
-				touchScript.EvalSha(ctx, p, []string{k.seen}, args...)
+	err := q.pipelineScript(ctx, touchScript, func(p redis.Pipeliner) {
+		for i := 0; i < len(users); i += 500 {
+			batch := users[i:min(i+500, len(users))]
+			args := make([]any, len(batch))
+			for j, u := range batch {
+				args[j] = u
 			}
-			return nil
-		})
-		return err
-	}
-	err := run()
-	if err != nil && isNoScript(err) {
-		if err = touchScript.Load(ctx, q.rdb).Err(); err == nil {
-			err = run()
+			touchScript.EvalSha(ctx, p, []string{k.seen}, args...)
 		}
-	}
+	})
 	if err != nil {
 		return unavailable("touch", err)
 	}

@@ -25,20 +25,12 @@ type RoomSnapshot struct {
 // all rooms in one pipeline. A missing room reads as an empty snapshot.
 func (q *Queue) Snapshots(ctx context.Context, rooms []string) ([]RoomSnapshot, error) {
 	cmds := make([]*redis.Cmd, len(rooms))
-	_, err := q.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	err := q.pipelineScript(ctx, snapshotScript, func(p redis.Pipeliner) {
 		for i, room := range rooms {
 			k := q.keys(room)
 			cmds[i] = snapshotScript.EvalSha(ctx, p, []string{k.stats, k.queue, k.gone, k.cfg})
 		}
-		return nil
 	})
-	if err != nil && isNoScript(err) {
-		// First use on this Redis: load the script and read again.
-		if err := snapshotScript.Load(ctx, q.rdb).Err(); err != nil {
-			return nil, unavailable("snapshot", err)
-		}
-		return q.Snapshots(ctx, rooms)
-	}
 	if err != nil {
 		return nil, unavailable("snapshot", err)
 	}
@@ -63,18 +55,11 @@ func (q *Queue) Snapshots(ctx context.Context, rooms []string) ([]RoomSnapshot, 
 func (q *Queue) Statuses(ctx context.Context, room string, users []string) ([]Status, []error, error) {
 	k := q.keys(room)
 	cmds := make([]*redis.Cmd, len(users))
-	_, err := q.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	err := q.pipelineScript(ctx, statusScript, func(p redis.Pipeliner) {
 		for i, u := range users {
 			cmds[i] = statusScript.EvalSha(ctx, p, []string{k.queue, k.active, k.tokens, k.stats, k.cfg}, u)
 		}
-		return nil
 	})
-	if err != nil && isNoScript(err) {
-		if err := statusScript.Load(ctx, q.rdb).Err(); err != nil {
-			return nil, nil, unavailable("statuses", err)
-		}
-		return q.Statuses(ctx, room, users)
-	}
 	if err != nil {
 		return nil, nil, unavailable("statuses", err)
 	}
@@ -86,7 +71,20 @@ func (q *Queue) Statuses(ctx context.Context, room string, users []string) ([]St
 	return sts, errs, nil
 }
 
-func isNoScript(err error) bool {
+// pipelineScript runs the EVALSHA calls that fill adds to one pipeline.
+// On a Redis that does not know the script yet (NOSCRIPT: first use, or
+// after a restart) it loads it and runs the pipeline once more.
+func (q *Queue) pipelineScript(ctx context.Context, s *redis.Script, fill func(redis.Pipeliner)) error {
+	run := func() error {
+		_, err := q.rdb.Pipelined(ctx, func(p redis.Pipeliner) error { fill(p); return nil })
+		return err
+	}
+	err := run()
 	var re redis.Error
-	return errors.As(err, &re) && redis.HasErrorPrefix(re, "NOSCRIPT")
+	if err != nil && errors.As(err, &re) && redis.HasErrorPrefix(re, "NOSCRIPT") {
+		if err = s.Load(ctx, q.rdb).Err(); err == nil {
+			err = run()
+		}
+	}
+	return err
 }

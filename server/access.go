@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -164,7 +165,7 @@ type accessDoc struct {
 
 func (s *Server) adminGetAccess(c *fiber.Ctx) error {
 	if err := s.loadAccess(c.UserContext()); err != nil {
-		return errorsJoinUnavailable(err)
+		return errors.Join(errDBUnavailable, err)
 	}
 	a := s.access()
 	return c.JSON(accessDoc{Deny: a.deny.raw, Allow: a.allow.raw, Bypass: a.bypass.raw})
@@ -202,13 +203,9 @@ func (s *Server) adminPutAccess(c *fiber.Ctx) error {
 		if _, ok := err.(*apiError); ok {
 			return err
 		}
-		return errorsJoinUnavailable(err)
+		return errors.Join(errDBUnavailable, err)
 	}
 	s.log.LogAttrs(ctx, slog.LevelWarn, "access lists changed by admin",
 		slog.Any("deny", req.Deny), slog.Any("allow", req.Allow), slog.Any("bypass", req.Bypass))
 	return s.adminGetAccess(c)
-}
-
-func errorsJoinUnavailable(err error) error {
-	return fmt.Errorf("%w: %w", errDBUnavailable, err)
 }
