@@ -87,7 +87,7 @@ func (l *accessList) hasIP(ip string) bool {
 	return false
 }
 
-func (s *Server) aclKey(list string) string { return s.keyPrefix + "acl:" + list }
+func (s *Server) aclKey(list string) string { return s.keyPrefix + "{acl}:" + list }
 
 // access returns the current lists (never nil).
 func (s *Server) access() *accessLists {

@@ -35,9 +35,10 @@ func (e *env) startChild(nofile string, vars ...string) (in *instance, exited <-
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(),
 		"WR_TEST_CHILD=serve", "WR_TEST_NOFILE="+nofile, "WR_TEST_PREFIX="+e.prefix,
-		"REDIS_URL=redis://"+e.rdb.Options().Addr+"/"+strconv.Itoa(e.rdb.Options().DB), "DATABASE_URL="+e.dbURL,
+		"DATABASE_URL="+e.dbURL,
 		"WR_HTTP_ADDR="+pub, "WR_ADMIN_ADDR="+adm, "WR_JWT_SECRET="+testSecret,
 		"WR_ADMIN_TOKEN="+testAdminToken, "WR_DB_POOL=4", "WR_SHUTDOWN_TIMEOUT=5s", "WR_RATE_LIMITS=off")
+	cmd.Env = append(cmd.Env, e.redisVars()...)
 	cmd.Env = append(cmd.Env, vars...)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	if err := cmd.Start(); err != nil {
@@ -51,8 +52,8 @@ func (e *env) startChild(nofile string, vars ...string) (in *instance, exited <-
 		<-done
 	})
 	in = &instance{t: t, base: "http://" + pub, admin: "http://" + adm, kill: func() { _ = cmd.Process.Kill() }}
-	waitFor(t, "the child server and its room", func() bool {
-		req, _ := http.NewRequest("GET", in.admin+"/admin/rooms/default", nil)
+	waitFor(t, "the child server", func() bool {
+		req, _ := http.NewRequest("GET", in.admin+"/admin/rooms", nil)
 		req.Header.Set("Authorization", "Bearer "+testAdminToken)
 		res, err := http.DefaultClient.Do(req)
 		if err == nil {

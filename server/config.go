@@ -17,9 +17,11 @@ import (
 // Config is the whole configuration, read from the environment (12-factor).
 // Every field names the variable it comes from.
 type Config struct {
-	HTTPAddr     string // WR_HTTP_ADDR, default ":8080": the API and the page
-	AdminAddr    string // WR_ADMIN_ADDR, default "127.0.0.1:8081": metrics, health, admin
-	RedisURL     string // REDIS_URL, default "redis://127.0.0.1:6379/0"
+	HTTPAddr  string // WR_HTTP_ADDR, default ":8080": the API and the page
+	AdminAddr string // WR_ADMIN_ADDR, default "127.0.0.1:8081": metrics, health, admin
+	RedisURL  string // REDIS_URL, default "redis://127.0.0.1:6379/0"
+	// Redis is the topology OpenRedis connects to; see RedisTopology.
+	Redis        RedisTopology
 	DatabaseURL  string // DATABASE_URL, default "postgres://postgres@127.0.0.1:5432/waitingroom?sslmode=disable"
 	Dev          bool   // WR_DEV=1: generated JWT secret and admin token, with a warning
 	JWTSecret    string // WR_JWT_SECRET: required (>= 32 bytes) unless WR_DEV=1
@@ -114,6 +116,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		MaxConns:     int(p.int("WR_MAX_CONNS", 0, 0, 10_000_000)),
 		IdleTimeout:  p.durationOrZero("WR_IDLE_TIMEOUT", 60*time.Second, 5*time.Second, 24*time.Hour),
 	}
+	c.Redis = p.redisTopology(c.RedisURL)
 	transports := p.str("WR_TRANSPORTS", "sse,ws")
 	for _, t := range strings.Split(transports, ",") {
 		switch strings.TrimSpace(t) {

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -90,6 +91,48 @@ func TestParseBands(t *testing.T) {
 	for _, in := range []string{"", "100:1s", "*:1s,100:2s", "100:1s,100:2s,*:3s", "0:1s,*:1s", "x:1s,*:1s", "100:1,*:1s", "100:10ms,*:1s", "*:2h", "100-1s,*:1s"} {
 		if _, err := server.ParseBands(in); err == nil {
 			t.Errorf("ParseBands(%q) accepted", in)
+		}
+	}
+}
+
+func TestRedisTopologyConfig(t *testing.T) {
+	bad := []struct {
+		name string
+		env  map[string]string
+		want string // the variable named
+	}{
+		{"both", map[string]string{"WR_REDIS_CLUSTER": "a:1", "WR_REDIS_SENTINELS": "b:2", "WR_REDIS_MASTER": "m"}, "WR_REDIS_CLUSTER"},
+		{"sentinels without master", map[string]string{"WR_REDIS_SENTINELS": "b:2"}, "WR_REDIS_MASTER"},
+		{"master without sentinels", map[string]string{"WR_REDIS_MASTER": "m"}, "WR_REDIS_SENTINELS"},
+		{"seed without port", map[string]string{"WR_REDIS_CLUSTER": "a:1,b"}, "WR_REDIS_CLUSTER"},
+		{"cluster with a database", map[string]string{"WR_REDIS_CLUSTER": "a:1", "REDIS_URL": "redis://x:1/3"}, "REDIS_URL"},
+		{"bad url", map[string]string{"REDIS_URL": "http://x"}, "REDIS_URL"},
+	}
+	for _, tc := range bad {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.env["WR_JWT_SECRET"] = testSecret
+			_, err := server.LoadConfig(envOf(tc.env))
+			var ce *server.ConfigError
+			if !errors.As(err, &ce) || ce.Var != tc.want {
+				t.Fatalf("err = %v, want a ConfigError naming %s", err, tc.want)
+			}
+		})
+	}
+	for env, kind := range map[string]string{"": "single", "WR_REDIS_CLUSTER": "cluster", "WR_REDIS_SENTINELS": "sentinel"} {
+		m := map[string]string{"WR_JWT_SECRET": testSecret}
+		if env != "" {
+			m[env] = " 10.0.0.1:6379, 10.0.0.2:6379 "
+			m["WR_REDIS_MASTER"] = "wr"
+			if env == "WR_REDIS_CLUSTER" {
+				delete(m, "WR_REDIS_MASTER")
+			}
+		}
+		c, err := server.LoadConfig(envOf(m))
+		if err != nil || c.Redis.Kind() != kind {
+			t.Fatalf("%s: kind %q, %v; want %s", env, c.Redis.Kind(), err, kind)
+		}
+		if kind != "single" && (len(c.Redis.Cluster)+len(c.Redis.Sentinels) != 2 || slices.Contains(append(c.Redis.Cluster, c.Redis.Sentinels...), " 10.0.0.1:6379")) {
+			t.Fatalf("%s: addresses %v %v", env, c.Redis.Cluster, c.Redis.Sentinels)
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -37,8 +38,22 @@ const (
 type env struct {
 	t      testing.TB
 	dbURL  string
-	rdb    *redis.Client
+	rdb    redis.UniversalClient
 	prefix string
+	// redisEnv describes rdb's topology to child processes (REDIS_URL, or
+	// WR_REDIS_CLUSTER / WR_REDIS_SENTINELS + WR_REDIS_MASTER); empty:
+	// derived from rdb, a single-node client.
+	redisEnv []string
+}
+
+// redisVars are the environment variables that connect a child process to
+// e's Redis.
+func (e *env) redisVars() []string {
+	if e.redisEnv != nil {
+		return e.redisEnv
+	}
+	o := e.rdb.(*redis.Client).Options()
+	return []string{"REDIS_URL=redis://" + o.Addr + "/" + strconv.Itoa(o.DB)}
 }
 
 func newEnv(t testing.TB) *env {

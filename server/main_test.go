@@ -61,11 +61,10 @@ func serveChild() error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
-	opt, err := redis.ParseURL(cfg.RedisURL)
+	rdb, err := server.OpenRedis(cfg)
 	if err != nil {
 		return err
 	}
-	rdb := redis.NewClient(opt)
 	defer rdb.Close()
 	reg := prometheus.NewRegistry()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))

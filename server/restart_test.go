@@ -22,11 +22,18 @@ type redisProc struct {
 	done chan struct{}
 }
 
-func startRedis(t *testing.T, dir, port string) *redisProc {
+func startRedis(t *testing.T, dir, port string, extra ...string) *redisProc {
+	t.Helper()
+	args := append([]string{"--port", port, "--bind", "127.0.0.1", "--dir", dir,
+		"--appendonly", "yes", "--appendfsync", "always", "--save", ""}, extra...)
+	return startProc(t, dir, port, args...)
+}
+
+// startProc runs redis-server with args and waits until port accepts.
+func startProc(t *testing.T, dir, port string, args ...string) *redisProc {
 	t.Helper()
 	p := &redisProc{t: t, dir: dir, port: port}
-	p.cmd = exec.Command("redis-server", "--port", port, "--bind", "127.0.0.1", "--dir", dir,
-		"--appendonly", "yes", "--appendfsync", "always", "--save", "")
+	p.cmd = exec.Command("redis-server", args...)
 	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("redis-server (install it, or run make test): %v", err)
 	}

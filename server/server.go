@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -105,9 +104,8 @@ func New(o Options) (*Server, error) {
 		Logger: o.Logger,
 	})
 	if s.cfg.MaxConns == 0 {
-		// the database pool, Redis's (go-redis's default: 10 per CPU), the
-		// management port and a few files
-		ceiling, err := ConnCeiling(int(s.cfg.DBPool) + 10*runtime.GOMAXPROCS(0) + 16)
+		// the database pool, Redis's, the management port and a few files
+		ceiling, err := ConnCeiling(int(s.cfg.DBPool) + s.cfg.Redis.descriptors() + 16)
 		if err != nil {
 			return nil, err
 		}
@@ -194,7 +192,7 @@ func (s *Server) Serve(ctx context.Context, public, admin net.Listener) error {
 	wg.Go(func() { errc <- s.admin.Listener(admin) })
 	s.log.LogAttrs(ctx, slog.LevelInfo, "serving",
 		slog.String("public", public.Addr().String()), slog.String("admin", admin.Addr().String()),
-		slog.Int("maxConns", s.cfg.MaxConns))
+		slog.Int("maxConns", s.cfg.MaxConns), slog.String("redis", s.cfg.Redis.Kind()))
 
 	var err error
 	select {

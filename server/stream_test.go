@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/fasthttp/websocket"
+	"github.com/redis/go-redis/v9"
 
 	"waitingroom/queue"
 	"waitingroom/server"
@@ -256,8 +257,11 @@ func TestStreamsAcrossInstances(t *testing.T) {
 func zrank(t testing.TB, e *env, room, userID string) int64 {
 	t.Helper()
 	r, err := e.rdb.ZRank(context.Background(), e.prefix+"{"+room+"}:queue", userID).Result()
-	if err != nil {
+	if errors.Is(err, redis.Nil) {
 		return 0
+	}
+	if err != nil {
+		t.Fatalf("ZRANK: %v", err)
 	}
 	return r + 1
 }

@@ -84,7 +84,7 @@ func serve(ctx context.Context, log *slog.Logger, args []string) error {
 	}
 
 	redis.SetLogger(redisLog{log.With("component", "redis")})
-	rdb, err := openRedis(cfg.RedisURL)
+	rdb, err := server.OpenRedis(cfg)
 	if err != nil {
 		return err
 	}
@@ -122,20 +122,6 @@ type redisLog struct{ log *slog.Logger }
 
 func (l redisLog) Printf(ctx context.Context, format string, v ...any) {
 	l.log.Log(ctx, slog.LevelDebug, fmt.Sprintf(format, v...))
-}
-
-// openRedis connects to REDIS_URL with bounded timeouts: a Redis outage
-// turns into quick 503s, never hung requests.
-func openRedis(url string) (redis.UniversalClient, error) {
-	opt, err := redis.ParseURL(url)
-	if err != nil {
-		return nil, fmt.Errorf("REDIS_URL: %w", err)
-	}
-	opt.DialTimeout = 2 * time.Second
-	opt.ReadTimeout = time.Second
-	opt.WriteTimeout = time.Second
-	opt.PoolTimeout = 2 * time.Second
-	return redis.NewClient(opt), nil
 }
 
 func seed(ctx context.Context, log *slog.Logger, args []string) error {

@@ -1,0 +1,263 @@
+package server_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"waitingroom/queue/queuetest"
+	"waitingroom/server"
+)
+
+// openTopology opens a client the way the server does, from environment
+// variables (REDIS_URL's host is ignored with cluster seeds or sentinels).
+func openTopology(t *testing.T, vars ...string) redis.UniversalClient {
+	t.Helper()
+	env := map[string]string{"WR_DEV": "1", "REDIS_URL": "redis://127.0.0.1:1/0"}
+	for _, kv := range vars {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	cfg, err := server.LoadConfig(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb, err := server.OpenRedis(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rdb.Close() })
+	return rdb
+}
+
+func port(t *testing.T) string {
+	_, p, _ := net.SplitHostPort(freePort(t))
+	return p
+}
+
+// startCluster runs n masters with cluster mode on spare ports, joined
+// with redis-cli --cluster create, and returns their addresses once the
+// cluster reports ok.
+func startCluster(t *testing.T, n int) []string {
+	t.Helper()
+	var addrs []string
+	for range n {
+		p := port(t)
+		dir := t.TempDir()
+		startRedis(t, dir, p, "--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(dir, "nodes.conf"),
+			"--cluster-node-timeout", "2000", "--appendfsync", "everysec")
+		addrs = append(addrs, "127.0.0.1:"+p)
+	}
+	args := append([]string{"--cluster", "create"}, addrs...)
+	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
+	if out, err := exec.Command("redis-cli", args...).CombinedOutput(); err != nil {
+		t.Fatalf("redis-cli --cluster create: %v\n%s", err, out)
+	}
+	for _, a := range addrs {
+		c := redis.NewClient(&redis.Options{Addr: a})
+		waitFor(t, "cluster_state:ok on "+a, func() bool {
+			info, err := c.ClusterInfo(context.Background()).Result()
+			return err == nil && strings.Contains(info, "cluster_state:ok")
+		})
+		c.Close()
+	}
+	return addrs
+}
+
+// TestRedisCluster: the core flow (enter, poll, admission, order) and the
+// push flow (streams on another instance, positions = ZRANK) run for
+// rooms on three different shards of a 3-master Redis Cluster, with two
+// server instances (one a separate process) sharing the rooms. The access
+// lists, written in one MULTI, and the rate limiter work there too.
+func TestRedisCluster(t *testing.T) {
+	addrs := startCluster(t, 3)
+	seeds := "WR_REDIS_CLUSTER=" + strings.Join(addrs, ",")
+	rdb := openTopology(t, seeds)
+	ctx := context.Background()
+
+	// One room per master: the hash tag {room} decides the slot.
+	owner := map[int64]string{} // slot -> master address
+	slots, err := rdb.ClusterSlots(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range slots {
+		for i := s.Start; i <= s.End; i++ {
+			owner[int64(i)] = s.Nodes[0].Addr
+		}
+	}
+	var rooms []string
+	used := map[string]bool{}
+	for i := 0; len(rooms) < 3 && i < 100; i++ {
+		room := fmt.Sprintf("sale-%d", i)
+		slot, err := rdb.ClusterKeySlot(ctx, "x{"+room+"}").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if node := owner[slot]; !used[node] {
+			used[node] = true
+			rooms = append(rooms, room)
+		}
+	}
+	if len(rooms) != 3 {
+		t.Fatalf("rooms on distinct masters: %v", rooms)
+	}
+
+	base := newEnv(t)
+	e := &env{t: t, dbURL: base.dbURL, rdb: rdb, prefix: queuetest.Prefix(),
+		redisEnv: []string{"REDIS_URL=redis://127.0.0.1:1/0", seeds}}
+	roomList := strings.Join(rooms, ",")
+	a := e.start(map[string]string{"WR_ROOMS": roomList, "WR_ADMIT_INTERVAL": "20ms", "WR_TARGET_ACTIVE": "0"})
+	b, _ := e.startChild("1024", "WR_ROOMS="+roomList, "WR_ADMIT_INTERVAL=20ms", "WR_TARGET_ACTIVE=0", "WR_RATE_LIMITS=on")
+
+	const perRoom = 4
+	type waiter struct {
+		id, token string
+		s         *sseStream
+	}
+	waiters := map[string][]waiter{}
+	for r, room := range rooms {
+		for i := range perRoom {
+			n := 1 + r*perRoom + i
+			tok := a.enter(user(n), room).str("queueToken")
+			s := openSSE(t, b, room, tok) // pushed by the other instance
+			if _, m := s.next(t); m.Position != int64(i+1) {
+				t.Fatalf("%s user%d first pushed position %d", room, n, m.Position)
+			}
+			if p := a.position(room, tok); p.num("position") != int64(i+1) {
+				t.Fatalf("%s user%d polled %s", room, n, p.raw)
+			}
+			waiters[room] = append(waiters[room], waiter{strconv.Itoa(n), tok, s})
+		}
+	}
+	for _, room := range rooms {
+		a.setTarget(room, 2)
+	}
+	entries := map[string][]string{}
+	for _, room := range rooms {
+		for i, w := range waiters[room] {
+			if i < 2 {
+				entries[room] = append(entries[room], w.s.until(t, "READY", isReady).EntryToken)
+				continue
+			}
+			want := int64(i - 1)
+			w.s.until(t, "position "+strconv.FormatInt(want, 10), func(_ string, m streamMsg) bool { return m.Position == want })
+			if got := zrank(t, e, room, w.id); got != want {
+				t.Fatalf("%s user%s: pushed %d, ZRANK+1 %d", room, w.id, want, got)
+			}
+		}
+	}
+
+	// Orders free the slots (a finished order releases it): the next two
+	// of each room are admitted.
+	for _, room := range rooms {
+		for i, entry := range entries[room] {
+			if o := a.order(waiters[room][i].token, entry, 1, 1); o.status != 201 {
+				t.Fatalf("%s order: %d %s", room, o.status, o.raw)
+			}
+		}
+		for _, w := range waiters[room][2:] {
+			w.s.until(t, "READY", isReady)
+		}
+	}
+
+	// The access lists are one MULTI over keys of one slot; the limiter's
+	// script runs on its key's node (b has limits on).
+	if r := do(t, "PUT", a.admin+"/admin/access", testAdminToken, map[string]any{"deny": []string{"10.9.8.7"}, "allow": []string{"127.0.0.9"}}); r.status != 200 {
+		t.Fatalf("PUT access on a cluster: %d %s", r.status, r.raw)
+	}
+	if r := do(t, "POST", b.base+"/api/v1/auth/login", "", map[string]string{"loginId": user(50), "password": testPassword}); r.status != 200 {
+		t.Fatalf("login through the limiter on a cluster: %d %s", r.status, r.raw)
+	}
+	if r := do(t, "GET", b.admin+"/readyz", "", nil); r.status != 200 {
+		t.Fatalf("readyz on a cluster: %d %s", r.status, r.raw)
+	}
+}
+
+// TestSentinelFailover: one master, one replica, one sentinel. Users wait
+// with open streams; the master is killed (SIGKILL) and the sentinel
+// promotes the replica. The server follows the new master without a
+// restart: nobody lost their place, enter and admission work again, and the
+// streams receive the admissions made after the failover.
+func TestSentinelFailover(t *testing.T) {
+	mport, rport, sport := port(t), port(t), port(t)
+	master := startRedis(t, t.TempDir(), mport)
+	startRedis(t, t.TempDir(), rport, "--replicaof", "127.0.0.1", mport)
+	sdir := t.TempDir()
+	conf := filepath.Join(sdir, "sentinel.conf")
+	if err := os.WriteFile(conf, []byte(fmt.Sprintf(
+		"port %s\nbind 127.0.0.1\ndir %s\nsentinel monitor wr 127.0.0.1 %s 1\n"+
+			"sentinel down-after-milliseconds wr 500\nsentinel failover-timeout wr 5000\n", sport, sdir, mport)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	startProc(t, sdir, sport, conf, "--sentinel")
+	sentinel := redis.NewSentinelClient(&redis.Options{Addr: "127.0.0.1:" + sport})
+	t.Cleanup(func() { sentinel.Close() })
+	waitFor(t, "the sentinel to see the replica", func() bool {
+		r, err := sentinel.Replicas(context.Background(), "wr").Result()
+		return err == nil && len(r) == 1 && r[0]["flags"] == "slave"
+	})
+
+	rdb := openTopology(t, "WR_REDIS_SENTINELS=127.0.0.1:"+sport, "WR_REDIS_MASTER=wr")
+	base := newEnv(t)
+	e := &env{t: t, dbURL: base.dbURL, rdb: rdb, prefix: queuetest.Prefix()}
+	in := e.start(map[string]string{"WR_ADMIT_INTERVAL": "20ms", "WR_TARGET_ACTIVE": "0"})
+	const users = 6
+	streams := make([]*sseStream, users)
+	tokens := make([]string, users)
+	for i := range users {
+		tokens[i] = in.enter(user(i+1), "default").str("queueToken")
+		streams[i] = openSSE(t, in, "default", tokens[i])
+		if _, m := streams[i].next(t); m.Position != int64(i+1) {
+			t.Fatalf("user%d first position %d", i+1, m.Position)
+		}
+	}
+	// Every write has reached the replica before the crash (replication is
+	// asynchronous: what a master never shipped is lost with it).
+	waitFor(t, "the replica to acknowledge every write", func() bool {
+		n, err := rdb.Do(context.Background(), "WAIT", 1, 500).Int64()
+		return err == nil && n == 1
+	})
+
+	master.kill()
+	waitFor(t, "the sentinel to promote the replica", func() bool {
+		addr, err := sentinel.GetMasterAddrByName(context.Background(), "wr").Result()
+		return err == nil && len(addr) == 2 && addr[1] == rport
+	})
+	waitFor(t, "the server to reach the new master", func() bool {
+		return do(t, "GET", in.admin+"/readyz", "", nil).status == 200
+	})
+	var late response
+	waitFor(t, "enter on the new master", func() bool {
+		late = do(t, "POST", in.base+"/api/v1/rooms/default/enter", in.login(user(40)), nil)
+		return late.status == 200
+	})
+	if late.num("position") != users+1 {
+		t.Fatalf("after the failover a newcomer is at %s, want %d (places kept)", late.raw, users+1)
+	}
+	for i := range users {
+		if got := zrank(t, e, "default", strconv.Itoa(i+1)); got != int64(i+1) {
+			t.Fatalf("user%d at %d after the failover, want %d", i+1, got, i+1)
+		}
+	}
+	in.setTarget("default", 2)
+	for i := range users {
+		if i < 2 {
+			m := streams[i].until(t, "READY", isReady)
+			if o := in.order(tokens[i], m.EntryToken, 1, 1); o.status != 201 {
+				t.Fatalf("order after the failover: %d %s", o.status, o.raw)
+			}
+			continue
+		}
+		want := int64(i - 1)
+		streams[i].until(t, "position "+strconv.FormatInt(want, 10), func(_ string, m streamMsg) bool { return m.Position == want })
+	}
+}
