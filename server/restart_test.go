@@ -80,16 +80,51 @@ func TestRedisRestartMidStream(t *testing.T) {
 		}
 	}
 
+	ws := dialWS(t, in, "default", in.enter(user(users+1), "default").str("queueToken"))
+	if m := readWS(t, ws); m.Position != users+1 {
+		t.Fatalf("WebSocket first position %d", m.Position)
+	}
+
 	rp.kill()
 	// While Redis is down the API answers 503 with Retry-After, never 500.
 	r := do(t, "POST", in.base+"/api/v1/rooms/default/enter", in.login(user(40)), nil)
 	if r.status != 503 || r.header.Get("Retry-After") == "" {
 		t.Fatalf("enter with Redis down = %d %s", r.status, r.raw)
 	}
+	// Streams stay open and are told: places kept, come back slowly if cut.
+	isDegraded := func(down bool) func(string, streamMsg) bool {
+		return func(typ string, m streamMsg) bool { return typ == "degraded" && m.Degraded == down }
+	}
+	for i, s := range streams {
+		if m := s.until(t, "degraded", isDegraded(true)); m.RetryAfterMs < 5000 {
+			t.Fatalf("stream %d: degraded %+v, want retryAfterMs >= 5000", i, m)
+		}
+		if d, ok := s.r.Retry(); !ok || d < 5*time.Second {
+			t.Fatalf("stream %d: retry %v during the outage, want >= 5s", i, d)
+		}
+	}
+	wsUntil := func(down bool) {
+		for range 100 {
+			if m := readWS(t, ws); m.Type == "degraded" && m.Degraded == down {
+				return
+			}
+		}
+		t.Fatalf("no degraded=%v on the WebSocket", down)
+	}
+	wsUntil(true)
+	restarted := time.Now()
 	startRedis(t, dir, port)
+	waitFor(t, "the first successful enter", func() bool {
+		return do(t, "POST", in.base+"/api/v1/rooms/default/enter", in.login(user(41)), nil).status == 200
+	})
+	t.Logf("first successful enter %v after redis-server was started again", time.Since(restarted).Round(time.Millisecond))
 	waitFor(t, "the server to reach Redis again", func() bool {
 		return do(t, "GET", in.admin+"/readyz", "", nil).status == 200
 	})
+	for _, s := range streams {
+		s.until(t, "degraded over", isDegraded(false))
+	}
+	wsUntil(false)
 	in.setTarget("default", 2)
 	for i := range users {
 		if i < 2 {

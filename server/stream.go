@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"net"
 	"strconv"
@@ -130,6 +131,24 @@ func (s *Server) appendStatus(b []byte, room string, u stream.Update, kind strin
 	return append(b, j...)
 }
 
+// outageRetryHint is the reconnect delay while Redis is unreachable: 5 to
+// 15 s, so clients cut off meanwhile do not hammer an instance that can
+// only answer 503 until Redis is back.
+func outageRetryHint() int { return 5000 + rand.IntN(10000) }
+
+// degradedOver is the data of the "degraded" event that ends an outage.
+const degradedOver = `{"degraded":false}`
+
+// appendDegraded appends the data of the "degraded" event that starts an
+// outage (with a "type" first when kind is set, for WebSocket).
+func appendDegraded(b []byte, kind string, retryMs int) []byte {
+	b = append(b, '{')
+	if kind != "" {
+		b = append(b, `"type":"`+kind+`",`...)
+	}
+	return fmt.Appendf(b, `"degraded":true,"retryAfterMs":%d,"message":"the queue service is briefly unreachable: your place is kept and nobody is admitted meanwhile"}`, retryMs)
+}
+
 // retryHint is a reconnect delay with jitter, so clients that lose their
 // instance together do not all come back in the same millisecond.
 func retryHint() int { return 1000 + rand.IntN(2000) }
@@ -219,6 +238,22 @@ func (s *Server) writeSSE(w *bufio.Writer, conn net.Conn, room string, sub *stre
 	}
 	pump(sub, tokenExp, pusher{
 		send: send,
+		degraded: func(down bool) bool {
+			// The retry: line is the hint EventSource obeys if the
+			// connection is cut: slowly while Redis is away, then as usual.
+			buf = buf[:0]
+			if down {
+				ms := outageRetryHint()
+				buf = fmt.Appendf(buf, "retry: %d\nevent: degraded\ndata: ", ms)
+				buf = appendDegraded(buf, "", ms)
+			} else {
+				buf = fmt.Appendf(buf, "retry: %d\nevent: degraded\ndata: ", retryHint())
+				buf = append(buf, degradedOver...)
+			}
+			buf = append(buf, "\n\n"...)
+			_, err := w.Write(buf)
+			return err == nil && flush()
+		},
 		keepAlive: func() bool {
 			_, err := w.WriteString(": heartbeat\n\n")
 			return err == nil && flush()
@@ -232,6 +267,7 @@ type pusher struct {
 	send      func(stream.Update) bool // writes one update; false ends the stream
 	keepAlive func() bool              // SSE heartbeat comment, WebSocket ping
 	closed    func() bool              // polled every livenessEvery (optional)
+	degraded  func(down bool) bool     // tells the client Redis is (no longer) unreachable
 	gone      <-chan struct{}          // closed when the client is gone (optional)
 	ended     func()                   // the hub ended the stream without a last word (optional)
 }
@@ -241,6 +277,10 @@ type pusher struct {
 // queue token expires (gone).
 func pump(sub *stream.Sub, tokenExp time.Time, p pusher) {
 	if u, ok := sub.Take(); ok && !p.send(u) {
+		return
+	}
+	down, outage := sub.Outage()
+	if down && !p.degraded(true) {
 		return
 	}
 	heartbeat := time.NewTicker(heartbeatEvery)
@@ -269,6 +309,13 @@ func pump(sub *stream.Sub, tokenExp time.Time, p pusher) {
 		case <-alive.C:
 			if p.closed != nil && p.closed() {
 				return
+			}
+		case <-outage:
+			var now bool
+			if now, outage = sub.Outage(); now != down {
+				if down = now; !p.degraded(down) {
+					return
+				}
 			}
 		case <-p.gone:
 			return
@@ -369,6 +416,14 @@ func (s *Server) ws(conn *websocket.Conn) {
 	}
 	pump(sub, claims.ExpiresAt.Time, pusher{
 		send: send,
+		degraded: func(down bool) bool {
+			if down {
+				buf = appendDegraded(buf[:0], "degraded", outageRetryHint())
+			} else {
+				buf = append(append(buf[:0], `{"type":"degraded",`...), degradedOver[1:]...)
+			}
+			return write(websocket.TextMessage, buf)
+		},
 		keepAlive: func() bool {
 			return conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(streamWriteTimeout)) == nil
 		},

@@ -32,6 +32,9 @@ type streamMsg struct {
 	EntryToken string `json:"entryToken"`
 	Error      string `json:"error"`
 	TS         int64  `json:"ts"`
+	// degraded events
+	Degraded     bool  `json:"degraded"`
+	RetryAfterMs int64 `json:"retryAfterMs"`
 }
 
 // sseStream is an open SSE stream parsed by the WHATWG-conformant reader.

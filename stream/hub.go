@@ -73,6 +73,8 @@ type Hub struct {
 	// redisDown: the last resync could not reach Redis. Then no admission
 	// can happen either, so the last state stays the best answer.
 	redisDown atomic.Bool
+	outMu     sync.Mutex
+	outCh     chan struct{}  // closed (and replaced) when redisDown changes
 	wg        sync.WaitGroup // resolve goroutines
 }
 
@@ -96,7 +98,7 @@ func New(o Options) *Hub {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	h := &Hub{o: o, seed: maphash.MakeSeed(), rooms: map[string]*atomic.Pointer[roomState]{}, resync: make(chan struct{}, 1)}
+	h := &Hub{o: o, seed: maphash.MakeSeed(), rooms: map[string]*atomic.Pointer[roomState]{}, resync: make(chan struct{}, 1), outCh: make(chan struct{})}
 	for range o.Shards {
 		h.shards = append(h.shards, newShard(h))
 	}
@@ -224,10 +226,10 @@ func (h *Hub) Resync(ctx context.Context) {
 	snaps, err := h.o.Source.Snapshots(rctx, rooms)
 	cancel()
 	if err != nil {
-		h.redisDown.Store(true)
+		h.setRedisDown(true)
 		return // streams keep their last status; polls answer from it (see Position)
 	}
-	h.redisDown.Store(false)
+	h.setRedisDown(false)
 	now := time.Now()
 	for _, sn := range snaps {
 		p := h.roomPtr(sn.Room, true)
@@ -245,6 +247,33 @@ func (h *Hub) Resync(ctx context.Context) {
 			h.markDirty(sn.Room)
 		}
 	}
+}
+
+// setRedisDown records whether Redis answered the last resync and, on a
+// change, wakes every stream (see Outage).
+func (h *Hub) setRedisDown(down bool) {
+	if h.redisDown.Swap(down) == down {
+		return
+	}
+	h.outMu.Lock()
+	close(h.outCh)
+	h.outCh = make(chan struct{})
+	h.outMu.Unlock()
+	if down {
+		h.o.Logger.Warn("stream: Redis unreachable; streams keep their last status and are told to retry slowly if cut")
+	} else {
+		h.o.Logger.Info("stream: Redis reachable again; streams resume")
+	}
+}
+
+// Outage reports whether Redis is unreachable from this instance (the last
+// resync failed), and a channel closed at the next change. Streams tell
+// their clients: nothing moves meanwhile (no admission runs), places are
+// kept, and a client cut off should come back slowly.
+func (h *Hub) Outage() (down bool, changed <-chan struct{}) {
+	h.outMu.Lock()
+	defer h.outMu.Unlock()
+	return h.redisDown.Load(), h.outCh
 }
 
 // roomPtr returns room's state holder, creating it when create.

@@ -105,3 +105,7 @@ func (s *Sub) end() {
 		close(s.done)
 	}
 }
+
+// Outage is the hub's Outage: whether Redis is unreachable, and a channel
+// closed when that changes.
+func (s *Sub) Outage() (down bool, changed <-chan struct{}) { return s.hub.Outage() }

@@ -26,6 +26,7 @@ const TEXT = {
     soldOut: 'Sorry, that item sold out before your order went through. You can join the queue again to try another.',
     windowEnded: 'Your turn ended before an order was placed. You can join the queue again.',
     checking: 'Checking your place…', reconnecting: 'Reconnecting…',
+    degraded: 'The queue service is briefly unreachable. Your place is kept, and nobody is admitted meanwhile.',
     badCreds: 'Wrong login ID or password.',
     tooMany: 'Too many attempts, try again in {n} s.', tooManySoon: 'Too many attempts, try again shortly.',
     roomNotFound: 'This waiting room does not exist. Please check the link.',
@@ -56,6 +57,7 @@ const TEXT = {
     soldOut: '죄송합니다. 주문이 처리되기 전에 상품이 품절되었습니다. 다시 대기열에 들어가 다른 상품을 주문할 수 있습니다.',
     windowEnded: '주문하기 전에 주문 가능 시간이 끝났습니다. 다시 대기열에 들어갈 수 있습니다.',
     checking: '대기 순번을 확인하는 중…', reconnecting: '다시 연결하는 중…',
+    degraded: '대기열 서비스에 잠시 연결할 수 없습니다. 순번은 그대로 유지되며, 그동안에는 누구도 입장하지 않습니다.',
     badCreds: '아이디 또는 비밀번호가 올바르지 않습니다.',
     tooMany: '시도가 너무 많습니다. {n}초 후에 다시 시도하세요.', tooManySoon: '시도가 너무 많습니다. 잠시 후 다시 시도하세요.',
     roomNotFound: '존재하지 않는 대기실입니다. 링크를 확인하세요.',
@@ -298,7 +300,8 @@ function retryAfter(h) {
 
 // A transport delivers QueueStatus objects to h.status, calls h.gone() when the
 // server holds no place for us, h.link(ok) when the connection drops or
-// recovers, and h.fail(status) when its tier does not work here (it returns
+// recovers, h.degraded(d) when the server says it lost (d) or regained its
+// queue store, and h.fail(status) when its tier does not work here (it returns
 // true if the caller moved on to the next tier). It returns a stop function.
 
 // probe asks GET position why a stream ended: {gone}, {status} or {} (down).
@@ -329,6 +332,7 @@ function pushTier(open) {
         h.status(qs);
       },
       gone() { if (!stopped) { shut(); h.gone(); } },
+      degraded(m) { if (!stopped && m) h.degraded(!!m.degraded); },
       restart() { if (!stopped) { shut(); later(jitter(2000, 0.5)); } },
       async broken() {
         if (stopped || !close) return;
@@ -370,6 +374,7 @@ const TRANSPORTS = {
     const es = new EventSource('/api/v1' + roomPath('events'));
     es.addEventListener('status', (e) => on.status(parse(e.data)));
     es.addEventListener('gone', on.gone);
+    es.addEventListener('degraded', (e) => on.degraded(parse(e.data)));
     es.addEventListener('reconnect', on.restart);
     // Our own reconnect (with backoff) replaces the browser's.
     es.onerror = on.broken;
@@ -384,6 +389,7 @@ const TRANSPORTS = {
       const m = parse(e.data);
       if (m && m.type === 'status') on.status(m);
       else if (m && m.type === 'gone') { done = true; on.gone(); }
+      else if (m && m.type === 'degraded') on.degraded(m);
     };
     ws.onclose = (e) => {
       if (done) return;
@@ -441,6 +447,7 @@ function lead(signal, last) {
         render(qs);
       },
       gone() { share({ t: 'gone' }); end('expired'); },
+      degraded(d) { share({ t: 'degraded', d }); degraded(d); },
       link,
       fail(qs) {
         if (FORCED || i >= TIERS.length - 1) return false;
@@ -453,6 +460,13 @@ function lead(signal, last) {
   };
   run(last);
   signal.addEventListener('abort', () => stop());
+}
+
+// degraded shows (or clears) that the server cannot reach its queue store:
+// the stream stays, nothing moves, the place is kept.
+function degraded(d) {
+  if (d) say('degraded');
+  else if (S.msg && S.msg.key === 'degraded') say(null);
 }
 
 function link(ok) {
@@ -505,6 +519,9 @@ function shared(ev) {
       return render(m.qs);
     case 'gone':
       if (S.role === 'follower') end('expired');
+      return;
+    case 'degraded':
+      if (S.role === 'follower') degraded(!!m.d);
       return;
     case 'ordered': // another tab used the entry token
       if (['queue', 'ready'].includes(S.screen) && m.order) ordered(m.order);
