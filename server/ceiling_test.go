@@ -2,13 +2,21 @@ package server_test
 
 import (
 	"bufio"
+	"context"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"waitingroom/server"
 	"waitingroom/stream/sse"
@@ -45,13 +53,19 @@ func (e *env) startChild(nofile string, vars ...string) (in *instance, exited <-
 		t.Fatal(err)
 	}
 	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(done) }()
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(os.Interrupt)
 		_ = cmd.Process.Kill()
 		<-done
 	})
-	in = &instance{t: t, base: "http://" + pub, admin: "http://" + adm, kill: func() { _ = cmd.Process.Kill() }}
+	in = &instance{t: t, base: "http://" + pub, admin: "http://" + adm, kill: func() { _ = cmd.Process.Kill() },
+		term: func() error {
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			<-done
+			return waitErr
+		}}
 	waitFor(t, "the child server", func() bool {
 		req, _ := http.NewRequest("GET", in.admin+"/admin/rooms", nil)
 		req.Header.Set("Authorization", "Bearer "+testAdminToken)
@@ -161,5 +175,153 @@ func TestInstanceKilledMidQueue(t *testing.T) {
 		}
 		want := int64(i - 2)
 		streams[i].until(t, "the next position", func(_ string, m streamMsg) bool { return m.Position == want })
+	}
+}
+
+// TestRollingRestart: SIGTERM on one of two instances while it serves
+// orders, polls and streams. The instance drains: every request it accepted
+// gets its answer (no 5xx), the orders it took are committed, its streams
+// are told to reconnect and find their places on the other instance, and
+// it exits 0. Clients cut off before being answered retry on the survivor;
+// nobody ends with no order or two.
+func TestRollingRestart(t *testing.T) {
+	e := newEnv(t)
+	a := e.start(map[string]string{"WR_ADMIT_INTERVAL": "20ms", "WR_TARGET_ACTIVE": "0"})
+	b, _ := e.startChild("1024", "WR_TARGET_ACTIVE=0", "WR_ADMIT_INTERVAL=20ms", "WR_DB_POOL=8")
+
+	// 30 buyers admitted, then 10 waiting with streams on b.
+	const buyers, waiters = 30, 10
+	type buyer struct{ token, entry string }
+	bs := make([]buyer, buyers)
+	for i := range bs {
+		bs[i].token = b.enter(user(i+1), "default").str("queueToken")
+	}
+	a.setTarget("default", buyers)
+	for i := range bs {
+		waitFor(t, "buyer admitted", func() bool {
+			bs[i].entry = b.position("default", bs[i].token).str("entryToken")
+			return bs[i].entry != ""
+		})
+	}
+	streams := make([]*sseStream, waiters)
+	wtokens := make([]string, waiters)
+	for i := range waiters {
+		wtokens[i] = b.enter(user(buyers+i+1), "default").str("queueToken")
+		streams[i] = openSSE(t, b, "default", wtokens[i])
+		if _, m := streams[i].next(t); m.Position != int64(i+1) {
+			t.Fatalf("waiter %d first position %d", i+1, m.Position)
+		}
+	}
+
+	// Load on b: the buyers order at once, pollers poll, and b gets SIGTERM
+	// in the middle of it.
+	var served, cut, retried, fivexx atomic.Int64
+	orderOn := func(base string, u buyer) (int, error) {
+		req, _ := http.NewRequest("POST", base+"/api/v1/orders", strings.NewReader(`{"productId":1,"quantity":1}`))
+		req.Header.Set("Authorization", "Bearer "+u.token)
+		req.Header.Set("X-Entry-Token", u.entry)
+		req.Header.Set("Content-Type", "application/json")
+		res, err := client.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		return res.StatusCode, nil
+	}
+	stopPolls := make(chan struct{})
+	var polls sync.WaitGroup
+	for i := range waiters {
+		polls.Go(func() {
+			for {
+				select {
+				case <-stopPolls:
+					return
+				default:
+				}
+				req, _ := http.NewRequest("GET", b.base+"/api/v1/rooms/default/position", nil)
+				req.Header.Set("Authorization", "Bearer "+wtokens[i])
+				res, err := client.Do(req)
+				if err != nil {
+					return // b is gone
+				}
+				io.Copy(io.Discard, res.Body)
+				res.Body.Close()
+				if res.StatusCode >= 500 {
+					fivexx.Add(1)
+				}
+			}
+		})
+	}
+	var orders sync.WaitGroup
+	start := make(chan struct{})
+	for i, u := range bs {
+		orders.Go(func() {
+			<-start
+			if i%2 == 1 {
+				time.Sleep(time.Duration(i) * time.Millisecond) // spread over the drain
+			}
+			status, err := orderOn(b.base, u)
+			switch {
+			case err != nil:
+				// Cut before an answer: the order may or may not have
+				// been taken. Retrying on the survivor tells: 201, or 403
+				// when b did take it (the entry token is spent).
+				cut.Add(1)
+				status, err = orderOn(a.base, u)
+				retried.Add(1)
+				if err != nil || (status != 201 && status != 403) {
+					t.Errorf("buyer %d retry on the survivor: %d %v", i+1, status, err)
+				}
+			case status == 201:
+				served.Add(1)
+			default:
+				if status >= 500 {
+					fivexx.Add(1)
+				}
+				t.Errorf("buyer %d order on the draining instance: %d", i+1, status)
+			}
+		})
+	}
+	close(start)
+	time.Sleep(5 * time.Millisecond)
+	termErr := make(chan error, 1)
+	go func() { termErr <- b.term() }()
+	orders.Wait()
+	if err := <-termErr; err != nil {
+		t.Fatalf("the drained instance exited with %v", err)
+	}
+	close(stopPolls)
+	polls.Wait()
+	if n := fivexx.Load(); n != 0 {
+		t.Fatalf("%d answers were 5xx during the drain", n)
+	}
+
+	// Exactly one order per buyer, whoever took it.
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, e.dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var n, distinct int
+	if err := conn.QueryRow(ctx, `SELECT count(*), count(DISTINCT user_id) FROM orders`).Scan(&n, &distinct); err != nil {
+		t.Fatal(err)
+	}
+	if n != buyers || distinct != buyers {
+		t.Fatalf("orders: %d by %d users, want %d by %d", n, distinct, buyers, buyers)
+	}
+	t.Logf("drain: %d orders answered by the draining instance, %d cut and retried on the survivor", served.Load(), cut.Load())
+
+	// The streams were told to reconnect; on the survivor every place is
+	// where the queue says.
+	for i, s := range streams {
+		s.until(t, "reconnect", func(typ string, _ streamMsg) bool { return typ == "reconnect" })
+		s = openSSE(t, a, "default", wtokens[i])
+		_, m := s.next(t)
+		id := strconv.Itoa(buyers + i + 1)
+		if rank := zrank(t, e, "default", id); m.Status == "WAITING" && m.Position != rank {
+			t.Fatalf("waiter %d on the survivor: pushed %d, ZRANK+1 %d", i+1, m.Position, rank)
+		}
 	}
 }

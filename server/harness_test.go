@@ -94,8 +94,9 @@ type instance struct {
 	base  string // public, e.g. http://127.0.0.1:39211
 	admin string // management
 	logs  *syncBuffer
-	stop  func() // stops the server (once) and fails the test if Serve failed
-	kill  func() // child processes only: SIGKILL
+	stop  func()       // stops the server (once) and fails the test if Serve failed
+	kill  func()       // child processes only: SIGKILL
+	term  func() error // child processes only: SIGTERM, then the exit status
 }
 
 type syncBuffer struct {
