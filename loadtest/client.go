@@ -183,7 +183,17 @@ func (m *admin) setTarget(ctx context.Context, n int64) error {
 	return m.do(ctx, http.MethodPut, map[string]int64{"targetActive": n}, nil)
 }
 
+// setOrderDelay injects (or, with 0, removes) the server's order-path
+// delay through PUT /admin/faults (the server needs WR_FAULT_INJECTION=on).
+func (m *admin) setOrderDelay(ctx context.Context, d time.Duration) error {
+	return m.doPath(ctx, http.MethodPut, "/admin/faults", map[string]string{"orderDelay": d.String()}, nil)
+}
+
 func (m *admin) do(ctx context.Context, method string, body, out any) error {
+	return m.doPath(ctx, method, "/admin/rooms/"+url.PathEscape(m.room), body, out)
+}
+
+func (m *admin) doPath(ctx context.Context, method, path string, body, out any) error {
 	if m.token == "" {
 		return fmt.Errorf("admin: no token: pass --admin-token or set WR_ADMIN_TOKEN")
 	}
@@ -195,7 +205,7 @@ func (m *admin) do(ctx context.Context, method string, body, out any) error {
 		}
 		rd = bytes.NewReader(b)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, m.base+"/admin/rooms/"+url.PathEscape(m.room), rd)
+	req, err := http.NewRequestWithContext(ctx, method, m.base+path, rd)
 	if err != nil {
 		return err
 	}

@@ -95,12 +95,18 @@ func runSurge(ctx context.Context, o *options, args []string) (report, error) {
 	product := fs.Int64("product", 1, "product each admitted user orders")
 	conns := fs.Int("conns", 64, "concurrent logins before the surge, and leaves after it")
 	sampleEvery := fs.Duration("sample-every", 100*time.Millisecond, "how often the admin API is read (active, waiting)")
+	slowdown := fs.Duration("slowdown", 0, "inject this order-path delay (PUT /admin/faults; the server needs WR_FAULT_INJECTION=on) during the run; removed at the end")
+	slowAt := fs.String("slowdown-at", "50%", "when --slowdown starts: a share of --over, e.g. 50%")
 	idle := fs.Duration("idle", 45*time.Second, "a stream silent this long counts as dropped (the user then polls)")
 	if err := o.parse(fs, args); err != nil {
 		return nil, err
 	}
 	if *n < 1 || *over < 0 || *maxDur <= 0 || *first < 1 || *conns < 1 || *sampleEvery <= 0 || *target < 0 || *idle <= 0 {
 		return nil, errors.New("surge: -n, --max-duration, --first-user, --conns, --sample-every and --idle must be positive; --over and --target not negative")
+	}
+	slowFrac, err := parsePercent(*slowAt)
+	if err != nil || *slowdown < 0 {
+		return nil, fmt.Errorf("surge: --slowdown-at %q: want a share of --over like 50%% (and --slowdown not negative)", *slowAt)
 	}
 	switch *transport {
 	case "sse", "ws", "poll", "mix":
@@ -178,7 +184,41 @@ func runSurge(ctx context.Context, o *options, args []string) (report, error) {
 	r := &surgeRun{ctx: run, reqCtx: ctx, api: a, dialer: dialers, product: *product, timeout: o.timeout,
 		entryTTL: time.Duration(room.EntryTTLSeconds * float64(time.Second)), users: make([]surgeUser, *n),
 		minPoll: 100 * time.Millisecond, maxPoll: 5 * time.Second, maxStream: 3}
+	poolBefore, poolErr := adm.histogram(ctx, "waitingroom_db_pool_acquire_wait_seconds")
 	r.start = time.Now()
+	if *slowdown > 0 {
+		rep.SlowdownMs = float64(slowdown.Milliseconds())
+		rep.SlowdownAtSeconds = (time.Duration(float64(*over) * slowFrac)).Seconds()
+		go func() {
+			if !sleepUntil(run, r.start.Add(time.Duration(float64(*over)*slowFrac))) {
+				return
+			}
+			if err := adm.setOrderDelay(run, *slowdown); err != nil {
+				fmt.Fprintf(os.Stderr, "surge: could not inject the slowdown: %v\n", err)
+				return
+			}
+			fmt.Fprintf(os.Stderr, "surge: order delay %v injected at %.1fs\n", *slowdown, time.Since(r.start).Seconds())
+		}()
+		defer func() {
+			cctx, cancel := context.WithTimeout(cleanup, 10*time.Second)
+			defer cancel()
+			if err := adm.setOrderDelay(cctx, 0); err != nil {
+				fmt.Fprintf(os.Stderr, "surge: could not remove the order delay: %v\n", err)
+			}
+		}()
+	}
+	defer func() {
+		if poolErr != nil {
+			return
+		}
+		mctx, cancel := context.WithTimeout(cleanup, 10*time.Second)
+		defer cancel()
+		if after, err := adm.histogram(mctx, "waitingroom_db_pool_acquire_wait_seconds"); err == nil {
+			d := after.Sub(poolBefore)
+			rep.PoolAcquires = int64(d.Count)
+			rep.PoolWaitMeanMs = d.Mean() * 1000
+		}
+	}()
 	cpu0 := selfCPU()
 	rep.LoadAvgStart = loadAvg()
 	r.samples = startRoomSampler(run, adm, r.start, *sampleEvery)
@@ -528,4 +568,18 @@ func loadAvg() string {
 		return ""
 	}
 	return f[0]
+}
+
+// parsePercent reads "50%" (or "0.5") as a share from 0 to 1.
+func parsePercent(s string) (float64, error) {
+	s = strings.TrimSpace(s)
+	div := 1.0
+	if strings.HasSuffix(s, "%") {
+		s, div = strings.TrimSuffix(s, "%"), 100
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || f/div < 0 || f/div > 1 {
+		return 0, fmt.Errorf("%q is not a share from 0%% to 100%%", s)
+	}
+	return f / div, nil
 }

@@ -44,18 +44,24 @@ type surgeReport struct {
 	OrderFailed   int            `json:"orderFailed"`
 	OrderFailures map[string]int `json:"orderFailures,omitempty"`
 	Orders        Summary        `json:"orderRequests"`
-	Gone          int            `json:"toldWhy"`
-	GoneWhy       map[string]int `json:"toldWhyCounts,omitempty"`
-	Lost          int            `json:"lost"`
-	LostAtEnd     int            `json:"lostStillWaitingAtEnd"`
-	LostWhy       map[string]int `json:"lostWhy,omitempty"`
-	ErrorCount    int            `json:"errors"`        // enter and order failures, failed polls
-	AttemptErrors int            `json:"attemptErrors"` // requests answered 429 / 5xx or not at all, retried ones included
-	Drops         int            `json:"streamDrops"`
-	Polls         int            `json:"polls"`
-	PollErrors    int            `json:"pollErrors"`
-	Position      Summary        `json:"positionRequests"`
-	ByTransport   map[string]int `json:"usersByTransport"`
+	// With --slowdown: the injected order delay and when it started; the
+	// pool's acquires during the run and their mean wait (server-side).
+	SlowdownMs        float64        `json:"slowdownMs,omitempty"`
+	SlowdownAtSeconds float64        `json:"slowdownAtSeconds,omitempty"`
+	PoolAcquires      int64          `json:"poolAcquires"`
+	PoolWaitMeanMs    float64        `json:"poolWaitMeanMs"`
+	Gone              int            `json:"toldWhy"`
+	GoneWhy           map[string]int `json:"toldWhyCounts,omitempty"`
+	Lost              int            `json:"lost"`
+	LostAtEnd         int            `json:"lostStillWaitingAtEnd"`
+	LostWhy           map[string]int `json:"lostWhy,omitempty"`
+	ErrorCount        int            `json:"errors"`        // enter and order failures, failed polls
+	AttemptErrors     int            `json:"attemptErrors"` // requests answered 429 / 5xx or not at all, retried ones included
+	Drops             int            `json:"streamDrops"`
+	Polls             int            `json:"polls"`
+	PollErrors        int            `json:"pollErrors"`
+	Position          Summary        `json:"positionRequests"`
+	ByTransport       map[string]int `json:"usersByTransport"`
 
 	DrainSeconds     float64 `json:"drainSeconds"`      // first arrival → last READY received
 	AdmitPerSecond   float64 `json:"admittedPerSecond"` // READY ÷ (last READY − first enter)
@@ -343,6 +349,7 @@ func (r *surgeReport) rows() [][2]string {
 		{"enter requests", r.Enter.CodesString() + " (retries of 429/503 included)"},
 		{"READY / ordered", fmt.Sprintf("%s / %s (order failures %d%s; codes %s)", commas(r.Ready), commas(r.Ordered), r.OrderFailed, countsString(r.OrderFailures), r.Orders.CodesString())},
 		{"order latency", fmt.Sprintf("p50 %s  p99 %s  max %s", ms(r.Orders.P50), ms(r.Orders.P99), ms(r.Orders.Max))},
+		{"pool acquire wait", fmt.Sprintf("mean %.1f ms over %s acquires; injected order delay %.0f ms from %.1f s", r.PoolWaitMeanMs, commas(int(r.PoolAcquires)), r.SlowdownMs, r.SlowdownAtSeconds)},
 		{"told why (gone / 404)", fmt.Sprintf("%d%s", r.Gone, countsString(r.GoneWhy))},
 		{"lost", fmt.Sprintf("%d%s; of them still waiting at the end: %d", r.Lost, countsString(r.LostWhy), r.LostAtEnd)},
 		{"errors", fmt.Sprintf("%d (enter %d, order %d, poll %d); requests answered 429/5xx or not at all, retries included: %s; stream drops (then re-opened or polled) %d",

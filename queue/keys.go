@@ -18,20 +18,25 @@ func ValidRoom(name string) bool { return roomName.MatchString(name) }
 // keys are the Redis keys of one room, all under the hash tag {room}.
 type keys struct {
 	cfg, seq, queue, active, tokens, stats, gone, seen, channel string
+	// adaptive holds the limit controller's last signals and change;
+	// base + "sig:<window>" and base + "lease:<window>" are per window.
+	adaptive, base string
 }
 
 func (q *Queue) keys(room string) keys {
 	base := fmt.Sprintf("%s{%s}:", q.prefix, room)
 	return keys{
-		cfg:     base + "cfg",
-		seq:     base + "seq",
-		queue:   base + "queue",
-		active:  base + "active",
-		tokens:  base + "tokens",
-		stats:   base + "stats",
-		gone:    base + "gone",
-		seen:    base + "seen",
-		channel: base + "events",
+		cfg:      base + "cfg",
+		seq:      base + "seq",
+		queue:    base + "queue",
+		active:   base + "active",
+		tokens:   base + "tokens",
+		stats:    base + "stats",
+		gone:     base + "gone",
+		seen:     base + "seen",
+		channel:  base + "events",
+		adaptive: base + "adaptive",
+		base:     base,
 	}
 }
 
@@ -45,3 +50,10 @@ func (q *Queue) Channel(room string) string { return q.keys(room).channel }
 
 // ChannelPattern returns the pattern matching every room's event channel.
 func (q *Queue) ChannelPattern() string { return q.prefix + "{*}:events" }
+
+// signalsKey is the hash of one window's order signals of a room.
+func (k keys) signalsKey(window int64) string { return fmt.Sprintf("%ssig:%d", k.base, window) }
+
+// leaseKey marks which instance runs the limit controller of a room for
+// one window.
+func (k keys) leaseKey(window int64) string { return fmt.Sprintf("%slease:%d", k.base, window) }

@@ -62,6 +62,8 @@ type Status struct {
 	Rate float64
 	// Target is the room's targetActive (Waiting only).
 	Target int64
+	// Flow holds the room's counters the ETA corrects with (Waiting only).
+	Flow
 	// EntryToken and EntryExpires are set when Ready.
 	EntryToken   string
 	EntryExpires time.Time
@@ -103,19 +105,72 @@ func New(rdb redis.UniversalClient, o Options) *Queue {
 	return &Queue{rdb: rdb, prefix: o.Prefix, rateWindow: o.RateWindow, idle: o.IdleTimeout}
 }
 
-// ETA returns the estimated wait of a waiting user in whole seconds,
-// position ÷ admission rate rounded up: the measured rate, or Target ÷
-// AssumedHold until the room has measured one. ok is false when the room
-// admits nobody (target 0 and no measured rate).
+// ETA returns the estimated wait of a waiting user in whole seconds:
+// position ÷ the effective rate at which positions advance, rounded up.
+//
+// With p = Expired ÷ Admitted (admitted users who never ordered: their slot
+// stayed taken for the whole entry window, EntryTTL) and d = Departed ÷
+// (Departed + Admitted) (waiting users who left or were dropped as idle
+// instead of being admitted), the admission rate is
+//
+//	A = min(Rate, Target ÷ (p × EntryTTL))                  when measured
+//	A = Target ÷ ((1 − p) × AssumedHold + p × EntryTTL)     until then
+//
+// (by Little's law no-shows alone hold p × EntryTTL × A slots, which cannot
+// exceed Target; the measured rate reflects it only once the windows of
+// early no-shows have ended), and since a fraction d of the people ahead
+// leave before their turn, positions advance at
+//
+//	R = A ÷ (1 − d),   ETA = ⌈position ÷ R⌉.
+//
+// p is capped at 0.95 and d at 0.9. ok is false when the room admits
+// nobody (Target 0 and no measured rate). ETAKnown tells whether A rests
+// on a measured rate.
 func (s Status) ETA() (secs int64, ok bool) {
-	rate := s.Rate
-	if rate <= 0 {
-		rate = float64(s.Target) / AssumedHold.Seconds()
+	p, d := s.noShowRatio(), s.departRatio()
+	ttl := s.EntryTTL.Seconds()
+	target := float64(s.Target)
+	var rate float64
+	if s.Rate > 0 {
+		rate = s.Rate
+		if bound := p * ttl; bound > 0 {
+			rate = min(rate, target/bound)
+		}
+	} else if hold := (1-p)*AssumedHold.Seconds() + p*ttl; hold > 0 {
+		rate = target / hold
 	}
+	rate /= 1 - d
 	if rate <= 0 {
 		return 0, false
 	}
 	return int64(math.Ceil(float64(s.Position) / rate)), true
+}
+
+// ETAKnown reports whether ETA rests on a measured admission rate; until
+// the room has measured one it is a guess from the configured targetActive.
+func (s Status) ETAKnown() bool { return s.Rate > 0 }
+
+// Flow are a room's all-time counters and entry window, which the ETA
+// corrects the admission rate with.
+type Flow struct {
+	Admitted int64         // users admitted
+	Expired  int64         // admissions whose window ended unused (no-shows)
+	Departed int64         // waiting users who left or were dropped as idle
+	EntryTTL time.Duration // the room's entry window
+}
+
+func (f Flow) noShowRatio() float64 {
+	if f.Admitted <= 0 {
+		return 0
+	}
+	return min(max(float64(f.Expired)/float64(f.Admitted), 0), 0.95)
+}
+
+func (f Flow) departRatio() float64 {
+	if f.Departed <= 0 {
+		return 0
+	}
+	return min(float64(f.Departed)/float64(f.Departed+max(f.Admitted, 0)), 0.9)
 }
 
 // AssumedHold is the order's connection hold time assumed until a room has
@@ -152,7 +207,7 @@ func (q *Queue) Enter(ctx context.Context, room, user string) (Status, error) {
 	case "READY":
 		st = Status{State: Ready, EntryToken: r.str(1), EntryExpires: msTime(r.int(2))}
 	case "WAITING":
-		st = Status{State: Waiting, Ticket: r.int(1), Position: r.int(2), Waiting: r.int(3), Rate: r.float(4), New: r.int(5) == 1, Target: r.int(6)}
+		st = Status{State: Waiting, Ticket: r.int(1), Position: r.int(2), Waiting: r.int(3), Rate: r.float(4), New: r.int(5) == 1, Target: r.int(6), Flow: r.flow(7)}
 	default:
 		r.fail(0, "a known tag")
 	}
@@ -186,7 +241,7 @@ func decodeStatus(v any) (Status, error) {
 	case "READY":
 		st = Status{State: Ready, EntryToken: r.str(1), EntryExpires: msTime(r.int(2))}
 	case "WAITING":
-		st = Status{State: Waiting, Ticket: r.int(1), Position: r.int(2), Waiting: r.int(3), Rate: r.float(4), Target: r.int(5)}
+		st = Status{State: Waiting, Ticket: r.int(1), Position: r.int(2), Waiting: r.int(3), Rate: r.float(4), Target: r.int(5), Flow: r.flow(6)}
 	default:
 		r.fail(0, "a known tag")
 	}

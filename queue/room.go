@@ -21,6 +21,12 @@ type RoomConfig struct {
 	// Paused rooms admit nobody and refuse new entries; those waiting keep
 	// their place.
 	Paused bool
+	// Mode: ModeFixed (the default) or ModeAdaptive, where the limit
+	// controller sets Target within [MinActive, MaxActive].
+	Mode Mode
+	// MinActive and MaxActive bound an adaptive room's Target; 0 means the
+	// configured default (WR_ADAPTIVE_MIN, WR_ADAPTIVE_MAX).
+	MinActive, MaxActive int64
 }
 
 // RoomUpdate changes some fields of a RoomConfig; nil fields stay.
@@ -28,6 +34,9 @@ type RoomUpdate struct {
 	Target   *int64
 	EntryTTL *time.Duration
 	Paused   *bool
+	Mode     *Mode
+	// MinActive, MaxActive: 0 returns to the configured default.
+	MinActive, MaxActive *int64
 }
 
 // RoomInfo is a room's configuration and live figures.
@@ -63,6 +72,9 @@ func (q *Queue) EnsureRoom(ctx context.Context, room string, cfg RoomConfig) err
 		p.HSetNX(ctx, k.cfg, "target", cfg.Target)
 		p.HSetNX(ctx, k.cfg, "ttl_ms", cfg.EntryTTL.Milliseconds())
 		p.HSetNX(ctx, k.cfg, "paused", boolField(cfg.Paused))
+		if cfg.Mode != "" {
+			p.HSetNX(ctx, k.cfg, "mode", string(cfg.Mode))
+		}
 		p.SAdd(ctx, q.roomsKey(), room)
 		return nil
 	})
@@ -102,6 +114,15 @@ func (q *Queue) UpdateRoom(ctx context.Context, room string, u RoomUpdate, creat
 	if u.Paused != nil {
 		fields = append(fields, "paused", boolField(*u.Paused))
 	}
+	if u.Mode != nil {
+		fields = append(fields, "mode", string(*u.Mode))
+	}
+	if u.MinActive != nil {
+		fields = append(fields, "min_active", *u.MinActive)
+	}
+	if u.MaxActive != nil {
+		fields = append(fields, "max_active", *u.MaxActive)
+	}
 	if len(fields) > 0 {
 		if err := q.rdb.HSet(ctx, k.cfg, fields...).Err(); err != nil {
 			return RoomInfo{}, unavailable("update room", err)
@@ -138,6 +159,12 @@ func (q *Queue) Room(ctx context.Context, room string) (RoomInfo, error) {
 	ttl, _ := strconv.ParseInt(c["ttl_ms"], 10, 64)
 	info.EntryTTL = time.Duration(ttl) * time.Millisecond
 	info.Paused = c["paused"] == "1"
+	info.Mode = ModeFixed
+	if m := Mode(c["mode"]); ValidMode(m) {
+		info.Mode = m
+	}
+	info.MinActive, _ = strconv.ParseInt(c["min_active"], 10, 64)
+	info.MaxActive, _ = strconv.ParseInt(c["max_active"], 10, 64)
 	s := stats.Val()
 	num := func(i int) float64 {
 		if i < len(s) {

@@ -4,6 +4,7 @@ import (
 	"embed"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -30,6 +31,7 @@ var (
 	snapshotScript = mustScript("snapshot")
 	grantScript    = mustScript("grant")
 	touchScript    = mustScript("touch")
+	adaptScript    = mustScript("adapt")
 )
 
 // reply is a script's array reply, read with checked conversions: an
@@ -138,4 +140,11 @@ func (r *reply) strs(i int) []string {
 		out[j] = s
 	}
 	return out
+}
+
+// flow reads the four ETA figures starting at i: admitted, expired,
+// departed and the entry window in ms.
+func (r *reply) flow(i int) Flow {
+	return Flow{Admitted: r.int(i), Expired: r.int(i + 1), Departed: r.int(i + 2),
+		EntryTTL: time.Duration(r.int(i+3)) * time.Millisecond}
 }

@@ -18,6 +18,7 @@ type RoomSnapshot struct {
 	Waiting int64   // queue length
 	Rate    float64 // measured admissions per second (0: not yet measured)
 	Target  int64
+	Flow            // counters for the ETA
 	Gone    []int64 // tickets above Serving whose users left, ascending
 }
 
@@ -37,8 +38,8 @@ func (q *Queue) Snapshots(ctx context.Context, rooms []string) ([]RoomSnapshot, 
 	out := make([]RoomSnapshot, len(rooms))
 	for i, c := range cmds {
 		r := asReply("snapshot", c.Val())
-		s := RoomSnapshot{Room: rooms[i], Serving: r.int(0), Ev: r.int(1), Waiting: r.int(2), Rate: r.float(3), Target: r.int(4)}
-		for j := 5; j < len(r.v); j++ {
+		s := RoomSnapshot{Room: rooms[i], Serving: r.int(0), Ev: r.int(1), Waiting: r.int(2), Rate: r.float(3), Target: r.int(4), Flow: r.flow(5)}
+		for j := 9; j < len(r.v); j++ {
 			s.Gone = append(s.Gone, r.int(j))
 		}
 		if r.err != nil {

@@ -28,6 +28,8 @@ func (s *Server) newAdminApp() *fiber.App {
 	adm.Get("/rooms", s.adminRooms)
 	adm.Get("/rooms/:room", s.adminRoom)
 	adm.Put("/rooms/:room", s.adminPutRoom)
+	adm.Get("/faults", s.adminGetFaults)
+	adm.Put("/faults", s.adminPutFaults)
 	adm.Get("/access", s.adminGetAccess)
 	adm.Put("/access", s.adminPutAccess)
 	return app
@@ -85,6 +87,13 @@ type roomDoc struct {
 	Expired         int64   `json:"expired"`
 	Left            int64   `json:"left"`
 	Abandoned       int64   `json:"abandoned"`
+	// Mode is "fixed" or "adaptive"; MinActive and MaxActive bound the
+	// adaptive limit (the room's own, else WR_ADAPTIVE_MIN/MAX).
+	Mode       string          `json:"mode"`
+	MinActive  int64           `json:"minActive"`
+	MaxActive  int64           `json:"maxActive"`
+	Signals    signalsDoc      `json:"signals"`
+	LastChange *limitChangeDoc `json:"lastChange"`
 }
 
 func toRoomDoc(r queue.RoomInfo) roomDoc {
@@ -109,7 +118,11 @@ func (s *Server) adminRooms(c *fiber.Ctx) error {
 		if err != nil {
 			return err
 		}
-		out = append(out, toRoomDoc(r))
+		d, err := s.roomDoc(c, r)
+		if err != nil {
+			return err
+		}
+		out = append(out, d)
 	}
 	return c.JSON(fiber.Map{"rooms": out})
 }
@@ -119,7 +132,11 @@ func (s *Server) adminRoom(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(toRoomDoc(r))
+	d, err := s.roomDoc(c, r)
+	if err != nil {
+		return err
+	}
+	return c.JSON(d)
 }
 
 // roomPut is the body of PUT /admin/rooms/{room}; absent fields stay.
@@ -127,6 +144,9 @@ type roomPut struct {
 	TargetActive *int64          `json:"targetActive"`
 	EntryTTL     json.RawMessage `json:"entryTtl"` // "90s" or a number of seconds
 	Paused       *bool           `json:"paused"`
+	Mode         *string         `json:"mode"`      // "fixed" or "adaptive"
+	MinActive    *int64          `json:"minActive"` // 0: back to WR_ADAPTIVE_MIN
+	MaxActive    *int64          `json:"maxActive"` // 0: back to WR_ADAPTIVE_MAX
 }
 
 // adminPutRoom changes a room live (every instance's next admission run
@@ -151,12 +171,27 @@ func (s *Server) adminPutRoom(c *fiber.Ctx) error {
 		u.EntryTTL = &d
 	}
 	u.Paused = req.Paused
+	if req.Mode != nil {
+		m := queue.Mode(*req.Mode)
+		if !queue.ValidMode(m) {
+			return errBadRequest(`mode must be "fixed" or "adaptive"`)
+		}
+		u.Mode = &m
+	}
+	if err := s.checkBounds(c, req, &u); err != nil {
+		return err
+	}
 	r, err := s.q.UpdateRoom(c.UserContext(), roomParam(c), u, true, s.roomDefaults())
 	if err != nil {
 		return err
 	}
-	s.log.Info("room changed by admin", "room", r.Name, "targetActive", r.Target, "entryTtl", r.EntryTTL, "paused", r.Paused)
-	return c.JSON(toRoomDoc(r))
+	s.log.Info("room changed by admin", "room", r.Name, "targetActive", r.Target, "entryTtl", r.EntryTTL, "paused", r.Paused,
+		"mode", r.Mode, "minActive", r.MinActive, "maxActive", r.MaxActive)
+	d, err := s.roomDoc(c, r)
+	if err != nil {
+		return err
+	}
+	return c.JSON(d)
 }
 
 func parseTTL(raw json.RawMessage) (time.Duration, error) {
@@ -179,4 +214,43 @@ func parseTTL(raw json.RawMessage) (time.Duration, error) {
 		return 0, errors.New("entryTtl must be from 1s to 24h")
 	}
 	return d, nil
+}
+
+// checkBounds validates minActive/maxActive (each 0 for the default, else
+// 1 to 1000000) and that the bounds in force after the change keep min ≤ max.
+func (s *Server) checkBounds(c *fiber.Ctx, req roomPut, u *queue.RoomUpdate) error {
+	if req.MinActive == nil && req.MaxActive == nil {
+		return nil
+	}
+	for _, v := range []*int64{req.MinActive, req.MaxActive} {
+		if v != nil && (*v < 0 || *v > 1_000_000) {
+			return errBadRequest("minActive and maxActive must be from 1 to 1000000 (0: the configured default)")
+		}
+	}
+	var cur queue.RoomInfo
+	if req.MinActive == nil || req.MaxActive == nil {
+		r, err := s.q.Room(c.UserContext(), roomParam(c))
+		if err != nil && !errors.Is(err, queue.ErrRoomNotFound) {
+			return err
+		}
+		cur = r
+	}
+	lo, hi := cur.MinActive, cur.MaxActive
+	if req.MinActive != nil {
+		lo = *req.MinActive
+	}
+	if req.MaxActive != nil {
+		hi = *req.MaxActive
+	}
+	if lo == 0 {
+		lo = s.cfg.AdaptiveMin
+	}
+	if hi == 0 {
+		hi = s.cfg.AdaptiveMax
+	}
+	if lo > hi {
+		return errBadRequest("minActive must not be above maxActive")
+	}
+	u.MinActive, u.MaxActive = req.MinActive, req.MaxActive
+	return nil
 }

@@ -66,6 +66,22 @@ type Config struct {
 	// credentials. Empty (the default): no CORS headers at all; "*" is
 	// refused (credentials are never allowed with a wildcard).
 	CORSOrigins []string
+
+	// Adaptive admission (rooms in mode "adaptive"). AdaptiveMin and
+	// AdaptiveMax (WR_ADAPTIVE_MIN 2, WR_ADAPTIVE_MAX 200) are the default
+	// bounds of the limit; a room's minActive/maxActive override them.
+	// AdaptiveWindow (WR_ADAPTIVE_WINDOW, 10s) is the length of one signals
+	// window and of the controller's step. AdaptiveCeiling
+	// (WR_ADAPTIVE_P90_CEILING, 2s): an order p90 above it cuts the limit
+	// whatever the baseline. AdaptiveMinSamples (WR_ADAPTIVE_MIN_SAMPLES,
+	// 20): with fewer orders in a window the limit holds.
+	AdaptiveMin, AdaptiveMax int64
+	AdaptiveWindow           time.Duration
+	AdaptiveCeiling          time.Duration
+	AdaptiveMinSamples       int64
+	// FaultInjection (WR_FAULT_INJECTION, "off"): "on" enables PUT
+	// /admin/faults (an order-path delay for tests and demos).
+	FaultInjection bool
 }
 
 // Limits are layer 1's limits, each "RATE/PERIOD[:BURST]".
@@ -161,6 +177,15 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 			c.CORSOrigins = append(c.CORSOrigins, o)
 		}
 	}
+	c.AdaptiveMin = p.int("WR_ADAPTIVE_MIN", 2, 1, 1_000_000)
+	c.AdaptiveMax = p.int("WR_ADAPTIVE_MAX", 200, 1, 1_000_000)
+	if c.AdaptiveMax < c.AdaptiveMin {
+		p.fail("WR_ADAPTIVE_MAX", strconv.FormatInt(c.AdaptiveMax, 10), "must not be below WR_ADAPTIVE_MIN")
+	}
+	c.AdaptiveWindow = p.duration("WR_ADAPTIVE_WINDOW", 10*time.Second, 100*time.Millisecond, 10*time.Minute)
+	c.AdaptiveCeiling = p.duration("WR_ADAPTIVE_P90_CEILING", 2*time.Second, time.Millisecond, 10*time.Minute)
+	c.AdaptiveMinSamples = p.int("WR_ADAPTIVE_MIN_SAMPLES", 20, 1, 1_000_000)
+	c.FaultInjection = p.onOff("WR_FAULT_INJECTION", false)
 	rooms := p.str("WR_ROOMS", "default")
 	for _, r := range strings.Split(rooms, ",") {
 		r = strings.TrimSpace(r)

@@ -22,6 +22,10 @@ func TestLoadConfigDefaults(t *testing.T) {
 		c.EntryTTL != 120*time.Second || c.BcryptCost != 10 || c.DBPool != 40 || len(c.Rooms) != 1 || c.Rooms[0] != "default" {
 		t.Fatalf("defaults = %+v", c)
 	}
+	if c.AdaptiveMin != 2 || c.AdaptiveMax != 200 || c.AdaptiveWindow != 10*time.Second || c.AdaptiveCeiling != 2*time.Second ||
+		c.AdaptiveMinSamples != 20 || c.FaultInjection {
+		t.Fatalf("adaptive defaults = %+v", c)
+	}
 	if got := c.PollBands.PollAfter(57); got != time.Second {
 		t.Fatalf("poll after at 57 = %v", got)
 	}
@@ -41,6 +45,11 @@ func TestLoadConfigNamesTheBadVariable(t *testing.T) {
 		{"bands", "WR_POLL_BANDS", "100:1s,50:2s,*:5s"},
 		{"rooms", "WR_ROOMS", "default,{bad}"},
 		{"dev flag", "WR_DEV", "maybe"},
+		{"adaptive max below min", "WR_ADAPTIVE_MAX", "1"},
+		{"adaptive min zero", "WR_ADAPTIVE_MIN", "0"},
+		{"adaptive window too short", "WR_ADAPTIVE_WINDOW", "10ms"},
+		{"adaptive ceiling", "WR_ADAPTIVE_P90_CEILING", "slow"},
+		{"fault injection", "WR_FAULT_INJECTION", "maybe"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -26,6 +26,16 @@ type metrics struct {
 	connRefused  prometheus.Counter
 	rateLimited  *prometheus.CounterVec
 	abandoned    *prometheus.CounterVec
+
+	// Adaptive admission: the limit in force and the last window's signals
+	// (as of this instance's last controller step).
+	limit        *prometheus.GaugeVec
+	limitChanges *prometheus.CounterVec
+	sigOrders    *prometheus.GaugeVec
+	sigErrorRate *prometheus.GaugeVec
+	sigP90       *prometheus.GaugeVec
+	sigBaseline  *prometheus.GaugeVec
+	sigPoolWait  *prometheus.GaugeVec
 }
 
 // newMetrics registers the server's collectors on reg (a new registry when
@@ -93,6 +103,22 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 		Name: "waitingroom_abandoned_total", Help: "Waiting users removed for neither polling nor holding a stream for WR_IDLE_TIMEOUT (counted by the instance whose admission run removed them).",
 	}, []string{"room"})
 	reg.MustRegister(m.abandoned)
+	room := []string{"room"}
+	gauge := func(name, help string) *prometheus.GaugeVec {
+		g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, room)
+		reg.MustRegister(g)
+		return g
+	}
+	m.limit = gauge("waitingroom_admission_limit", "The admission limit in force (targetActive), set by the operator or, in adaptive mode, by the limit controller.")
+	m.sigOrders = gauge("waitingroom_adaptive_window_orders", "Orders finished in the last evaluated signals window, all instances.")
+	m.sigErrorRate = gauge("waitingroom_adaptive_error_ratio", "Share of the last window's orders that failed for an infrastructure reason (DB down, timeout).")
+	m.sigP90 = gauge("waitingroom_adaptive_order_p90_seconds", "Order latency p90 of the last window, all instances.")
+	m.sigBaseline = gauge("waitingroom_adaptive_order_p90_baseline_seconds", "Long-run order latency p90 (EWMA of healthy windows' p90s).")
+	m.sigPoolWait = gauge("waitingroom_adaptive_pool_wait_seconds", "Mean Postgres pool acquire wait per acquire in the last window.")
+	m.limitChanges = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "waitingroom_admission_limit_changes_total", Help: "Changes of the adaptive admission limit made by this instance's controller, by reason.",
+	}, []string{"room", "reason"})
+	reg.MustRegister(m.limitChanges)
 	reg.MustRegister(m.streams, m.streamEvents, m.streamDrops, m.fanoutLag, m.connRefused, m.rateLimited)
 	reg.MustRegister(m.waiting, m.active, m.target, m.admitted, m.entered, m.expired, m.orders, m.httpDuration, m.bcrypt)
 	return m

@@ -67,10 +67,13 @@ func (s *Server) order(c *fiber.Ctx) error {
 	}
 	uid, _ := strconv.ParseInt(claims.Subject, 10, 64)
 	octx, cancel := context.WithTimeout(ctx, s.cfg.OrderTimeout)
+	began := time.Now()
 	o, err := s.store.PlaceOrder(octx, pgstore.OrderRequest{
 		UserID: uid, ProductID: *req.ProductID, Quantity: int(*req.Quantity), Room: claims.Room,
+		Delay: s.orderDelay(),
 	})
 	cancel()
+	s.recordOrder(claims.Room, began, err)
 	// Finish the slot's bookkeeping even if the client has gone away.
 	bctx, bcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer bcancel()
@@ -146,4 +149,14 @@ func (s *Server) product(c *fiber.Ctx) error {
 		return errors.Join(errDBUnavailable, err)
 	}
 	return c.JSON(p)
+}
+
+// recordOrder feeds one order into the adaptive signals: its latency, and
+// whether it failed for an infrastructure reason (a business refusal is a
+// healthy answer of the downstream).
+func (s *Server) recordOrder(room string, began time.Time, err error) {
+	now := time.Now()
+	failed := err != nil && !errors.Is(err, pgstore.ErrOutOfStock) && !errors.Is(err, pgstore.ErrProductNotFound) &&
+		!errors.Is(err, pgstore.ErrUserNotFound) && !errors.Is(err, pgstore.ErrInvalidQuantity)
+	s.rec.Order(room, now.Sub(began), failed, now)
 }

@@ -321,9 +321,9 @@ func pageEnv(t *testing.T, vars map[string]string) (*env, *instance) {
 	return e, e.start(all)
 }
 
-// etaRe matches the ETA as the page words it: an estimate, or not known
-// while the admission rate is unmeasured.
-var etaRe = regexp.MustCompile(`^(not known yet|less than a minute|about \d+ (minutes?|hours?))$`)
+// etaRe matches the ETA as the page words it: an estimate, "estimating…"
+// while the admission rate is unmeasured, or not known.
+var etaRe = regexp.MustCompile(`^(estimating…|not known yet|less than a minute|about \d+ (minutes?|hours?))$`)
 
 // TestPageWaitsLiveAndOrders: sign in, enter, watch the position fall as the
 // users ahead are admitted and order, become READY, order — on each tier.

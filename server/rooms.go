@@ -12,11 +12,14 @@ import (
 
 // QueueStatus is the contract's status document (position and enter).
 type QueueStatus struct {
-	Status         string     `json:"status"`
-	Room           string     `json:"room"`
-	Position       int64      `json:"position,omitempty"`
-	Waiting        int64      `json:"waiting,omitempty"`
-	ETASeconds     *int64     `json:"etaSeconds,omitempty"`
+	Status     string `json:"status"`
+	Room       string `json:"room"`
+	Position   int64  `json:"position,omitempty"`
+	Waiting    int64  `json:"waiting,omitempty"`
+	ETASeconds *int64 `json:"etaSeconds,omitempty"`
+	// ETAKnown (WAITING only) is false while the room has not measured its
+	// admission rate: etaSeconds is then a guess from targetActive.
+	ETAKnown       *bool      `json:"etaKnown,omitempty"`
 	EntryToken     string     `json:"entryToken,omitempty"`
 	EntryExpiresAt *time.Time `json:"entryExpiresAt,omitempty"`
 	PollAfterMs    int64      `json:"pollAfterMs"`
@@ -36,6 +39,8 @@ func (s *Server) statusDoc(room string, st queue.Status) QueueStatus {
 		if secs, ok := st.ETA(); ok {
 			d.ETASeconds = &secs
 		}
+		known := st.ETAKnown()
+		d.ETAKnown = &known
 	}
 	return d
 }

@@ -59,6 +59,9 @@ type Server struct {
 	acl       atomic.Pointer[accessLists]
 	presence  *presence
 	keyPrefix string
+	rec       *queue.Recorder   // order signals for adaptive admission
+	ctl       *queue.Controller // the admission limit controller
+	delay     atomic.Int64      // injected order delay (ns), see faults.go
 
 	dummyOnce sync.Once
 	dummyHash []byte // BCrypt hash verified for unknown login ids
@@ -97,6 +100,15 @@ func New(o Options) (*Server, error) {
 		Defaults: s.roomDefaults(),
 		Logger:   o.Logger,
 	})
+	s.rec = s.q.NewRecorder(o.Config.AdaptiveWindow)
+	s.ctl = s.q.NewController(queue.ControllerOptions{
+		Window:   o.Config.AdaptiveWindow,
+		Rule:     s.limitRule(),
+		Owner:    randomHex(8),
+		OnStep:   s.observeStep,
+		OnChange: func(room string, st queue.Step) { s.m.limitChanges.WithLabelValues(room, st.Reason).Inc() },
+		Logger:   o.Logger,
+	})
 	s.hub = stream.New(stream.Options{
 		Redis:  o.Redis,
 		Source: s.q,
@@ -128,6 +140,13 @@ func (s *Server) Hub() *stream.Hub { return s.hub }
 // Queue returns the server's queue model.
 func (s *Server) Queue() *queue.Queue { return s.q }
 
+// Controller returns the server's admission limit controller (tests step
+// it by hand).
+func (s *Server) Controller() *queue.Controller { return s.ctl }
+
+// FlushSignals writes this instance's pending order signals to Redis now.
+func (s *Server) FlushSignals(ctx context.Context) error { return s.rec.Flush(ctx) }
+
 // Metrics exposes the server's metrics registry (tests and embedding).
 func (s *Server) Metrics() prometheus.Gatherer { return s.m.reg }
 
@@ -149,6 +168,7 @@ func (s *Server) observeAdmission(r queue.AdmitResult) {
 	s.m.waiting.WithLabelValues(r.Room).Set(float64(r.Waiting))
 	s.m.active.WithLabelValues(r.Room).Set(float64(r.Active))
 	s.m.target.WithLabelValues(r.Room).Set(float64(r.Target))
+	s.m.limit.WithLabelValues(r.Room).Set(float64(r.Target))
 	if n := len(r.Admitted); n > 0 {
 		s.m.admitted.WithLabelValues(r.Room).Add(float64(n))
 	}
@@ -185,6 +205,9 @@ func (s *Server) Serve(ctx context.Context, public, admin net.Listener) error {
 	wg.Go(func() { s.hub.Run(loopCtx) })
 	wg.Go(func() { s.runAccessRefresh(loopCtx) })
 	wg.Go(func() { s.runPresence(loopCtx) })
+	wg.Go(func() { s.runSignals(loopCtx) })
+	wg.Go(func() { s.ctl.Run(loopCtx) })
+	wg.Go(func() { s.runFaultsRefresh(loopCtx) })
 
 	limited := &limitListener{Listener: public, max: int64(s.cfg.MaxConns), refused: s.m.connRefused.Inc, log: s.log}
 	errc := make(chan error, 2)

@@ -17,6 +17,7 @@ type roomState struct {
 	waiting int64
 	rate    float64
 	target  int64
+	flow    queue.Flow
 	ev      int64
 	ts      time.Time // when the last change was published (Redis clock)
 
@@ -40,14 +41,14 @@ func (s *roomState) position(t int64) (pos int64, ok bool) {
 // status returns the waiting status of ticket t at position pos.
 func (s *roomState) status(t, pos int64) queue.Status {
 	// The total may trail a user who entered after the last event or read.
-	return queue.Status{State: queue.Waiting, Ticket: t, Position: pos, Waiting: max(s.waiting, pos), Rate: s.rate, Target: s.target}
+	return queue.Status{State: queue.Waiting, Ticket: t, Position: pos, Waiting: max(s.waiting, pos), Rate: s.rate, Target: s.target, Flow: s.flow}
 }
 
 // fromSnapshot builds a confirmed state.
 func fromSnapshot(sn queue.RoomSnapshot, now time.Time) *roomState {
 	return &roomState{
 		room: sn.Room, serving: sn.Serving, gone: sn.Gone, waiting: sn.Waiting,
-		rate: sn.Rate, target: sn.Target, ev: sn.Ev, ts: now, snapshotAt: now,
+		rate: sn.Rate, target: sn.Target, flow: sn.Flow, ev: sn.Ev, ts: now, snapshotAt: now,
 	}
 }
 

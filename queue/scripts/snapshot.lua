@@ -1,18 +1,22 @@
 -- snapshot: the state every instance keeps per room to derive positions
 -- without a Redis call per connection, read atomically.
 --
--- KEYS[1] stats   HASH  serving, ev, rate
+-- KEYS[1] stats   HASH  serving, ev, rate, counters
 -- KEYS[2] queue   ZSET  member = user id, score = ticket number
 -- KEYS[3] gone    ZSET  tickets of waiting users who left (score = ticket)
--- KEYS[4] cfg     HASH  target
+-- KEYS[4] cfg     HASH  target, ttl_ms
 --
--- Returns {serving, ev, waiting, rate, target, gone...}: the last admitted
--- ticket, the room's event sequence number, the queue length, the measured
--- rate, targetActive, and the departed tickets above serving, ascending.
-local st = redis.call('HMGET', KEYS[1], 'serving', 'ev', 'rate')
+-- Returns {serving, ev, waiting, rate, target, admitted, expired, departed,
+-- ttlMs, gone...}: the last admitted ticket, the room's event sequence
+-- number, the queue length, the measured rate, targetActive, the counters
+-- and entry window the ETA needs, and the departed tickets above serving,
+-- ascending.
+local st = redis.call('HMGET', KEYS[1], 'serving', 'ev', 'rate', 'admitted', 'expired', 'left', 'abandoned')
+local cfg = redis.call('HMGET', KEYS[4], 'target', 'ttl_ms')
 local serving = st[1] or '0'
 local out = {serving, st[2] or '0', redis.call('ZCARD', KEYS[2]), st[3] or '0',
-             redis.call('HGET', KEYS[4], 'target') or '0'}
+             cfg[1] or '0', tonumber(st[4] or '0'), tonumber(st[5] or '0'),
+             tonumber(st[6] or '0') + tonumber(st[7] or '0'), tonumber(cfg[2] or '0')}
 local gone = redis.call('ZRANGEBYSCORE', KEYS[3], '(' .. serving, '+inf')
 for i = 1, #gone do
   out[#out + 1] = gone[i]

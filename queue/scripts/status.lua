@@ -8,7 +8,8 @@
 -- ARGV[1] user id
 --
 -- Returns one of
---   {"WAITING", ticket, position, waiting, rate, target}
+--   {"WAITING", ticket, position, waiting, rate, target, admitted, expired,
+--    departed, ttlMs}   (counters and entry window for the ETA)
 --   {"READY", entryToken, deadlineMs}
 --   {"NONE"}   neither waiting nor holding a live entry token
 -- Admission pops a user and stores their token in one script, so between two
@@ -16,9 +17,12 @@
 local user = ARGV[1]
 local rank = redis.call('ZRANK', KEYS[1], user)
 if rank then
+  local st = redis.call('HMGET', KEYS[4], 'rate', 'admitted', 'expired', 'left', 'abandoned')
+  local cfg = redis.call('HMGET', KEYS[5], 'target', 'ttl_ms')
   return {'WAITING', redis.call('ZSCORE', KEYS[1], user), rank + 1,
-          redis.call('ZCARD', KEYS[1]), redis.call('HGET', KEYS[4], 'rate') or '0',
-          redis.call('HGET', KEYS[5], 'target') or '0'}
+          redis.call('ZCARD', KEYS[1]), st[1] or '0', cfg[1] or '0',
+          tonumber(st[2] or '0'), tonumber(st[3] or '0'),
+          tonumber(st[4] or '0') + tonumber(st[5] or '0'), tonumber(cfg[2] or '0')}
 end
 local token = redis.call('HGET', KEYS[3], user)
 if token then

@@ -25,6 +25,9 @@ type OrderRequest struct {
 	UserID, ProductID int64
 	Quantity          int
 	Room              string
+	// Delay, when positive, is slept inside the transaction (pg_sleep),
+	// holding the connection: the fault injection for tests and demos.
+	Delay time.Duration
 }
 
 // Order is a placed order.
@@ -80,6 +83,12 @@ func (s *Store) PlaceOrder(ctx context.Context, r OrderRequest) (Order, error) {
 		return Order{}, fmt.Errorf("pgstore: place order: begin: %w", err)
 	}
 	defer func() { _ = tx.Rollback(ctx) }() // no-op after Commit
+
+	if r.Delay > 0 {
+		if _, err := tx.Exec(ctx, `SELECT pg_sleep($1)`, r.Delay.Seconds()); err != nil {
+			return Order{}, fmt.Errorf("pgstore: place order: injected delay: %w", err)
+		}
+	}
 
 	tag, err := tx.Exec(ctx,
 		`UPDATE products SET stock = stock - $1 WHERE id = $2 AND stock >= $1`,

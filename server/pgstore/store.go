@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -37,6 +38,16 @@ type Store struct {
 	metrics   *metrics
 	log       *slog.Logger
 	closeOnce sync.Once
+
+	acquires atomic.Int64 // pool acquires, all time
+	waitNs   atomic.Int64 // their total wait
+}
+
+// AcquireStats returns the pool acquires made so far and their total wait,
+// for callers that difference them over a period (the admission limit
+// controller's pool wait signal).
+func (s *Store) AcquireStats() (acquires int64, wait time.Duration) {
+	return s.acquires.Load(), time.Duration(s.waitNs.Load())
 }
 
 // Open connects to databaseURL, checks the connection and applies pending
@@ -107,6 +118,8 @@ func (s *Store) acquire(ctx context.Context) (*pgxpool.Conn, func(), error) {
 	conn, err := s.pool.Acquire(ctx)
 	acquired := time.Now()
 	s.metrics.acquireWait.Observe(acquired.Sub(start).Seconds())
+	s.acquires.Add(1)
+	s.waitNs.Add(int64(acquired.Sub(start)))
 	if err != nil {
 		return nil, nil, fmt.Errorf("acquire connection: %w", err)
 	}

@@ -14,7 +14,7 @@ const TEXT = {
     enterP: 'You will get a place in line. Keep this page open; it updates by itself.',
     queueH: 'You are in line', position: 'You are #{n}', waiting: '{n} people waiting',
     progress: 'Progress to the front', etaLabel: 'Estimated wait', elapsedLabel: 'Time waiting',
-    tierLabel: 'Connection', etaSoon: 'less than a minute', etaUnknown: 'not known yet', etaAbout: 'about {d}',
+    tierLabel: 'Connection', etaSoon: 'less than a minute', etaUnknown: 'not known yet', etaEstimating: 'estimating…', etaAbout: 'about {d}',
     tier_sse: 'live', tier_ws: 'live-ws', tier_poll: 'polling', viaTab: '{tier}, via another tab',
     liveOff: 'Live updates are unavailable here; retrying…',
     leave: 'Leave the queue',
@@ -45,7 +45,7 @@ const TEXT = {
     enterP: '대기 순번을 받습니다. 이 페이지를 열어 두세요. 자동으로 갱신됩니다.',
     queueH: '대기 중입니다', position: '내 순서: {n}번째', waiting: '{n}명 대기 중',
     progress: '입장까지 진행률', etaLabel: '예상 대기 시간', elapsedLabel: '대기한 시간',
-    tierLabel: '연결 방식', etaSoon: '1분 미만', etaUnknown: '아직 알 수 없음', etaAbout: '약 {d}',
+    tierLabel: '연결 방식', etaSoon: '1분 미만', etaUnknown: '아직 알 수 없음', etaEstimating: '계산 중…', etaAbout: '약 {d}',
     tier_sse: '실시간', tier_ws: '실시간 (WebSocket)', tier_poll: '주기적 확인', viaTab: '{tier}, 다른 탭에서 받는 중',
     liveOff: '실시간 연결을 쓸 수 없어 다시 시도하는 중…',
     leave: '대기열 나가기',
@@ -145,8 +145,12 @@ function clock(ms) {
   return (h ? h + ':' + pad(m) : m) + ':' + pad(s % 60);
 }
 
-function eta(sec) {
-  if (typeof sec !== 'number') return t('etaUnknown'); // no admission rate measured yet
+// eta words a QueueStatus's wait: "estimating…" until the room has measured
+// its admission rate (etaKnown false), "not known" when the room admits nobody.
+function eta(qs) {
+  if (qs.etaKnown === false) return t('etaEstimating');
+  const sec = qs.etaSeconds;
+  if (typeof sec !== 'number') return t('etaUnknown');
   if (sec < 60) return t('etaSoon');
   const min = Math.round(sec / 60);
   const [n, unit] = min < 90 ? [min, 'minute'] : [Math.round(min / 60), 'hour'];
@@ -216,13 +220,13 @@ function render(qs) {
   show('queue');
   setText($('position'), t('position', { n: qs.position }));
   setText($('waiting'), t('waiting', { n: qs.waiting }));
-  setText($('eta'), eta(qs.etaSeconds));
+  setText($('eta'), eta(qs));
   showTier();
   // From the position at entry (0) to the front (1).
   $('progress').value = place.start > 1 ? (place.start - qs.position) / (place.start - 1) : 1;
   document.title = `#${fmtN(qs.position)} · ${t('title')}`;
   tick();
-  announce(`${t('position', { n: qs.position })}. ${t('etaLabel')}: ${eta(qs.etaSeconds)}.`, first);
+  announce(`${t('position', { n: qs.position })}. ${t('etaLabel')}: ${eta(qs)}.`, first);
 }
 
 // showTier names the connection in use; a following tab names its leader's.

@@ -1,0 +1,209 @@
+package queue_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"waitingroom/queue"
+	"waitingroom/queue/queuetest"
+)
+
+func mustAdaptive(tb testing.TB, q *queue.Queue, target int64) {
+	tb.Helper()
+	m := queue.ModeAdaptive
+	if _, err := q.UpdateRoom(context.Background(), "r1", queue.RoomUpdate{Mode: &m, Target: &target}, false, queue.RoomConfig{}); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// TestControllerCutsOnSlowWindow: orders recorded by two instances reach
+// one window's signals in Redis under the room's hash tag; the step that
+// reads a healthy window sets the baseline, one that reads a window with
+// pool stress cuts the limit ×0.8 and records the change.
+func TestControllerCutsOnSlowWindow(t *testing.T) {
+	rdb, prefix := queuetest.Redis(t)
+	q := queue.New(rdb, queue.Options{Prefix: prefix})
+	ctx := context.Background()
+	if err := q.EnsureRoom(ctx, "r1", queue.RoomConfig{Target: 20, EntryTTL: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	mustAdaptive(t, q, 20)
+	// Twenty admitted users, so the limit is in use.
+	for i := range 20 {
+		mustEnter(t, q, "u"+string(rune('a'+i)))
+	}
+	mustAdmit(t, q, 32)
+	const win = time.Second
+	rule := queue.LimitRule{Min: 2, Max: 40, MinSamples: 10, Ceiling: time.Second}
+	ctl := q.NewController(queue.ControllerOptions{Window: win, Rule: rule, Owner: "a"})
+	a, b := q.NewRecorder(win), q.NewRecorder(win)
+	t0 := time.UnixMilli(1_000_000 * win.Milliseconds())
+
+	// Window 0: healthy, 10 ms orders from two instances.
+	for i := range 20 {
+		r := a
+		if i%2 == 1 {
+			r = b
+		}
+		r.Order("r1", 10*time.Millisecond, false, t0.Add(time.Duration(i)*time.Millisecond))
+	}
+	a.PoolWait(10, 10*time.Millisecond, t0)
+	for _, r := range []*queue.Recorder{a, b} {
+		if err := r.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	keys, err := rdb.Keys(ctx, prefix+"*sig:*").Result()
+	if err != nil || len(keys) != 1 || !strings.HasPrefix(keys[0], prefix+"{r1}:sig:") {
+		t.Fatalf("signal keys = %v, %v; want one under the room's hash tag", keys, err)
+	}
+	st, err := ctl.Step(ctx, "r1", t0.Add(win+win/2))
+	if err != nil || !st.Leader {
+		t.Fatalf("step = %v, %v", st, err)
+	}
+	if st.Signals.Orders != 20 || st.Signals.P90 < 5*time.Millisecond || st.Signals.P90 > 10*time.Millisecond || st.Signals.PoolWait != time.Millisecond {
+		t.Fatalf("healthy signals = %+v", st.Signals)
+	}
+	state, err := q.AdaptiveState(ctx, "r1")
+	if err != nil || state.Signals.Baseline != st.Signals.P90 || state.LastChange == nil || state.LastChange.To != st.Next {
+		t.Fatalf("state after a healthy window = %+v (last change %+v), %v; step %v", state, state.LastChange, err, st)
+	}
+	limit := st.Next
+
+	// Window 1: slow orders waiting 80 ms for the pool.
+	t1 := t0.Add(win)
+	for range 20 {
+		a.Order("r1", 300*time.Millisecond, false, t1)
+	}
+	a.PoolWait(20, 20*80*time.Millisecond, t1)
+	if err := a.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st, err = ctl.Step(ctx, "r1", t1.Add(win+win/2))
+	if err != nil || !st.Leader || !st.Changed || st.Reason != queue.ReasonPoolWait || st.Next != limit*8/10 {
+		t.Fatalf("stressed step = %v, %v (limit was %d)", st, err, limit)
+	}
+	info, _ := q.Room(ctx, "r1")
+	state, _ = q.AdaptiveState(ctx, "r1")
+	if info.Target != st.Next || state.LastChange.Reason != queue.ReasonPoolWait || state.LastChange.From != limit {
+		t.Fatalf("target %d, last change %+v", info.Target, state.LastChange)
+	}
+	// The stressed window did not raise the baseline.
+	if state.Signals.Baseline > 10*time.Millisecond {
+		t.Fatalf("baseline after a stressed window = %v", state.Signals.Baseline)
+	}
+
+	// Window 2: nobody reported. The limit holds; the state says stale.
+	st, err = ctl.Step(ctx, "r1", t1.Add(2*win+win/2))
+	if err != nil || st.Changed || st.Reason != queue.ReasonStale {
+		t.Fatalf("empty window step = %v, %v", st, err)
+	}
+}
+
+// TestControllerLease: instances stepping the same room in the same window
+// take turns by lease: exactly one acts per window.
+func TestControllerLease(t *testing.T) {
+	q, _ := mustQueue(t, 20, time.Minute)
+	ctx := context.Background()
+	mustAdaptive(t, q, 20)
+	const win = time.Second
+	ctls := make([]*queue.Controller, 4)
+	for i := range ctls {
+		ctls[i] = q.NewController(queue.ControllerOptions{Window: win, Rule: queue.LimitRule{Min: 2, Max: 40, MinSamples: 1}, Owner: string(rune('a' + i))})
+	}
+	t0 := time.UnixMilli(2_000_000 * win.Milliseconds())
+	for w := range 5 {
+		now := t0.Add(time.Duration(w)*win + win/2)
+		var mu sync.Mutex
+		leaders := 0
+		var wg sync.WaitGroup
+		for _, c := range ctls {
+			wg.Go(func() {
+				st, err := c.Step(ctx, "r1", now)
+				if err != nil {
+					t.Error(err)
+				}
+				if st.Leader {
+					mu.Lock()
+					leaders++
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		if leaders != 1 {
+			t.Fatalf("window %d: %d leaders, want 1", w, leaders)
+		}
+	}
+}
+
+// TestModeFixedKeepsTarget: a fixed room's signals are kept (a warm
+// baseline for switching) but its target never moves.
+func TestModeFixedKeepsTarget(t *testing.T) {
+	q, _ := mustQueue(t, 7, time.Minute)
+	ctx := context.Background()
+	const win = time.Second
+	ctl := q.NewController(queue.ControllerOptions{Window: win, Rule: queue.LimitRule{Min: 10, Max: 40, MinSamples: 1}})
+	r := q.NewRecorder(win)
+	t0 := time.UnixMilli(3_000_000 * win.Milliseconds())
+	r.Order("r1", 20*time.Millisecond, false, t0)
+	if err := r.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st, err := ctl.Step(ctx, "r1", t0.Add(win+win/2))
+	if err != nil || st.Changed {
+		t.Fatalf("step = %v, %v", st, err)
+	}
+	info, _ := q.Room(ctx, "r1")
+	state, _ := q.AdaptiveState(ctx, "r1")
+	if info.Target != 7 || info.Mode != queue.ModeFixed || state.Signals.Orders != 1 || state.Signals.Baseline == 0 {
+		t.Fatalf("room %+v, state %+v", info, state)
+	}
+}
+
+// TestStatusCarriesFlow: the status read from Redis carries the counters
+// the ETA corrects with, and ETAKnown turns true once a rate is measured.
+func TestStatusCarriesFlow(t *testing.T) {
+	rdb, prefix := queuetest.Redis(t)
+	q := queue.New(rdb, queue.Options{Prefix: prefix, RateWindow: 50 * time.Millisecond})
+	ctx := context.Background()
+	if err := q.EnsureRoom(ctx, "r1", queue.RoomConfig{Target: 1, EntryTTL: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 40 {
+		mustEnter(t, q, fmt.Sprintf("u%d", i))
+	}
+	mustEnter(t, q, "d")
+	if _, err := q.Leave(ctx, "r1", "u1"); err != nil {
+		t.Fatal(err)
+	}
+	st, err := q.Status(ctx, "r1", "d")
+	if err != nil || st.ETAKnown() || st.Departed != 1 || st.EntryTTL != time.Minute {
+		t.Fatalf("status = %+v, %v", st, err)
+	}
+	if _, ok := st.ETA(); !ok {
+		t.Fatal("no ETA guess with target 1")
+	}
+	waitFor(t, "a measured rate", func() bool {
+		res, err := q.Admit(ctx, "r1", 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, u := range res.Admitted {
+			_, _ = q.Leave(ctx, "r1", u) // free the slot for the next one
+		}
+		st, err = q.Status(ctx, "r1", "d")
+		return err == nil && st.ETAKnown()
+	})
+	if st.State != queue.Waiting || st.Admitted < 1 {
+		t.Fatalf("status after admissions = %+v", st)
+	}
+	snaps, err := q.Snapshots(ctx, []string{"r1"})
+	if err != nil || snaps[0].Departed != st.Departed || snaps[0].Admitted != st.Admitted || snaps[0].EntryTTL != time.Minute {
+		t.Fatalf("snapshot = %+v, %v; status %+v", snaps, err, st)
+	}
+}

@@ -1,0 +1,135 @@
+package server
+
+import (
+	"context"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"waitingroom/queue"
+)
+
+// Adaptive admission, the server's side: the order handler records each
+// order's latency and outcome in the queue's Recorder; runSignals flushes
+// them (with the pool's acquire wait) to Redis about once a second; the
+// queue's Controller steps every room once a window (one instance per room
+// and window, by lease) and reports back through observeStep, which sets
+// the metrics.
+
+// poolStats is what the signals need from the Store: its cumulative pool
+// acquires and their wait (pgstore.Store has it; test fakes need not).
+type poolStats interface {
+	AcquireStats() (acquires int64, wait time.Duration)
+}
+
+func (s *Server) limitRule() queue.LimitRule {
+	return queue.LimitRule{Min: s.cfg.AdaptiveMin, Max: s.cfg.AdaptiveMax,
+		MinSamples: s.cfg.AdaptiveMinSamples, Ceiling: s.cfg.AdaptiveCeiling}
+}
+
+// flushEvery is how often order signals go to Redis: a second, or a
+// quarter window when windows are shorter (tests).
+func (s *Server) flushEvery() time.Duration { return min(time.Second, s.cfg.AdaptiveWindow/4) }
+
+// runSignals flushes this instance's order signals until ctx is done, and
+// once more at the end.
+func (s *Server) runSignals(ctx context.Context) {
+	t := time.NewTicker(s.flushEvery())
+	defer t.Stop()
+	ps, _ := s.store.(poolStats)
+	var lastN int64
+	var lastWait time.Duration
+	if ps != nil {
+		lastN, lastWait = ps.AcquireStats()
+	}
+	flush := func(ctx context.Context) {
+		if ps != nil {
+			n, w := ps.AcquireStats()
+			s.rec.PoolWait(n-lastN, w-lastWait, time.Now())
+			lastN, lastWait = n, w
+		}
+		_ = s.rec.Flush(ctx) // a lost flush only thins a window
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+			flush(fctx)
+			cancel()
+			return
+		case <-t.C:
+			flush(ctx)
+		}
+	}
+}
+
+// observeStep sets the adaptive metrics of room after a controller step.
+func (s *Server) observeStep(room string, st queue.AdaptiveState, limit int64) {
+	s.m.limit.WithLabelValues(room).Set(float64(limit))
+	sig := st.Signals
+	s.m.sigOrders.WithLabelValues(room).Set(float64(sig.Orders))
+	s.m.sigErrorRate.WithLabelValues(room).Set(sig.ErrorRate())
+	s.m.sigP90.WithLabelValues(room).Set(sig.P90.Seconds())
+	s.m.sigBaseline.WithLabelValues(room).Set(sig.Baseline.Seconds())
+	s.m.sigPoolWait.WithLabelValues(room).Set(sig.PoolWait.Seconds())
+}
+
+// signalsDoc is a room's last window of signals in the admin API.
+type signalsDoc struct {
+	WindowSeconds float64 `json:"windowSeconds"`
+	Orders        int64   `json:"orders"`
+	Errors        int64   `json:"errors"`
+	ErrorRate     float64 `json:"errorRate"`
+	P90Ms         float64 `json:"p90Ms"`
+	BaselineP90Ms float64 `json:"baselineP90Ms"`
+	PoolWaitMs    float64 `json:"poolWaitMs"`
+	// Stale: no window has been evaluated lately, or nobody reported the
+	// last one.
+	Stale bool `json:"stale"`
+}
+
+// limitChangeDoc is the last change of an adaptive room's limit.
+type limitChangeDoc struct {
+	At     time.Time `json:"at"`
+	From   int64     `json:"from"`
+	To     int64     `json:"to"`
+	Reason string    `json:"reason"`
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// adaptiveDoc fills the adaptive part of a room document.
+func (s *Server) adaptiveDoc(d *roomDoc, r queue.RoomInfo, st queue.AdaptiveState) {
+	d.Mode = string(r.Mode)
+	d.MinActive, d.MaxActive = s.cfg.AdaptiveMin, s.cfg.AdaptiveMax
+	if r.MinActive > 0 {
+		d.MinActive = r.MinActive
+	}
+	if r.MaxActive > 0 {
+		d.MaxActive = r.MaxActive
+	}
+	sig := st.Signals
+	win := sig.Window
+	if win <= 0 {
+		win = s.cfg.AdaptiveWindow
+	}
+	d.Signals = signalsDoc{
+		WindowSeconds: win.Seconds(), Orders: sig.Orders, Errors: sig.Errors, ErrorRate: sig.ErrorRate(),
+		P90Ms: ms(sig.P90), BaselineP90Ms: ms(sig.Baseline), PoolWaitMs: ms(sig.PoolWait),
+		Stale: !st.Fresh(time.Now()),
+	}
+	if lc := st.LastChange; lc != nil {
+		d.LastChange = &limitChangeDoc{At: lc.At, From: lc.From, To: lc.To, Reason: lc.Reason}
+	}
+}
+
+// roomDoc reads a room's adaptive state and builds its document.
+func (s *Server) roomDoc(c *fiber.Ctx, r queue.RoomInfo) (roomDoc, error) {
+	st, err := s.q.AdaptiveState(c.UserContext(), r.Name)
+	if err != nil {
+		return roomDoc{}, err
+	}
+	d := toRoomDoc(r)
+	s.adaptiveDoc(&d, r, st)
+	return d, nil
+}

@@ -1,0 +1,266 @@
+package server_test
+
+import (
+	"regexp"
+	"sort"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestFaultsRefusedWhenDisabled(t *testing.T) {
+	e := newEnv(t)
+	in := e.start(nil)
+	r := do(t, "PUT", in.admin+"/admin/faults", testAdminToken, map[string]string{"orderDelay": "300ms"})
+	if r.status != 403 || r.str("error") != "faults_disabled" || r.str("message") == "" {
+		t.Fatalf("PUT faults while disabled = %d %s", r.status, r.raw)
+	}
+	if r := do(t, "GET", in.admin+"/admin/faults", testAdminToken, nil); r.status != 200 || r.body["enabled"] != false || r.num("orderDelayMs") != 0 {
+		t.Fatalf("GET faults = %d %s", r.status, r.raw)
+	}
+	if r := do(t, "PUT", in.admin+"/admin/faults", "", map[string]string{"orderDelay": "1s"}); r.status != 401 {
+		t.Fatalf("PUT faults without the admin token = %d", r.status)
+	}
+}
+
+func TestFaultsInput(t *testing.T) {
+	e := newEnv(t)
+	in := e.start(map[string]string{"WR_FAULT_INJECTION": "on"})
+	for _, body := range []string{`{}`, `{"orderDelay":"soon"}`, `{"orderDelay":"-1s"}`, `{"orderDelay":"31s"}`, `{"orderDelay":true}`, `not json`, `{"orderDelay":"1s"} x`} {
+		if r := do(t, "PUT", in.admin+"/admin/faults", testAdminToken, body); r.status != 400 || r.str("error") != "invalid_request" {
+			t.Errorf("PUT faults %s = %d %s", body, r.status, r.raw)
+		}
+	}
+	if r := do(t, "PUT", in.admin+"/admin/faults", testAdminToken, `{"orderDelay":"250ms"}`); r.status != 200 || r.num("orderDelayMs") != 250 {
+		t.Fatalf("PUT faults = %d %s", r.status, r.raw)
+	}
+	// Another instance reads it from Redis.
+	other := e.start(map[string]string{"WR_FAULT_INJECTION": "on"})
+	if r := do(t, "GET", other.admin+"/admin/faults", testAdminToken, nil); r.str("orderDelay") != "250ms" || r.body["enabled"] != true {
+		t.Fatalf("GET faults on another instance = %s", r.raw)
+	}
+	if r := do(t, "PUT", in.admin+"/admin/faults", testAdminToken, `{"orderDelay":0}`); r.status != 200 || r.num("orderDelayMs") != 0 {
+		t.Fatalf("PUT faults 0 = %d %s", r.status, r.raw)
+	}
+}
+
+func TestAdminRoomMode(t *testing.T) {
+	e := newEnv(t)
+	in := e.start(map[string]string{"WR_ADAPTIVE_MIN": "3", "WR_ADAPTIVE_MAX": "50"})
+	r := in.adminRoom("default")
+	sig, _ := r.body["signals"].(map[string]any)
+	if r.str("mode") != "fixed" || r.num("minActive") != 3 || r.num("maxActive") != 50 || sig == nil || sig["stale"] != true || sig["windowSeconds"] != 10.0 {
+		t.Fatalf("room doc = %s", r.raw)
+	}
+	if v, ok := r.body["lastChange"]; !ok || v != nil {
+		t.Fatalf("lastChange = %v, want null", v)
+	}
+	for _, k := range []string{"orders", "errors", "errorRate", "p90Ms", "baselineP90Ms", "poolWaitMs"} {
+		if _, ok := sig[k]; !ok {
+			t.Errorf("signals lacks %s: %s", k, r.raw)
+		}
+	}
+	put := func(body string) response {
+		return do(t, "PUT", in.admin+"/admin/rooms/default", testAdminToken, body)
+	}
+	for _, body := range []string{`{"mode":"auto"}`, `{"mode":1}`, `{"minActive":-1}`, `{"maxActive":2000000}`, `{"minActive":10,"maxActive":5}`, `{"minActive":60}`} {
+		if r := put(body); r.status != 400 || r.str("error") != "invalid_request" {
+			t.Errorf("PUT %s = %d %s", body, r.status, r.raw)
+		}
+	}
+	if r := put(`{"mode":"adaptive","minActive":4,"maxActive":12}`); r.status != 200 || r.str("mode") != "adaptive" || r.num("minActive") != 4 || r.num("maxActive") != 12 {
+		t.Fatalf("PUT adaptive = %d %s", r.status, r.raw)
+	}
+	if r := put(`{"minActive":0}`); r.num("minActive") != 3 || r.num("maxActive") != 12 {
+		t.Fatalf("PUT minActive 0 = %s", r.raw)
+	}
+	if r := put(`{"mode":"fixed"}`); r.str("mode") != "fixed" {
+		t.Fatalf("PUT fixed = %s", r.raw)
+	}
+}
+
+func TestStatusETAKnown(t *testing.T) {
+	e := newEnv(t)
+	in := e.start(nil)
+	r := in.enter(user(1), "default")
+	if r.body["etaKnown"] != false {
+		t.Fatalf("enter before any admission = %s", r.raw)
+	}
+	if _, ok := r.body["etaSeconds"]; !ok {
+		t.Fatalf("no etaSeconds guess: %s", r.raw)
+	}
+	in.admit("default")
+	p := in.position("default", r.str("queueToken"))
+	if _, ok := p.body["etaKnown"]; ok || p.str("status") != "READY" {
+		t.Fatalf("READY carries etaKnown: %s", p.raw)
+	}
+}
+
+// limitChange is one "admission limit changed" log line.
+type limitChange struct {
+	from, to, window int64
+	reason           string
+}
+
+var changeRe = regexp.MustCompile(`msg="admission limit changed" room=default from=(\d+) to=(\d+) reason=(\S+) window=(\d+)`)
+
+func limitChanges(ins ...*instance) []limitChange {
+	var out []limitChange
+	for _, in := range ins {
+		for _, m := range changeRe.FindAllStringSubmatch(in.logs.String(), -1) {
+			from, _ := strconv.ParseInt(m[1], 10, 64)
+			to, _ := strconv.ParseInt(m[2], 10, 64)
+			w, _ := strconv.ParseInt(m[4], 10, 64)
+			out = append(out, limitChange{from: from, to: to, window: w, reason: m[3]})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].window < out[j].window })
+	return out
+}
+
+// awaitLong polls cond until it holds or the deadline passes.
+func awaitLong(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+}
+
+// TestAdaptiveLimitFollowsSlowdown: two instances serve a room in adaptive
+// mode under steady ordering. With an order delay injected (pg_sleep in the
+// transaction, holding one of 4 pool connections), the limit falls until
+// the pool's acquire wait is low again; with the delay removed it grows
+// back. Only directions and bounds of the recorded changes are asserted,
+// and that no window's limit was changed twice (one leader per window).
+func TestAdaptiveLimitFollowsSlowdown(t *testing.T) {
+	const (
+		window  = 400 * time.Millisecond
+		minL    = 2
+		maxL    = 32
+		workers = 16
+	)
+	e := newEnv(t)
+	vars := map[string]string{
+		"WR_ADMIT_INTERVAL": "20ms", "WR_TARGET_ACTIVE": "16", "WR_DB_POOL": "4",
+		"WR_ADAPTIVE_WINDOW": window.String(), "WR_ADAPTIVE_MIN": strconv.Itoa(minL), "WR_ADAPTIVE_MAX": strconv.Itoa(maxL),
+		"WR_ADAPTIVE_MIN_SAMPLES": "3", "WR_ADAPTIVE_P90_CEILING": "2s", "WR_FAULT_INJECTION": "on",
+	}
+	a, b := e.start(vars), e.start(vars)
+	if r := do(t, "PUT", a.admin+"/admin/rooms/default", testAdminToken, `{"mode":"adaptive"}`); r.status != 200 {
+		t.Fatalf("PUT adaptive = %d %s", r.status, r.raw)
+	}
+	room := func() response { return a.adminRoom("default") }
+	signals := func(r response) map[string]any { m, _ := r.body["signals"].(map[string]any); return m }
+
+	// Users log in once (logins use the pool too), then enter, wait for
+	// READY and order, again and again, half through each instance.
+	type worker struct {
+		in     *instance
+		access string
+	}
+	ws := make([]worker, workers)
+	for i := range ws {
+		in := a
+		if i%2 == 1 {
+			in = b
+		}
+		ws[i] = worker{in, in.login(user(i + 1))}
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	t.Cleanup(wg.Wait)
+	t.Cleanup(func() { close(stop) })
+	for i, w := range ws {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				r := do(t, "POST", w.in.base+"/api/v1/rooms/default/enter", w.access, nil)
+				qt := r.str("queueToken")
+				for r.str("status") == "WAITING" {
+					select {
+					case <-stop:
+						return
+					case <-time.After(25 * time.Millisecond):
+					}
+					r = w.in.position("default", qt)
+				}
+				if r.str("status") != "READY" {
+					continue
+				}
+				w.in.order(qt, r.str("entryToken"), i%3+1, 1)
+			}
+		})
+	}
+	windowNow := func() int64 { return time.Now().UnixMilli() / window.Milliseconds() }
+
+	// Healthy: a baseline forms.
+	awaitLong(t, 30*time.Second, "a healthy window with a baseline", func() bool {
+		s := signals(room())
+		return s["stale"] == false && s["baselineP90Ms"].(float64) > 0
+	})
+	before := room().num("targetActive")
+	slowFrom := windowNow()
+	if r := do(t, "PUT", a.admin+"/admin/faults", testAdminToken, `{"orderDelay":"300ms"}`); r.status != 200 {
+		t.Fatalf("PUT faults = %d %s", r.status, r.raw)
+	}
+	// Slow: the limit falls to the pool's size or below, and then a window
+	// with orders shows the pool's acquire wait low again.
+	awaitLong(t, 60*time.Second, "the limit to fall to the pool size", func() bool { return room().num("targetActive") <= 4 })
+	awaitLong(t, 30*time.Second, "a window with a low pool wait", func() bool {
+		r := room()
+		s := signals(r)
+		return r.num("targetActive") <= 4 && s["stale"] == false && s["orders"].(float64) > 0 && s["poolWaitMs"].(float64) < 50
+	})
+	low := room().num("targetActive")
+	slowTo := windowNow()
+	if r := do(t, "PUT", b.admin+"/admin/faults", testAdminToken, `{"orderDelay":"0s"}`); r.status != 200 {
+		t.Fatalf("PUT faults 0 = %d %s", r.status, r.raw)
+	}
+	// Recovered: the limit grows again.
+	awaitLong(t, 60*time.Second, "the limit to grow back", func() bool { return room().num("targetActive") >= low+3 })
+	close(stop)
+	wg.Wait()
+	stop = make(chan struct{}) // for the cleanup
+
+	changes := limitChanges(a, b)
+	seen := map[int64]bool{}
+	var slowMin int64 = maxL
+	firstSlow, grewAfter := limitChange{}, false
+	for _, c := range changes {
+		if seen[c.window] {
+			t.Errorf("window %d changed twice: %+v", c.window, changes)
+		}
+		seen[c.window] = true
+		if c.to < minL || c.to > maxL {
+			t.Errorf("limit %d outside [%d, %d]", c.to, minL, maxL)
+		}
+		switch {
+		case c.window > slowFrom && c.window <= slowTo:
+			if firstSlow.reason == "" {
+				firstSlow = c
+			}
+			slowMin = min(slowMin, c.to)
+		case c.window > slowTo+1 && c.to > c.from:
+			grewAfter = true
+		}
+	}
+	if firstSlow.reason == "" || firstSlow.to >= firstSlow.from {
+		t.Errorf("first change under the slowdown = %+v, want a decrease (changes %+v)", firstSlow, changes)
+	}
+	if slowMin >= before {
+		t.Errorf("lowest limit under the slowdown %d, before %d", slowMin, before)
+	}
+	if !grewAfter {
+		t.Errorf("no increase after the slowdown ended: %+v", changes)
+	}
+	t.Logf("limit before %d, low %d, now %d; changes (slowdown in windows %d..%d): %+v", before, low, room().num("targetActive"), slowFrom+1, slowTo, changes)
+}
