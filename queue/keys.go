@@ -18,20 +18,23 @@ func ValidRoom(name string) bool { return roomName.MatchString(name) }
 // keys are the Redis keys of one room, all under the hash tag {room}.
 type keys struct {
 	cfg, seq, queue, active, tokens, stats, gone, seen, channel string
+	// prequeue holds users who arrived before a scheduled opening.
+	prequeue string
 }
 
 func (q *Queue) keys(room string) keys {
 	base := fmt.Sprintf("%s{%s}:", q.prefix, room)
 	return keys{
-		cfg:     base + "cfg",
-		seq:     base + "seq",
-		queue:   base + "queue",
-		active:  base + "active",
-		tokens:  base + "tokens",
-		stats:   base + "stats",
-		gone:    base + "gone",
-		seen:    base + "seen",
-		channel: base + "events",
+		cfg:      base + "cfg",
+		seq:      base + "seq",
+		queue:    base + "queue",
+		active:   base + "active",
+		tokens:   base + "tokens",
+		stats:    base + "stats",
+		gone:     base + "gone",
+		seen:     base + "seen",
+		channel:  base + "events",
+		prequeue: base + "prequeue",
 	}
 }
 

@@ -30,6 +30,8 @@ var (
 	snapshotScript = mustScript("snapshot")
 	grantScript    = mustScript("grant")
 	touchScript    = mustScript("touch")
+	openScript     = mustScript("open")
+	scheduleScript = mustScript("schedule")
 )
 
 // reply is a script's array reply, read with checked conversions: an
@@ -100,6 +102,14 @@ func (r *reply) int(i int) int64 {
 	}
 	r.fail(i, "integer")
 	return 0
+}
+
+// optInt reads an optional trailing integer: 0 when the reply is shorter.
+func (r *reply) optInt(i int) int64 {
+	if i >= len(r.v) {
+		return 0
+	}
+	return r.int(i)
 }
 
 func (r *reply) float(i int) float64 {

@@ -18,6 +18,8 @@ type RoomSnapshot struct {
 	Waiting int64   // queue length
 	Rate    float64 // measured admissions per second (0: not yet measured)
 	Target  int64
+	Closed  bool    // the method is reject: waiting users see CLOSED
+	Sched   int64   // schedule number: grows at each opening and method/time change
 	Gone    []int64 // tickets above Serving whose users left, ascending
 }
 
@@ -37,8 +39,9 @@ func (q *Queue) Snapshots(ctx context.Context, rooms []string) ([]RoomSnapshot, 
 	out := make([]RoomSnapshot, len(rooms))
 	for i, c := range cmds {
 		r := asReply("snapshot", c.Val())
-		s := RoomSnapshot{Room: rooms[i], Serving: r.int(0), Ev: r.int(1), Waiting: r.int(2), Rate: r.float(3), Target: r.int(4)}
-		for j := 5; j < len(r.v); j++ {
+		s := RoomSnapshot{Room: rooms[i], Serving: r.int(0), Ev: r.int(1), Waiting: r.int(2), Rate: r.float(3), Target: r.int(4),
+			Closed: r.int(5) == 1, Sched: r.int(6)}
+		for j := 7; j < len(r.v); j++ {
 			s.Gone = append(s.Gone, r.int(j))
 		}
 		if r.err != nil {
@@ -57,7 +60,7 @@ func (q *Queue) Statuses(ctx context.Context, room string, users []string) ([]St
 	cmds := make([]*redis.Cmd, len(users))
 	err := q.pipelineScript(ctx, statusScript, func(p redis.Pipeliner) {
 		for i, u := range users {
-			cmds[i] = statusScript.EvalSha(ctx, p, []string{k.queue, k.active, k.tokens, k.stats, k.cfg}, u)
+			cmds[i] = statusScript.EvalSha(ctx, p, q.statusKeys(k), u)
 		}
 	})
 	if err != nil {

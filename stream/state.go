@@ -18,6 +18,8 @@ type roomState struct {
 	rate    float64
 	target  int64
 	ev      int64
+	closed  bool      // method reject: waiting users see CLOSED
+	sched   int64     // schedule number: pre-queue streams re-read when it grows
 	ts      time.Time // when the last change was published (Redis clock)
 
 	stale      bool      // an event may be missing: re-read before trusting
@@ -40,7 +42,11 @@ func (s *roomState) position(t int64) (pos int64, ok bool) {
 // status returns the waiting status of ticket t at position pos.
 func (s *roomState) status(t, pos int64) queue.Status {
 	// The total may trail a user who entered after the last event or read.
-	return queue.Status{State: queue.Waiting, Ticket: t, Position: pos, Waiting: max(s.waiting, pos), Rate: s.rate, Target: s.target}
+	st := queue.Status{State: queue.Waiting, Ticket: t, Position: pos, Waiting: max(s.waiting, pos), Rate: s.rate, Target: s.target}
+	if s.closed {
+		st.State = queue.Closed
+	}
+	return st
 }
 
 // fromSnapshot builds a confirmed state.
@@ -48,6 +54,7 @@ func fromSnapshot(sn queue.RoomSnapshot, now time.Time) *roomState {
 	return &roomState{
 		room: sn.Room, serving: sn.Serving, gone: sn.Gone, waiting: sn.Waiting,
 		rate: sn.Rate, target: sn.Target, ev: sn.Ev, ts: now, snapshotAt: now,
+		closed: sn.Closed, sched: sn.Sched,
 	}
 }
 
@@ -66,6 +73,12 @@ func (s *roomState) apply(e *event) *roomState {
 	}
 	if e.Serving > n.serving {
 		n.serving = e.Serving
+	}
+	if e.Sched > n.sched {
+		n.sched = e.Sched
+	}
+	if e.Closed != nil {
+		n.closed = *e.Closed
 	}
 	gone := make([]int64, 0, len(s.gone)+len(e.Left))
 	for _, g := range s.gone {

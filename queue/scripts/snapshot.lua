@@ -4,15 +4,18 @@
 -- KEYS[1] stats   HASH  serving, ev, rate
 -- KEYS[2] queue   ZSET  member = user id, score = ticket number
 -- KEYS[3] gone    ZSET  tickets of waiting users who left (score = ticket)
--- KEYS[4] cfg     HASH  target
+-- KEYS[4] cfg     HASH  target, method
 --
--- Returns {serving, ev, waiting, rate, target, gone...}: the last admitted
--- ticket, the room's event sequence number, the queue length, the measured
--- rate, targetActive, and the departed tickets above serving, ascending.
-local st = redis.call('HMGET', KEYS[1], 'serving', 'ev', 'rate')
+-- Returns {serving, ev, waiting, rate, target, closed, sched, gone...}: the
+-- last admitted ticket, the room's event sequence number, the queue length,
+-- the measured rate, targetActive, 1 when the method is reject, the room's
+-- schedule number (bumped at each opening and method/time change), and the
+-- departed tickets above serving, ascending.
+local st = redis.call('HMGET', KEYS[1], 'serving', 'ev', 'rate', 'sched')
 local serving = st[1] or '0'
+local cfg = redis.call('HMGET', KEYS[4], 'target', 'method')
 local out = {serving, st[2] or '0', redis.call('ZCARD', KEYS[2]), st[3] or '0',
-             redis.call('HGET', KEYS[4], 'target') or '0'}
+             cfg[1] or '0', cfg[2] == 'reject' and 1 or 0, st[4] or '0'}
 local gone = redis.call('ZRANGEBYSCORE', KEYS[3], '(' .. serving, '+inf')
 for i = 1, #gone do
   out[#out + 1] = gone[i]
