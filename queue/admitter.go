@@ -108,6 +108,21 @@ func (a *Admitter) Tick(ctx context.Context) error {
 	return first
 }
 
+func (a *Admitter) open(ctx context.Context, room string) error {
+	res, err := a.q.Open(ctx, room, NewShuffleSeed())
+	if err != nil {
+		return err
+	}
+	if res.Moved > 0 {
+		attrs := []slog.Attr{slog.String("room", room), slog.Int("moved", res.Moved), slog.Int64("waiting", res.Waiting)}
+		if res.Seed != "" {
+			attrs = append(attrs, slog.String("shuffleSeed", res.Seed), slog.Int("shuffled", res.Shuffled))
+		}
+		a.o.Logger.LogAttrs(ctx, slog.LevelInfo, "room opened: pre-queue moved into the queue", attrs...)
+	}
+	return nil
+}
+
 func (a *Admitter) admitRoom(ctx context.Context, room string) error {
 	n := max(a.want[room], minTokens)
 	for range maxRunsPerTick {
@@ -125,6 +140,15 @@ func (a *Admitter) admitRoom(ctx context.Context, room string) error {
 		a.want[room] = res.Want
 		if a.o.OnAdmit != nil {
 			a.o.OnAdmit(res)
+		}
+		if res.Due {
+			// The opening time has come: turn the pre-queue into the
+			// queue (one idempotent script; another instance may have
+			// done it already), then admit in the same tick.
+			if err := a.open(ctx, room); err != nil {
+				return err
+			}
+			continue
 		}
 		// More capacity than tokens passed: run again at once.
 		if len(res.Admitted) < n || res.Want <= n {

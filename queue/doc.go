@@ -14,7 +14,15 @@
 //     without a token;
 //   - consume spends an entry token with compare-then-delete, bound to its user;
 //     release frees the slot when the order ends; restore gives the token back
-//     after an infrastructure failure.
+//     after an infrastructure failure;
+//   - a room has a method (fifo, random, passthrough, reject) and may have an
+//     opening time: arrivals before it wait in a pre-queue without a ticket;
+//     the first admission run at or after it (Redis TIME) reports the room
+//     due and the open script turns the pre-queue into the queue at once —
+//     shuffled with a seed drawn then and recorded (random; Permutation
+//     reproduces it) or in arrival order — giving fresh contiguous tickets
+//     and publishing one "open" event. It is idempotent: concurrent runs
+//     find the pre-queue empty.
 //
 // All keys of a room share the hash tag {room}, so each script touches one
 // Redis Cluster slot. Time inside scripts is Redis's TIME, never an app

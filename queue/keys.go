@@ -21,6 +21,8 @@ type keys struct {
 	// adaptive holds the limit controller's last signals and change;
 	// base + "sig:<window>" and base + "lease:<window>" are per window.
 	adaptive, base string
+	// prequeue holds users who arrived before a scheduled opening.
+	prequeue string
 }
 
 func (q *Queue) keys(room string) keys {
@@ -37,6 +39,7 @@ func (q *Queue) keys(room string) keys {
 		channel:  base + "events",
 		adaptive: base + "adaptive",
 		base:     base,
+		prequeue: base + "prequeue",
 	}
 }
 

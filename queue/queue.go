@@ -18,6 +18,9 @@ var (
 	ErrRoomNotFound = errors.New("room not found")
 	// ErrRoomPaused: the room refuses new entries for now.
 	ErrRoomPaused = errors.New("room paused")
+	// ErrRoomClosed: the room's method is reject (sold out or closed): new
+	// entries are refused; those already waiting keep their place.
+	ErrRoomClosed = errors.New("room closed")
 	// ErrNotInQueue: neither waiting nor holding a live entry token.
 	ErrNotInQueue = errors.New("not in queue")
 	// ErrEntryTokenInvalid: the entry token is unknown, spent, expired or
@@ -36,6 +39,11 @@ const (
 	NotInQueue State = iota
 	Waiting
 	Ready
+	// PreQueue: arrived before a scheduled opening; no ticket yet.
+	PreQueue
+	// Closed: waiting (or pre-queued) in a room whose method is reject. The
+	// place is kept; nobody is admitted until the method changes.
+	Closed
 )
 
 func (s State) String() string {
@@ -44,6 +52,10 @@ func (s State) String() string {
 		return "WAITING"
 	case Ready:
 		return "READY"
+	case PreQueue:
+		return "PREQUEUE"
+	case Closed:
+		return "CLOSED"
 	}
 	return "NOT_IN_QUEUE"
 }
@@ -51,11 +63,14 @@ func (s State) String() string {
 // Status is a user's standing in a room as read from Redis.
 type Status struct {
 	State State
-	// Ticket is the user's ticket number (Waiting only).
+	// Ticket is the user's ticket number (Waiting, and Closed in the
+	// queue); 0 in the pre-queue, where no ticket is given yet.
 	Ticket int64
-	// Position is 1-based (Waiting only).
+	// Position is 1-based (Waiting and Closed; PreQueue with method fifo,
+	// where it is the arrival-order place; 0 when not decided yet).
 	Position int64
-	// Waiting is the number of people waiting in the room (Waiting only).
+	// Waiting is the number of people waiting in the room (Waiting,
+	// Closed; with PreQueue it counts the queue and the pre-queue).
 	Waiting int64
 	// Rate is the measured admission rate in users per second; 0 until the
 	// room has measured one (Waiting only).
@@ -67,8 +82,17 @@ type Status struct {
 	// EntryToken and EntryExpires are set when Ready.
 	EntryToken   string
 	EntryExpires time.Time
-	// New is true when Enter gave the user a new ticket.
+	// New is true when Enter gave the user a new ticket, a new pre-queue
+	// place, or (passthrough) a new admission.
 	New bool
+	// OpensAt is the room's scheduled opening (PreQueue; zero when none
+	// is set, e.g. it was cleared and the opening run is due).
+	OpensAt time.Time
+	// OpensIn is the time left until OpensAt by Redis's clock (PreQueue).
+	OpensIn time.Duration
+	// Sched is the room's schedule number when read (PreQueue and Closed
+	// without a ticket): a pushed stream re-reads the status when it grows.
+	Sched int64
 }
 
 // Options configure a Queue.
@@ -193,25 +217,20 @@ func (q *Queue) Enter(ctx context.Context, room, user string) (Status, error) {
 		return Status{}, ErrRoomNotFound
 	}
 	k := q.keys(room)
-	v, err := enterScript.Run(ctx, q.rdb, []string{k.cfg, k.seq, k.queue, k.active, k.tokens, k.stats, k.seen}, user).Result()
+	v, err := enterScript.Run(ctx, q.rdb, []string{k.cfg, k.seq, k.queue, k.active, k.tokens, k.stats, k.seen, k.prequeue}, user, NewEntryToken()).Result()
 	if err != nil {
 		return Status{}, unavailable("enter", err)
 	}
 	r := asReply("enter", v)
-	var st Status
-	switch tag := r.str(0); tag {
+	switch r.str(0) {
 	case "NOROOM":
 		return Status{}, ErrRoomNotFound
 	case "PAUSED":
 		return Status{}, ErrRoomPaused
-	case "READY":
-		st = Status{State: Ready, EntryToken: r.str(1), EntryExpires: msTime(r.int(2))}
-	case "WAITING":
-		st = Status{State: Waiting, Ticket: r.int(1), Position: r.int(2), Waiting: r.int(3), Rate: r.float(4), New: r.int(5) == 1, Target: r.int(6), Flow: r.flow(7)}
-	default:
-		r.fail(0, "a known tag")
+	case "REJECT":
+		return Status{}, ErrRoomClosed
 	}
-	return st, r.err
+	return decodeStatus(v)
 }
 
 // Status reads user's standing in room. A user admitted between two reads
@@ -222,14 +241,18 @@ func (q *Queue) Status(ctx context.Context, room, user string) (Status, error) {
 		return Status{}, ErrNotInQueue
 	}
 	k := q.keys(room)
-	v, err := statusScript.Run(ctx, q.rdb, []string{k.queue, k.active, k.tokens, k.stats, k.cfg}, user).Result()
+	v, err := statusScript.Run(ctx, q.rdb, q.statusKeys(k), user).Result()
 	if err != nil {
 		return Status{}, unavailable("status", err)
 	}
 	return decodeStatus(v)
 }
 
-// decodeStatus reads a status script reply.
+func (q *Queue) statusKeys(k keys) []string {
+	return []string{k.queue, k.active, k.tokens, k.stats, k.cfg, k.prequeue}
+}
+
+// decodeStatus reads a status or enter script reply (the same shapes).
 func decodeStatus(v any) (Status, error) {
 	r := asReply("status", v)
 	var st Status
@@ -239,9 +262,22 @@ func decodeStatus(v any) (Status, error) {
 			return Status{}, ErrNotInQueue
 		}
 	case "READY":
-		st = Status{State: Ready, EntryToken: r.str(1), EntryExpires: msTime(r.int(2))}
+		st = Status{State: Ready, EntryToken: r.str(1), EntryExpires: msTime(r.int(2)), New: r.optInt(3) == 1}
 	case "WAITING":
-		st = Status{State: Waiting, Ticket: r.int(1), Position: r.int(2), Waiting: r.int(3), Rate: r.float(4), Target: r.int(5), Flow: r.flow(6)}
+		st = Status{State: Waiting, Ticket: r.int(1), Position: r.int(2), Waiting: r.int(3), Rate: r.float(4), Target: r.int(5),
+			New: r.int(7) == 1, Flow: r.flow(8)}
+		if r.int(6) == 1 {
+			st.State = Closed
+		}
+	case "PREQUEUE":
+		st = Status{State: PreQueue, Position: r.int(1), Waiting: r.int(2), Sched: r.int(4), New: r.int(6) == 1}
+		if at := r.int(3); at > 0 {
+			st.OpensAt = msTime(at)
+			st.OpensIn = max(0, time.Duration(at-r.int(7))*time.Millisecond)
+		}
+		if r.int(5) == 1 {
+			st.State = Closed
+		}
 	default:
 		r.fail(0, "a known tag")
 	}
@@ -262,7 +298,7 @@ func (q *Queue) Leave(ctx context.Context, room, user string) (LeaveResult, erro
 		return LeaveResult{}, nil
 	}
 	k := q.keys(room)
-	v, err := leaveScript.Run(ctx, q.rdb, []string{k.queue, k.active, k.tokens, k.stats, k.gone, k.seen}, user, k.channel, room).Result()
+	v, err := leaveScript.Run(ctx, q.rdb, []string{k.queue, k.active, k.tokens, k.stats, k.gone, k.seen, k.prequeue}, user, k.channel, room).Result()
 	if err != nil {
 		return LeaveResult{}, unavailable("leave", err)
 	}
@@ -340,6 +376,9 @@ type AdmitResult struct {
 	Rate      float64  // measured admission rate, users/s (0: not yet measured)
 	Target    int64
 	Paused    bool
+	// Due: the room's opening time has come and its pre-queue waits to be
+	// opened (Open); this run admitted nobody.
+	Due bool
 }
 
 // NewEntryToken returns 128 random bits, base64url-encoded.
@@ -359,7 +398,7 @@ func (q *Queue) Admit(ctx context.Context, room string, tokens int) (AdmitResult
 	for range tokens {
 		args = append(args, NewEntryToken())
 	}
-	v, err := admitScript.Run(ctx, q.rdb, []string{k.cfg, k.queue, k.active, k.tokens, k.stats, k.gone, k.seen}, args...).Result()
+	v, err := admitScript.Run(ctx, q.rdb, []string{k.cfg, k.queue, k.active, k.tokens, k.stats, k.gone, k.seen, k.prequeue}, args...).Result()
 	if err != nil {
 		return AdmitResult{}, unavailable("admit", err)
 	}
@@ -379,6 +418,7 @@ func (q *Queue) Admit(ctx context.Context, room string, tokens int) (AdmitResult
 		Target:    r.int(6),
 		Paused:    r.int(7) == 1,
 		Abandoned: int(r.int(9)),
+		Due:       r.int(10) == 1,
 	}
 	return res, r.err
 }
@@ -392,7 +432,7 @@ func (q *Queue) Grant(ctx context.Context, room, user string) (Status, error) {
 		return Status{}, ErrRoomNotFound
 	}
 	k := q.keys(room)
-	v, err := grantScript.Run(ctx, q.rdb, []string{k.queue, k.active, k.tokens, k.cfg}, user, NewEntryToken()).Result()
+	v, err := grantScript.Run(ctx, q.rdb, []string{k.queue, k.active, k.tokens, k.cfg, k.prequeue}, user, NewEntryToken()).Result()
 	if err != nil {
 		return Status{}, unavailable("grant", err)
 	}

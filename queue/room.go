@@ -27,6 +27,11 @@ type RoomConfig struct {
 	// MinActive and MaxActive bound an adaptive room's Target; 0 means the
 	// configured default (WR_ADAPTIVE_MIN, WR_ADAPTIVE_MAX).
 	MinActive, MaxActive int64
+	// Method is the queueing method ("" reads as MethodFIFO).
+	Method Method
+	// OpensAt is the scheduled opening (zero: none). Before it, arrivals
+	// wait in the pre-queue and nobody is admitted.
+	OpensAt time.Time
 }
 
 // RoomUpdate changes some fields of a RoomConfig; nil fields stay.
@@ -37,6 +42,10 @@ type RoomUpdate struct {
 	Mode     *Mode
 	// MinActive, MaxActive: 0 returns to the configured default.
 	MinActive, MaxActive *int64
+	Method               *Method
+	// OpensAt sets the opening time; a zero time clears it (the next
+	// admission run then opens the room if its pre-queue holds anyone).
+	OpensAt *time.Time
 }
 
 // RoomInfo is a room's configuration and live figures.
@@ -52,6 +61,13 @@ type RoomInfo struct {
 	Expired   int64   // admissions whose window ended unused
 	Left      int64   // waiting users who left
 	Abandoned int64   // waiting users removed for not being seen
+	PreQueue  int64   // users waiting for the scheduled opening
+	// ShuffleSeed is the seed of the last opening's shuffle ("" when the
+	// last opening was not random, or there was none); Shuffled is how
+	// many users it shuffled, in arrival order (see Permutation).
+	ShuffleSeed string
+	Shuffled    int64
+	OpenedAt    time.Time // the last opening (zero: none)
 }
 
 func boolField(b bool) string {
@@ -74,6 +90,12 @@ func (q *Queue) EnsureRoom(ctx context.Context, room string, cfg RoomConfig) err
 		p.HSetNX(ctx, k.cfg, "paused", boolField(cfg.Paused))
 		if cfg.Mode != "" {
 			p.HSetNX(ctx, k.cfg, "mode", string(cfg.Mode))
+		}
+		if cfg.Method != "" {
+			p.HSetNX(ctx, k.cfg, "method", string(cfg.Method))
+		}
+		if !cfg.OpensAt.IsZero() {
+			p.HSetNX(ctx, k.cfg, "opens_at", cfg.OpensAt.UnixMilli())
 		}
 		p.SAdd(ctx, q.roomsKey(), room)
 		return nil
@@ -128,6 +150,11 @@ func (q *Queue) UpdateRoom(ctx context.Context, room string, u RoomUpdate, creat
 			return RoomInfo{}, unavailable("update room", err)
 		}
 	}
+	if u.Method != nil || u.OpensAt != nil {
+		if err := q.schedule(ctx, room, u.Method, u.OpensAt); err != nil {
+			return RoomInfo{}, err
+		}
+	}
 	return q.Room(ctx, room)
 }
 
@@ -139,11 +166,13 @@ func (q *Queue) Room(ctx context.Context, room string) (RoomInfo, error) {
 	k := q.keys(room)
 	var cfg *redis.MapStringStringCmd
 	var stats *redis.SliceCmd
-	var waiting, active *redis.IntCmd
+	var waiting, active, pre *redis.IntCmd
 	_, err := q.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		cfg = p.HGetAll(ctx, k.cfg)
-		stats = p.HMGet(ctx, k.stats, "rate", "serving", "entered", "admitted", "expired", "left", "abandoned")
+		stats = p.HMGet(ctx, k.stats, "rate", "serving", "entered", "admitted", "expired", "left", "abandoned",
+			"shuffle_seed", "shuffled", "opened_ms")
 		waiting = p.ZCard(ctx, k.queue)
+		pre = p.ZCard(ctx, k.prequeue)
 		active = p.ZCard(ctx, k.active)
 		return nil
 	})
@@ -165,6 +194,14 @@ func (q *Queue) Room(ctx context.Context, room string) (RoomInfo, error) {
 	}
 	info.MinActive, _ = strconv.ParseInt(c["min_active"], 10, 64)
 	info.MaxActive, _ = strconv.ParseInt(c["max_active"], 10, 64)
+	info.Method = MethodFIFO
+	if m, ok := ParseMethod(c["method"]); ok {
+		info.Method = m
+	}
+	if at, err := strconv.ParseInt(c["opens_at"], 10, 64); err == nil {
+		info.OpensAt = msTime(at)
+	}
+	info.PreQueue = pre.Val()
 	s := stats.Val()
 	num := func(i int) float64 {
 		if i < len(s) {
@@ -182,6 +219,13 @@ func (q *Queue) Room(ctx context.Context, room string) (RoomInfo, error) {
 	info.Expired = int64(num(4))
 	info.Left = int64(num(5))
 	info.Abandoned = int64(num(6))
+	if seed, ok := s[7].(string); ok {
+		info.ShuffleSeed = seed
+	}
+	info.Shuffled = int64(num(8))
+	if at := int64(num(9)); at > 0 {
+		info.OpenedAt = msTime(at)
+	}
 	return info, nil
 }
 

@@ -32,6 +32,8 @@ var (
 	grantScript    = mustScript("grant")
 	touchScript    = mustScript("touch")
 	adaptScript    = mustScript("adapt")
+	openScript     = mustScript("open")
+	scheduleScript = mustScript("schedule")
 )
 
 // reply is a script's array reply, read with checked conversions: an
@@ -102,6 +104,14 @@ func (r *reply) int(i int) int64 {
 	}
 	r.fail(i, "integer")
 	return 0
+}
+
+// optInt reads an optional trailing integer: 0 when the reply is shorter.
+func (r *reply) optInt(i int) int64 {
+	if i >= len(r.v) {
+		return 0
+	}
+	return r.int(i)
 }
 
 func (r *reply) float(i int) float64 {

@@ -19,6 +19,8 @@ type RoomSnapshot struct {
 	Rate    float64 // measured admissions per second (0: not yet measured)
 	Target  int64
 	Flow            // counters for the ETA
+	Closed  bool    // the method is reject: waiting users see CLOSED
+	Sched   int64   // schedule number: grows at each opening and method/time change
 	Gone    []int64 // tickets above Serving whose users left, ascending
 }
 
@@ -38,8 +40,9 @@ func (q *Queue) Snapshots(ctx context.Context, rooms []string) ([]RoomSnapshot, 
 	out := make([]RoomSnapshot, len(rooms))
 	for i, c := range cmds {
 		r := asReply("snapshot", c.Val())
-		s := RoomSnapshot{Room: rooms[i], Serving: r.int(0), Ev: r.int(1), Waiting: r.int(2), Rate: r.float(3), Target: r.int(4), Flow: r.flow(5)}
-		for j := 9; j < len(r.v); j++ {
+		s := RoomSnapshot{Room: rooms[i], Serving: r.int(0), Ev: r.int(1), Waiting: r.int(2), Rate: r.float(3), Target: r.int(4),
+			Closed: r.int(5) == 1, Sched: r.int(6), Flow: r.flow(7)}
+		for j := 11; j < len(r.v); j++ {
 			s.Gone = append(s.Gone, r.int(j))
 		}
 		if r.err != nil {
@@ -58,7 +61,7 @@ func (q *Queue) Statuses(ctx context.Context, room string, users []string) ([]St
 	cmds := make([]*redis.Cmd, len(users))
 	err := q.pipelineScript(ctx, statusScript, func(p redis.Pipeliner) {
 		for i, u := range users {
-			cmds[i] = statusScript.EvalSha(ctx, p, []string{k.queue, k.active, k.tokens, k.stats, k.cfg}, u)
+			cmds[i] = statusScript.EvalSha(ctx, p, q.statusKeys(k), u)
 		}
 	})
 	if err != nil {

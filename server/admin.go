@@ -94,14 +94,33 @@ type roomDoc struct {
 	MaxActive  int64           `json:"maxActive"`
 	Signals    signalsDoc      `json:"signals"`
 	LastChange *limitChangeDoc `json:"lastChange"`
+	// Method is fifo, random, passthrough or reject.
+	Method string `json:"method"`
+	// OpensAt is the scheduled opening (RFC 3339), null when none.
+	OpensAt *time.Time `json:"opensAt"`
+	// PreQueue counts users waiting for the opening (read-only).
+	PreQueue int64 `json:"preQueue"`
+	// ShuffleSeed is the seed of the last random opening (null when none):
+	// with the arrival order it reproduces the shuffle (queue.Permutation).
+	ShuffleSeed *string `json:"shuffleSeed"`
 }
 
 func toRoomDoc(r queue.RoomInfo) roomDoc {
-	return roomDoc{
+	d := roomDoc{
 		Room: r.Name, TargetActive: r.Target, EntryTTL: r.EntryTTL.String(), EntryTTLSeconds: r.EntryTTL.Seconds(),
 		Paused: r.Paused, Waiting: r.Waiting, Active: r.Active, AdmissionRate: r.Rate, ServingTicket: r.Serving,
 		Entered: r.Entered, Admitted: r.Admitted, Expired: r.Expired, Left: r.Left, Abandoned: r.Abandoned,
+		Method: string(r.Method), PreQueue: r.PreQueue,
 	}
+	if !r.OpensAt.IsZero() {
+		at := r.OpensAt
+		d.OpensAt = &at
+	}
+	if r.ShuffleSeed != "" {
+		seed := r.ShuffleSeed
+		d.ShuffleSeed = &seed
+	}
+	return d
 }
 
 func (s *Server) adminRooms(c *fiber.Ctx) error {
@@ -147,6 +166,8 @@ type roomPut struct {
 	Mode         *string         `json:"mode"`      // "fixed" or "adaptive"
 	MinActive    *int64          `json:"minActive"` // 0: back to WR_ADAPTIVE_MIN
 	MaxActive    *int64          `json:"maxActive"` // 0: back to WR_ADAPTIVE_MAX
+	Method       *string         `json:"method"`
+	OpensAt      json.RawMessage `json:"opensAt"` // RFC 3339; null or "" clears
 }
 
 // adminPutRoom changes a room live (every instance's next admission run
@@ -181,17 +202,48 @@ func (s *Server) adminPutRoom(c *fiber.Ctx) error {
 	if err := s.checkBounds(c, req, &u); err != nil {
 		return err
 	}
+	if req.Method != nil {
+		m, ok := queue.ParseMethod(*req.Method)
+		if !ok {
+			return errBadRequest("method must be one of fifo, random, passthrough, reject")
+		}
+		u.Method = &m
+	}
+	if len(req.OpensAt) > 0 {
+		at, err := parseOpensAt(req.OpensAt)
+		if err != nil {
+			return errBadRequest(err.Error())
+		}
+		u.OpensAt = &at
+	}
 	r, err := s.q.UpdateRoom(c.UserContext(), roomParam(c), u, true, s.roomDefaults())
 	if err != nil {
 		return err
 	}
 	s.log.Info("room changed by admin", "room", r.Name, "targetActive", r.Target, "entryTtl", r.EntryTTL, "paused", r.Paused,
-		"mode", r.Mode, "minActive", r.MinActive, "maxActive", r.MaxActive)
+		"mode", r.Mode, "minActive", r.MinActive, "maxActive", r.MaxActive, "method", r.Method, "opensAt", r.OpensAt)
 	d, err := s.roomDoc(c, r)
 	if err != nil {
 		return err
 	}
 	return c.JSON(d)
+}
+
+// parseOpensAt reads an opening time: an RFC 3339 string, or null or ""
+// to clear it (returned as the zero time).
+func parseOpensAt(raw json.RawMessage) (time.Time, error) {
+	var str *string
+	if err := json.Unmarshal(raw, &str); err != nil {
+		return time.Time{}, errors.New("opensAt must be an RFC 3339 time such as \"2026-11-29T10:00:00+09:00\", or null to clear it")
+	}
+	if str == nil || *str == "" {
+		return time.Time{}, nil
+	}
+	at, err := time.Parse(time.RFC3339, *str)
+	if err != nil || at.Year() < 2000 || at.Year() > 9999 {
+		return time.Time{}, fmt.Errorf("opensAt %q is not an RFC 3339 time such as \"2026-11-29T10:00:00+09:00\"", *str)
+	}
+	return at, nil
 }
 
 func parseTTL(raw json.RawMessage) (time.Duration, error) {

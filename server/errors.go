@@ -40,6 +40,7 @@ var errorTable = []struct {
 }{
 	{queue.ErrRoomNotFound, apiError{status: 404, code: "room_not_found", message: "no such room"}},
 	{queue.ErrRoomPaused, apiError{status: 423, code: "room_paused", message: "the room is paused; try again shortly", retryAfter: 5}},
+	{queue.ErrRoomClosed, apiError{status: 423, code: "room_closed", message: "this sale has closed or sold out. Thank you for your interest; please check back for the next one"}},
 	{queue.ErrNotInQueue, apiError{status: 404, code: "not_in_queue", message: "you are not in this queue (never entered, left, or your entry window ended): enter again"}},
 	{queue.ErrEntryTokenInvalid, apiError{status: 403, code: "entry_token_invalid", message: "the entry token is unknown, already used, expired or not yours"}},
 	{queue.ErrUnavailable, apiError{status: 503, code: "unavailable", message: "the queue is briefly unavailable; your place is kept, retry shortly", retryAfter: 1}},

@@ -572,3 +572,54 @@ func TestPageSecurityHeaders(t *testing.T) {
 		}
 	}
 }
+
+// TestPageScheduledSaleAndClosed: before the opening the page shows a
+// countdown and the arrival-order place (EN and KO); at the opening it
+// moves to the queue by itself; when the room turns to reject it shows the
+// closed screen and keeps the place; entering it anew shows the closed
+// screen without a place.
+func TestPageScheduledSaleAndClosed(t *testing.T) {
+	t.Parallel()
+	b := newBrowser(t)
+	_, in := pageEnv(t, nil)
+	opens := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	if r := in.putRoom("default", map[string]any{"method": "fifo", "opensAt": opens}); r.status != 200 {
+		t.Fatalf("PUT schedule = %d %s", r.status, r.raw)
+	}
+	in.enter(user(1), "default")
+	in.enter(user(2), "default")
+	p := b.tab(in)
+	p.open("/?room=default")
+	p.signIn(user(3))
+	p.click("#enter-btn")
+	p.waitJS("the countdown", shown("prequeue")+` && /^Opens in (\d+:)?\d+:\d\d$/.test(`+textOf("opens-in")+`)`)
+	if got := p.text("pre-place"); got != "Your place in line: #3" {
+		t.Errorf("pre-queue place = %q", got)
+	}
+	if got := p.text("opens-at"); !strings.HasPrefix(got, "Opening at ") {
+		t.Errorf("opening time = %q", got)
+	}
+	p.click(`button.lang[data-lang="ko"]`)
+	p.waitJS("the Korean countdown", `/^(\d+:)?\d+:\d\d 후 시작$/.test(`+textOf("opens-in")+`)`)
+	p.click(`button.lang[data-lang="en"]`)
+	p.shot("page-prequeue")
+
+	// The opening is brought forward to now: the admission loop opens the
+	// room and the page follows into the queue without a reload.
+	in.putRoom("default", map[string]any{"opensAt": nil})
+	p.waitPosition(3)
+
+	in.putRoom("default", map[string]any{"method": "reject"})
+	p.waitJS("the closed screen", shown("closed")+` && `+textOf("closed-kept")+` === 'You keep your place (#3) in case it reopens; this page updates by itself.'`)
+	p.shot("page-closed")
+
+	// Leaving the closed room gives up the place; entering again is refused
+	// with the closed screen, now without a place.
+	p.click("#leave-btn")
+	p.waitJS("the enter screen", shown("enter"))
+	p.click("#enter-btn")
+	p.waitJS("the closed screen for a newcomer", shown("closed")+` && document.getElementById('closed-kept').hidden`)
+	if got := p.text("closed-h"); got != "This sale is closed" {
+		t.Errorf("closed heading = %q", got)
+	}
+}

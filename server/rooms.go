@@ -2,6 +2,7 @@ package server
 
 import (
 	"log/slog"
+	"math"
 	"strings"
 	"time"
 
@@ -24,6 +25,11 @@ type QueueStatus struct {
 	EntryExpiresAt *time.Time `json:"entryExpiresAt,omitempty"`
 	PollAfterMs    int64      `json:"pollAfterMs"`
 	QueueToken     string     `json:"queueToken,omitempty"`
+	// OpensAt and OpensInMs (PREQUEUE): the scheduled opening, and the time
+	// left until it by the server's clock, so a countdown does not depend
+	// on the client's clock.
+	OpensAt   *time.Time `json:"opensAt,omitempty"`
+	OpensInMs *int64     `json:"opensInMs,omitempty"`
 }
 
 // statusDoc turns a queue.Status into the contract's document.
@@ -41,6 +47,22 @@ func (s *Server) statusDoc(room string, st queue.Status) QueueStatus {
 		}
 		known := st.ETAKnown()
 		d.ETAKnown = &known
+	case queue.PreQueue:
+		// Position is the arrival-order place (fifo) or absent (random:
+		// decided at the opening). Polls come at the band's pace, but no
+		// later than the opening.
+		d.Position, d.Waiting = st.Position, st.Waiting
+		band := s.cfg.PollBands.PollAfter(max(st.Position, st.Waiting))
+		d.PollAfterMs = min(band, max(st.OpensIn, time.Second)).Milliseconds()
+		if !st.OpensAt.IsZero() {
+			at, in := st.OpensAt, st.OpensIn.Milliseconds()
+			d.OpensAt, d.OpensInMs = &at, &in
+		}
+	case queue.Closed:
+		// The place is kept (position absent when still in the pre-queue);
+		// nobody is admitted until the room reopens: poll slowly.
+		d.Position, d.Waiting = st.Position, st.Waiting
+		d.PollAfterMs = s.cfg.PollBands.PollAfter(math.MaxInt64).Milliseconds()
 	}
 	return d
 }
@@ -73,10 +95,25 @@ func (s *Server) enter(c *fiber.Ctx) error {
 	}
 	if st.New {
 		s.m.entered.WithLabelValues(room).Inc()
+		if st.State == queue.Ready {
+			s.m.admitted.WithLabelValues(room).Inc() // passthrough
+		}
 	}
-	tok, err := s.tokens.IssueQueue(claims.Subject, room, st.Ticket, s.cfg.QueueTTL)
+	tok, err := s.setQueueToken(c, claims.Subject, room, st.Ticket)
 	if err != nil {
 		return err
+	}
+	doc := s.statusDoc(room, st)
+	doc.QueueToken = tok
+	return c.JSON(doc)
+}
+
+// setQueueToken issues a queue token for user's ticket in room and sets it
+// as the HttpOnly wr_queue cookie.
+func (s *Server) setQueueToken(c *fiber.Ctx, user, room string, ticket int64) (string, error) {
+	tok, err := s.tokens.IssueQueue(user, room, ticket, s.cfg.QueueTTL)
+	if err != nil {
+		return "", err
 	}
 	c.Cookie(&fiber.Cookie{
 		Name:     queueCookie,
@@ -87,9 +124,7 @@ func (s *Server) enter(c *fiber.Ctx) error {
 		SameSite: fiber.CookieSameSiteLaxMode,
 		Secure:   s.cfg.CookieSecure || c.Protocol() == "https",
 	})
-	doc := s.statusDoc(room, st)
-	doc.QueueToken = tok
-	return c.JSON(doc)
+	return tok, nil
 }
 
 // roomParam returns the {room} path parameter as a string of its own:
@@ -121,10 +156,17 @@ func (s *Server) position(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if st.State == queue.Waiting {
+	if st.State == queue.Waiting || st.State == queue.Closed {
 		s.presence.seen(room, claims.Subject)
 	}
 	doc := s.statusDoc(room, st)
+	if st.Ticket != 0 && st.Ticket != claims.Seq {
+		// The ticket was given after the token (at a scheduled opening): a
+		// token carrying it lets later polls be answered from memory.
+		if doc.QueueToken, err = s.setQueueToken(c, claims.Subject, room, st.Ticket); err != nil {
+			return err
+		}
+	}
 	// A refresh storm is refused at its band's own pace; the place is kept.
 	if doc.PollAfterMs > 0 {
 		lim := pollLimit(time.Duration(doc.PollAfterMs) * time.Millisecond)

@@ -42,6 +42,21 @@
 // from Redis replaces the state unless the state has already applied a
 // newer event.
 //
+// # Pre-queue and openings
+//
+// Users who arrive before a room's scheduled opening wait in a pre-queue
+// without a ticket (their queue token carries seq 0, so polls never answer
+// them from memory). At the opening one script gives them fresh tickets
+// above every earlier one, in the shuffled or arrival order, and publishes
+// ONE event of kind "open" with the room's new schedule number (sched). The
+// tickets stay contiguous, so the formula above holds unchanged; the event
+// is applied like any other (a gap in ev still means a re-read). A stream
+// in the PREQUEUE state re-reads its status from Redis once the room's
+// sched passes the one it last read, and from then on follows its new
+// ticket. Method and opening-time changes publish an event of kind
+// "config" (new sched, and closed when the method is reject): waiting
+// streams then show CLOSED from memory, pre-queue streams re-read.
+//
 // # Fan-out
 //
 // Connections are spread over shards by a hash of the connection, each with

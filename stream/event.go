@@ -6,8 +6,14 @@ import (
 	"time"
 )
 
-// event is what the queue's admit and leave scripts publish.
+// event is what the queue's admit, leave, open and schedule scripts
+// publish. Kind is "" (admission, departure), "open" (the pre-queue became
+// the queue: fresh tickets above every earlier one) or "config" (method or
+// opening time changed); the last two carry the room's new Sched.
 type event struct {
+	Kind     string   `json:"kind"`
+	Sched    int64    `json:"sched"`
+	Closed   *bool    `json:"closed"`
 	Room     string   `json:"room"`
 	Ev       int64    `json:"ev"`
 	TS       int64    `json:"ts"` // Unix ms, Redis clock

@@ -389,7 +389,7 @@ func (h *Hub) Users(room string) []string {
 	for _, sh := range h.shards {
 		sh.mu.Lock()
 		for s := range sh.rooms[room] {
-			if s.state == queue.Waiting {
+			if s.state == queue.Waiting || s.state == queue.Closed {
 				out = append(out, s.User)
 			}
 		}

@@ -132,7 +132,13 @@ func (sh *shard) evaluateSub(s *Sub, st *roomState, now time.Time) (needsRedis b
 	switch s.state {
 	case queue.Ready:
 		return !s.expires.IsZero() && now.After(s.expires)
-	case queue.Waiting:
+	case queue.PreQueue:
+		// No ticket yet: re-read at the opening or a schedule change.
+		return st != nil && st.sched > s.sched
+	case queue.Waiting, queue.Closed:
+		if s.ticket == 0 {
+			return st != nil && st.sched > s.sched // closed in the pre-queue
+		}
 	default:
 		return false
 	}
@@ -143,7 +149,7 @@ func (sh *shard) evaluateSub(s *Sub, st *roomState, now time.Time) (needsRedis b
 	if !ok {
 		return true
 	}
-	changed := pos != s.lastPos
+	changed := pos != s.lastPos || st.closed != (s.state == queue.Closed)
 	if !changed && st.waiting == s.lastWaiting {
 		return false
 	}
@@ -156,7 +162,9 @@ func (sh *shard) evaluateSub(s *Sub, st *roomState, now time.Time) (needsRedis b
 		return false
 	}
 	s.lastPos, s.lastWaiting, s.lastSent = pos, st.waiting, now
-	s.put(Update{Status: st.status(s.ticket, pos), Published: st.ts}, now)
+	next := st.status(s.ticket, pos)
+	s.state = next.State
+	s.put(Update{Status: next, Published: st.ts}, now)
 	return false
 }
 
@@ -206,11 +214,14 @@ func (sh *shard) setStatus(s *Sub, st queue.Status, now, published time.Time) {
 			return // unchanged (a restored or repeated READY)
 		}
 		s.expires = st.EntryExpires
-	case queue.Waiting:
+	case queue.Waiting, queue.Closed:
 		s.lastPos, s.lastWaiting = st.Position, st.Waiting
 		if st.Ticket != 0 {
-			s.ticket = st.Ticket
+			s.ticket = st.Ticket // 0 when closed in the pre-queue
 		}
+		s.sched = st.Sched
+	case queue.PreQueue:
+		s.ticket, s.sched = 0, st.Sched
 	}
 	s.lastSent = now
 	s.put(Update{Status: st, Published: published}, now)

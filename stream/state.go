@@ -19,6 +19,8 @@ type roomState struct {
 	target  int64
 	flow    queue.Flow
 	ev      int64
+	closed  bool      // method reject: waiting users see CLOSED
+	sched   int64     // schedule number: pre-queue streams re-read when it grows
 	ts      time.Time // when the last change was published (Redis clock)
 
 	stale      bool      // an event may be missing: re-read before trusting
@@ -41,7 +43,11 @@ func (s *roomState) position(t int64) (pos int64, ok bool) {
 // status returns the waiting status of ticket t at position pos.
 func (s *roomState) status(t, pos int64) queue.Status {
 	// The total may trail a user who entered after the last event or read.
-	return queue.Status{State: queue.Waiting, Ticket: t, Position: pos, Waiting: max(s.waiting, pos), Rate: s.rate, Target: s.target, Flow: s.flow}
+	st := queue.Status{State: queue.Waiting, Ticket: t, Position: pos, Waiting: max(s.waiting, pos), Rate: s.rate, Target: s.target, Flow: s.flow}
+	if s.closed {
+		st.State = queue.Closed
+	}
+	return st
 }
 
 // fromSnapshot builds a confirmed state.
@@ -49,6 +55,7 @@ func fromSnapshot(sn queue.RoomSnapshot, now time.Time) *roomState {
 	return &roomState{
 		room: sn.Room, serving: sn.Serving, gone: sn.Gone, waiting: sn.Waiting,
 		rate: sn.Rate, target: sn.Target, flow: sn.Flow, ev: sn.Ev, ts: now, snapshotAt: now,
+		closed: sn.Closed, sched: sn.Sched,
 	}
 }
 
@@ -67,6 +74,12 @@ func (s *roomState) apply(e *event) *roomState {
 	}
 	if e.Serving > n.serving {
 		n.serving = e.Serving
+	}
+	if e.Sched > n.sched {
+		n.sched = e.Sched
+	}
+	if e.Closed != nil {
+		n.closed = *e.Closed
 	}
 	gone := make([]int64, 0, len(s.gone)+len(e.Left))
 	for _, g := range s.gone {

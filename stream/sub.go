@@ -44,6 +44,7 @@ type Sub struct {
 	lastWaiting int64
 	lastSent    time.Time
 	expires     time.Time // READY: end of the entry window
+	sched       int64     // the room's schedule number when last read (pre-queue)
 	resolving   bool
 }
 

@@ -1,13 +1,14 @@
 -- admit: one admission tick for one room. Safe to run from any number of
 -- instances at once: each run is atomic, so active never exceeds target.
 --
--- KEYS[1] cfg     HASH  target, ttl_ms, paused
+-- KEYS[1] cfg     HASH  target, ttl_ms, paused, method, opens_at
 -- KEYS[2] queue   ZSET  member = user id, score = ticket number
 -- KEYS[3] active  ZSET  member = user id, score = deadline (ms, Redis clock)
 -- KEYS[4] tokens  HASH  user id -> entry token
 -- KEYS[5] stats   HASH  rate, serving, counters, rate-window state, ev
 -- KEYS[6] gone    ZSET  tickets of waiting users who left (score = ticket)
 -- KEYS[7] seen    ZSET  member = waiting user id, score = last seen (ms)
+-- KEYS[8] prequeue ZSET member = user id, score = arrival number
 -- ARGV[1] pub/sub channel of the room
 -- ARGV[2] room name (goes into the event)
 -- ARGV[3] rate window in ms (admissions are measured over this much busy time)
@@ -19,20 +20,33 @@
 -- min(capacity, #tokens) users in ticket order -> store their tokens -> record
 -- them active until now + ttl -> measure the rate -> publish ONE event.
 --
--- Returns {admitted, waiting, active, want, pruned, rate, target, paused, users, abandoned}
+-- Methods: fifo and random pop in ticket order up to target - active;
+-- passthrough pops everyone waiting (targetActive does not bound it); reject
+-- admits nobody. Before a scheduled opening (now < opens_at) nobody is
+-- admitted; at or after it, while the pre-queue still holds users, the run
+-- admits nobody and reports due = 1: the caller runs the opening script and
+-- then admits again.
+--
+-- Returns {admitted, waiting, active, want, pruned, rate, target, paused, users, abandoned, due}
 --   users: the admitted user ids in ticket order
 --   want: how many tokens this run could have used (min(capacity, queue
 --   length before popping)); the caller passes at least that many next time.
 if redis.call('EXISTS', KEYS[1]) == 0 then
-  return {-1, 0, 0, 0, 0, '0', 0, 0, {}, 0}
+  return {-1, 0, 0, 0, 0, '0', 0, 0, {}, 0, 0}
 end
-local cfg = redis.call('HMGET', KEYS[1], 'target', 'ttl_ms', 'paused')
+local cfg = redis.call('HMGET', KEYS[1], 'target', 'ttl_ms', 'paused', 'method', 'opens_at')
 local target = tonumber(cfg[1]) or 0
 local ttl = tonumber(cfg[2]) or 120000
 local paused = cfg[3] == '1'
+local method = cfg[4] or 'fifo'
+local opensAt = tonumber(cfg[5])
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local scheduled = opensAt ~= nil and now < opensAt
+local due = not scheduled and redis.call('ZCARD', KEYS[8]) > 0
+-- held: the room admits nobody this run (its waiting users keep their place)
+local held = paused or scheduled or due or method == 'reject'
 
 -- 1. prune admissions whose window (or in-flight order deadline) has passed
 -- (bounded per run so one tick never stalls Redis; the rest go next tick)
@@ -70,10 +84,11 @@ end
 local active = redis.call('ZCARD', KEYS[3])
 local waiting = redis.call('ZCARD', KEYS[2])
 local capacity = target - active
+if method == 'passthrough' then capacity = waiting end
 if capacity < 0 then capacity = 0 end
 local waitingBefore = waiting
 local want = math.min(capacity, waiting)
-if paused then want = 0 end
+if held then want = 0 end
 local n = math.min(want, #ARGV - 4)
 
 local admitted = {}
@@ -105,7 +120,7 @@ local last = tonumber(st[1])
 local busy = tonumber(st[2]) or 0
 local busyN = tonumber(st[3]) or 0
 local rate = tonumber(st[4]) or 0
-if last and waitingBefore > 0 and not paused then
+if last and waitingBefore > 0 and not held then
   local dt = now - last
   if dt > 1000 then dt = 1000 end
   if dt > 0 then
@@ -140,4 +155,4 @@ if #admitted > 0 or pruned > 0 or #left > 0 then
   redis.call('PUBLISH', ARGV[1], cjson.encode(ev))
 end
 
-return {#admitted, waiting, active, want, pruned, rateStr, target, paused and 1 or 0, admitted, #left}
+return {#admitted, waiting, active, want, pruned, rateStr, target, paused and 1 or 0, admitted, #left, due and 1 or 0}

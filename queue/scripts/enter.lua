@@ -1,57 +1,109 @@
--- enter: put a user in a room's queue, or report where they already are.
+-- enter: put a user in a room's queue (or its pre-queue before a scheduled
+-- opening), or report where they already are.
 --
--- KEYS[1] cfg     HASH  room configuration (exists iff the room exists)
--- KEYS[2] seq     STRING ticket counter
--- KEYS[3] queue   ZSET  member = user id, score = ticket number
--- KEYS[4] active  ZSET  member = user id, score = deadline (ms, Redis clock)
--- KEYS[5] tokens  HASH  user id -> entry token
--- KEYS[6] stats   HASH  measured admission rate and counters
--- KEYS[7] seen    ZSET  member = waiting user id, score = last seen (ms)
+-- KEYS[1] cfg      HASH  room configuration (exists iff the room exists):
+--                        target, paused, method, opens_at (ms)
+-- KEYS[2] seq      STRING ticket counter
+-- KEYS[3] queue    ZSET  member = user id, score = ticket number
+-- KEYS[4] active   ZSET  member = user id, score = deadline (ms, Redis clock)
+-- KEYS[5] tokens   HASH  user id -> entry token
+-- KEYS[6] stats    HASH  measured admission rate, counters, preseq, late_from
+-- KEYS[7] seen     ZSET  member = waiting user id, score = last seen (ms)
+-- KEYS[8] prequeue ZSET  member = user id, score = arrival number (preseq)
 -- ARGV[1] user id
+-- ARGV[2] a fresh entry token, used only when the method is passthrough
 --
 -- Returns one of
 --   {"NOROOM"}
---   {"READY", entryToken, deadlineMs}
 --   {"PAUSED"}                                  (not queued: room paused)
---   {"WAITING", ticket, position, waiting, rate, new(0|1), target, admitted,
---    expired, departed, ttlMs}   (counters and entry window for the ETA)
--- Re-entering keeps the first ticket (ZADD NX); a user holding a live entry
+--   {"REJECT"}                                  (not queued: method reject)
+--   {"READY", entryToken, deadlineMs, new(0|1)}
+--   {"WAITING", ticket, position, waiting, rate, target, closed(0|1), new(0|1),
+--    admitted, expired, departed, ttlMs}   (counters and entry window for the ETA)
+--   {"PREQUEUE", position, waiting, opensAtMs, sched, closed(0|1), new(0|1), nowMs}
+--     position is the arrival-order place (method fifo) or 0 (random: not
+--     decided before the opening); waiting counts queue and pre-queue.
+-- Re-entering keeps the first place (ZADD NX); a user holding a live entry
 -- token stays READY. The ticket comes from INCR here, never from app clocks.
+-- A user arriving while the opening time is in the future, or while the
+-- pre-queue still waits for its opening run, joins the pre-queue; the first
+-- arrival at or after the opening time is recorded (late_from) so the
+-- opening shuffles only those who came before it.
 if redis.call('EXISTS', KEYS[1]) == 0 then
   return {'NOROOM'}
 end
 local user = ARGV[1]
-local st = redis.call('HMGET', KEYS[6], 'rate', 'admitted', 'expired', 'left', 'abandoned')
-local cfg = redis.call('HMGET', KEYS[1], 'target', 'ttl_ms')
-local rate = st[1] or '0'
+local cfg = redis.call('HMGET', KEYS[1], 'target', 'paused', 'method', 'opens_at', 'ttl_ms')
 local target = cfg[1] or '0'
+local method = cfg[3] or 'fifo'
+local opensAt = tonumber(cfg[4])
+local closed = method == 'reject' and 1 or 0
+local st = redis.call('HMGET', KEYS[6], 'rate', 'admitted', 'expired', 'left', 'abandoned')
+local rate = st[1] or '0'
 local admitted, expired = tonumber(st[2] or '0'), tonumber(st[3] or '0')
 local departed = tonumber(st[4] or '0') + tonumber(st[5] or '0')
-local ttl = tonumber(cfg[2] or '0')
+local ttl = tonumber(cfg[5] or '0')
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+
+local function prequeued(rank, new)
+  local pos = 0
+  if method ~= 'random' then
+    pos = redis.call('ZCARD', KEYS[3]) + rank + 1
+  end
+  return {'PREQUEUE', pos, redis.call('ZCARD', KEYS[3]) + redis.call('ZCARD', KEYS[8]),
+          opensAt or 0, tonumber(redis.call('HGET', KEYS[6], 'sched') or '0'), closed, new, now}
+end
 
 local rank = redis.call('ZRANK', KEYS[3], user)
 if rank then
   redis.call('ZADD', KEYS[7], now, user)
   local ticket = redis.call('ZSCORE', KEYS[3], user)
-  return {'WAITING', ticket, rank + 1, redis.call('ZCARD', KEYS[3]), rate, 0, target, admitted, expired, departed, ttl}
+  return {'WAITING', ticket, rank + 1, redis.call('ZCARD', KEYS[3]), rate, target, closed, 0, admitted, expired, departed, ttl}
+end
+rank = redis.call('ZRANK', KEYS[8], user)
+if rank then
+  return prequeued(rank, 0)
 end
 
 local token = redis.call('HGET', KEYS[5], user)
 if token then
   local deadline = tonumber(redis.call('ZSCORE', KEYS[4], user) or '0')
   if deadline > now then
-    return {'READY', token, deadline}
+    return {'READY', token, deadline, 0}
   end
   -- The entry window ended but the admission tick has not pruned it yet.
   redis.call('HDEL', KEYS[5], user)
   redis.call('ZREM', KEYS[4], user)
 end
 
-if redis.call('HGET', KEYS[1], 'paused') == '1' then
+if cfg[2] == '1' then
   return {'PAUSED'}
+end
+if closed == 1 then
+  return {'REJECT'}
+end
+
+local scheduled = opensAt and now < opensAt
+if scheduled or redis.call('ZCARD', KEYS[8]) > 0 then
+  local arrival = redis.call('HINCRBY', KEYS[6], 'preseq', 1)
+  if not scheduled then
+    redis.call('HSETNX', KEYS[6], 'late_from', arrival)
+  end
+  redis.call('ZADD', KEYS[8], 'NX', arrival, user)
+  redis.call('HINCRBY', KEYS[6], 'entered', 1)
+  return prequeued(redis.call('ZRANK', KEYS[8], user), 1)
+end
+
+if method == 'passthrough' then
+  -- No queue: admitted at once, outside targetActive (see README).
+  local deadline = now + (tonumber(cfg[5]) or 120000)
+  redis.call('HSET', KEYS[5], user, ARGV[2])
+  redis.call('ZADD', KEYS[4], deadline, user)
+  redis.call('HINCRBY', KEYS[6], 'entered', 1)
+  redis.call('HINCRBY', KEYS[6], 'admitted', 1)
+  return {'READY', ARGV[2], deadline, 1}
 end
 
 local ticket = redis.call('INCR', KEYS[2])
@@ -59,4 +111,4 @@ redis.call('ZADD', KEYS[3], 'NX', ticket, user)
 redis.call('ZADD', KEYS[7], now, user)
 redis.call('HINCRBY', KEYS[6], 'entered', 1)
 rank = redis.call('ZRANK', KEYS[3], user)
-return {'WAITING', ticket, rank + 1, redis.call('ZCARD', KEYS[3]), rate, 1, target, admitted, expired, departed, ttl}
+return {'WAITING', ticket, rank + 1, redis.call('ZCARD', KEYS[3]), rate, target, 0, 1, admitted, expired, departed, ttl}

@@ -6,11 +6,13 @@
 -- KEYS[4] stats   HASH  counters, event sequence
 -- KEYS[5] gone    ZSET  tickets of waiting users who left (score = ticket)
 -- KEYS[6] seen    ZSET  member = waiting user id, score = last seen (ms)
+-- KEYS[7] prequeue ZSET member = user id, score = arrival number
 -- ARGV[1] user id
 -- ARGV[2] pub/sub channel of the room
 -- ARGV[3] room name (goes into the event)
 --
--- Returns {wasWaiting(0|1), ticket or 0, slotFreed(0|1)}. An order already in
+-- Returns {wasWaiting(0|1), ticket or 0, slotFreed(0|1)}. A user leaving the
+-- pre-queue has no ticket yet (0) and no event is published. An order already in
 -- flight keeps its slot until it finishes. A waiting user's ticket goes into
 -- the gone set and one event {room, ev, left, waiting, serving, ts} is
 -- published, so every instance can keep positions exact without asking Redis
@@ -18,6 +20,10 @@
 local ticket = redis.call('ZSCORE', KEYS[1], ARGV[1])
 local waiting = redis.call('ZREM', KEYS[1], ARGV[1])
 redis.call('ZREM', KEYS[6], ARGV[1])
+local pre = redis.call('ZREM', KEYS[7], ARGV[1])
+if pre == 1 then
+  redis.call('HINCRBY', KEYS[4], 'left', 1)
+end
 local freed = 0
 if redis.call('HDEL', KEYS[3], ARGV[1]) == 1 then
   freed = redis.call('ZREM', KEYS[2], ARGV[1])
@@ -32,4 +38,4 @@ if waiting == 1 then
   redis.call('PUBLISH', ARGV[2], cjson.encode({room = ARGV[3], ev = ev, ts = now,
     left = {tonumber(ticket)}, waiting = redis.call('ZCARD', KEYS[1]), serving = serving}))
 end
-return {waiting, ticket or 0, freed}
+return {math.max(waiting, pre), ticket or 0, freed}

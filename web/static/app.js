@@ -36,6 +36,12 @@ const TEXT = {
     signinAgain: 'Your sign-in has expired. Please sign in again.',
     noProducts: 'No products are available right now.', productGone: 'That product is no longer available.',
     error: 'Something went wrong ({code}). Please try again.', leftQueue: 'You left the queue.',
+    preH: 'The sale has not started yet', opensIn: 'Opens in {t}', opensAt: 'Opening at {time}', opening: 'Opening now…',
+    preFifo: 'Your place in line: #{n}', preWaiting: '{n} people are waiting for the opening',
+    preRandom: 'Everyone who arrives before the opening gets a fair, random place when it starts. Keep this page open.',
+    closedH: 'This sale is closed', closedP: 'Sorry — the sale has closed or sold out. Thank you for your interest.',
+    closedKept: 'You keep your place (#{n}) in case it reopens; this page updates by itself.',
+    closedKeptPre: 'You keep your place in case it reopens; this page updates by itself.',
   },
   ko: {
     title: '대기실', language: '언어', room: '대기실: {room}',
@@ -67,11 +73,19 @@ const TEXT = {
     signinAgain: '로그인이 만료되었습니다. 다시 로그인하세요.',
     noProducts: '지금 주문할 수 있는 상품이 없습니다.', productGone: '해당 상품을 찾을 수 없습니다.',
     error: '문제가 발생했습니다 ({code}). 다시 시도하세요.', leftQueue: '대기열에서 나왔습니다.',
+    preH: '아직 판매가 시작되지 않았습니다', opensIn: '{t} 후 시작', opensAt: '시작 시각: {time}', opening: '곧 시작합니다…',
+    preFifo: '내 대기 순서: {n}번째', preWaiting: '{n}명이 시작을 기다리는 중',
+    preRandom: '시작 전에 도착한 모든 분은 시작할 때 공정하게 무작위로 순서를 받습니다. 이 페이지를 열어 두세요.',
+    closedH: '판매가 종료되었습니다', closedP: '죄송합니다. 판매가 종료되었거나 품절되었습니다. 관심 가져 주셔서 감사합니다.',
+    closedKept: '다시 열릴 경우를 위해 순서({n}번째)는 유지됩니다. 이 페이지는 자동으로 갱신됩니다.',
+    closedKeptPre: '다시 열릴 경우를 위해 순서는 유지됩니다. 이 페이지는 자동으로 갱신됩니다.',
   },
 };
 
 const $ = (id) => document.getElementById(id);
-const SCREENS = ['login', 'enter', 'queue', 'ready', 'order-result', 'ended'];
+const SCREENS = ['login', 'enter', 'prequeue', 'queue', 'closed', 'ready', 'order-result', 'ended'];
+// Statuses of a user who holds a place and follows it live.
+const HOLDING = ['PREQUEUE', 'WAITING', 'CLOSED'];
 
 // Storage never throws (it can be disabled); tokens live in sessionStorage only.
 function stored(area, key, value) {
@@ -101,7 +115,7 @@ const LOCK = 'wr.lead.' + room;
 const S = {
   access: stored('sessionStorage', 'wr.access'), accessExp: Number(stored('sessionStorage', 'wr.accessExp')) || 0,
   screen: '', msg: null, last: null, stop: null, role: '', skew: 0, announced: 0,
-  entry: null, entryEnd: NaN, products: [], ordering: false, endedKey: '', order: null,
+  entry: null, entryEnd: NaN, products: [], ordering: false, endedKey: '', order: null, opensEnd: NaN,
 };
 
 function parse(json) {
@@ -188,7 +202,7 @@ function setLang(l) {
   setText($('room'), t('room', { room }));
   document.title = t('title');
   if (S.msg) say(S.msg.key, S.msg.params, S.msg.error);
-  if (S.screen === 'queue') render(S.last);
+  if (['queue', 'prequeue', 'closed'].includes(S.screen)) render(S.last);
   if (S.screen === 'ready') { fillProducts(); tick(); }
   setText($('ended-text'), S.endedKey ? t(S.endedKey) : '');
   if (S.order) setText($('done-text'), doneText(S.order));
@@ -202,7 +216,7 @@ function show(name) {
   if (S.screen === name) return;
   S.screen = name;
   for (const id of SCREENS) $(id).hidden = id !== name;
-  $('leave').hidden = name !== 'queue' && name !== 'ready';
+  $('leave').hidden = !['queue', 'ready', 'prequeue'].includes(name) && !(name === 'closed' && place.token);
   say(null);
   const had = document.activeElement;
   if (had && had.closest('[hidden]')) $(name).querySelector('h2').focus();
@@ -210,8 +224,15 @@ function show(name) {
 
 // render is the one sink for QueueStatus objects, whichever transport sent them.
 function render(qs) {
+  if (!qs) return;
   S.last = qs;
+  if (qs.queueToken && place.token) { // a ticket given at the opening
+    place.token = qs.queueToken;
+    savePlace();
+  }
   if (qs.status === 'READY') return ready(qs);
+  if (qs.status === 'PREQUEUE') return prequeue(qs);
+  if (qs.status === 'CLOSED') return closed(qs);
   if (qs.status !== 'WAITING') return;
   place.start = Math.max(place.start || 0, qs.position);
   place.at = place.at || Date.now();
@@ -227,6 +248,34 @@ function render(qs) {
   document.title = `#${fmtN(qs.position)} · ${t('title')}`;
   tick();
   announce(`${t('position', { n: qs.position })}. ${t('etaLabel')}: ${eta(qs)}.`, first);
+}
+
+// prequeue shows the countdown to a scheduled opening. The time left comes
+// from the server (opensInMs), so a wrong client clock does not matter.
+function prequeue(qs) {
+  place.at = place.at || Date.now();
+  savePlace();
+  const first = S.screen !== 'prequeue';
+  if (typeof qs.opensInMs === 'number') S.opensEnd = Date.now() + qs.opensInMs;
+  show('prequeue');
+  setText($('opens-at'), qs.opensAt
+    ? t('opensAt', { time: new Date(qs.opensAt).toLocaleString(lang, { dateStyle: 'medium', timeStyle: 'short' }) }) : '');
+  setText($('pre-place'), qs.position ? t('preFifo', { n: qs.position }) : t('preRandom'));
+  setText($('pre-waiting'), qs.waiting ? t('preWaiting', { n: qs.waiting }) : '');
+  document.title = t('preH');
+  tick();
+  announce(`${t('preH')}. ${$('opens-in').textContent}`, first);
+}
+
+// closed is the friendly screen of a room that refuses entries; a user who
+// holds a place keeps it and keeps following, in case the room reopens.
+function closed(qs) {
+  const first = S.screen !== 'closed';
+  show('closed');
+  $('closed-kept').hidden = !qs;
+  if (qs) setText($('closed-kept'), qs.position ? t('closedKept', { n: qs.position }) : t('closedKeptPre'));
+  document.title = t('closedH');
+  announce(`${t('closedH')}. ${t('closedP')}`, first);
 }
 
 // showTier names the connection in use; a following tab names its leader's.
@@ -270,6 +319,10 @@ function needLogin(key) {
 // tick runs every second: time spent waiting, and the countdown while READY.
 function tick() {
   if (S.screen === 'queue' && place.at) setText($('elapsed'), clock(Date.now() - place.at));
+  if (S.screen === 'prequeue') {
+    const left = S.opensEnd - Date.now();
+    setText($('opens-in'), !Number.isFinite(left) ? '' : left > 0 ? t('opensIn', { t: clock(left) }) : t('opening'));
+  }
   if (S.screen !== 'ready') return;
   const left = S.entryEnd - (Date.now() + S.skew);
   if (left <= 0 && !S.ordering) return end('windowEnded');
@@ -531,7 +584,7 @@ function shared(ev) {
       if (['queue', 'ready'].includes(S.screen) && m.order) ordered(m.order);
       return;
     case 'left':
-      if (['queue', 'ready'].includes(S.screen)) leftQueue();
+      if (['queue', 'ready', 'prequeue', 'closed'].includes(S.screen)) leftQueue();
   }
 }
 
@@ -572,11 +625,12 @@ async function enter(ev) {
     place.at = place.at || Date.now();
     savePlace();
     render(res.data);
-    if (res.data.status === 'WAITING') follow(res.data);
+    if (HOLDING.includes(res.data.status)) follow(res.data);
     return;
   }
   if (res.status === 401) needLogin('signinAgain');
   else if (res.status === 404) say('roomNotFound', {}, true);
+  else if (res.status === 423 && res.data.error === 'room_closed') { S.last = null; closed(null); }
   else if (res.status === 423) say('paused', {}, true);
   else if (res.status === 429) tooMany(res);
   else sayError(res);
@@ -678,7 +732,7 @@ async function resume() {
   const res = await api('GET', roomPath('position')).catch(() => null);
   if (res && res.ok && (S.screen === 'enter' || S.screen === 'login')) {
     render(res.data);
-    if (res.data.status === 'WAITING') follow(res.data);
+    if (HOLDING.includes(res.data.status)) follow(res.data);
   }
 }
 

@@ -1,0 +1,348 @@
+package queue_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"waitingroom/queue"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+// mustUpdate changes room r of q.
+func mustUpdate(tb testing.TB, q *queue.Queue, room string, u queue.RoomUpdate) queue.RoomInfo {
+	tb.Helper()
+	info, err := q.UpdateRoom(context.Background(), room, u, true, queue.RoomConfig{Target: 0, EntryTTL: time.Minute})
+	if err != nil {
+		tb.Fatalf("update %s: %v", room, err)
+	}
+	return info
+}
+
+// redisNow is Redis's clock, which the scripts use.
+func redisNow(tb testing.TB, rdb *redis.Client) time.Time {
+	tb.Helper()
+	now, err := rdb.Time(context.Background()).Result()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return now
+}
+
+// queueOrder returns room's queue, front first, with its tickets.
+func queueOrder(tb testing.TB, rdb *redis.Client, prefix, room string) ([]string, []int64) {
+	tb.Helper()
+	zs, err := rdb.ZRangeWithScores(context.Background(), prefix+"{"+room+"}:queue", 0, -1).Result()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	users := make([]string, len(zs))
+	tickets := make([]int64, len(zs))
+	for i, z := range zs {
+		users[i], tickets[i] = z.Member.(string), int64(z.Score)
+	}
+	return users, tickets
+}
+
+// chiSquare is the statistic of observed counts against a uniform expectation.
+func chiSquare(counts []int, total int) float64 {
+	want := float64(total) / float64(len(counts))
+	var x float64
+	for _, c := range counts {
+		d := float64(c) - want
+		x += d * d / want
+	}
+	return x
+}
+
+// TestShuffleIsFairAndReproducible runs the opening script itself 2,000
+// times on 10 pre-queued users with fresh seeds. Every user's position
+// distribution passes a chi-square test against uniform (9 degrees of
+// freedom, α = 0.0001 per user, critical value 33.72), and every result
+// equals queue.Permutation of its recorded seed over the arrival order.
+func TestShuffleIsFairAndReproducible(t *testing.T) {
+	q, rdb := mustQueue(t, 0, time.Minute)
+	prefix := prefixOf(t, q, rdb)
+	ctx := context.Background()
+	const runs, n = 2000, 10
+	counts := make([][]int, n) // counts[user][position]
+	for i := range counts {
+		counts[i] = make([]int, n)
+	}
+	future := redisNow(t, rdb).Add(time.Hour)
+	for run := range runs {
+		room := "s" + strconv.Itoa(run)
+		mustUpdate(t, q, room, queue.RoomUpdate{Method: ptr(queue.MethodRandom), OpensAt: &future})
+		arrival := make([]string, n)
+		for u := range n {
+			arrival[u] = "u" + strconv.Itoa(u)
+			st, err := q.Enter(ctx, room, arrival[u])
+			if err != nil || st.State != queue.PreQueue || st.Position != 0 || st.Ticket != 0 {
+				t.Fatalf("enter before opening: %+v, %v (want PREQUEUE without position or ticket)", st, err)
+			}
+		}
+		mustUpdate(t, q, room, queue.RoomUpdate{OpensAt: &time.Time{}})
+		seed := queue.NewShuffleSeed()
+		res, err := q.Open(ctx, room, seed)
+		if err != nil || res.Moved != n || res.Shuffled != n || res.Seed != seed {
+			t.Fatalf("open: %+v, %v", res, err)
+		}
+		got, tickets := queueOrder(t, rdb, prefix, room)
+		perm := queue.Permutation(seed, n)
+		for pos, u := range got {
+			if want := arrival[perm[pos]]; u != want {
+				t.Fatalf("run %d: position %d is %s, Permutation(seed) says %s", run, pos+1, u, want)
+			}
+			if tickets[pos] != int64(pos+1) {
+				t.Fatalf("run %d: tickets %v, want 1..%d", run, tickets, n)
+			}
+			idx, _ := strconv.Atoi(u[1:])
+			counts[idx][pos]++
+		}
+		info, _ := q.Room(ctx, room)
+		if info.ShuffleSeed != seed || info.PreQueue != 0 || info.Waiting != n {
+			t.Fatalf("room after opening: %+v", info)
+		}
+		if run < 3 || run == runs-1 {
+			continue
+		}
+		rdb.Del(ctx, prefix+"{"+room+"}:cfg") // keep the keyspace small; the room is done
+	}
+	const critical = 33.72 // chi-square, 9 degrees of freedom, p = 0.0001
+	worst := 0.0
+	for u, c := range counts {
+		x := chiSquare(c, runs)
+		worst = max(worst, x)
+		if x > critical {
+			t.Errorf("user u%d: positions %v, chi-square %.1f > %.2f", u, c, x, critical)
+		}
+	}
+	t.Logf("%d shuffles of %d users: largest per-user chi-square %.1f (critical %.2f)", runs, n, worst, critical)
+	// The same check rejects a biased order: arrival order kept.
+	biased := make([]int, n)
+	biased[0] = runs
+	if x := chiSquare(biased, runs); x <= critical {
+		t.Fatalf("the check accepts an unshuffled order (chi-square %.1f)", x)
+	}
+	// The same seed reproduces the same permutation.
+	seed := queue.NewShuffleSeed()
+	if a, b := queue.Permutation(seed, 50), queue.Permutation(seed, 50); !slices.Equal(a, b) {
+		t.Fatalf("Permutation not reproducible: %v vs %v", a, b)
+	}
+}
+
+// prefixOf recovers the test's key prefix from the room's channel name.
+func prefixOf(t *testing.T, q *queue.Queue, _ *redis.Client) string {
+	t.Helper()
+	ch := q.Channel("r1")
+	return ch[:len(ch)-len("{r1}:events")]
+}
+
+// TestOpeningWithTwoAdmittersIsAtomicAndIdempotent: two admission loops
+// tick concurrently across the opening time. The pre-queue becomes the
+// queue once: contiguous fresh tickets in arrival order (fifo), one open
+// event, nobody lost or duplicated; late arrivals queue behind.
+func TestOpeningWithTwoAdmittersIsAtomicAndIdempotent(t *testing.T) {
+	q, rdb := mustQueue(t, 0, time.Minute)
+	prefix := prefixOf(t, q, rdb)
+	ctx := context.Background()
+	// Someone already waits in the room before the sale is scheduled.
+	early := mustEnter(t, q, "early")
+	far := redisNow(t, rdb).Add(time.Hour)
+	mustUpdate(t, q, "r1", queue.RoomUpdate{OpensAt: &far})
+	const n = 40
+	for i := range n {
+		st := mustEnter(t, q, "p"+strconv.Itoa(i))
+		if st.State != queue.PreQueue || st.Position != int64(i+2) || st.OpensAt.IsZero() || st.OpensIn <= 0 {
+			t.Fatalf("pre-queue status %d: %+v", i, st)
+		}
+	}
+	again := mustEnter(t, q, "p3")
+	if again.State != queue.PreQueue || again.Position != 5 || again.New {
+		t.Fatalf("re-enter in the pre-queue: %+v", again)
+	}
+	if _, err := q.Leave(ctx, "r1", "p39"); err != nil {
+		t.Fatal(err)
+	}
+	a1 := q.NewAdmitter(queue.AdmitterOptions{})
+	a2 := q.NewAdmitter(queue.AdmitterOptions{})
+	if err := a1.Tick(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if info, _ := q.Room(ctx, "r1"); info.PreQueue != n-1 || info.Waiting != 1 {
+		t.Fatalf("before the opening time: preQueue %d waiting %d", info.PreQueue, info.Waiting)
+	}
+
+	ps := rdb.Subscribe(ctx, q.Channel("r1"))
+	defer ps.Close()
+	if _, err := ps.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	soon := redisNow(t, rdb).Add(300 * time.Millisecond)
+	mustUpdate(t, q, "r1", queue.RoomUpdate{OpensAt: &soon})
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for _, a := range []*queue.Admitter{a1, a2} {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if err := a.Tick(ctx); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	waitFor(t, "the opening", func() bool {
+		info, err := q.Room(ctx, "r1")
+		return err == nil && info.PreQueue == 0
+	})
+	// Arrives after the opening: behind everyone, fifo.
+	late := mustEnter(t, q, "late")
+	close(stop)
+	wg.Wait()
+
+	users, tickets := queueOrder(t, rdb, prefix, "r1")
+	want := []string{"early"}
+	for i := range n - 1 {
+		want = append(want, "p"+strconv.Itoa(i))
+	}
+	want = append(want, "late")
+	if !slices.Equal(users, want) {
+		t.Fatalf("queue after opening = %v, want %v", users, want)
+	}
+	for i, tk := range tickets {
+		if tk != early.Ticket+int64(i) {
+			t.Fatalf("tickets %v are not contiguous from %d", tickets, early.Ticket)
+		}
+	}
+	if late.State != queue.Waiting || late.Position != n+1 {
+		t.Fatalf("late arrival: %+v", late)
+	}
+	st, err := q.Status(ctx, "r1", "p0")
+	if err != nil || st.State != queue.Waiting || st.Position != 2 || st.Ticket != early.Ticket+1 {
+		t.Fatalf("status after opening: %+v, %v", st, err)
+	}
+	// Exactly one open event among what was published.
+	opens := 0
+	for {
+		m, err := ps.ReceiveTimeout(ctx, 200*time.Millisecond)
+		if err != nil {
+			break
+		}
+		if msg, ok := m.(*redis.Message); ok && strings.Contains(msg.Payload, `"kind":"open"`) {
+			opens++
+		}
+	}
+	if opens != 1 {
+		t.Fatalf("open events = %d, want 1", opens)
+	}
+	if res, err := q.Open(ctx, "r1", queue.NewShuffleSeed()); err != nil || res.Moved != 0 {
+		t.Fatalf("a second opening moved %+v, %v", res, err)
+	}
+}
+
+// TestRandomOpeningPutsLateArrivalsBehind: with method random, those who
+// arrived after the opening time but before the opening run are not
+// shuffled: they follow the shuffled ones in arrival order.
+func TestRandomOpeningPutsLateArrivalsBehind(t *testing.T) {
+	q, rdb := mustQueue(t, 0, time.Minute)
+	prefix := prefixOf(t, q, rdb)
+	ctx := context.Background()
+	far := redisNow(t, rdb).Add(time.Hour)
+	mustUpdate(t, q, "r1", queue.RoomUpdate{Method: ptr(queue.MethodRandom), OpensAt: &far})
+	for i := range 8 {
+		mustEnter(t, q, "e"+strconv.Itoa(i))
+	}
+	past := redisNow(t, rdb).Add(-time.Second)
+	mustUpdate(t, q, "r1", queue.RoomUpdate{OpensAt: &past})
+	for _, u := range []string{"l1", "l2"} {
+		if st := mustEnter(t, q, u); st.State != queue.PreQueue {
+			t.Fatalf("%s before the opening run: %+v", u, st)
+		}
+	}
+	seed := "00112233445566778899aabbccddeeff"
+	res, err := q.Open(ctx, "r1", seed)
+	if err != nil || res.Moved != 10 || res.Shuffled != 8 {
+		t.Fatalf("open: %+v, %v", res, err)
+	}
+	users, _ := queueOrder(t, rdb, prefix, "r1")
+	perm := queue.Permutation(seed, 8)
+	for pos := range 8 {
+		if want := "e" + strconv.Itoa(perm[pos]); users[pos] != want {
+			t.Fatalf("position %d: %s, want %s (queue %v)", pos+1, users[pos], want, users)
+		}
+	}
+	if !slices.Equal(users[8:], []string{"l1", "l2"}) {
+		t.Fatalf("late arrivals: %v", users[8:])
+	}
+}
+
+// TestRejectKeepsWaitingUsers: new entries get ErrRoomClosed; those
+// waiting keep their place, see Closed and are not admitted until the
+// method changes back.
+func TestRejectKeepsWaitingUsers(t *testing.T) {
+	q, _ := mustQueue(t, 5, time.Minute)
+	ctx := context.Background()
+	mustEnter(t, q, "a")
+	mustEnter(t, q, "b")
+	mustUpdate(t, q, "r1", queue.RoomUpdate{Method: ptr(queue.MethodReject)})
+	if _, err := q.Enter(ctx, "r1", "c"); !errors.Is(err, queue.ErrRoomClosed) {
+		t.Fatalf("enter a closed room: %v, want ErrRoomClosed", err)
+	}
+	if res := mustAdmit(t, q, 8); len(res.Admitted) != 0 {
+		t.Fatalf("a closed room admitted %v", res.Admitted)
+	}
+	for i, u := range []string{"a", "b"} {
+		st, err := q.Status(ctx, "r1", u)
+		if err != nil || st.State != queue.Closed || st.Position != int64(i+1) {
+			t.Fatalf("status of %s: %+v, %v", u, st, err)
+		}
+		if again := mustEnter(t, q, u); again.State != queue.Closed || again.Position != int64(i+1) {
+			t.Fatalf("re-enter of %s: %+v", u, again)
+		}
+	}
+	mustUpdate(t, q, "r1", queue.RoomUpdate{Method: ptr(queue.MethodFIFO)})
+	if res := mustAdmit(t, q, 8); !slices.Equal(res.Admitted, []string{"a", "b"}) {
+		t.Fatalf("reopened room admitted %v", res.Admitted)
+	}
+}
+
+// TestPassthroughAdmitsAtOnce: entering is admission, beyond targetActive;
+// those already waiting are admitted by the next run.
+func TestPassthroughAdmitsAtOnce(t *testing.T) {
+	q, _ := mustQueue(t, 1, time.Minute)
+	mustEnter(t, q, "w1")
+	mustEnter(t, q, "w2")
+	mustEnter(t, q, "w3")
+	info := mustUpdate(t, q, "r1", queue.RoomUpdate{Method: ptr(queue.MethodPassthrough)})
+	if info.Method != queue.MethodPassthrough {
+		t.Fatalf("method = %q", info.Method)
+	}
+	for i := range 4 {
+		st := mustEnter(t, q, fmt.Sprintf("n%d", i))
+		if st.State != queue.Ready || st.EntryToken == "" || !st.New {
+			t.Fatalf("passthrough enter: %+v", st)
+		}
+		if again := mustEnter(t, q, fmt.Sprintf("n%d", i)); again.State != queue.Ready || again.EntryToken != st.EntryToken || again.New {
+			t.Fatalf("passthrough re-enter: %+v", again)
+		}
+	}
+	res := mustAdmit(t, q, 8)
+	if len(res.Admitted) != 3 || res.Waiting != 0 || res.Active != 7 {
+		t.Fatalf("passthrough run: %+v (want the 3 waiting admitted beyond target 1)", res)
+	}
+}
