@@ -47,13 +47,15 @@ func (p *page) waitLive() {
 	p.waitJS("live", `document.getElementById('conn').dataset.state === 'live' && `+shown("dash"))
 }
 
-// setField sets a form field as a person would (value, then an input event).
+// setField sets a form field as a person would (value, then input and
+// change events).
 func (p *page) setField(id, value string) {
 	p.t.Helper()
 	p.do("set "+id, chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`(() => {
 		const e = document.getElementById(%q);
 		e.value = %q;
 		e.dispatchEvent(new Event('input', {bubbles: true}));
+		e.dispatchEvent(new Event('change', {bubbles: true}));
 	})()`, id, value)))
 }
 
@@ -102,6 +104,8 @@ func TestDashboardLiveAndControls(t *testing.T) {
 	if d := eval[string](p, `document.querySelector('#chart-active path.line.s2').getAttribute('d')`); !strings.HasPrefix(d, "M") {
 		t.Errorf("limit line d = %q", d)
 	}
+	p.setField("window-select", "60")
+	p.waitJS("a one-minute window", textOf("charts-h")+` === 'Last minute' && document.querySelector('#chart-waiting text.xlabel.start').textContent === '−1 min'`)
 
 	// A value the server refuses: its message is shown, nothing changes.
 	p.do("set the limit too high",

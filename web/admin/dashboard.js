@@ -40,6 +40,7 @@
     failingSince: 0,
     lastOk: 0,
     dirty: new Set(), // ids of inputs the operator has edited but not sent
+    windowMs: HISTORY_MS, // the charts' span; history is always kept for HISTORY_MS
   };
 
   // ---- API ---------------------------------------------------------------
@@ -358,6 +359,12 @@
     return e;
   }
 
+  // spanText words a span of time: "30 s", "2.5 min".
+  function spanText(ms) {
+    const s = Math.round(ms / 1000);
+    return s < 60 ? s + ' s' : nf1.format(s / 60) + ' min';
+  }
+
   // niceMax rounds up to 1, 2 or 5 × a power of ten.
   function niceMax(v) {
     if (!(v > 0)) return 1;
@@ -401,12 +408,12 @@
         const label = el('text', { x: PAD.l - 6, y: y + 4, class: 'ylabel' }, this.svg);
         this.yLabels.push(label);
       }
+      this.xLabels = [];
       for (let m = 0; m <= 10; m++) {
         const x = PAD.l + ((W - PAD.l - PAD.r) * m) / 10;
         el('line', { x1: x, x2: x, y1: PAD.t, y2: H - PAD.b, class: m % 5 ? 'minor' : '' }, grid);
         if (m % 5 === 0) {
-          const t = el('text', { x, y: H - 6, class: 'xlabel' + (m === 10 ? ' end' : m === 0 ? ' start' : '') }, this.svg);
-          t.textContent = m === 10 ? 'now' : '−' + (10 - m) + ' min';
+          this.xLabels.push(el('text', { x, y: H - 6, class: 'xlabel' + (m === 10 ? ' end' : m === 0 ? ' start' : '') }, this.svg));
         }
       }
       this.paths = def.series.map((s) => el('path', { class: 'line ' + s.cls, d: '' }, this.svg));
@@ -417,7 +424,12 @@
 
     draw(samples, doc) {
       const now = Date.now();
-      const x0 = now - HISTORY_MS;
+      const span = state.windowMs;
+      const x0 = now - span;
+      this.xLabels.forEach((label, i) => {
+        const text = i === 2 ? 'now' : '−' + spanText((span * (2 - i)) / 2);
+        if (label.textContent !== text) label.textContent = text;
+      });
       const pw = W - PAD.l - PAD.r;
       const ph = H - PAD.t - PAD.b;
       let max = 0;
@@ -436,7 +448,7 @@
       this.yLabels.forEach((label, i) => {
         label.textContent = nf1.format((top * (2 - i)) / 2);
       });
-      const X = (t) => (PAD.l + ((t - x0) / HISTORY_MS) * pw).toFixed(1);
+      const X = (t) => (PAD.l + ((t - x0) / span) * pw).toFixed(1);
       const Y = (v) => (PAD.t + ph - (Math.min(v, top) / top) * ph).toFixed(1);
       const lasts = [];
       this.def.series.forEach((ser, i) => {
@@ -470,7 +482,7 @@
       const missing = this.def.requires && !(doc && this.def.requires(doc));
       this.empty.textContent = missing ? 'not reported by this server' : points ? '' : 'waiting for samples…';
       this.fig.dataset.points = String(points);
-      const desc = this.def.title + ' over the last 10 minutes, scale 0 to ' + nf1.format(top) + '. Now: ' + lasts.join(', ') + '.';
+      const desc = this.def.title + ' over the last ' + spanText(span) + ', scale 0 to ' + nf1.format(top) + '. Now: ' + lasts.join(', ') + '.';
       if (this.desc.textContent !== desc) this.desc.textContent = desc;
     }
   }
@@ -642,6 +654,12 @@
     });
 
     $('room-select').addEventListener('change', (ev) => selectRoom(ev.target.value));
+    $('window-select').addEventListener('change', (ev) => {
+      state.windowMs = Number(ev.target.value) * 1000;
+      const label = ev.target.selectedOptions[0].textContent;
+      $('charts-h').textContent = 'Last ' + label.replace(/^1 /, '');
+      render();
+    });
     $('rooms-table').addEventListener('click', (ev) => {
       const b = ev.target.closest('button[data-room]');
       if (b) selectRoom(b.dataset.room);
