@@ -127,6 +127,18 @@ func TestDashboardLiveAndControls(t *testing.T) {
 	waitFor(t, "running", func() bool { return in.adminRoom("default").body["paused"] == false })
 	p.waitJS("running shown", textOf("pause-state")+` === 'Running'`)
 
+	// Create a room, then switch back to the first one from the table.
+	p.do("create a room",
+		chromedp.SendKeys(chromedp.CSS("#create-input"), "second"),
+		chromedp.Click(chromedp.CSS(`#create-form button[type="submit"]`)),
+	)
+	p.waitJS("the new room selected", textOf("room-name")+` === 'second' && document.querySelectorAll('#rooms-table tbody tr').length === 2`)
+	if r := in.adminRoom("second"); r.status != 200 {
+		t.Errorf("GET the created room: %d %s", r.status, r.raw)
+	}
+	p.click(`#rooms-table button[data-room="default"]`)
+	p.waitJS("default selected", textOf("room-name")+` === 'default' && document.getElementById('room-select').value === 'default' && location.hash === '#room=default'`)
+
 	// The token lives in this tab's sessionStorage only; a reload resumes.
 	if !eval[bool](p, fmt.Sprintf(`sessionStorage.getItem('wr-admin-token') === %q && localStorage.length === 0 && document.cookie === ''`, testAdminToken)) {
 		t.Error("the token is not (only) in sessionStorage")

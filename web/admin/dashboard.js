@@ -264,33 +264,33 @@
       sel.replaceChildren(...state.names.map((n) => new Option(n, n)));
     }
     if (sel.value !== state.room) sel.value = state.room;
+    // Rows are rebuilt only when the rooms change; otherwise their cells are
+    // updated in place, so focus and a screen reader's place stay put.
     const body = $('rooms-table').tBodies[0];
-    const rows = state.names.map((n) => {
-      const d = state.rooms.get(n).doc;
-      const tr = document.createElement('tr');
-      if (n === state.room) tr.setAttribute('aria-current', 'true');
-      const th = document.createElement('th');
-      th.scope = 'row';
-      const b = document.createElement('button');
-      b.type = 'button';
-      b.className = 'link';
-      b.textContent = n;
-      b.dataset.room = n;
-      th.append(b);
-      tr.append(th);
-      for (const v of [fmt(d.waiting), fmt(d.active), fmt(d.targetActive), roomState(d)]) {
-        const td = document.createElement('td');
-        td.textContent = v;
-        tr.append(td);
-      }
-      return tr;
-    });
-    // Rebuilding the rows would drop keyboard focus from a room button.
-    const focused = document.activeElement && document.activeElement.dataset ? document.activeElement.dataset.room : undefined;
-    body.replaceChildren(...rows);
-    if (focused) {
-      const again = body.querySelector('button[data-room="' + CSS.escape(focused) + '"]');
-      if (again) again.focus();
+    if (!same || body.rows.length !== state.names.length) {
+      body.replaceChildren(...state.names.map((n) => {
+        const tr = document.createElement('tr');
+        tr.dataset.room = n;
+        const th = document.createElement('th');
+        th.scope = 'row';
+        const b = document.createElement('button');
+        b.type = 'button';
+        b.className = 'link';
+        b.textContent = n;
+        b.dataset.room = n;
+        th.append(b);
+        tr.append(th);
+        for (let i = 0; i < 4; i++) tr.append(document.createElement('td'));
+        return tr;
+      }));
+    }
+    for (const tr of body.rows) {
+      const d = state.rooms.get(tr.dataset.room).doc;
+      if (tr.dataset.room === state.room) tr.setAttribute('aria-current', 'true');
+      else tr.removeAttribute('aria-current');
+      [fmt(d.waiting), fmt(d.active), fmt(d.targetActive), roomState(d)].forEach((v, i) => {
+        if (tr.cells[i + 1].textContent !== v) tr.cells[i + 1].textContent = v;
+      });
     }
   }
 
