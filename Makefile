@@ -55,6 +55,7 @@ run: build
 	echo "  Waiting room page:  $$page"; \
 	echo "  Demo login:         user1 ... user10000, password demo-pass"; \
 	echo "  Management:         $$admin  (metrics, healthz, readyz, admin/rooms)"; \
+	echo "  Operator dashboard: $${admin}admin/  (asks for the admin token)"; \
 	echo "  Admin token:        $$WR_ADMIN_TOKEN"; \
 	echo "                      curl -H 'Authorization: Bearer $$WR_ADMIN_TOKEN' $${admin}admin/rooms"; \
 	echo "  Stop with Ctrl-C; Redis/Postgres keep running (make services-stop)."; \

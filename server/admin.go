@@ -24,6 +24,7 @@ func (s *Server) newAdminApp() *fiber.App {
 	// Profiles, for operators measuring memory and CPU under load.
 	app.Use("/debug/pprof", s.adminAuth)
 	app.Use(pprof.New())
+	s.mountDashboard(app) // before the /admin group: the page itself needs no token
 	adm := app.Group("/admin", s.adminAuth, noStore)
 	adm.Get("/rooms", s.adminRooms)
 	adm.Get("/rooms/:room", s.adminRoom)

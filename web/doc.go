@@ -1,7 +1,7 @@
-// Package web owns the browser page of the waiting room: one static HTML
-// page, one stylesheet and one script, embedded into the binary with
-// go:embed. There is no build step and no framework; the files under static/
-// are served as they are.
+// Package web owns the browser pages: the waiting room's (static/) and the
+// operator dashboard's (admin/), each one static HTML page, one stylesheet
+// and one script, embedded into the binary with go:embed. There is no build
+// step and no framework; the files are served as they are.
 //
 // The server serves index.html at "/" and at "/rooms/{room}" (or
 // "/?room={room}"), and the assets at "/static/app.js" and
@@ -36,5 +36,20 @@
 //   - English and Korean, from the browser's language, with a switch;
 //     numbers are formatted with Intl for the language.
 //
-// FS is safe for concurrent use: it returns a read-only file system.
+// The operator dashboard (admin/, returned by AdminFS) is a second page,
+// served by the management port only, at "/admin/" with its assets under
+// "/admin/static/": dashboard.js samples GET /admin/rooms once a second,
+// keeps ten minutes of history per room in memory and draws it as inline
+// SVG (people waiting; active and the admission limit; admitted per second,
+// from the admitted counter between samples; order latency p90 and the error
+// rate when the server reports signals). Its controls PUT only the fields
+// they change, and only fields the room's document has: a control for a
+// field the server does not report (mode, method, opensAt) stays hidden.
+// The admin token is typed by the operator and kept in sessionStorage (see
+// server/dashboard.go for why the page itself needs no token). Failed
+// samples show "unreachable" and break the lines; sampling goes on and the
+// page recovers by itself.
+//
+// FS and AdminFS are safe for concurrent use: they return read-only file
+// systems.
 package web

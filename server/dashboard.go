@@ -1,0 +1,82 @@
+package server
+
+import (
+	"io/fs"
+	"mime"
+	"path"
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+
+	"waitingroom/web"
+)
+
+// dashboardCSP is pageCSP for the operator dashboard: its own files only,
+// no inline script or style, fetches to its own origin only.
+const dashboardCSP = pageCSP
+
+// mountDashboard serves the operator dashboard (web/admin) on the management
+// app: the page at GET /admin/ and its script and stylesheet under
+// /admin/static/. It must be mounted before the /admin group, whose
+// middleware would otherwise demand the admin token for these files.
+//
+// Token handling: the HTML, script and stylesheet are served WITHOUT the
+// admin token. They are the same for everyone and hold no data or secret —
+// a browser cannot attach a bearer token to a page navigation, so requiring
+// it for the shell would force the token into a URL or a cookie. Everything
+// with data or effect — GET /admin/rooms and PUT /admin/rooms/{room} — goes
+// through the /admin group and needs "Authorization: Bearer
+// $WR_ADMIN_TOKEN" as before. The operator types the token into the page;
+// the script keeps it in sessionStorage (this tab only, gone when the tab
+// closes), sends it only in the Authorization header of same-origin fetches
+// (CSP connect-src 'self'), and never puts it in a URL, a cookie or
+// localStorage. A token the server refuses is dropped and asked for again.
+// No cookie means no ambient authority, so a cross-site form cannot act on
+// the admin API on the operator's behalf.
+func (s *Server) mountDashboard(app *fiber.App) {
+	files := map[string]staticFile{}
+	err := fs.WalkDir(web.AdminFS(), ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := fs.ReadFile(web.AdminFS(), p)
+		if err != nil {
+			return err
+		}
+		ct := mime.TypeByExtension(path.Ext(p))
+		if ct == "" {
+			ct = "application/octet-stream"
+		}
+		files[p] = staticFile{body: b, contentType: ct}
+		return nil
+	})
+	index, ok := files["index.html"]
+	if err != nil || !ok {
+		panic("server: web.AdminFS has no index.html")
+	}
+	headers := func(c *fiber.Ctx) {
+		c.Set(fiber.HeaderContentSecurityPolicy, dashboardCSP)
+		c.Set("X-Content-Type-Options", "nosniff")
+		c.Set("Referrer-Policy", "no-referrer")
+		c.Set("X-Frame-Options", "DENY")
+		c.Set("Cross-Origin-Opener-Policy", "same-origin")
+		c.Set("Cross-Origin-Resource-Policy", "same-origin")
+	}
+	app.Get("/admin/", func(c *fiber.Ctx) error {
+		headers(c)
+		c.Set(fiber.HeaderCacheControl, "no-cache")
+		c.Set(fiber.HeaderContentType, "text/html; charset=utf-8")
+		return c.Send(index.body)
+	})
+	app.Get("/admin/static/*", func(c *fiber.Ctx) error {
+		name := c.Params("*")
+		f, ok := files[name]
+		if !ok || strings.Contains(name, "..") || name == "index.html" {
+			return fiber.ErrNotFound
+		}
+		headers(c)
+		c.Set(fiber.HeaderCacheControl, "no-cache")
+		c.Set(fiber.HeaderContentType, f.contentType)
+		return c.Send(f.body)
+	})
+}

@@ -1,0 +1,725 @@
+// Operator dashboard of the waiting room (served at /admin/ on the
+// management port). Plain script, no dependencies, no inline code: it runs
+// under a Content-Security-Policy of default-src 'self'.
+//
+// The admin token is typed by the operator, kept in sessionStorage (this tab
+// only) and sent only as "Authorization: Bearer" on same-origin fetches. It
+// never goes into a URL, a cookie or localStorage.
+//
+// Every second it samples GET /admin/rooms and keeps ten minutes of history
+// per room in memory. Fields a server does not report (older or newer
+// versions) show as "—" and their controls stay hidden; a control sends only
+// the fields it changes, and only fields the room's document contains.
+(() => {
+  'use strict';
+
+  const TOKEN_KEY = 'wr-admin-token';
+  const HISTORY_MS = 10 * 60 * 1000;
+  const SAMPLE_MS = 1000;
+  const TIMEOUT_MS = 4000;
+  const GAP_MS = 3 * SAMPLE_MS + TIMEOUT_MS; // samples further apart are not joined
+  const SVG = 'http://www.w3.org/2000/svg';
+
+  const $ = (id) => document.getElementById(id);
+  const nf = new Intl.NumberFormat();
+  const nf1 = new Intl.NumberFormat(undefined, { maximumFractionDigits: 1 });
+  const dash = '—';
+  const has = (doc, key) => doc != null && Object.prototype.hasOwnProperty.call(doc, key);
+  const num = (v) => (typeof v === 'number' && Number.isFinite(v) ? v : null);
+  const fmt = (v, f = nf) => (num(v) === null ? dash : f.format(v));
+  const clock = (t) => new Date(t).toLocaleTimeString();
+
+  const state = {
+    token: '',
+    room: '',
+    rooms: new Map(), // name → { doc, samples: [] }
+    names: [], // rooms of the latest answer, in its order
+    timer: 0,
+    running: false,
+    conn: 'idle',
+    failingSince: 0,
+    lastOk: 0,
+    dirty: new Set(), // ids of inputs the operator has edited but not sent
+    windowMs: HISTORY_MS, // the charts' span; history is always kept for HISTORY_MS
+  };
+
+  // ---- API ---------------------------------------------------------------
+
+  class ApiError extends Error {
+    constructor(status, code, message) {
+      super(message);
+      this.status = status;
+      this.code = code;
+    }
+  }
+
+  async function api(method, path, body) {
+    const ctl = new AbortController();
+    const timer = setTimeout(() => ctl.abort(), TIMEOUT_MS);
+    const headers = { Authorization: 'Bearer ' + state.token, Accept: 'application/json' };
+    if (body !== undefined) headers['Content-Type'] = 'application/json';
+    let res;
+    let data = null;
+    try {
+      res = await fetch(path, {
+        method, headers, signal: ctl.signal, cache: 'no-store', credentials: 'omit', redirect: 'error',
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      data = await res.json().catch(() => null);
+    } catch (e) {
+      throw new ApiError(0, 'unreachable', ctl.signal.aborted ? 'no answer within ' + TIMEOUT_MS / 1000 + ' s' : 'the server did not answer');
+    } finally {
+      clearTimeout(timer);
+    }
+    if (!res.ok) {
+      const code = (data && data.error) || 'http_' + res.status;
+      throw new ApiError(res.status, code, (data && data.message) || 'HTTP ' + res.status);
+    }
+    return data;
+  }
+
+  const roomPath = (name) => '/admin/rooms/' + encodeURIComponent(name);
+
+  // ---- sampling ------------------------------------------------------------
+
+  function start() {
+    state.running = true;
+    clearTimeout(state.timer);
+    sample();
+  }
+
+  function stop() {
+    state.running = false;
+    clearTimeout(state.timer);
+  }
+
+  async function sample() {
+    if (!state.running) return;
+    const began = Date.now();
+    try {
+      const data = await api('GET', '/admin/rooms');
+      if (!state.running) return;
+      record(Array.isArray(data && data.rooms) ? data.rooms : [], Date.now());
+      setConn('live');
+    } catch (e) {
+      if (!state.running) return;
+      if (e.status === 401) {
+        refused(e.message);
+        return;
+      }
+      gap(Date.now());
+      setConn('unreachable', e.status ? e.status + ' ' + e.message : e.message);
+    }
+    render();
+    state.timer = setTimeout(sample, Math.max(0, began + SAMPLE_MS - Date.now()));
+  }
+
+  // record adds one sample per room. Admitted per second is the change of
+  // the admitted counter over the time between two consecutive samples.
+  function record(docs, t) {
+    state.names = [];
+    for (const doc of docs) {
+      if (!doc || typeof doc.room !== 'string') continue;
+      state.names.push(doc.room);
+      let r = state.rooms.get(doc.room);
+      if (!r) {
+        r = { doc, samples: [] };
+        state.rooms.set(doc.room, r);
+      }
+      const prev = r.samples.length ? r.samples[r.samples.length - 1] : null;
+      let perSec = null;
+      if (prev && !prev.gap && t - prev.t <= GAP_MS && num(doc.admitted) !== null && num(prev.admitted) !== null &&
+          doc.admitted >= prev.admitted && t > prev.t) {
+        perSec = (doc.admitted - prev.admitted) / ((t - prev.t) / 1000);
+      }
+      const sig = doc.signals && typeof doc.signals === 'object' ? doc.signals : null;
+      const errorRate = sig ? num(sig.errorRate) : null;
+      r.doc = doc;
+      r.samples.push({
+        t,
+        waiting: num(doc.waiting),
+        active: num(doc.active),
+        target: num(doc.targetActive),
+        admitted: num(doc.admitted),
+        admittedPerSec: perSec,
+        p90: sig ? num(sig.p90Ms) : null,
+        baseline: sig ? num(sig.baselineP90Ms) : null,
+        errorPct: errorRate === null ? null : errorRate * 100,
+        errors: sig ? num(sig.errors) : null,
+      });
+      prune(r, t);
+    }
+  }
+
+  // gap marks a failed sample, so lines break instead of bridging an outage.
+  function gap(t) {
+    for (const r of state.rooms.values()) {
+      const last = r.samples[r.samples.length - 1];
+      if (last && !last.gap) r.samples.push({ t, gap: true });
+      prune(r, t);
+    }
+  }
+
+  function prune(r, now) {
+    let i = 0;
+    while (i < r.samples.length && r.samples[i].t < now - HISTORY_MS) i++;
+    if (i) r.samples.splice(0, i);
+  }
+
+  function setConn(s, detail) {
+    const el = $('conn');
+    const now = Date.now();
+    if (s === 'live') state.lastOk = now;
+    if (s === 'unreachable' && state.conn !== 'unreachable') state.failingSince = now;
+    const changed = s !== state.conn || (s === 'unreachable' && el.dataset.detail !== (detail || ''));
+    state.conn = s;
+    if (changed) {
+      // The live region speaks only when the state changes, not every second.
+      el.dataset.state = s;
+      el.dataset.detail = detail || '';
+      el.textContent = {
+        idle: 'Not connected',
+        live: 'Live',
+        unreachable: 'Unreachable since ' + clock(state.failingSince) + ' (' + (detail || 'no answer') + '); retrying every second',
+        refused: 'Token refused',
+      }[s];
+    }
+    $('updated').textContent = state.lastOk ? 'Last sample ' + clock(state.lastOk) : '';
+  }
+
+  // ---- token -----------------------------------------------------------------
+
+  function askToken(message) {
+    stop();
+    $('dash').hidden = true;
+    $('auth').hidden = false;
+    $('forget-btn').hidden = true;
+    $('auth-error').textContent = message || '';
+    $('token-input').value = '';
+    $('token-input').focus();
+  }
+
+  function refused(message) {
+    state.token = '';
+    sessionStorage.removeItem(TOKEN_KEY);
+    setConn('refused');
+    askToken('The server refused this token' + (message ? ': ' + message : '.'));
+  }
+
+  function showDashboard() {
+    $('auth').hidden = true;
+    $('auth-error').textContent = '';
+    $('dash').hidden = false;
+    $('forget-btn').hidden = false;
+  }
+
+  // connect checks a typed token with one request before keeping it.
+  async function connect(token) {
+    state.token = token;
+    const btn = $('token-form').querySelector('button');
+    btn.disabled = true;
+    try {
+      const data = await api('GET', '/admin/rooms');
+      sessionStorage.setItem(TOKEN_KEY, token);
+      showDashboard();
+      record(Array.isArray(data && data.rooms) ? data.rooms : [], Date.now());
+      setConn('live');
+      render();
+      state.running = true;
+      state.timer = setTimeout(sample, SAMPLE_MS);
+    } catch (e) {
+      if (e.status === 401) {
+        refused(e.message);
+      } else {
+        state.token = '';
+        $('auth-error').textContent = 'Could not check the token: ' + e.message + '.';
+      }
+    } finally {
+      btn.disabled = false;
+    }
+  }
+
+  // ---- rendering -----------------------------------------------------------
+
+  function currentRoom() {
+    if (!state.names.includes(state.room)) {
+      const fromHash = decodeURIComponent((location.hash.match(/^#room=([^&]+)/) || [])[1] || '');
+      state.room = [fromHash, 'default', state.names[0]].find((n) => n && state.names.includes(n)) || '';
+    }
+    return state.room ? state.rooms.get(state.room) : null;
+  }
+
+  function render() {
+    const r = currentRoom();
+    renderRooms();
+    renderSummary(r ? r.doc : null, r ? r.samples : []);
+    for (const c of charts) c.draw(r ? r.samples : [], r ? r.doc : null);
+    renderControls(r ? r.doc : null);
+  }
+
+  function renderRooms() {
+    const sel = $('room-select');
+    const same = sel.options.length === state.names.length && state.names.every((n, i) => sel.options[i].value === n);
+    if (!same) {
+      sel.replaceChildren(...state.names.map((n) => new Option(n, n)));
+    }
+    if (sel.value !== state.room) sel.value = state.room;
+    // Rows are rebuilt only when the rooms change; otherwise their cells are
+    // updated in place, so focus and a screen reader's place stay put.
+    const body = $('rooms-table').tBodies[0];
+    if (!same || body.rows.length !== state.names.length) {
+      body.replaceChildren(...state.names.map((n) => {
+        const tr = document.createElement('tr');
+        tr.dataset.room = n;
+        const th = document.createElement('th');
+        th.scope = 'row';
+        const b = document.createElement('button');
+        b.type = 'button';
+        b.className = 'link';
+        b.textContent = n;
+        b.dataset.room = n;
+        th.append(b);
+        tr.append(th);
+        for (let i = 0; i < 4; i++) tr.append(document.createElement('td'));
+        return tr;
+      }));
+    }
+    for (const tr of body.rows) {
+      const d = state.rooms.get(tr.dataset.room).doc;
+      if (tr.dataset.room === state.room) tr.setAttribute('aria-current', 'true');
+      else tr.removeAttribute('aria-current');
+      [fmt(d.waiting), fmt(d.active), fmt(d.targetActive), roomState(d)].forEach((v, i) => {
+        if (tr.cells[i + 1].textContent !== v) tr.cells[i + 1].textContent = v;
+      });
+    }
+  }
+
+  function roomState(d) {
+    const parts = [d.paused ? 'paused' : 'running'];
+    if (has(d, 'mode') && d.mode) parts.push(d.mode);
+    if (has(d, 'method') && d.method) parts.push(d.method);
+    if (has(d, 'opensAt') && d.opensAt) parts.push('opens ' + new Date(d.opensAt).toLocaleString());
+    return parts.join(', ');
+  }
+
+  function setText(id, text) {
+    const el = $(id);
+    if (el.textContent !== text) el.textContent = text;
+  }
+
+  function renderSummary(d, samples) {
+    setText('room-name', d ? d.room : dash);
+    if (!d) return;
+    const last = samples.length ? samples[samples.length - 1] : null;
+    setText('s-waiting', fmt(d.waiting));
+    setText('s-active', fmt(d.active) + ' / ' + fmt(d.targetActive));
+    setText('s-admitted', last && !last.gap ? fmt(last.admittedPerSec, nf1) : dash);
+    setText('s-rate', num(d.admissionRate) === null ? dash : nf1.format(d.admissionRate) + ' /s');
+    setText('s-paused', typeof d.paused === 'boolean' ? (d.paused ? 'paused' : 'running') : dash);
+    setText('s-mode', has(d, 'mode') && d.mode ? d.mode + (has(d, 'minActive') || has(d, 'maxActive') ? ' (' + fmt(d.minActive) + '–' + fmt(d.maxActive) + ')' : '') : dash);
+    setText('s-method', has(d, 'method') && d.method ? d.method : dash);
+    setText('s-opens', has(d, 'opensAt') && d.opensAt ? opensText(d.opensAt) : has(d, 'opensAt') ? 'open (no schedule)' : dash);
+    setText('s-prequeue', has(d, 'preQueue') ? fmt(d.preQueue) : dash);
+    setText('s-seed', has(d, 'shuffleSeed') && d.shuffleSeed !== null && d.shuffleSeed !== '' ? String(d.shuffleSeed) : dash);
+    setText('s-ttl', num(d.entryTtlSeconds) === null ? (d.entryTtl || dash) : fmt(d.entryTtlSeconds) + ' s');
+    const sig = d.signals && typeof d.signals === 'object' ? d.signals : null;
+    const stale = sig && sig.stale ? ' (stale)' : '';
+    setText('s-p90', sig && num(sig.p90Ms) !== null ? nf1.format(sig.p90Ms) + ' ms' + (num(sig.baselineP90Ms) !== null ? ', baseline ' + nf1.format(sig.baselineP90Ms) + ' ms' : '') + stale : dash);
+    setText('s-errors', sig && num(sig.errors) !== null
+      ? fmt(sig.errors) + ' of ' + fmt(sig.orders) + ' orders' + (num(sig.errorRate) !== null ? ' (' + nf1.format(sig.errorRate * 100) + ' %)' : '') +
+        (num(sig.windowSeconds) !== null ? ' in ' + fmt(sig.windowSeconds) + ' s' : '') + stale
+      : dash);
+    const lc = d.lastChange && typeof d.lastChange === 'object' ? d.lastChange : null;
+    setText('s-lastchange', lc ? fmt(lc.from) + ' → ' + fmt(lc.to) + (lc.at ? ' at ' + new Date(lc.at).toLocaleTimeString() : '') + (lc.reason ? ': ' + lc.reason : '') : has(d, 'lastChange') ? 'none yet' : dash);
+    setText('s-totals', ['entered', 'admitted', 'expired', 'left', 'abandoned'].map((k) => k + ' ' + fmt(d[k])).join(' · '));
+  }
+
+  function opensText(iso) {
+    const t = Date.parse(iso);
+    if (Number.isNaN(t)) return String(iso);
+    const left = Math.round((t - Date.now()) / 1000);
+    const when = new Date(t).toLocaleString();
+    if (left <= 0) return when + ' (open)';
+    const h = Math.floor(left / 3600);
+    const m = Math.floor((left % 3600) / 60);
+    const s = left % 60;
+    return when + ' (in ' + (h ? h + ':' + String(m).padStart(2, '0') : m) + ':' + String(s).padStart(2, '0') + ')';
+  }
+
+  // ---- charts (inline SVG) -------------------------------------------------
+
+  const W = 600;
+  const H = 170;
+  const PAD = { l: 48, r: 10, t: 10, b: 22 };
+
+  function el(name, attrs, parent) {
+    const e = document.createElementNS(SVG, name);
+    for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, v);
+    if (parent) parent.append(e);
+    return e;
+  }
+
+  // spanText words a span of time: "30 s", "2.5 min".
+  function spanText(ms) {
+    const s = Math.round(ms / 1000);
+    return s < 60 ? s + ' s' : nf1.format(s / 60) + ' min';
+  }
+
+  // niceMax rounds up to 1, 2 or 5 × a power of ten.
+  function niceMax(v) {
+    if (!(v > 0)) return 1;
+    const p = Math.pow(10, Math.floor(Math.log10(v)));
+    for (const m of [1, 2, 5, 10]) if (m * p >= v) return m * p;
+    return 10 * p;
+  }
+
+  class Chart {
+    constructor(def) {
+      this.def = def;
+      const fig = document.createElement('figure');
+      fig.className = 'chart';
+      fig.id = def.id;
+      const cap = document.createElement('figcaption');
+      const title = document.createElement('span');
+      title.className = 'title';
+      title.id = def.id + '-title';
+      title.textContent = def.title;
+      cap.append(title);
+      this.values = [];
+      for (const s of def.series) {
+        const item = document.createElement('span');
+        item.className = 'legend ' + s.cls;
+        const swatch = document.createElement('span');
+        swatch.className = 'swatch';
+        swatch.setAttribute('aria-hidden', 'true');
+        const v = document.createElement('span');
+        v.className = 'value';
+        item.append(swatch, s.label + ' ', v);
+        cap.append(item);
+        this.values.push(v);
+      }
+      this.svg = el('svg', { viewBox: `0 0 ${W} ${H}`, role: 'img', 'aria-labelledby': def.id + '-title ' + def.id + '-desc' });
+      this.desc = el('desc', { id: def.id + '-desc' }, this.svg);
+      const grid = el('g', { class: 'grid' }, this.svg);
+      this.yLabels = [];
+      for (let i = 0; i <= 2; i++) {
+        const y = PAD.t + ((H - PAD.t - PAD.b) * i) / 2;
+        el('line', { x1: PAD.l, x2: W - PAD.r, y1: y, y2: y }, grid);
+        const label = el('text', { x: PAD.l - 6, y: y + 4, class: 'ylabel' }, this.svg);
+        this.yLabels.push(label);
+      }
+      this.xLabels = [];
+      for (let m = 0; m <= 10; m++) {
+        const x = PAD.l + ((W - PAD.l - PAD.r) * m) / 10;
+        el('line', { x1: x, x2: x, y1: PAD.t, y2: H - PAD.b, class: m % 5 ? 'minor' : '' }, grid);
+        if (m % 5 === 0) {
+          this.xLabels.push(el('text', { x, y: H - 6, class: 'xlabel' + (m === 10 ? ' end' : m === 0 ? ' start' : '') }, this.svg));
+        }
+      }
+      this.paths = def.series.map((s) => el('path', { class: 'line ' + s.cls, d: '' }, this.svg));
+      this.empty = el('text', { x: W / 2, y: H / 2, class: 'empty' }, this.svg);
+      fig.append(cap, this.svg);
+      this.fig = fig;
+    }
+
+    draw(samples, doc) {
+      const now = Date.now();
+      const span = state.windowMs;
+      const x0 = now - span;
+      this.xLabels.forEach((label, i) => {
+        const text = i === 2 ? 'now' : '−' + spanText((span * (2 - i)) / 2);
+        if (label.textContent !== text) label.textContent = text;
+      });
+      const pw = W - PAD.l - PAD.r;
+      const ph = H - PAD.t - PAD.b;
+      let max = 0;
+      let points = 0;
+      for (const s of samples) {
+        if (s.gap || s.t < x0) continue;
+        for (const ser of this.def.series) {
+          const v = s[ser.key];
+          if (v !== null && v !== undefined) {
+            max = Math.max(max, v);
+            points++;
+          }
+        }
+      }
+      const top = niceMax(max);
+      this.yLabels.forEach((label, i) => {
+        label.textContent = nf1.format((top * (2 - i)) / 2);
+      });
+      const X = (t) => (PAD.l + ((t - x0) / span) * pw).toFixed(1);
+      const Y = (v) => (PAD.t + ph - (Math.min(v, top) / top) * ph).toFixed(1);
+      const lasts = [];
+      this.def.series.forEach((ser, i) => {
+        let d = '';
+        let prev = null;
+        for (const s of samples) {
+          if (s.t < x0) continue;
+          const v = s.gap ? null : s[ser.key];
+          if (v === null || v === undefined) {
+            prev = null;
+            continue;
+          }
+          if (prev === null || s.t - prev.t > GAP_MS) {
+            d += 'M' + X(s.t) + ' ' + Y(v);
+          } else if (ser.step) {
+            d += 'H' + X(s.t) + 'V' + Y(v);
+          } else {
+            d += 'L' + X(s.t) + ' ' + Y(v);
+          }
+          prev = s;
+        }
+        // A lone point is drawn as a short dash so it is visible.
+        if (d && !/[LHV]/.test(d)) d += 'h2';
+        if (this.paths[i].getAttribute('d') !== d) this.paths[i].setAttribute('d', d);
+        const lastSample = samples.length ? samples[samples.length - 1] : null;
+        const current = lastSample && !lastSample.gap ? lastSample[ser.key] : null;
+        const text = current === null || current === undefined ? dash : nf1.format(current) + (ser.unit || '');
+        if (this.values[i].textContent !== text) this.values[i].textContent = text;
+        lasts.push(ser.label + ' ' + text);
+      });
+      const missing = this.def.requires && !(doc && this.def.requires(doc));
+      this.empty.textContent = missing ? 'not reported by this server' : points ? '' : 'waiting for samples…';
+      this.fig.dataset.points = String(points);
+      const desc = this.def.title + ' over the last ' + spanText(span) + ', scale 0 to ' + nf1.format(top) + '. Now: ' + lasts.join(', ') + '.';
+      if (this.desc.textContent !== desc) this.desc.textContent = desc;
+    }
+  }
+
+  const hasSignals = (d) => d.signals && typeof d.signals === 'object';
+  const charts = [
+    { id: 'chart-waiting', title: 'People waiting', series: [{ key: 'waiting', label: 'waiting', cls: 's1' }] },
+    {
+      id: 'chart-active', title: 'Active and admission limit', series: [
+        { key: 'active', label: 'active', cls: 's1' },
+        { key: 'target', label: 'limit', cls: 's2', step: true },
+      ],
+    },
+    { id: 'chart-admitted', title: 'Admitted per second', series: [{ key: 'admittedPerSec', label: 'admitted/s', cls: 's1' }] },
+    {
+      id: 'chart-latency', title: 'Order latency p90 (ms)', requires: hasSignals, series: [
+        { key: 'p90', label: 'p90', cls: 's1', unit: ' ms' },
+        { key: 'baseline', label: 'baseline', cls: 's3', unit: ' ms' },
+      ],
+    },
+    { id: 'chart-errors', title: 'Order errors (% of orders)', requires: hasSignals, series: [{ key: 'errorPct', label: 'error rate', cls: 's4', unit: ' %' }] },
+  ].map((def) => new Chart(def));
+
+  // ---- controls ------------------------------------------------------------
+
+  // fill shows the server's value in an input unless the operator is editing it.
+  function fill(id, value) {
+    const input = $(id);
+    if (state.dirty.has(id) || document.activeElement === input) return;
+    const v = value === null || value === undefined ? '' : String(value);
+    if (input.value !== v) input.value = v;
+  }
+
+  function toLocalInput(iso) {
+    const t = Date.parse(iso);
+    if (Number.isNaN(t)) return '';
+    const d = new Date(t);
+    const p = (n) => String(n).padStart(2, '0');
+    return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
+  }
+
+  function renderControls(d) {
+    $('controls').hidden = !d;
+    if (!d) return;
+    fill('target-input', num(d.targetActive));
+    fill('ttl-input', num(d.entryTtlSeconds));
+    setText('pause-state', d.paused ? 'Paused' : 'Running');
+    setText('pause-btn', d.paused ? 'Resume admission' : 'Pause admission');
+    $('pause-btn').dataset.paused = String(!!d.paused);
+
+    $('mode-form').hidden = !has(d, 'mode');
+    $('min-field').hidden = !has(d, 'minActive');
+    $('max-field').hidden = !has(d, 'maxActive');
+    if (has(d, 'mode')) {
+      fill('mode-input', d.mode);
+      fill('min-input', num(d.minActive));
+      fill('max-input', num(d.maxActive));
+    }
+    $('method-form').hidden = !has(d, 'method');
+    if (has(d, 'method')) fill('method-input', d.method);
+    $('schedule-form').hidden = !has(d, 'opensAt');
+    if (has(d, 'opensAt')) {
+      fill('opens-input', d.opensAt ? toLocalInput(d.opensAt) : '');
+      setText('opens-help', d.opensAt
+        ? 'Scheduled: ' + opensText(d.opensAt) + ' — ' + d.opensAt + (has(d, 'preQueue') ? '; ' + fmt(d.preQueue) + ' in the pre-queue' : '')
+        : 'No opening time: the room is open. Leave empty and Clear to remove a schedule.');
+    }
+  }
+
+  function intOf(id) {
+    const s = $(id).value.trim();
+    if (s === '') return null;
+    const n = Number(s);
+    return Number.isInteger(n) ? n : NaN;
+  }
+
+  function say(text, isError) {
+    const m = $('control-msg');
+    m.textContent = text;
+    m.classList.toggle('error', !!isError);
+    m.setAttribute('role', isError ? 'alert' : 'status');
+  }
+
+  // put sends only the given fields, and only those the room's document has.
+  async function put(fields, inputs, what) {
+    const r = currentRoom();
+    if (!r) return;
+    const body = {};
+    for (const [k, v] of Object.entries(fields)) {
+      if (has(r.doc, k) && r.doc[k] !== v) body[k] = v;
+    }
+    if (!Object.keys(body).length) {
+      say('Nothing to change: ' + what + ' is already as shown.');
+      for (const id of inputs) state.dirty.delete(id);
+      return;
+    }
+    await send(r.doc.room, body, inputs);
+  }
+
+  async function send(room, body, inputs) {
+    const buttons = [...document.querySelectorAll('#controls button')];
+    buttons.forEach((b) => (b.disabled = true));
+    try {
+      const doc = await api('PUT', roomPath(room), body);
+      for (const id of inputs) state.dirty.delete(id);
+      const r = state.rooms.get(room);
+      if (r && doc && doc.room === room) r.doc = doc;
+      say('Saved ' + room + ': ' + Object.entries(body).map(([k, v]) => k + ' = ' + (v === null ? 'none' : v)).join(', ') + '.');
+      render();
+    } catch (e) {
+      if (e.status === 401) {
+        refused(e.message);
+      } else {
+        say('Not saved: ' + e.message + (e.status ? ' (' + e.status + ')' : '') + '.', true);
+      }
+    } finally {
+      buttons.forEach((b) => (b.disabled = false));
+    }
+  }
+
+  function onSubmit(id, handler) {
+    $(id).addEventListener('submit', (ev) => {
+      ev.preventDefault();
+      handler();
+    });
+  }
+
+  function wire() {
+    for (const input of document.querySelectorAll('#controls input, #controls select')) {
+      input.addEventListener('input', () => state.dirty.add(input.id));
+    }
+    onSubmit('target-form', () => {
+      const n = intOf('target-input');
+      if (n === null || Number.isNaN(n)) return say('The admission limit must be a whole number.', true);
+      put({ targetActive: n }, ['target-input'], 'the admission limit');
+    });
+    onSubmit('ttl-form', () => {
+      const n = intOf('ttl-input');
+      if (n === null || Number.isNaN(n)) return say('The entry window must be a whole number of seconds.', true);
+      const r = currentRoom();
+      if (r && num(r.doc.entryTtlSeconds) === n) return say('Nothing to change: the entry window is already ' + n + ' s.');
+      if (r) send(r.doc.room, { entryTtl: n + 's' }, ['ttl-input']);
+    });
+    $('pause-btn').addEventListener('click', () => {
+      const r = currentRoom();
+      if (r) send(r.doc.room, { paused: !r.doc.paused }, []);
+    });
+    onSubmit('mode-form', () => {
+      const fields = { mode: $('mode-input').value };
+      for (const [id, key] of [['min-input', 'minActive'], ['max-input', 'maxActive']]) {
+        const n = intOf(id);
+        if (Number.isNaN(n)) return say(key + ' must be a whole number.', true);
+        if (n !== null) fields[key] = n;
+      }
+      put(fields, ['mode-input', 'min-input', 'max-input'], 'the mode');
+    });
+    onSubmit('method-form', () => put({ method: $('method-input').value }, ['method-input'], 'the method'));
+    onSubmit('schedule-form', () => {
+      const v = $('opens-input').value;
+      if (!v) return say('Choose a date and time, or Clear to remove the schedule.', true);
+      const t = new Date(v); // datetime-local is the browser's local time
+      if (Number.isNaN(t.getTime())) return say('That is not a date and time.', true);
+      put({ opensAt: t.toISOString().replace(/\.\d{3}Z$/, 'Z') }, ['opens-input'], 'the opening time');
+    });
+    $('opens-clear').addEventListener('click', () => {
+      state.dirty.delete('opens-input');
+      $('opens-input').value = '';
+      put({ opensAt: null }, ['opens-input'], 'the schedule');
+    });
+
+    $('room-select').addEventListener('change', (ev) => selectRoom(ev.target.value));
+    $('window-select').addEventListener('change', (ev) => {
+      state.windowMs = Number(ev.target.value) * 1000;
+      const label = ev.target.selectedOptions[0].textContent;
+      $('charts-h').textContent = 'Last ' + label.replace(/^1 /, '');
+      render();
+    });
+    $('rooms-table').addEventListener('click', (ev) => {
+      const b = ev.target.closest('button[data-room]');
+      if (b) selectRoom(b.dataset.room);
+    });
+    onSubmit('create-form', async () => {
+      const name = $('create-input').value.trim();
+      if (!/^[a-z0-9_-]{1,64}$/.test(name)) return say('Room names are 1–64 of a–z, 0–9, - and _.', true);
+      try {
+        const doc = await api('PUT', roomPath(name), {});
+        state.rooms.set(name, { doc, samples: [] });
+        if (!state.names.includes(name)) state.names.push(name);
+        $('create-input').value = '';
+        selectRoom(name);
+        say('Created room ' + name + '.');
+      } catch (e) {
+        if (e.status === 401) refused(e.message);
+        else say('Not created: ' + e.message + '.', true);
+      }
+    });
+
+    onSubmit('token-form', () => {
+      const token = $('token-input').value.trim();
+      if (token) connect(token);
+    });
+    $('forget-btn').addEventListener('click', () => {
+      state.token = '';
+      sessionStorage.removeItem(TOKEN_KEY);
+      setConn('idle');
+      askToken('');
+    });
+    window.addEventListener('hashchange', () => {
+      state.room = '';
+      render();
+    });
+  }
+
+  function selectRoom(name) {
+    if (name === state.room) return;
+    state.room = name;
+    state.dirty.clear();
+    history.replaceState(null, '', '#room=' + encodeURIComponent(name));
+    say('');
+    render();
+  }
+
+  function main() {
+    const grid = $('chart-grid');
+    for (const c of charts) grid.append(c.fig);
+    wire();
+    const saved = sessionStorage.getItem(TOKEN_KEY);
+    if (saved) {
+      // A kept token goes straight to sampling: an outage shows as
+      // unreachable and recovers; a refusal asks for a new token.
+      state.token = saved;
+      showDashboard();
+      start();
+    } else {
+      askToken('');
+    }
+  }
+
+  main();
+})();
