@@ -66,8 +66,14 @@ func (e *env) startChild(nofile string, vars ...string) (in *instance, exited <-
 			<-done
 			return waitErr
 		}}
-	waitFor(t, "the child server", func() bool {
-		req, _ := http.NewRequest("GET", in.admin+"/admin/rooms", nil)
+	room := "default"
+	for _, v := range vars {
+		if r, ok := strings.CutPrefix(v, "WR_ROOMS="); ok {
+			room, _, _ = strings.Cut(r, ",")
+		}
+	}
+	waitFor(t, "the child server and its room", func() bool {
+		req, _ := http.NewRequest("GET", in.admin+"/admin/rooms/"+room, nil)
 		req.Header.Set("Authorization", "Bearer "+testAdminToken)
 		res, err := http.DefaultClient.Do(req)
 		if err == nil {
