@@ -156,7 +156,10 @@ func TestSurgeCollect(t *testing.T) {
 	}}
 	rep := &surgeReport{Users: 7, Seconds: 3.5}
 	rep.collect(r, NewRecorder(), samples{
-		Room: []roomSample{{At: sec(0.5), Active: 3, Target: 5}, {At: sec(1), Active: 6, Target: 5}, {At: sec(2), Active: 2, Target: 5}},
+		// Over at 1 s; at 3.5 s the limit was cut from 10 to 6 while 8 held
+		// slots: not over within the hold (no orders recorded: 1 s), over at 6 s.
+		Room: []roomSample{{At: sec(0.5), Active: 3, Target: 5}, {At: sec(1), Active: 6, Target: 5}, {At: sec(2), Active: 2, Target: 5},
+			{At: sec(3), Active: 8, Target: 10}, {At: sec(3.5), Active: 8, Target: 6}, {At: sec(6), Active: 8, Target: 6}},
 		Proc: []procSample{{At: sec(0.5), RSSBytes: 10 << 20, CPUSeconds: 1}, {At: sec(1.5), RSSBytes: 30 << 20, CPUSeconds: 1.5}},
 	})
 	for name, c := range map[string][2]int{
@@ -165,7 +168,7 @@ func TestSurgeCollect(t *testing.T) {
 		"gone": {rep.Gone, 1}, "lost": {rep.Lost, 1}, "lostAtEnd": {rep.LostAtEnd, 1},
 		"errors": {rep.ErrorCount, 1 + 1 + 2}, "drops": {rep.Drops, 3}, "admissions": {rep.Admissions, 3},
 		"inversions": {int(rep.Inversions), 1}, "eta": {rep.ETA.Count, 1}, "lag": {rep.Lag.Count, 1},
-		"maxActive": {int(rep.MaxActive), 6}, "overTarget": {rep.SamplesOverLimit, 1}, "timeline": {len(rep.Timeline), 5},
+		"maxActive": {int(rep.MaxActive), 8}, "overTarget": {rep.SamplesOverLimit, 2}, "timeline": {len(rep.Timeline), 5},
 		"admitted@1s": {rep.Timeline[1].Admitted, 1}, "admitted@2s": {rep.Timeline[2].Admitted, 1}, "entered@0s": {rep.Timeline[0].Entered, 5},
 	} {
 		if c[0] != c[1] {

@@ -231,11 +231,21 @@ func (rep *surgeReport) collect(r *surgeRun, rec *Recorder, s samples) {
 
 	// Room samples: the maximum active, and the last sample of each second.
 	rep.RoomSamples, rep.RoomSampleErrs, rep.RoomSeries = len(s.Room), s.RoomErrs, s.Room
+	// A lowered limit (an operator's change, or an adaptive room's cut)
+	// applies to new admissions: users admitted before it keep their slots
+	// until they order. So a sample is over the limit only when active
+	// exceeds every targetActive sampled within that hold — the slowest
+	// order plus a second to notice READY — before it.
+	hold := rep.Orders.Max + time.Second
 	for i, x := range s.Room {
 		if i == 0 || x.Active > rep.MaxActive {
 			rep.MaxActive, rep.MaxActiveTarget = x.Active, x.Target
 		}
-		if x.Active > x.Target {
+		limit := x.Target
+		for j := i - 1; j >= 0 && x.At-s.Room[j].At <= hold; j-- {
+			limit = max(limit, s.Room[j].Target)
+		}
+		if x.Active > limit {
 			rep.SamplesOverLimit++
 		}
 		p := &tl[bin(x.At)]
