@@ -60,8 +60,16 @@ func newEnv(t testing.TB) *env {
 	t.Helper()
 	rdb, prefix := queuetest.Redis(t)
 	e := &env{t: t, dbURL: pgtest.URL(t), rdb: rdb, prefix: prefix}
+	seedDB(t, e.dbURL)
+	return e
+}
+
+// seedDB migrates and seeds the database at url: testUsers users (ids
+// 1…testUsers, password testPassword) and 3 products with stock 1000.
+func seedDB(t testing.TB, url string) {
+	t.Helper()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	store, err := pgstore.Open(context.Background(), e.dbURL, pgstore.Options{PoolSize: 2, Logger: quiet})
+	store, err := pgstore.Open(context.Background(), url, pgstore.Options{PoolSize: 2, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +78,6 @@ func newEnv(t testing.TB) *env {
 	if _, err := store.Seed(context.Background(), pgstore.SeedOptions{Users: testUsers, PasswordHash: hash, Products: 3, Stock: 1000}); err != nil {
 		t.Fatal(err)
 	}
-	return e
 }
 
 // exec runs SQL on the env's database (test set-up only).
