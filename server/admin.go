@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -248,25 +249,44 @@ func parseOpensAt(raw json.RawMessage) (time.Time, error) {
 }
 
 func parseTTL(raw json.RawMessage) (time.Duration, error) {
+	return parseDurationField(raw, "entryTtl", "90s", time.Second, time.Second, 24*time.Hour)
+}
+
+// parseDurationField reads a JSON duration string (like example) or a
+// number of unit, within [lo, hi]; errors name the field.
+func parseDurationField(raw json.RawMessage, field, example string, unit, lo, hi time.Duration) (time.Duration, error) {
 	var d time.Duration
 	var str string
-	var secs float64
+	var n float64
+	unitName := map[time.Duration]string{time.Millisecond: "milliseconds", time.Second: "seconds"}[unit]
 	switch {
 	case json.Unmarshal(raw, &str) == nil:
 		v, err := time.ParseDuration(str)
 		if err != nil {
-			return 0, fmt.Errorf("entryTtl %q is not a duration like 90s", str)
+			return 0, fmt.Errorf("%s %q is not a duration like %s", field, str, example)
 		}
 		d = v
-	case json.Unmarshal(raw, &secs) == nil:
-		d = time.Duration(secs * float64(time.Second))
+	case json.Unmarshal(raw, &n) == nil:
+		d = time.Duration(n * float64(unit))
 	default:
-		return 0, errors.New("entryTtl must be a duration string (\"90s\") or a number of seconds")
+		return 0, fmt.Errorf("%s must be a duration string (%q) or a number of %s", field, example, unitName)
 	}
-	if d < time.Second || d > 24*time.Hour {
-		return 0, errors.New("entryTtl must be from 1s to 24h")
+	if d < lo || d > hi {
+		return 0, fmt.Errorf("%s must be from %s to %s", field, fmtDuration(lo), fmtDuration(hi))
 	}
 	return d, nil
+}
+
+// fmtDuration writes whole hours and minutes as "24h" and "10m", not "24h0m0s".
+func fmtDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-2]
+	}
+	return s
 }
 
 // checkBounds validates minActive/maxActive (each 0 for the default, else

@@ -1,9 +1,6 @@
 package server
 
 import (
-	"io/fs"
-	"mime"
-	"path"
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
@@ -34,24 +31,9 @@ const dashboardCSP = pageCSP
 // No cookie means no ambient authority, so a cross-site form cannot act on
 // the admin API on the operator's behalf.
 func (s *Server) mountDashboard(app *fiber.App) {
-	files := map[string]staticFile{}
-	err := fs.WalkDir(web.AdminFS(), ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := fs.ReadFile(web.AdminFS(), p)
-		if err != nil {
-			return err
-		}
-		ct := mime.TypeByExtension(path.Ext(p))
-		if ct == "" {
-			ct = "application/octet-stream"
-		}
-		files[p] = staticFile{body: b, contentType: ct}
-		return nil
-	})
+	files := loadStatic(web.AdminFS())
 	index, ok := files["index.html"]
-	if err != nil || !ok {
+	if !ok {
 		panic("server: web.AdminFS has no index.html")
 	}
 	headers := func(c *fiber.Ctx) {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -118,23 +116,5 @@ func (s *Server) adminPutFaults(c *fiber.Ctx) error {
 // parseDelay reads a duration string ("300ms") or a number of
 // milliseconds, from 0 to maxOrderDelay.
 func parseDelay(raw json.RawMessage) (time.Duration, error) {
-	var str string
-	var ms float64
-	var d time.Duration
-	switch {
-	case json.Unmarshal(raw, &str) == nil:
-		v, err := time.ParseDuration(str)
-		if err != nil {
-			return 0, fmt.Errorf("orderDelay %q is not a duration like 300ms", str)
-		}
-		d = v
-	case json.Unmarshal(raw, &ms) == nil:
-		d = time.Duration(ms * float64(time.Millisecond))
-	default:
-		return 0, errors.New("orderDelay must be a duration string (\"300ms\") or a number of milliseconds")
-	}
-	if d < 0 || d > maxOrderDelay {
-		return 0, errors.New("orderDelay must be from 0s to " + strconv.Itoa(int(maxOrderDelay.Seconds())) + "s")
-	}
-	return d, nil
+	return parseDurationField(raw, "orderDelay", "300ms", time.Millisecond, 0, maxOrderDelay)
 }

@@ -97,15 +97,15 @@ type staticFile struct {
 	contentType string
 }
 
-// mountPage serves the waiting-room page at / and /rooms/{room}, and its
-// assets under /static/.
-func (s *Server) mountPage(app *fiber.App) {
+// loadStatic reads every file of fsys (embedded: it cannot fail) with its
+// content type.
+func loadStatic(fsys fs.FS) map[string]staticFile {
 	files := map[string]staticFile{}
-	_ = fs.WalkDir(web.FS(), ".", func(p string, d fs.DirEntry, err error) error {
+	err := fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
-		b, err := fs.ReadFile(web.FS(), p)
+		b, err := fs.ReadFile(fsys, p)
 		if err != nil {
 			return err
 		}
@@ -116,6 +116,16 @@ func (s *Server) mountPage(app *fiber.App) {
 		files[p] = staticFile{body: b, contentType: ct}
 		return nil
 	})
+	if err != nil {
+		panic("server: reading the embedded files: " + err.Error())
+	}
+	return files
+}
+
+// mountPage serves the waiting-room page at / and /rooms/{room}, and its
+// assets under /static/.
+func (s *Server) mountPage(app *fiber.App) {
+	files := loadStatic(web.FS())
 	index, ok := files["index.html"]
 	if !ok {
 		panic("server: web.FS has no index.html")
