@@ -13,6 +13,7 @@ package server_test
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -22,6 +23,9 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/redis/go-redis/v9"
+
+	"waitingroom/queue/queuetest"
 )
 
 // chromiumPath is Debian's chromium package; `make test` installs it.
@@ -622,4 +626,41 @@ func TestPageScheduledSaleAndClosed(t *testing.T) {
 	if got := p.text("closed-h"); got != "This sale is closed" {
 		t.Errorf("closed heading = %q", got)
 	}
+}
+
+// TestPageRedisOutage: Redis dies while the page waits on a stream. The
+// page keeps the place on screen and says the queue service is briefly
+// unreachable; when Redis is back (from its AOF) the notice goes and the
+// queue moves again.
+func TestPageRedisOutage(t *testing.T) {
+	t.Parallel()
+	port := freePort(t)
+	_, port, _ = net.SplitHostPort(port)
+	dir := t.TempDir()
+	rp := startRedis(t, dir, port)
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + port, DialTimeout: 200 * time.Millisecond,
+		ReadTimeout: 500 * time.Millisecond, WriteTimeout: 500 * time.Millisecond, MaxRetries: 1})
+	t.Cleanup(func() { rdb.Close() })
+	base := newEnv(t)
+	e := &env{t: t, dbURL: base.dbURL, rdb: rdb, prefix: queuetest.Prefix()}
+	in := e.start(map[string]string{"WR_ADMIT_INTERVAL": "50ms", "WR_TARGET_ACTIVE": "0"})
+	in.enter(user(1), "default")
+	b := newBrowser(t)
+	p := b.tab(in)
+	p.open("/?room=default&transport=sse")
+	p.signIn(user(2))
+	p.click("#enter-btn")
+	p.waitPosition(2)
+
+	waitFor(t, "the page's stream", func() bool { return in.streamsOpen("sse") == 1 })
+
+	rp.kill()
+	p.waitJS("the outage notice", textOf("message")+".includes('briefly unreachable')")
+	p.waitPosition(2) // the place stays on screen
+	p.shot("page-redis-outage")
+
+	startRedis(t, dir, port)
+	p.waitJS("the notice to go", "!"+textOf("message")+".includes('briefly unreachable')")
+	in.setTarget("default", 1)
+	p.waitPosition(1)
 }
