@@ -350,10 +350,11 @@ func (h *Hub) Subscribe(room, user string, initial queue.Status) *Sub {
 // drop ends a stalled subscription and counts it.
 func (h *Hub) drop(s *Sub) {
 	h.o.Logger.Debug("stream: dropping a stalled connection", "room", s.Room)
-	s.shard.remove(s)
+	// Counted before the stream ends, so whoever sees it end sees it counted.
 	if h.o.OnDrop != nil {
 		h.o.OnDrop()
 	}
+	s.shard.remove(s)
 }
 
 // Close tells every connection to reconnect elsewhere and ends them; new
