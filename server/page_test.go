@@ -13,7 +13,6 @@ package server_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -23,9 +22,6 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
-	"github.com/redis/go-redis/v9"
-
-	"waitingroom/queue/queuetest"
 )
 
 // chromiumPath is Debian's chromium package; `make test` installs it.
@@ -634,15 +630,7 @@ func TestPageScheduledSaleAndClosed(t *testing.T) {
 // queue moves again.
 func TestPageRedisOutage(t *testing.T) {
 	t.Parallel()
-	port := freePort(t)
-	_, port, _ = net.SplitHostPort(port)
-	dir := t.TempDir()
-	rp := startRedis(t, dir, port)
-	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + port, DialTimeout: 200 * time.Millisecond,
-		ReadTimeout: 500 * time.Millisecond, WriteTimeout: 500 * time.Millisecond, MaxRetries: 1})
-	t.Cleanup(func() { rdb.Close() })
-	base := newEnv(t)
-	e := &env{t: t, dbURL: base.dbURL, rdb: rdb, prefix: queuetest.Prefix()}
+	e, rp := ownRedisEnv(t)
 	in := e.start(map[string]string{"WR_ADMIT_INTERVAL": "50ms", "WR_TARGET_ACTIVE": "0"})
 	in.enter(user(1), "default")
 	b := newBrowser(t)
@@ -659,7 +647,7 @@ func TestPageRedisOutage(t *testing.T) {
 	p.waitPosition(2) // the place stays on screen
 	p.shot("page-redis-outage")
 
-	startRedis(t, dir, port)
+	startRedis(t, rp.dir, rp.port)
 	p.waitJS("the notice to go", "!"+textOf("message")+".includes('briefly unreachable')")
 	in.setTarget("default", 1)
 	p.waitPosition(1)

@@ -50,6 +50,20 @@ func startProc(t *testing.T, dir, port string, args ...string) *redisProc {
 	return p
 }
 
+// ownRedisEnv is an env on a redis-server of the test's own (append-only,
+// so a restart keeps the queue), with short client timeouts; restart it
+// with startRedis(t, rp.dir, rp.port) after rp.kill().
+func ownRedisEnv(t *testing.T) (*env, *redisProc) {
+	t.Helper()
+	_, port, _ := net.SplitHostPort(freePort(t))
+	rp := startRedis(t, t.TempDir(), port)
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + port, DialTimeout: 200 * time.Millisecond,
+		ReadTimeout: 500 * time.Millisecond, WriteTimeout: 500 * time.Millisecond, MaxRetries: 1})
+	t.Cleanup(func() { rdb.Close() })
+	base := newEnv(t) // the database (and a shared-Redis prefix not used)
+	return &env{t: t, dbURL: base.dbURL, rdb: rdb, prefix: queuetest.Prefix()}, rp
+}
+
 // kill stops the server abruptly (SIGKILL), as a crash would.
 func (p *redisProc) kill() {
 	_ = p.cmd.Process.Kill()
@@ -61,15 +75,7 @@ func (p *redisProc) kill() {
 // going, and every client converges to its true status: admissions made
 // after the restart reach them, positions equal ZRANK.
 func TestRedisRestartMidStream(t *testing.T) {
-	port := freePort(t)
-	_, port, _ = net.SplitHostPort(port)
-	dir := t.TempDir()
-	rp := startRedis(t, dir, port)
-	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + port, DialTimeout: 200 * time.Millisecond,
-		ReadTimeout: 500 * time.Millisecond, WriteTimeout: 500 * time.Millisecond, MaxRetries: 1})
-	t.Cleanup(func() { rdb.Close() })
-	base := newEnv(t) // the database (and a shared-Redis prefix we do not use)
-	e := &env{t: t, dbURL: base.dbURL, rdb: rdb, prefix: queuetest.Prefix()}
+	e, rp := ownRedisEnv(t)
 	in := e.start(map[string]string{"WR_ADMIT_INTERVAL": "20ms", "WR_TARGET_ACTIVE": "0"})
 	const users = 6
 	streams := make([]*sseStream, users)
@@ -113,7 +119,7 @@ func TestRedisRestartMidStream(t *testing.T) {
 	}
 	wsUntil(true)
 	restarted := time.Now()
-	startRedis(t, dir, port)
+	startRedis(t, rp.dir, rp.port)
 	waitFor(t, "the first successful enter", func() bool {
 		return do(t, "POST", in.base+"/api/v1/rooms/default/enter", in.login(user(41)), nil).status == 200
 	})
