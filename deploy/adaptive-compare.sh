@@ -12,30 +12,14 @@ set -euo pipefail
 mode=${1:?usage: $0 fixed|adaptive [surge flags]}
 shift
 port=${PORT:-16392}
-cd "$(dirname "$0")/.."
-bin=$(mktemp -d)
-dir=$(mktemp -d)
-go build -o "$bin/wr" ./cmd/waitingroom
-go build -o "$bin/lt" ./loadtest
-redis-server --port "$port" --bind 127.0.0.1 --dir "$dir" --save "" --appendonly no >/dev/null &
-redis_pid=$!
-srv=
-cleanup() {
-  [[ -n $srv ]] && kill "$srv" 2>/dev/null && wait "$srv" 2>/dev/null
-  kill "$redis_pid" 2>/dev/null || true
-  rm -rf "$dir" "$bin"
-}
-trap cleanup EXIT
-until [[ $(redis-cli -p "$port" ping 2>/dev/null) == PONG ]]; do sleep 0.05; done
-psql -q -h 127.0.0.1 -U postgres -c "DROP DATABASE IF EXISTS wr_compare" -c "CREATE DATABASE wr_compare" 2>/dev/null
-export DATABASE_URL="postgres://postgres@127.0.0.1:5432/wr_compare?sslmode=disable" REDIS_URL="redis://127.0.0.1:$port/0"
-export WR_JWT_SECRET=adaptive-compare-secret-0123456789ab WR_ADMIN_TOKEN=t WR_RATE_LIMITS=off
+persist=(--save "" --appendonly no)
+source "$(dirname "$0")/throwaway.sh"
+build
+start_redis
+fresh_db wr_compare
+export WR_JWT_SECRET=adaptive-compare-secret-0123456789ab
 export WR_TARGET_ACTIVE=100 WR_DB_POOL=40 WR_FAULT_INJECTION=on WR_ADAPTIVE_WINDOW=2s WR_ADAPTIVE_MIN=4 WR_ADAPTIVE_MAX=200
-export WR_HTTP_ADDR=127.0.0.1:18080 WR_ADMIN_ADDR=127.0.0.1:18081
-"$bin/wr" seed --users 6000 >/dev/null 2>&1
-"$bin/wr" serve >"$dir/server.log" 2>&1 &
-srv=$!
-until curl -sf localhost:18081/readyz >/dev/null; do sleep 0.1; done
+start_server
 curl -sf -XPUT localhost:18081/admin/rooms/default -H 'Authorization: Bearer t' -d "{\"mode\":\"$mode\"}" >/dev/null
 "$bin/lt" surge -n 6000 --over 30s --transport mix --mint-tokens --base http://127.0.0.1:18080 \
   --admin http://127.0.0.1:18081 --admin-token t --slowdown 300ms --slowdown-at 50% --max-duration 3m "$@"

@@ -276,12 +276,9 @@ func (c *Controller) Step(ctx context.Context, room string, now time.Time) (Step
 	st.Limit, _ = strconv.ParseInt(conf["target"], 10, 64)
 	st.Next, st.Reason = st.Limit, ""
 	if Mode(conf["mode"]) == ModeAdaptive {
-		if n, err := strconv.ParseInt(conf["min_active"], 10, 64); err == nil && n > 0 {
-			rule.Min = n
-		}
-		if n, err := strconv.ParseInt(conf["max_active"], 10, 64); err == nil && n > 0 {
-			rule.Max = n
-		}
+		lo, _ := strconv.ParseInt(conf["min_active"], 10, 64)
+		hi, _ := strconv.ParseInt(conf["max_active"], 10, 64)
+		rule = rule.WithBounds(lo, hi)
 		st.Next, st.Reason = NextLimit(st.Limit, active.Val(), s, rule)
 	}
 	// A stressed window does not raise the baseline: the baseline is what

@@ -49,6 +49,18 @@ type LimitRule struct {
 	Ceiling time.Duration
 }
 
+// WithBounds returns r with a room's own bounds; 0 keeps r's (the
+// configured default).
+func (r LimitRule) WithBounds(minActive, maxActive int64) LimitRule {
+	if minActive > 0 {
+		r.Min = minActive
+	}
+	if maxActive > 0 {
+		r.Max = maxActive
+	}
+	return r
+}
+
 // Reasons a limit changes or holds, as logged and shown in lastChange.
 const (
 	ReasonBounds     = "bounds"      // moved into [min, max]

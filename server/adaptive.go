@@ -101,13 +101,8 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // adaptiveDoc fills the adaptive part of a room document.
 func (s *Server) adaptiveDoc(d *roomDoc, r queue.RoomInfo, st queue.AdaptiveState) {
 	d.Mode = string(r.Mode)
-	d.MinActive, d.MaxActive = s.cfg.AdaptiveMin, s.cfg.AdaptiveMax
-	if r.MinActive > 0 {
-		d.MinActive = r.MinActive
-	}
-	if r.MaxActive > 0 {
-		d.MaxActive = r.MaxActive
-	}
+	b := s.limitRule().WithBounds(r.MinActive, r.MaxActive)
+	d.MinActive, d.MaxActive = b.Min, b.Max
 	sig := st.Signals
 	win := sig.Window
 	if win <= 0 {

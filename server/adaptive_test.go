@@ -119,18 +119,6 @@ func limitChanges(ins ...*instance) []limitChange {
 	return out
 }
 
-// awaitLong polls cond until it holds or the deadline passes.
-func awaitLong(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
-}
-
 // TestAdaptiveLimitFollowsSlowdown: two instances serve a room in adaptive
 // mode under steady ordering. With an order delay injected (pg_sleep in the
 // transaction, holding one of 4 pool connections), the limit falls until
@@ -203,7 +191,7 @@ func TestAdaptiveLimitFollowsSlowdown(t *testing.T) {
 	windowNow := func() int64 { return time.Now().UnixMilli() / window.Milliseconds() }
 
 	// Healthy: a baseline forms.
-	awaitLong(t, 30*time.Second, "a healthy window with a baseline", func() bool {
+	waitWithin(t, 30*time.Second, "a healthy window with a baseline", func() bool {
 		s := signals(room())
 		return s["stale"] == false && s["baselineP90Ms"].(float64) > 0
 	})
@@ -214,8 +202,8 @@ func TestAdaptiveLimitFollowsSlowdown(t *testing.T) {
 	}
 	// Slow: the limit falls to the pool's size or below, and then a window
 	// with orders shows the pool's acquire wait low again.
-	awaitLong(t, 60*time.Second, "the limit to fall to the pool size", func() bool { return room().num("targetActive") <= 4 })
-	awaitLong(t, 30*time.Second, "a window with a low pool wait", func() bool {
+	waitWithin(t, 60*time.Second, "the limit to fall to the pool size", func() bool { return room().num("targetActive") <= 4 })
+	waitWithin(t, 30*time.Second, "a window with a low pool wait", func() bool {
 		r := room()
 		s := signals(r)
 		return r.num("targetActive") <= 4 && s["stale"] == false && s["orders"].(float64) > 0 && s["poolWaitMs"].(float64) < 50
@@ -226,7 +214,7 @@ func TestAdaptiveLimitFollowsSlowdown(t *testing.T) {
 		t.Fatalf("PUT faults 0 = %d %s", r.status, r.raw)
 	}
 	// Recovered: the limit grows again.
-	awaitLong(t, 60*time.Second, "the limit to grow back", func() bool { return room().num("targetActive") >= low+3 })
+	waitWithin(t, 60*time.Second, "the limit to grow back", func() bool { return room().num("targetActive") >= low+3 })
 	close(stop)
 	wg.Wait()
 	stop = make(chan struct{}) // for the cleanup

@@ -315,13 +315,7 @@ func (s *Server) checkBounds(c *fiber.Ctx, req roomPut, u *queue.RoomUpdate) err
 	if req.MaxActive != nil {
 		hi = *req.MaxActive
 	}
-	if lo == 0 {
-		lo = s.cfg.AdaptiveMin
-	}
-	if hi == 0 {
-		hi = s.cfg.AdaptiveMax
-	}
-	if lo > hi {
+	if b := s.limitRule().WithBounds(lo, hi); b.Min > b.Max {
 		return errBadRequest("minActive must not be above maxActive")
 	}
 	u.MinActive, u.MaxActive = req.MinActive, req.MaxActive

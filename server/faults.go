@@ -34,16 +34,22 @@ func (s *Server) orderDelay() time.Duration {
 	return time.Duration(s.delay.Load())
 }
 
-// loadFaults reads the faults from Redis into memory.
-func (s *Server) loadFaults(ctx context.Context) error {
+// readDelay reads the order delay in force cluster-wide from Redis.
+func (s *Server) readDelay(ctx context.Context) (time.Duration, error) {
 	ms, err := s.rdb.HGet(ctx, s.faultsKey(), "order_delay_ms").Int64()
 	if errors.Is(err, redis.Nil) {
-		ms, err = 0, nil
+		return 0, nil
 	}
+	return time.Duration(ms) * time.Millisecond, err
+}
+
+// loadFaults reads the faults from Redis into memory.
+func (s *Server) loadFaults(ctx context.Context) error {
+	d, err := s.readDelay(ctx)
 	if err != nil {
 		return err
 	}
-	s.delay.Store(int64(time.Duration(ms) * time.Millisecond))
+	s.delay.Store(int64(d))
 	return nil
 }
 
@@ -75,12 +81,11 @@ type faultsDoc struct {
 // adminGetFaults shows the faults in force cluster-wide (read from Redis)
 // and whether this instance may apply them.
 func (s *Server) adminGetFaults(c *fiber.Ctx) error {
-	ms, err := s.rdb.HGet(c.UserContext(), s.faultsKey(), "order_delay_ms").Int64()
-	if err != nil && !errors.Is(err, redis.Nil) {
+	d, err := s.readDelay(c.UserContext())
+	if err != nil {
 		return errors.Join(errDBUnavailable, err)
 	}
-	d := time.Duration(ms) * time.Millisecond
-	return c.JSON(faultsDoc{Enabled: s.cfg.FaultInjection, OrderDelay: d.String(), OrderDelayMs: ms})
+	return c.JSON(faultsDoc{Enabled: s.cfg.FaultInjection, OrderDelay: d.String(), OrderDelayMs: d.Milliseconds()})
 }
 
 // faultsPut is the body of PUT /admin/faults: {"orderDelay":"300ms"}; "0s"

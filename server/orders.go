@@ -78,8 +78,7 @@ func (s *Server) order(c *fiber.Ctx) error {
 	bctx, bcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer bcancel()
 	switch {
-	case err == nil, errors.Is(err, pgstore.ErrOutOfStock), errors.Is(err, pgstore.ErrProductNotFound),
-		errors.Is(err, pgstore.ErrUserNotFound), errors.Is(err, pgstore.ErrInvalidQuantity):
+	case err == nil, pgstore.IsOutcome(err):
 		if _, rerr := s.q.Release(bctx, claim); rerr != nil {
 			s.log.LogAttrs(ctx, slog.LevelWarn, "release failed; the slot frees when its in-flight deadline passes",
 				slog.String("room", claim.Room), slog.String("error", rerr.Error()))
@@ -156,7 +155,5 @@ func (s *Server) product(c *fiber.Ctx) error {
 // healthy answer of the downstream).
 func (s *Server) recordOrder(room string, began time.Time, err error) {
 	now := time.Now()
-	failed := err != nil && !errors.Is(err, pgstore.ErrOutOfStock) && !errors.Is(err, pgstore.ErrProductNotFound) &&
-		!errors.Is(err, pgstore.ErrUserNotFound) && !errors.Is(err, pgstore.ErrInvalidQuantity)
-	s.rec.Order(room, now.Sub(began), failed, now)
+	s.rec.Order(room, now.Sub(began), err != nil && !pgstore.IsOutcome(err), now)
 }
