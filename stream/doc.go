@@ -75,6 +75,18 @@
 // for StallTimeout is dropped (its writer is stuck on a dead or slow peer)
 // and counted.
 //
+// # Streams per user
+//
+// With Options.MaxPerUser set, a user holds at most that many subscriptions
+// in one room on this hub (SSE and WebSocket alike: the hub does not know
+// the transport). The newest wins: the shard that holds the user (chosen
+// by a hash of the user, so all of one user's subscriptions share it)
+// registers the new one and, in the same critical section, unregisters the
+// oldest beyond the cap; that one ends with a Replaced update as its last
+// word (finish: no later update can overwrite it). A reload or a new device
+// therefore never locks its owner out, and hoarding streams under one
+// account holds no more than the cap. The count is per instance.
+//
 // # Polls
 //
 // Position answers GET position from the same state when it is fresh (not

@@ -43,7 +43,15 @@ type Options struct {
 	Coalesce func(position int64) time.Duration
 	// OnDrop is called for each connection dropped for stalling.
 	OnDrop func()
-	Logger *slog.Logger
+	// MaxPerUser caps the subscriptions one user holds in one room on this
+	// hub (0: no cap). The newest wins: a subscription past the cap ends
+	// the user's oldest one with a Replaced update, so a reload or a new
+	// device never locks its owner out. Each instance counts its own:
+	// behind a load balancer a user may hold MaxPerUser per instance.
+	MaxPerUser int
+	// OnReplace is called for each subscription ended by a newer one.
+	OnReplace func()
+	Logger    *slog.Logger
 }
 
 // DefaultCoalesce is the contract's band coalescing: every change for
@@ -338,12 +346,18 @@ func (h *Hub) Subscribe(room, user string, initial queue.Status) *Sub {
 	s.shard.setStatus(s, initial, now, time.Time{})
 	s.shard.mu.Unlock()
 	if h.closed.Load() {
-		s.put(Update{Reconnect: true}, now)
-		s.end()
+		s.finish(Update{Reconnect: true}, now)
 		return s
 	}
 	h.conns.Add(1)
-	s.shard.add(s)
+	for _, old := range s.shard.add(s) {
+		// Unregistered by add: no worker writes to it any more.
+		h.conns.Add(-1)
+		old.finish(Update{Replaced: true}, now)
+		if h.o.OnReplace != nil {
+			h.o.OnReplace()
+		}
+	}
 	return s
 }
 
@@ -364,7 +378,7 @@ func (h *Hub) Close() {
 	now := time.Now()
 	for _, sh := range h.shards {
 		for _, s := range sh.all() {
-			s.put(Update{Reconnect: true}, now)
+			s.finish(Update{Reconnect: true}, now)
 			sh.remove(s)
 		}
 	}

@@ -10,19 +10,29 @@ import (
 )
 
 // shard holds a share of the connections, with its own lock and worker.
+// A user's subscriptions all live in one shard (it is chosen by a hash of
+// the user), so the shard alone can count them.
 type shard struct {
 	hub   *Hub
 	mu    sync.Mutex
 	rooms map[string]map[*Sub]struct{}
+	// users: each (room, user)'s subscriptions, oldest first.
+	users map[userKey][]*Sub
 	dirty map[string]bool
 	wake  chan struct{}
 }
 
+type userKey struct{ room, user string }
+
 func newShard(h *Hub) *shard {
-	return &shard{hub: h, rooms: map[string]map[*Sub]struct{}{}, dirty: map[string]bool{}, wake: make(chan struct{}, 1)}
+	return &shard{hub: h, rooms: map[string]map[*Sub]struct{}{}, users: map[userKey][]*Sub{}, dirty: map[string]bool{}, wake: make(chan struct{}, 1)}
 }
 
-func (sh *shard) add(s *Sub) {
+// add registers s. When its user then holds more than Options.MaxPerUser
+// subscriptions in the room, the oldest ones are unregistered and returned
+// (in the same critical section, so two streams opened at once cannot both
+// keep a slot); the caller ends them.
+func (sh *shard) add(s *Sub) (evicted []*Sub) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	m := sh.rooms[s.Room]
@@ -31,6 +41,17 @@ func (sh *shard) add(s *Sub) {
 		sh.rooms[s.Room] = m
 	}
 	m[s] = struct{}{}
+	k := userKey{s.Room, s.User}
+	subs := append(sh.users[k], s)
+	if n := sh.hub.o.MaxPerUser; n > 0 && len(subs) > n {
+		evicted = subs[:len(subs)-n]
+		subs = append([]*Sub(nil), subs[len(subs)-n:]...)
+		for _, old := range evicted {
+			delete(m, old)
+		}
+	}
+	sh.users[k] = subs
+	return evicted
 }
 
 func (sh *shard) remove(s *Sub) {
@@ -41,11 +62,31 @@ func (sh *shard) remove(s *Sub) {
 	if len(m) == 0 {
 		delete(sh.rooms, s.Room)
 	}
+	if had {
+		sh.unindex(s)
+	}
 	sh.mu.Unlock()
 	if had {
 		sh.hub.conns.Add(-1)
 	}
 	s.end()
+}
+
+// unindex drops s from its user's list (under sh.mu).
+func (sh *shard) unindex(s *Sub) {
+	k := userKey{s.Room, s.User}
+	subs := sh.users[k]
+	for i, o := range subs {
+		if o == s {
+			subs = append(subs[:i:i], subs[i+1:]...)
+			break
+		}
+	}
+	if len(subs) == 0 {
+		delete(sh.users, k)
+	} else {
+		sh.users[k] = subs
+	}
 }
 
 // markDirty records that room changed and wakes the worker; never blocks.

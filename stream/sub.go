@@ -17,6 +17,11 @@ type Update struct {
 	// Reconnect: this instance is shutting down; the stream ends with a
 	// retry hint so the client reconnects elsewhere.
 	Reconnect bool
+	// Replaced: the same user opened a newer stream in this room beyond
+	// Options.MaxPerUser; this, the oldest, ends. The client must not
+	// reconnect (it would take the slot back from the newer one, and the
+	// two would take turns): it keeps its place and may poll.
+	Replaced bool
 	// Published is when the change was published (Redis clock), for the
 	// fan-out lag; zero for updates not caused by an event.
 	Published time.Time
@@ -53,7 +58,8 @@ type Sub struct {
 func (s *Sub) Notify() <-chan struct{} { return s.notify }
 
 // Done is closed when the subscription ends: Close, a drop for stalling,
-// or the hub's shutdown (which first leaves a Reconnect update).
+// the hub's shutdown (which first leaves a Reconnect update) or a newer
+// stream of the same user (which first leaves a Replaced update).
 func (s *Sub) Done() <-chan struct{} { return s.done }
 
 // Take returns the latest update and empties the slot.
@@ -95,6 +101,27 @@ func (s *Sub) stalledSince() time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.filledAt
+}
+
+// finish leaves u as the subscription's last update and ends it, in one
+// step: no later put (a status read racing with the end) can overwrite it.
+func (s *Sub) finish(u Update, now time.Time) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.slot = &u
+	if s.filledAt.IsZero() {
+		s.filledAt = now
+	}
+	s.closed = true
+	close(s.done)
+	s.mu.Unlock()
+	select {
+	case s.notify <- struct{}{}:
+	default:
+	}
 }
 
 // end closes done once.
