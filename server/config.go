@@ -44,6 +44,19 @@ type Config struct {
 	// MaxConns (WR_MAX_CONNS) caps concurrent public connections; 0 derives
 	// it from RLIMIT_NOFILE (ConnCeiling). Excess connections get 503.
 	MaxConns int
+	// MaxConnsPerIP (WR_MAX_CONNS_PER_IP) caps the public connections one
+	// client address (IPv6: one /64) holds open, streams included; 0
+	// derives it from the ceiling (PerAddressCap). Behind a trusted proxy
+	// it caps each forwarded client's open streams instead.
+	MaxConnsPerIP int
+	// FirstRequestTimeout (WR_FIRST_REQUEST_TIMEOUT, 5s): a connection
+	// that has not sent one complete request this long after accept is
+	// closed, so idle sockets cannot hoard slots.
+	FirstRequestTimeout time.Duration
+	// MaxStreamsPerUser (WR_MAX_STREAMS_PER_USER, 3; 0: no cap): streams
+	// (SSE and WebSocket together) one user holds in one room on this
+	// instance; a newer one replaces the oldest.
+	MaxStreamsPerUser int
 	// IdleTimeout (WR_IDLE_TIMEOUT, 60s; 0 disables): a waiting user who
 	// neither polls nor holds a stream this long is removed from the queue.
 	IdleTimeout time.Duration
@@ -132,6 +145,9 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		MaxConns:     int(p.int("WR_MAX_CONNS", 0, 0, 10_000_000)),
 		IdleTimeout:  p.durationOrZero("WR_IDLE_TIMEOUT", 60*time.Second, 5*time.Second, 24*time.Hour),
 	}
+	c.MaxConnsPerIP = int(p.int("WR_MAX_CONNS_PER_IP", 0, 0, 10_000_000))
+	c.FirstRequestTimeout = p.duration("WR_FIRST_REQUEST_TIMEOUT", 5*time.Second, 500*time.Millisecond, 10*time.Minute)
+	c.MaxStreamsPerUser = int(p.int("WR_MAX_STREAMS_PER_USER", 3, 0, 1000))
 	c.Redis = p.redisTopology(c.RedisURL)
 	transports := p.str("WR_TRANSPORTS", "sse,ws")
 	for _, t := range strings.Split(transports, ",") {

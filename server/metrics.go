@@ -23,7 +23,9 @@ type metrics struct {
 	streamEvents *prometheus.CounterVec
 	streamDrops  prometheus.Counter
 	fanoutLag    prometheus.Histogram
-	connRefused  prometheus.Counter
+	connRefused  *prometheus.CounterVec
+	idleClosed   prometheus.Counter
+	streamRepl   prometheus.Counter
 	rateLimited  *prometheus.CounterVec
 	abandoned    *prometheus.CounterVec
 
@@ -93,9 +95,16 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
 		}),
 	}
-	m.connRefused = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "waitingroom_connections_refused_total", Help: "Public connections refused with 503 at the connection ceiling (WR_MAX_CONNS).",
+	m.connRefused = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "waitingroom_connections_refused_total", Help: "Public connections refused with 503 at accept, by reason: ceiling (WR_MAX_CONNS) or per_address (WR_MAX_CONNS_PER_IP).",
+	}, []string{"reason"})
+	m.idleClosed = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "waitingroom_connections_idle_closed_total", Help: "Public connections closed for not sending a complete first request within WR_FIRST_REQUEST_TIMEOUT.",
 	})
+	m.streamRepl = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "waitingroom_stream_replaced_total", Help: "Streams ended because their user opened a newer one beyond WR_MAX_STREAMS_PER_USER (the newest wins).",
+	})
+	reg.MustRegister(m.idleClosed, m.streamRepl)
 	m.rateLimited = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "waitingroom_rate_limited_total", Help: "Requests refused with 429 by layer 1, by limit.",
 	}, []string{"limit"})

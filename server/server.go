@@ -62,6 +62,8 @@ type Server struct {
 	rec       *queue.Recorder   // order signals for adaptive admission
 	ctl       *queue.Controller // the admission limit controller
 	delay     atomic.Int64      // injected order delay (ns), see faults.go
+	// fwdStreams: open streams per forwarded client address (holdStream).
+	fwdStreams addrCounts
 
 	dummyOnce sync.Once
 	dummyHash []byte // BCrypt hash verified for unknown login ids
@@ -110,10 +112,12 @@ func New(o Options) (*Server, error) {
 		Logger:   o.Logger,
 	})
 	s.hub = stream.New(stream.Options{
-		Redis:  o.Redis,
-		Source: s.q,
-		OnDrop: s.m.streamDrops.Inc,
-		Logger: o.Logger,
+		Redis:      o.Redis,
+		Source:     s.q,
+		OnDrop:     s.m.streamDrops.Inc,
+		MaxPerUser: o.Config.MaxStreamsPerUser,
+		OnReplace:  s.m.streamRepl.Inc,
+		Logger:     o.Logger,
 	})
 	if s.cfg.MaxConns == 0 {
 		// the database pool, Redis's, the management port and a few files
@@ -123,7 +127,16 @@ func New(o Options) (*Server, error) {
 		}
 		s.cfg.MaxConns = ceiling
 	}
+	if s.cfg.MaxConnsPerIP == 0 {
+		s.cfg.MaxConnsPerIP = PerAddressCap(s.cfg.MaxConns)
+	}
+	for _, reason := range []string{refusedCeiling, refusedAddress} {
+		s.m.connRefused.WithLabelValues(reason) // present at 0 from the start
+	}
 	s.public = s.newPublicApp()
+	// Outermost, before Fiber's routing: every complete request, whatever
+	// its route, lifts its connection's first-request deadline.
+	s.public.Server().Handler = markServed(s.public.Server().Handler)
 	s.admin = s.newAdminApp()
 	return s, nil
 }
@@ -209,13 +222,23 @@ func (s *Server) Serve(ctx context.Context, public, admin net.Listener) error {
 	wg.Go(func() { s.ctl.Run(loopCtx) })
 	wg.Go(func() { s.runFaultsRefresh(loopCtx) })
 
-	limited := &limitListener{Listener: public, max: int64(s.cfg.MaxConns), refused: s.m.connRefused.Inc, log: s.log}
+	limited := &limitListener{
+		Listener:     public,
+		max:          int64(s.cfg.MaxConns),
+		perAddr:      s.cfg.MaxConnsPerIP,
+		exempt:       s.connExempt,
+		firstRequest: s.cfg.FirstRequestTimeout,
+		refused:      func(reason string) { s.m.connRefused.WithLabelValues(reason).Inc() },
+		idleClosed:   s.m.idleClosed.Inc,
+		log:          s.log,
+	}
 	errc := make(chan error, 2)
 	wg.Go(func() { errc <- s.public.Listener(limited) })
 	wg.Go(func() { errc <- s.admin.Listener(admin) })
 	s.log.LogAttrs(ctx, slog.LevelInfo, "serving",
 		slog.String("public", public.Addr().String()), slog.String("admin", admin.Addr().String()),
-		slog.Int("maxConns", s.cfg.MaxConns), slog.String("redis", s.cfg.Redis.Kind()))
+		slog.Int("maxConns", s.cfg.MaxConns), slog.Int("maxConnsPerIP", s.cfg.MaxConnsPerIP),
+		slog.String("redis", s.cfg.Redis.Kind()))
 
 	var err error
 	select {

@@ -58,6 +58,21 @@ func peerClosed(conn net.Conn) bool {
 	return closed
 }
 
+// replacedRetryMs is the retry: hint of a stream ended by a newer one of
+// the same user: 5 minutes. The page does not reconnect at all (it polls);
+// a plain EventSource would, and taking the slot back from the newer
+// stream at once would make the two take turns every few seconds.
+const replacedRetryMs = 300_000
+
+// replacedDoc is the data of the "reconnect" event (SSE) and the body of the
+// {"type":"reconnect",...} frame (WebSocket) of a replaced stream.
+var replacedDoc = `"reason":"replaced","retryAfterMs":` + strconv.Itoa(replacedRetryMs) + `,"message":"this place is followed by a newer connection (another tab or device); this one stops, and the place is kept"}`
+
+// wsCloseReplaced is the close code of a replaced WebSocket stream
+// (4000-4999 are the application's; 4409 reads as HTTP 409 Conflict).
+// Clients must not reconnect on it.
+const wsCloseReplaced = 4409
+
 // errTransportOff: the operator disabled this push transport (WR_TRANSPORTS).
 var errTransportOff = &apiError{status: 503, code: "unavailable", message: "this push transport is off here: use another one, or poll", retryAfter: 60}
 
@@ -168,6 +183,10 @@ func (s *Server) events(c *fiber.Ctx) error {
 	if err != nil {
 		return err // 404 not_in_queue or 503, as JSON, before any streaming
 	}
+	release, err := s.holdStream(c)
+	if err != nil {
+		return err
+	}
 	sub := s.hub.Subscribe(room, claims.Subject, st)
 	// The stream takes the connection over from fasthttp (hijack): one
 	// goroutine and a small buffer per stream, instead of fasthttp's
@@ -177,6 +196,7 @@ func (s *Server) events(c *fiber.Ctx) error {
 	tokenExp := claims.ExpiresAt.Time
 	c.Context().HijackSetNoResponse(true)
 	c.Context().Hijack(func(conn net.Conn) {
+		defer release()
 		defer sub.Close()
 		s.m.streams.WithLabelValues("sse").Inc()
 		defer s.m.streams.WithLabelValues("sse").Dec()
@@ -215,6 +235,9 @@ func (s *Server) writeSSE(w *bufio.Writer, conn net.Conn, room string, sub *stre
 			buf = append(buf, "retry: "...)
 			buf = strconv.AppendInt(buf, int64(retryHint()), 10)
 			buf = append(buf, "\nevent: reconnect\ndata: {\"reason\":\"shutdown\"}\n\n"...)
+		case u.Replaced:
+			buf = strconv.AppendInt(append(buf, "retry: "...), replacedRetryMs, 10)
+			buf = append(buf, "\nevent: reconnect\ndata: {"+replacedDoc+"\n\n"...)
 		case u.Gone:
 			buf = append(buf, "event: gone\ndata: "...)
 			buf = append(buf, goneDoc...)
@@ -231,7 +254,7 @@ func (s *Server) writeSSE(w *bufio.Writer, conn net.Conn, room string, sub *stre
 			return false
 		}
 		s.observeSent("sse", u)
-		return !u.Reconnect && !u.Gone
+		return !u.Reconnect && !u.Gone && !u.Replaced
 	}
 	if _, err := w.WriteString("retry: " + strconv.Itoa(retryHint()) + "\n\n"); err != nil {
 		return
@@ -351,9 +374,21 @@ func (s *Server) wsUpgrade(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	release, err := s.holdStream(c)
+	if err != nil {
+		return err
+	}
 	c.Locals("wr.claims", claims)
 	c.Locals("wr.status", st)
-	return c.Next()
+	c.Locals("wr.release", release)
+	// The stream (ws) runs after this returns, on the hijacked connection,
+	// and gives the slot back when it ends; a failed upgrade gives it back
+	// here.
+	if err := c.Next(); err != nil || c.Response().StatusCode() != fiber.StatusSwitchingProtocols {
+		release()
+		return err
+	}
+	return nil
 }
 
 // ws is the WebSocket stream: the same messages as SSE, as JSON text
@@ -361,6 +396,9 @@ func (s *Server) wsUpgrade(c *fiber.Ctx) error {
 func (s *Server) ws(conn *websocket.Conn) {
 	claims, _ := conn.Locals("wr.claims").(*Claims)
 	st, _ := conn.Locals("wr.status").(queue.Status)
+	if release, ok := conn.Locals("wr.release").(func()); ok {
+		defer release()
+	}
 	if claims == nil {
 		return
 	}
@@ -399,6 +437,13 @@ func (s *Server) ws(conn *websocket.Conn) {
 		switch {
 		case u.Reconnect:
 			closeWith(websocket.CloseGoingAway, "server restarting: reconnect")
+			return false
+		case u.Replaced:
+			// Told in a frame (what the page reads), then closed with a
+			// code of its own: a client that reads no frames still sees
+			// it is not a restart (1001) and must not reconnect.
+			write(websocket.TextMessage, []byte(`{"type":"reconnect",`+replacedDoc))
+			closeWith(wsCloseReplaced, "replaced by a newer stream")
 			return false
 		case u.Gone:
 			buf = append(buf[:0], `{"type":"gone",`...)

@@ -1,0 +1,53 @@
+package server
+
+import (
+	"net"
+	"strconv"
+	"sync"
+
+	"github.com/gofiber/fiber/v2"
+)
+
+// connExempt says which peers the listener does not cap per address:
+// trusted proxies (their connections carry many clients; each forwarded
+// client's streams are counted by holdStream instead) and addresses on the
+// access allow list.
+func (s *Server) connExempt(ip net.IP) bool {
+	if len(s.cfg.TrustedProxies) > 0 && s.trusted(ip) {
+		return true
+	}
+	a := s.access()
+	return len(a.allow.nets) > 0 && a.allow.hasIP(ip.String())
+}
+
+// streamAddrLimit is the label of a forwarded client's stream refusal in
+// waitingroom_rate_limited_total.
+const streamAddrLimit = "streams_per_address"
+
+// holdStream counts a stream about to start against its client address's
+// cap (WR_MAX_CONNS_PER_IP) when the request came through a trusted proxy:
+// the listener cannot tell that proxy's clients apart, so a client behind
+// it could otherwise hold any number of streams. The key is the forwarded
+// address (clientKey: IPv6 per /64); an address on the allow list is not
+// counted. Direct clients are already capped per connection by the
+// listener. A refusal comes before the stream starts, as JSON: 429
+// rate_limited with Retry-After — at the HTTP layer this is a limit on one
+// client like the others of layer 1 (a 503 would read as an outage in the
+// route metrics and alerts). The returned release gives the slot back
+// (call it once, when the stream ends; a no-op when nothing was counted).
+func (s *Server) holdStream(c *fiber.Ctx) (release func(), err error) {
+	if len(s.cfg.TrustedProxies) == 0 || s.cfg.MaxConnsPerIP <= 0 || !s.trusted(c.Context().RemoteIP()) {
+		return func() {}, nil
+	}
+	if s.access().allow.hasIP(s.clientIP(c)) {
+		return func() {}, nil
+	}
+	key := s.clientKey(c)
+	if !s.fwdStreams.acquire(key, s.cfg.MaxConnsPerIP) {
+		s.m.rateLimited.WithLabelValues(streamAddrLimit).Inc()
+		return nil, &apiError{status: fiber.StatusTooManyRequests, code: "rate_limited",
+			message:    "too many open streams from your address (at most " + strconv.Itoa(s.cfg.MaxConnsPerIP) + "); close some, or poll",
+			retryAfter: 5}
+	}
+	return sync.OnceFunc(func() { s.fwdStreams.release(key) }), nil
+}
