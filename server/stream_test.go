@@ -273,7 +273,8 @@ func zrank(t testing.TB, e *env, room, userID string) int64 {
 // and closed, and the server stops within its shutdown timeout.
 func TestShutdownWithManyStreams(t *testing.T) {
 	e := newEnv(t)
-	in := e.start(map[string]string{"WR_TARGET_ACTIVE": "0"})
+	// All from one address: more than the cap per address derived from the ceiling.
+	in := e.start(map[string]string{"WR_TARGET_ACTIVE": "0", "WR_MAX_CONNS_PER_IP": "2000"})
 	const n = 1000
 	tokens := server.NewTokens(testSecret, "")
 	q := in.srv.Queue()
