@@ -358,8 +358,10 @@ function retryAfter(h) {
 // A transport delivers QueueStatus objects to h.status, calls h.gone() when the
 // server holds no place for us, h.link(ok) when the connection drops or
 // recovers, h.degraded(d) when the server says it lost (d) or regained its
-// queue store, and h.fail(status) when its tier does not work here (it returns
-// true if the caller moved on to the next tier). It returns a stop function.
+// queue store, h.fail(status) when its tier does not work here (it returns
+// true if the caller moved on to the next tier), and h.replaced() when the
+// server ended the stream for a newer one of the same user (another tab,
+// browser or device). It returns a stop function.
 
 // probe asks GET position why a stream ended: {gone}, {status} or {} (down).
 async function probe() {
@@ -370,7 +372,8 @@ async function probe() {
 
 // pushTier makes a push transport from open(on), which connects and returns a
 // close function, and calls on.status(qs), on.gone(), on.restart() (the server
-// is going away: come back soon) and on.broken() (dropped or refused). A
+// is going away: come back soon), on.replaced() (a newer stream of ours took
+// over: do not come back) and on.broken() (dropped or refused). A
 // refusal (non-200, proxy error) closes an EventSource for good and a refused
 // WebSocket says no more than 1006, so after every failure GET position tells
 // whether the place is gone, the server is down, or only this tier is blocked.
@@ -391,6 +394,7 @@ function pushTier(open) {
       gone() { if (!stopped) { shut(); h.gone(); } },
       degraded(m) { if (!stopped && m) h.degraded(!!m.degraded); },
       restart() { if (!stopped) { shut(); later(jitter(2000, 0.5)); } },
+      replaced() { if (!stopped) { shut(); h.replaced(); } },
       async broken() {
         if (stopped || !close) return;
         const delivered = got;
@@ -432,13 +436,21 @@ const TRANSPORTS = {
     es.addEventListener('status', (e) => on.status(parse(e.data)));
     es.addEventListener('gone', on.gone);
     es.addEventListener('degraded', (e) => on.degraded(parse(e.data)));
-    es.addEventListener('reconnect', on.restart);
+    // reconnect: the server restarts (come back), or a newer stream of this
+    // user replaced this one ({"reason":"replaced"}: do not).
+    es.addEventListener('reconnect', (e) => {
+      const m = parse(e.data);
+      if (m && m.reason === 'replaced') on.replaced();
+      else on.restart();
+    });
     // Our own reconnect (with backoff) replaces the browser's.
     es.onerror = on.broken;
     return () => es.close();
   }),
 
-  // ws: frames {"type":"status",…} / {"type":"gone",…}; close 1001 = the server restarts.
+  // ws: frames {"type":"status",…} / {"type":"gone",…}; close 1001 = the server
+  // restarts; {"type":"reconnect","reason":"replaced"} then close 4409 = a
+  // newer stream of this user took over.
   ws: pushTier((on) => {
     const ws = new WebSocket((location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host + '/api/v1' + roomPath('ws'));
     let done = false;
@@ -447,10 +459,12 @@ const TRANSPORTS = {
       if (m && m.type === 'status') on.status(m);
       else if (m && m.type === 'gone') { done = true; on.gone(); }
       else if (m && m.type === 'degraded') on.degraded(m);
+      else if (m && m.type === 'reconnect' && m.reason === 'replaced') { done = true; on.replaced(); }
     };
     ws.onclose = (e) => {
       if (done) return;
       if (e.code === 1001) on.restart();
+      else if (e.code === 4409) on.replaced();
       else on.broken();
     };
     return () => { done = true; ws.close(); };
@@ -506,6 +520,16 @@ function lead(signal, last) {
       gone() { share({ t: 'gone' }); end('expired'); },
       degraded(d) { share({ t: 'degraded', d }); degraded(d); },
       link,
+      // Another tab, browser or device opened a newer stream for this place
+      // and the server keeps the newest. Reopening one here would take it
+      // back, and the two would take turns; so this tab polls at its band's
+      // pace from now on. The place is kept: nothing to tell the user.
+      replaced() {
+        stop();
+        i = TIERS.indexOf('poll');
+        link(true);
+        run(S.last);
+      },
       fail(qs) {
         if (FORCED || i >= TIERS.length - 1) return false;
         stop();
