@@ -96,9 +96,9 @@ type surgeConfig struct {
 }
 
 // surgeFlags registers a surge's flags on fs (the surge and the attack
-// scenario share them); the returned func, called after parsing, checks
-// them.
-func surgeFlags(fs *flag.FlagSet) func() (surgeConfig, error) {
+// scenario share them; perAddr is --users-per-addr's default); the
+// returned func, called after parsing, checks them.
+func surgeFlags(fs *flag.FlagSet, perAddr int) func() (surgeConfig, error) {
 	var c surgeConfig
 	fs.IntVar(&c.n, "n", 10_000, "users user<first-user>… arriving")
 	fs.DurationVar(&c.over, "over", 10*time.Second, "arrivals are spread evenly over this time")
@@ -110,7 +110,7 @@ func surgeFlags(fs *flag.FlagSet) func() (surgeConfig, error) {
 	fs.IntVar(&c.first, "first-user", 1, "first user: user<k> with database id k (a freshly seeded database)")
 	fs.Int64Var(&c.product, "product", 1, "product each admitted user orders")
 	fs.IntVar(&c.conns, "conns", 64, "concurrent logins before the surge, and leaves after it")
-	fs.IntVar(&c.perAddr, "users-per-addr", 0, "deal users this many to a loopback source address 127.1.x.y, each address with its own connections (0: all users share the tool's 16 source addresses)")
+	fs.IntVar(&c.perAddr, "users-per-addr", perAddr, "deal users this many to a loopback source address 127.1.x.y, each address with its own connections (0: all users share the tool's 16 source addresses)")
 	fs.DurationVar(&c.sampleEvery, "sample-every", 100*time.Millisecond, "how often the admin API is read (active, waiting)")
 	fs.DurationVar(&c.slowdown, "slowdown", 0, "inject this order-path delay (PUT /admin/faults; the server needs WR_FAULT_INJECTION=on) during the run; removed at the end")
 	slowAt := fs.String("slowdown-at", "50%", "when --slowdown starts: a share of --over, e.g. 50%")
@@ -137,7 +137,7 @@ func surgeFlags(fs *flag.FlagSet) func() (surgeConfig, error) {
 
 func runSurge(ctx context.Context, o *options, args []string) (report, error) {
 	fs := newFlagSet("surge", o)
-	config := surgeFlags(fs)
+	config := surgeFlags(fs, 0)
 	if err := o.parse(fs, args); err != nil {
 		return nil, err
 	}
@@ -330,10 +330,12 @@ func (s *surge) run(ctx context.Context, side sideFunc) *surgeReport {
 		wg.Go(func() { r.user(u, crowd.of(i), s.access[i]) })
 	}
 	wg.Wait()
-	stopSide()
 	rep.Seconds = time.Since(r.start).Seconds()
 	rep.ToolCPUSeconds = selfCPU() - cpu0
 	rep.LoadAvgEnd = loadAvg()
+	// The work beside the run may outlast the users (a flood's check after
+	// the server's deadline); the samplers watch the server until it ends.
+	stopSide()
 	rep.HitMaxDuration = run.Err() != nil && ctx.Err() == nil
 	rep.Interrupted = ctx.Err() != nil
 	cancelRun()
