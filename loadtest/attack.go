@@ -278,6 +278,14 @@ func (ar *attackRun) side(run context.Context, start time.Time) func() {
 	}
 	if ac.on["storm"] {
 		bounded.Go(func() {
+			// The storm's tokens join when the crowd has arrived, at the
+			// back of the queue: a scalper refreshing while it waits. (At
+			// the front they would be READY at once, and READY asks for
+			// no pause: the poll limit, paced by pollAfterMs, lets READY
+			// polls through.)
+			if !sleepUntil(run, start.Add(cfg.over)) {
+				return
+			}
 			cl := a.client(stormAddr, ac.stormTokens)
 			var toks []string
 			var why string

@@ -202,7 +202,7 @@ func TestAttackChecks(t *testing.T) {
 			t.Errorf("bad figures: %q passes", want)
 		}
 	}
-	for _, pass := range []string{"legit: errors", "stuffing: limited before BCrypt", "storm: refused, no 5xx"} {
+	for _, pass := range []string{"legit: errors", "stuffing: limited before BCrypt", "storm: paced while waiting, no 5xx"} {
 		if failed[pass] {
 			t.Errorf("bad figures: %q fails, want pass", pass)
 		}

@@ -112,8 +112,12 @@ func (r *attackReport) checks() []check {
 				fmt.Sprintf("%s from a fresh address after %d wrong passwords for the account: %s", s.Owner, s.OwnerHits, codeName(s.OwnerCode))})
 	}
 	if s := r.Storm; s != nil {
-		cs = append(cs, check{"storm: refused, no 5xx", s.Codes.Codes[http.StatusTooManyRequests] > 0 && serverErrors(s.Codes) == 0,
-			fmt.Sprintf("%s polls from %d tokens (%.0f/s): %s", commas(s.Codes.Count), s.Tokens, s.PerSecond, s.Codes.CodesString())})
+		// While a token waits, its polls past the band's pace get 429;
+		// once READY they are not paced (pollAfterMs 0). Either way the
+		// server answers.
+		waiting := s.Codes.Count - s.Ready
+		cs = append(cs, check{"storm: paced while waiting, no 5xx", serverErrors(s.Codes) == 0 && s.Codes.Count > 0 && (waiting <= 5*s.Tokens || s.Codes.Codes[http.StatusTooManyRequests] > 0),
+			fmt.Sprintf("%s polls from %d tokens (%.0f/s): %s; READY %s", commas(s.Codes.Count), s.Tokens, s.PerSecond, s.Codes.CodesString(), commas(s.Ready))})
 	}
 	if f := r.IdleFlood; f != nil {
 		got := fmt.Sprintf("%d of %d still open %.1f s after the last was opened (deadline %.0f s); refused 503 at accept %d; max open %d",
@@ -257,7 +261,8 @@ func (r *attackReport) attackRows() [][]string {
 				r.BcryptAttack, s.LoginIDs, s.OwnerHits, s.Owner, codeName(s.OwnerCode))})
 	}
 	if s := r.Storm; s != nil {
-		row := []string{"refresh storm", "127.2.1.1", commas(s.Codes.Count), s.Codes.CodesString(), fmt.Sprintf("%d tokens, %.0f polls/s over %.1f s", s.Tokens, s.PerSecond, s.Seconds)}
+		row := []string{"refresh storm", "127.2.1.1", commas(s.Codes.Count), s.Codes.CodesString(),
+			fmt.Sprintf("%d tokens from the back of the queue, %.0f polls/s over %.1f s; %s of the 200s READY (not paced)", s.Tokens, s.PerSecond, s.Seconds, commas(s.Ready))}
 		if s.EnterFailure != "" {
 			row[4] += "; enter failed: " + s.EnterFailure
 		}
@@ -265,13 +270,19 @@ func (r *attackReport) attackRows() [][]string {
 	}
 	if f := r.IdleFlood; f != nil {
 		ans := fmt.Sprintf("503×%d closed×%d%s", f.Refused503, f.Closed, countsString(f.Answered))
+		life := "none closed by the server"
+		if f.MaxLifeSeconds > 0 {
+			life = fmt.Sprintf("closed by the server after median %.1f s, max %.1f s", f.MedianLifeSeconds, f.MaxLifeSeconds)
+		}
 		rows = append(rows, []string{"idle-socket flood", "127.2.2.1", commas(f.Connected), ans,
-			fmt.Sprintf("max %d open at once; %d held past the deadline; lifetime median %.1f s, max %.1f s; %d dials failed",
-				f.MaxOpen, f.HeldPastDeadline, f.MedianLifeSeconds, f.MaxLifeSeconds, f.DialFails)})
+			fmt.Sprintf("max %d open at once; %d held past the deadline; %s; %d dials failed", f.MaxOpen, f.HeldPastDeadline, life, f.DialFails)})
 	}
 	if f := r.StreamFlood; f != nil {
 		row := []string{"stream flood (one user)", "127.2.3.1", commas(f.Codes.Count), f.Codes.CodesString(),
-			fmt.Sprintf("max %d open at once, %d after settling; told reconnect %d; ended by%s", f.MaxOpen, f.OpenAfterSettle, f.Replaced, countsString(f.Ended))}
+			fmt.Sprintf("max %d open at once, %d after settling; told reconnect %d", f.MaxOpen, f.OpenAfterSettle, f.Replaced)}
+		if len(f.Ended) > 0 {
+			row[4] += "; ended by the server:" + countsString(f.Ended)
+		}
 		rows = append(rows, row)
 	}
 	if b := r.Bombs; b != nil {

@@ -182,7 +182,11 @@ func (a *attacker) stuffing(ctx, reqCtx context.Context, attempts, addrs, conns 
 
 // stormResult is what the refresh storm achieved.
 type stormResult struct {
-	Tokens       int     `json:"tokens"`
+	Tokens int `json:"tokens"`
+	// Ready is how many 200s said READY: a READY status asks for no
+	// pause (pollAfterMs 0), so the server's poll limit, paced by it,
+	// does not apply to them.
+	Ready        int     `json:"readyAnswers"`
 	Seconds      float64 `json:"seconds"`
 	Codes        Summary `json:"answers"`
 	PerSecond    float64 `json:"requestsPerSecond"`
@@ -197,7 +201,7 @@ func (a *attacker) storm(ctx context.Context, tokens []string, d time.Duration, 
 	defer cl.hc.CloseIdleConnections()
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
-	var sent atomic.Int64
+	var sent, ready atomic.Int64
 	start := time.Now()
 	var wg sync.WaitGroup
 	for _, tok := range tokens {
@@ -208,12 +212,15 @@ func (a *attacker) storm(ctx context.Context, tokens []string, d time.Duration, 
 					return
 				}
 				req.Header.Set("Authorization", "Bearer "+tok)
-				a.send(cl, "storm", req)
+				if code, body := a.send(cl, "storm", req); code == http.StatusOK && bytes.Contains(body, []byte(`"READY"`)) {
+					ready.Add(1)
+				}
 			}
 		})
 	}
 	wg.Wait()
 	res.Seconds = time.Since(start).Seconds()
+	res.Ready = int(ready.Load())
 	res.Codes = a.rec.Summary("storm")
 	if res.Seconds > 0 {
 		res.PerSecond = float64(res.Codes.Count) / res.Seconds
@@ -257,11 +264,12 @@ func (a *attacker) idleFlood(ctx context.Context, n int, deadline time.Duration)
 	}
 	dial := loopbackDial(func() net.IP { return idleFloodAddr })
 	var (
-		open  atomic.Int64
-		mu    sync.Mutex
-		conns []net.Conn
-		lives []time.Duration
-		wg    sync.WaitGroup
+		open    atomic.Int64
+		closing atomic.Bool // we close the rest: not the server's doing
+		mu      sync.Mutex
+		conns   []net.Conn
+		lives   []time.Duration
+		wg      sync.WaitGroup
 	)
 	watch := func(c net.Conn, opened time.Time) {
 		defer wg.Done()
@@ -279,7 +287,7 @@ func (a *attacker) idleFlood(ctx context.Context, n int, deadline time.Duration)
 			if len(f) > 1 {
 				res.Answered[f[1]]++
 			}
-		case ctx.Err() != nil:
+		case closing.Load() || ctx.Err() != nil:
 			return // closed by us at the end
 		case err != nil:
 			res.Closed++
@@ -313,6 +321,7 @@ func (a *attacker) idleFlood(ctx context.Context, n int, deadline time.Duration)
 		res.HeldPastDeadline = int(open.Load())
 		res.CheckedAtSeconds = time.Since(lastOpen).Seconds()
 	}
+	closing.Store(true)
 	mu.Lock()
 	for _, c := range conns {
 		c.Close()
