@@ -24,17 +24,39 @@ const sourceAddrs = 16
 // routes all of 127/8 to lo), so tens of thousands of connections do not
 // exhaust one source address's ephemeral ports.
 func newClient(conns int, timeout time.Duration) *http.Client {
-	dialer := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
 	var next atomic.Uint32
-	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return httpClient(conns, timeout, loopbackDial(func() net.IP {
+		return net.IPv4(127, 0, 0, byte(2+next.Add(1)%sourceAddrs))
+	}))
+}
+
+// newClientFrom is newClient with every connection from the one source
+// address src (toward a loopback target): one client of a crowd whose users
+// come from many addresses, as a real sale's do. Its connections never mix
+// with another address's.
+func newClientFrom(src net.IP, conns int, timeout time.Duration) *http.Client {
+	return httpClient(conns, timeout, loopbackDial(func() net.IP { return src }))
+}
+
+// dialFunc is a DialContext.
+type dialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
+
+// loopbackDial dials a loopback target from the source address that source
+// names for each new connection, and any other target as the system would.
+func loopbackDial(source func() net.IP) dialFunc {
+	dialer := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		host, _, err := net.SplitHostPort(addr)
 		if err != nil || !isLoopback(host) {
 			return dialer.DialContext(ctx, network, addr)
 		}
 		d := *dialer
-		d.LocalAddr = &net.TCPAddr{IP: net.IPv4(127, 0, 0, byte(2+next.Add(1)%sourceAddrs))}
+		d.LocalAddr = &net.TCPAddr{IP: source()}
 		return d.DialContext(ctx, "tcp4", addr)
 	}
+}
+
+func httpClient(conns int, timeout time.Duration, dial dialFunc) *http.Client {
 	return &http.Client{
 		Timeout: timeout,
 		Transport: &http.Transport{

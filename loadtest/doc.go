@@ -75,7 +75,57 @@
 //     RSS and CPU, the tool's own CPU, and the machine's load average.
 //     A progress line is refreshed in place on a terminal, printed every
 //     5 s otherwise. --html writes the report as one self-contained page
-//     with inline SVG charts over time.
+//     with inline SVG charts over time. --users-per-addr k deals the users
+//     k to a loopback source address (127.1.0.1, 127.1.0.2, …), each
+//     address with its own connections, as a real sale's crowd comes from
+//     many addresses: per-address limits then meet it as in production.
+//
+//   - attack: the proof that no single client can take the room down. It
+//     runs the surge (every surge flag applies; --users-per-addr defaults
+//     to 4; --mint-tokens is required, so the crowd costs no BCrypt) twice
+//     on the same room: first alone, the baseline; then, once the room has
+//     drained (--drain-wait, 30s), the same surge with attacks beside it
+//     from other source addresses, 127.2.x.y, for the --attack-for window
+//     (default --over). The server keeps its rate limits on. The attacks,
+//     chosen by --attacks (default all; an intensity of 0 also turns one
+//     off), each bounded by count and time:
+//     stuffing — --stuffing (300) wrong-password logins from
+//     --stuffing-addrs (3) addresses, every 4th to one account (the first
+//     attacker account, user<--attack-first-user>, default the one after
+//     the crowd's), the rest over the crowd's loginIds; then that
+//     account's owner logs in with the right password from a fresh
+//     address (127.3.0.1): it must succeed.
+//     storm — --storm-tokens (3) queue tokens that join when the crowd has
+//     arrived poll their position in a closed loop for the window (at most
+//     --storm-requests).
+//     idle — --idle-sockets (400) sockets from one address, half silent,
+//     half with half a request line; 2 s after --conn-deadline (5s, the
+//     server's deadline for a first request) those still open are counted.
+//     streams — one user opens --stream-flood (30) SSE streams with one
+//     queue token and holds them; 2 s after the last, those still open
+//     are counted against --max-streams (3).
+//     bomb — --bombs (3) bodies of a few hundred bytes that inflate, gzip in
+//     gzip, to --bomb-mib (256) MiB, sent with Content-Encoding: gzip,
+//     gzip to login, orders and the admin API (with the admin token) in
+//     turn.
+//     cross-site — a victim enters; --cross-site (3) WebSocket handshakes
+//     and as many form POSTs to leave carry only its cookie, Origin
+//     https://evil.example and Sec-Fetch-Site: cross-site; then the
+//     victim's position tells whether its place survived.
+//     The report puts the legitimate users' figures of both runs side by
+//     side — enter p50/p99, errors, lost users, FIFO inversions, fan-out
+//     lag p99, drain time, server RSS and CPU, BCrypt verifications
+//     (Δ waitingroom_bcrypt_seconds_count) — with what each attack sent,
+//     the answers by status and what it achieved (connections and streams
+//     held, the owner's login, the victim's place, RSS around the bombs),
+//     and the bar: with every attack on, 0 errors, 0 lost, 0 inversions,
+//     enter p99 within 2× of the baseline, server RSS at most the
+//     baseline's + --rss-slack (64) MiB; each attack refused as the
+//     server's defences should (stuffing 429 before BCrypt and the owner
+//     let in, idle sockets closed by the deadline, ≤ --max-streams held,
+//     bombs 415 or 413, cross-site 403 and the place kept). The attackers
+//     leave the queue at the end. The database needs the crowd plus
+//     3 + --storm-tokens accounts (`seed --users` -n + 100).
 //
 // Common flags: --base (http://127.0.0.1:8080), --admin
 // (http://127.0.0.1:8081, for /metrics and /admin), --admin-token (default
@@ -92,7 +142,10 @@
 // Connections: the tool lifts RLIMIT_NOFILE to the hard limit, and toward a
 // loopback target its dialer spreads connections over source addresses
 // 127.0.0.2, 127.0.0.3, … so that tens of thousands of them do not exhaust
-// one source address's ephemeral ports.
+// one source address's ephemeral ports. With --users-per-addr the crowd
+// uses 127.1.x.y instead, one address per group of users; the attack
+// scenario's attackers use 127.2.x.y and 127.3.0.1: the three ranges never
+// overlap.
 //
 // Every loop is bounded by count and by time and ends by itself. Ctrl-C ends
 // a run early and the report of what was measured is still printed (a

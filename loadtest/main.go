@@ -28,6 +28,7 @@ var scenarios = []struct {
 	{"poll", "poll-path throughput against an in-process plain Fiber baseline, and login (BCrypt) cost", runPoll},
 	{"streams", "N waiting users each hold an SSE or WebSocket stream while admissions run: fan-out lag, RSS per stream", runStreams},
 	{"surge", "N users arrive over T seconds, wait by SSE, WebSocket or polling, order when READY: FIFO, ETA, active cap, lost users", runSurge},
+	{"attack", "the surge alone, then beside attacks from other addresses (stuffing, storm, idle sockets, streams, bombs, cross-site): both side by side", runAttack},
 }
 
 func main() { os.Exit(run()) }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -37,6 +38,13 @@ type smokeServer struct{ base, admin string }
 
 func startSmokeServer(t *testing.T) smokeServer {
 	t.Helper()
+	return startSmokeServerWith(t, smokeUsers, nil)
+}
+
+// startSmokeServerWith starts a server over a database seeded with users
+// users; env's variables replace or add to the smoke defaults.
+func startSmokeServerWith(t *testing.T, users int, env map[string]string) smokeServer {
+	t.Helper()
 	rdb, prefix := queuetest.Redis(t)
 	dbURL := pgtest.URL(t)
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -45,13 +53,13 @@ func startSmokeServer(t *testing.T) smokeServer {
 		t.Fatal(err)
 	}
 	hash, _ := bcrypt.GenerateFromPassword([]byte(smokePassword), bcrypt.MinCost)
-	_, err = seedStore.Seed(context.Background(), pgstore.SeedOptions{Users: smokeUsers, PasswordHash: hash, Products: 1, Stock: 1_000_000})
+	_, err = seedStore.Seed(context.Background(), pgstore.SeedOptions{Users: users, PasswordHash: hash, Products: 1, Stock: 1_000_000})
 	seedStore.Close()
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	env := map[string]string{
+	vars := map[string]string{
 		"WR_JWT_SECRET":       smokeSecret,
 		"WR_ADMIN_TOKEN":      smokeAdmin,
 		"WR_BCRYPT_COST":      "4",
@@ -63,7 +71,8 @@ func startSmokeServer(t *testing.T) smokeServer {
 		// smoke runs count errors, they do not measure speed.
 		"WR_ORDER_TIMEOUT": "60s",
 	}
-	cfg, err := server.LoadConfig(func(k string) string { return env[k] })
+	maps.Copy(vars, env)
+	cfg, err := server.LoadConfig(func(k string) string { return vars[k] })
 	if err != nil {
 		t.Fatal(err)
 	}

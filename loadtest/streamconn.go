@@ -96,6 +96,19 @@ func newStreamDialer(transport, base, room string, timeout, idle time.Duration) 
 	return d, nil
 }
 
+// from returns a copy of d whose connections come from dial (one source
+// address of a crowd, say).
+func (d *streamDialer) from(dial dialFunc) *streamDialer {
+	c := *d
+	c.dial = dial
+	if d.ws != nil {
+		ws := *d.ws
+		ws.NetDialContext = dial
+		c.ws = &ws
+	}
+	return &c
+}
+
 // open connects one stream with queueToken and reads its first message,
 // the status the server sends on connect, all within ctx. An answer other
 // than the stream is a statusError.

@@ -488,6 +488,12 @@ func leaveAllConcurrently(ctx context.Context, a *api, adm *admin, tokens []stri
 
 // scrapeMetrics reads the server's process and stream metrics.
 func scrapeMetrics(ctx context.Context, adm *admin) (map[string]float64, string) {
+	return scrapeNames(ctx, adm, streamMetrics...)
+}
+
+// scrapeNames reads /metrics and sums each of names over its label sets;
+// the string is why it could not be read ("" when it was).
+func scrapeNames(ctx context.Context, adm *admin, names ...string) (map[string]float64, string) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, adm.base+"/metrics", nil)
 	if err != nil {
 		return nil, err.Error()
@@ -500,7 +506,7 @@ func scrapeMetrics(ctx context.Context, adm *admin) (map[string]float64, string)
 	if resp.StatusCode != http.StatusOK {
 		return nil, "metrics: " + resp.Status
 	}
-	m, err := SumSamples(resp.Body, streamMetrics...)
+	m, err := SumSamples(resp.Body, names...)
 	if err != nil {
 		return nil, err.Error()
 	}

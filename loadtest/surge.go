@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"net/http"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -48,6 +50,7 @@ type surgeUser struct {
 	drops      int // streams that ended without READY or gone: the user fell back to polling
 	polls      int
 	pollErrors int
+	group      *crowdGroup // its clients
 	lags       []lagSample
 }
 
@@ -65,8 +68,7 @@ type surgeCounters struct {
 type surgeRun struct {
 	ctx       context.Context // the run: --max-duration or Ctrl-C ends it
 	reqCtx    context.Context // requests: Ctrl-C only, so the one in flight finishes
-	api       *api
-	dialer    map[string]*streamDialer
+	crowd     *crowd
 	product   int64
 	timeout   time.Duration
 	entryTTL  time.Duration
@@ -82,122 +84,198 @@ type surgeRun struct {
 // surgeTransports are --transport's values; mix deals sse, ws, poll in turn.
 var surgeTransports = []string{"sse", "ws", "poll"}
 
+// surgeConfig is a surge's flags.
+type surgeConfig struct {
+	n, first, conns, perAddr            int
+	over, maxDur, sampleEvery, slowdown time.Duration
+	idle                                time.Duration
+	slowFrac                            float64
+	transport, password                 string
+	target, product                     int64
+	mt                                  *minter
+}
+
+// surgeFlags registers a surge's flags on fs (the surge and the attack
+// scenario share them; perAddr is --users-per-addr's default); the
+// returned func, called after parsing, checks them.
+func surgeFlags(fs *flag.FlagSet, perAddr int) func() (surgeConfig, error) {
+	var c surgeConfig
+	fs.IntVar(&c.n, "n", 10_000, "users user<first-user>… arriving")
+	fs.DurationVar(&c.over, "over", 10*time.Second, "arrivals are spread evenly over this time")
+	fs.StringVar(&c.transport, "transport", "sse", "how users wait: sse, ws, poll (GET position every pollAfterMs) or mix (each in turn)")
+	fs.Int64Var(&c.target, "target", 0, "targetActive during the run (0: keep the room's; the original is restored)")
+	fs.DurationVar(&c.maxDur, "max-duration", 5*time.Minute, "the run ends after this long, drained or not")
+	minterFromFlags := mintFlags(fs)
+	fs.StringVar(&c.password, "password", "demo-pass", "password of the demo users (without --mint-tokens)")
+	fs.IntVar(&c.first, "first-user", 1, "first user: user<k> with database id k (a freshly seeded database)")
+	fs.Int64Var(&c.product, "product", 1, "product each admitted user orders")
+	fs.IntVar(&c.conns, "conns", 64, "concurrent logins before the surge, and leaves after it")
+	fs.IntVar(&c.perAddr, "users-per-addr", perAddr, "deal users this many to a loopback source address 127.1.x.y, each address with its own connections (0: all users share the tool's 16 source addresses)")
+	fs.DurationVar(&c.sampleEvery, "sample-every", 100*time.Millisecond, "how often the admin API is read (active, waiting)")
+	fs.DurationVar(&c.slowdown, "slowdown", 0, "inject this order-path delay (PUT /admin/faults; the server needs WR_FAULT_INJECTION=on) during the run; removed at the end")
+	slowAt := fs.String("slowdown-at", "50%", "when --slowdown starts: a share of --over, e.g. 50%")
+	fs.DurationVar(&c.idle, "idle", 45*time.Second, "a stream silent this long counts as dropped (the user then polls)")
+	return func() (surgeConfig, error) {
+		if c.n < 1 || c.over < 0 || c.maxDur <= 0 || c.first < 1 || c.conns < 1 || c.sampleEvery <= 0 || c.target < 0 || c.idle <= 0 || c.perAddr < 0 {
+			return c, errors.New("-n, --max-duration, --first-user, --conns, --sample-every and --idle must be positive; --over, --target and --users-per-addr not negative")
+		}
+		var err error
+		if c.slowFrac, err = parsePercent(*slowAt); err != nil || c.slowdown < 0 {
+			return c, fmt.Errorf("--slowdown-at %q: want a share of --over like 50%% (and --slowdown not negative)", *slowAt)
+		}
+		switch c.transport {
+		case "sse", "ws", "poll", "mix":
+		default:
+			return c, fmt.Errorf("--transport %q: want sse, ws, poll or mix", c.transport)
+		}
+		if c.mt, err = minterFromFlags(); err != nil {
+			return c, err
+		}
+		return c, checkNoFile(c.n + 1024)
+	}
+}
+
 func runSurge(ctx context.Context, o *options, args []string) (report, error) {
 	fs := newFlagSet("surge", o)
-	n := fs.Int("n", 10_000, "users user<first-user>… arriving")
-	over := fs.Duration("over", 10*time.Second, "arrivals are spread evenly over this time")
-	transport := fs.String("transport", "sse", "how users wait: sse, ws, poll (GET position every pollAfterMs) or mix (each in turn)")
-	target := fs.Int64("target", 0, "targetActive during the run (0: keep the room's; the original is restored)")
-	maxDur := fs.Duration("max-duration", 5*time.Minute, "the run ends after this long, drained or not")
-	minterFromFlags := mintFlags(fs)
-	password := fs.String("password", "demo-pass", "password of the demo users (without --mint-tokens)")
-	first := fs.Int("first-user", 1, "first user: user<k> with database id k (a freshly seeded database)")
-	product := fs.Int64("product", 1, "product each admitted user orders")
-	conns := fs.Int("conns", 64, "concurrent logins before the surge, and leaves after it")
-	sampleEvery := fs.Duration("sample-every", 100*time.Millisecond, "how often the admin API is read (active, waiting)")
-	slowdown := fs.Duration("slowdown", 0, "inject this order-path delay (PUT /admin/faults; the server needs WR_FAULT_INJECTION=on) during the run; removed at the end")
-	slowAt := fs.String("slowdown-at", "50%", "when --slowdown starts: a share of --over, e.g. 50%")
-	idle := fs.Duration("idle", 45*time.Second, "a stream silent this long counts as dropped (the user then polls)")
+	config := surgeFlags(fs, 0)
 	if err := o.parse(fs, args); err != nil {
 		return nil, err
 	}
-	if *n < 1 || *over < 0 || *maxDur <= 0 || *first < 1 || *conns < 1 || *sampleEvery <= 0 || *target < 0 || *idle <= 0 {
-		return nil, errors.New("surge: -n, --max-duration, --first-user, --conns, --sample-every and --idle must be positive; --over and --target not negative")
-	}
-	slowFrac, err := parsePercent(*slowAt)
-	if err != nil || *slowdown < 0 {
-		return nil, fmt.Errorf("surge: --slowdown-at %q: want a share of --over like 50%% (and --slowdown not negative)", *slowAt)
-	}
-	switch *transport {
-	case "sse", "ws", "poll", "mix":
-	default:
-		return nil, fmt.Errorf("surge: --transport %q: want sse, ws, poll or mix", *transport)
-	}
-	mt, err := minterFromFlags()
+	cfg, err := config()
 	if err != nil {
 		return nil, fmt.Errorf("surge: %w", err)
 	}
-	if err := checkNoFile(*n + 1024); err != nil {
+	s, err := newSurge(ctx, o, cfg)
+	if err != nil {
 		return nil, fmt.Errorf("surge: %w", err)
 	}
-	dialers := map[string]*streamDialer{}
-	for _, t := range []string{"sse", "ws"} {
-		d, err := newStreamDialer(t, o.base, o.room, o.timeout, *idle)
-		if err != nil {
-			return nil, err
-		}
-		dialers[t] = d
-	}
-
-	rec := NewRecorder()
-	a := &api{base: o.base, room: o.room, hc: newClient(1024, o.timeout), rec: rec}
-	adm := &admin{base: o.admin, token: o.adminToken, room: o.room, hc: newClient(4, o.timeout)}
-	// Idle keep-alive connections would hold up a server's graceful
-	// shutdown: close them when the run is over.
-	defer adm.hc.CloseIdleConnections()
-	defer a.hc.CloseIdleConnections()
-	rep := &surgeReport{Scenario: "surge", Transport: *transport, Base: o.base, Room: o.room, CPUs: runtime.NumCPU(),
-		Users: *n, OverSeconds: over.Seconds(), MaxDurationSeconds: maxDur.Seconds(), Tokens: "login"}
-	if mt != nil {
-		rep.Tokens = "minted (kid " + mt.kid + ")"
-	}
-
-	room, err := adm.roomState(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("surge: the admin API is needed (active, entryTtl): %w", err)
-	}
-	rep.OriginalTarget, rep.Target = room.TargetActive, room.TargetActive
-	rep.EntryTTLSeconds = room.EntryTTLSeconds
-	if room.EntryTTLSeconds <= 0 {
-		return nil, errors.New("surge: GET /admin/rooms/{room} has no entryTtlSeconds: admission times cannot be derived")
-	}
-	cleanup := context.WithoutCancel(ctx)
-	if *target > 0 && *target != room.TargetActive {
-		if err := adm.setTarget(ctx, *target); err != nil {
-			return nil, fmt.Errorf("surge: %w", err)
-		}
-		rep.Target = *target
-		defer func() {
-			cctx, cancel := context.WithTimeout(cleanup, 10*time.Second)
-			defer cancel()
-			if err := adm.setTarget(cctx, room.TargetActive); err != nil {
-				fmt.Fprintf(os.Stderr, "surge: could not restore targetActive %d: %v\n", room.TargetActive, err)
-			}
-		}()
-	}
-
-	// Access tokens before the clock starts: the surge measures entering
-	// and waiting, not BCrypt.
-	fmt.Fprintf(os.Stderr, "surge: preparing %s access tokens (%s)\n", commas(*n), rep.Tokens)
-	access, perr := accessTokens(ctx, a, mt, *n, *first, *conns, *password)
-	if perr != nil {
-		rep.Errors = append(rep.Errors, perr.Error())
-	}
+	defer s.close()
+	s.prepare(ctx)
 	if ctx.Err() != nil {
+		rep := s.newReport()
 		rep.Interrupted = true
 		return rep, nil
 	}
-	a.hc.CloseIdleConnections()
+	return s.run(ctx, nil), nil
+}
 
-	run, cancelRun := context.WithTimeout(ctx, *maxDur)
+// surge is a surge ready to run, once or more (the attack scenario runs it
+// twice): the room read, targetActive set, the access tokens prepared.
+type surge struct {
+	o         *options
+	cfg       surgeConfig
+	adm       *admin
+	leaver    *api // the run's leftover users leave through it
+	room      roomState
+	target    int64 // targetActive during the runs
+	tokens    string
+	access    []string
+	setupErrs []string
+	restore   func()
+}
+
+// newSurge reads the room and sets targetActive (close restores it).
+func newSurge(ctx context.Context, o *options, cfg surgeConfig) (*surge, error) {
+	s := &surge{o: o, cfg: cfg, tokens: "login", restore: func() {},
+		adm:    &admin{base: o.admin, token: o.adminToken, room: o.room, hc: newClient(4, o.timeout)},
+		leaver: &api{base: o.base, room: o.room, hc: newClient(cfg.conns, o.timeout), rec: NewRecorder()}}
+	if cfg.mt != nil {
+		s.tokens = "minted (kid " + cfg.mt.kid + ")"
+	}
+	room, err := s.adm.roomState(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("the admin API is needed (active, entryTtl): %w", err)
+	}
+	if room.EntryTTLSeconds <= 0 {
+		return nil, errors.New("GET /admin/rooms/{room} has no entryTtlSeconds: admission times cannot be derived")
+	}
+	s.room, s.target = room, room.TargetActive
+	if cfg.target > 0 && cfg.target != room.TargetActive {
+		if err := s.adm.setTarget(ctx, cfg.target); err != nil {
+			return nil, err
+		}
+		s.target = cfg.target
+		s.restore = func() {
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			defer cancel()
+			if err := s.adm.setTarget(cctx, room.TargetActive); err != nil {
+				fmt.Fprintf(os.Stderr, "surge: could not restore targetActive %d: %v\n", room.TargetActive, err)
+			}
+		}
+	}
+	return s, nil
+}
+
+// close restores targetActive and closes idle connections.
+func (s *surge) close() {
+	s.restore()
+	// Idle keep-alive connections would hold up a server's graceful
+	// shutdown: close them when the run is over.
+	s.adm.hc.CloseIdleConnections()
+	s.leaver.hc.CloseIdleConnections()
+}
+
+// prepare logs in (BCrypt) or mints the access tokens, before any clock
+// starts: a surge measures entering and waiting, not BCrypt. A failure is
+// kept for the report: the users without a token count as failed.
+func (s *surge) prepare(ctx context.Context) {
+	fmt.Fprintf(os.Stderr, "surge: preparing %s access tokens (%s)\n", commas(s.cfg.n), s.tokens)
+	var perr error
+	s.access, perr = accessTokens(ctx, s.leaver, s.cfg.mt, s.cfg.n, s.cfg.first, s.cfg.conns, s.cfg.password)
+	if perr != nil {
+		s.setupErrs = append(s.setupErrs, perr.Error())
+	}
+	s.leaver.hc.CloseIdleConnections()
+}
+
+// newReport is a report of this surge's settings.
+func (s *surge) newReport() *surgeReport {
+	c := s.cfg
+	return &surgeReport{Scenario: "surge", Transport: c.transport, Base: s.o.base, Room: s.o.room, CPUs: runtime.NumCPU(),
+		Users: c.n, OverSeconds: c.over.Seconds(), MaxDurationSeconds: c.maxDur.Seconds(), Tokens: s.tokens,
+		OriginalTarget: s.room.TargetActive, Target: s.target, EntryTTLSeconds: s.room.EntryTTLSeconds,
+		UsersPerAddr: c.perAddr, Errors: slices.Clone(s.setupErrs)}
+}
+
+// sideFunc starts work beside a run (the attacks) once its clock has
+// started; the returned stop is called when every user has finished (or
+// the run ended) and returns when that work has stopped.
+type sideFunc func(run context.Context, start time.Time) (stop func())
+
+// run runs the surge once: a fresh recorder and fresh connections; side,
+// if not nil, runs beside it.
+func (s *surge) run(ctx context.Context, side sideFunc) *surgeReport {
+	cfg, o, adm := s.cfg, s.o, s.adm
+	rep := s.newReport()
+	rec := NewRecorder()
+	crowd, err := newCrowd(o.base, o.room, o.timeout, cfg.idle, cfg.n, cfg.perAddr, rec)
+	if err != nil {
+		rep.Errors = append(rep.Errors, err.Error())
+		return rep
+	}
+	defer crowd.closeIdle()
+	rep.SourceAddrs = crowd.addrs()
+	cleanup := context.WithoutCancel(ctx)
+
+	run, cancelRun := context.WithTimeout(ctx, cfg.maxDur)
 	defer cancelRun()
-	r := &surgeRun{ctx: run, reqCtx: ctx, api: a, dialer: dialers, product: *product, timeout: o.timeout,
-		entryTTL: time.Duration(room.EntryTTLSeconds * float64(time.Second)), users: make([]surgeUser, *n),
+	r := &surgeRun{ctx: run, reqCtx: ctx, crowd: crowd, product: cfg.product, timeout: o.timeout,
+		entryTTL: time.Duration(s.room.EntryTTLSeconds * float64(time.Second)), users: make([]surgeUser, cfg.n),
 		minPoll: 100 * time.Millisecond, maxPoll: 5 * time.Second, maxStream: 3}
 	poolBefore, poolErr := adm.histogram(ctx, "waitingroom_db_pool_acquire_wait_seconds")
 	r.start = time.Now()
-	if *slowdown > 0 {
-		rep.SlowdownMs = float64(slowdown.Milliseconds())
-		rep.SlowdownAtSeconds = (time.Duration(float64(*over) * slowFrac)).Seconds()
+	if cfg.slowdown > 0 {
+		rep.SlowdownMs = float64(cfg.slowdown.Milliseconds())
+		rep.SlowdownAtSeconds = (time.Duration(float64(cfg.over) * cfg.slowFrac)).Seconds()
 		go func() {
-			if !sleepUntil(run, r.start.Add(time.Duration(float64(*over)*slowFrac))) {
+			if !sleepUntil(run, r.start.Add(time.Duration(float64(cfg.over)*cfg.slowFrac))) {
 				return
 			}
-			if err := adm.setOrderDelay(run, *slowdown); err != nil {
+			if err := adm.setOrderDelay(run, cfg.slowdown); err != nil {
 				fmt.Fprintf(os.Stderr, "surge: could not inject the slowdown: %v\n", err)
 				return
 			}
-			fmt.Fprintf(os.Stderr, "surge: order delay %v injected at %.1fs\n", *slowdown, time.Since(r.start).Seconds())
+			fmt.Fprintf(os.Stderr, "surge: order delay %v injected at %.1fs\n", cfg.slowdown, time.Since(r.start).Seconds())
 		}()
 		defer func() {
 			cctx, cancel := context.WithTimeout(cleanup, 10*time.Second)
@@ -221,36 +299,43 @@ func runSurge(ctx context.Context, o *options, args []string) (report, error) {
 	}()
 	cpu0 := selfCPU()
 	rep.LoadAvgStart = loadAvg()
-	r.samples = startRoomSampler(run, adm, r.start, *sampleEvery)
-	stopProgress := r.progress(run, adm, *n)
+	r.samples = startRoomSampler(run, adm, r.start, cfg.sampleEvery)
+	stopProgress := r.progress(run, adm, cfg.n)
+	stopSide := func() {}
+	if side != nil {
+		stopSide = side(run, r.start)
+	}
 
 	fmt.Fprintf(os.Stderr, "surge: %s users arrive over %v, waiting by %s; targetActive %d; at most %v\n",
-		commas(*n), *over, *transport, rep.Target, *maxDur)
+		commas(cfg.n), cfg.over, cfg.transport, rep.Target, cfg.maxDur)
 	var wg sync.WaitGroup
-	for i := range *n {
+	for i := range cfg.n {
 		at := time.Duration(0)
-		if *n > 1 {
-			at = time.Duration(int64(*over) * int64(i) / int64(*n-1))
+		if cfg.n > 1 {
+			at = time.Duration(int64(cfg.over) * int64(i) / int64(cfg.n-1))
 		}
 		if !sleepUntil(run, r.start.Add(at)) {
 			break
 		}
 		u := &r.users[i]
-		u.transport = *transport
-		if *transport == "mix" {
+		u.transport = cfg.transport
+		if cfg.transport == "mix" {
 			u.transport = surgeTransports[i%len(surgeTransports)]
 		}
-		if access[i] == "" {
+		if s.access[i] == "" {
 			u.outcome, u.why = surgeEnterFailed, "no access token (login failed)"
 			r.cnt.enterFailed.Add(1)
 			continue
 		}
-		wg.Go(func() { r.user(u, access[i]) })
+		wg.Go(func() { r.user(u, crowd.of(i), s.access[i]) })
 	}
 	wg.Wait()
 	rep.Seconds = time.Since(r.start).Seconds()
 	rep.ToolCPUSeconds = selfCPU() - cpu0
 	rep.LoadAvgEnd = loadAvg()
+	// The work beside the run may outlast the users (a flood's check after
+	// the server's deadline); the samplers watch the server until it ends.
+	stopSide()
 	rep.HitMaxDuration = run.Err() != nil && ctx.Err() == nil
 	rep.Interrupted = ctx.Err() != nil
 	cancelRun()
@@ -265,10 +350,16 @@ func runSurge(ctx context.Context, o *options, args []string) (report, error) {
 		}
 	}
 	if len(left) > 0 {
-		leaveAllConcurrently(cleanup, a, adm, left, *conns)
+		leaveAllConcurrently(cleanup, s.leaver, adm, left, cfg.conns)
+		// leaveAllConcurrently froze admission: the next run needs it.
+		cctx, cancel := context.WithTimeout(cleanup, 10*time.Second)
+		if err := adm.setTarget(cctx, s.target); err != nil {
+			fmt.Fprintf(os.Stderr, "surge: could not set targetActive %d again: %v\n", s.target, err)
+		}
+		cancel()
 	}
 	rep.collect(r, rec, samples)
-	return rep, nil
+	return rep
 }
 
 // accessTokens mints (mt non-nil) or logs in n users, conns at a time; ""
@@ -307,14 +398,15 @@ func accessTokens(ctx context.Context, a *api, mt *minter, n, first, conns int, 
 
 // user is one user's goroutine: enter, wait by its transport until READY
 // (or told why), order.
-func (r *surgeRun) user(u *surgeUser, access string) {
+func (r *surgeRun) user(u *surgeUser, g *crowdGroup, access string) {
+	u.group = g
 	var st queueStatus
 	t0 := time.Now()
 	code, err := withRetry(r.ctx, func() (int, error) {
 		var code int
 		var err error
 		t0 = time.Now()
-		st, code, err = r.api.enter(r.reqCtx, access)
+		st, code, err = u.group.api.enter(r.reqCtx, access)
 		return code, err
 	})
 	if err == nil && code != http.StatusOK {
@@ -359,7 +451,7 @@ func (r *surgeRun) user(u *surgeUser, access string) {
 	// placed, and a retry would meet a consumed token.
 	t1 := time.Now()
 	code, err = withRetry(r.reqCtx, func() (int, error) {
-		code, err := r.api.order(r.reqCtx, u.qtok, st.EntryToken, r.product)
+		code, err := u.group.api.order(r.reqCtx, u.qtok, st.EntryToken, r.product)
 		if code == codeError {
 			return http.StatusBadGateway, err // not retried
 		}
@@ -407,7 +499,7 @@ func (r *surgeRun) wait(u *surgeUser, st queueStatus) queueStatus {
 // otherwise (dropped, refused, or the run ended).
 func (r *surgeRun) stream(u *surgeUser) (queueStatus, bool) {
 	octx, cancel := context.WithTimeout(r.ctx, r.timeout)
-	pc, m, err := r.dialer[u.transport].open(octx, u.qtok)
+	pc, m, err := u.group.dialer[u.transport].open(octx, u.qtok)
 	cancel()
 	if err != nil {
 		var se statusError
@@ -462,7 +554,7 @@ func (r *surgeRun) poll(u *surgeUser, st queueStatus) queueStatus {
 		if !sleep(r.ctx, min(max(pause, r.minPoll), r.maxPoll)) {
 			return queueStatus{}
 		}
-		got, code, err := r.api.position(r.reqCtx, u.qtok)
+		got, code, err := u.group.api.position(r.reqCtx, u.qtok)
 		u.polls++
 		switch {
 		case code == http.StatusNotFound:

@@ -24,6 +24,8 @@ type surgeReport struct {
 	OverSeconds        float64  `json:"arrivalSeconds"`
 	MaxDurationSeconds float64  `json:"maxDurationSeconds"`
 	Tokens             string   `json:"tokens"`
+	UsersPerAddr       int      `json:"usersPerSourceAddress,omitempty"` // --users-per-addr
+	SourceAddrs        int      `json:"sourceAddresses,omitempty"`       // the crowd's addresses; 0: the shared pool
 	OriginalTarget     int64    `json:"originalTargetActive"`
 	Target             int64    `json:"targetActive"`
 	EntryTTLSeconds    float64  `json:"entryTtlSeconds"`
@@ -353,7 +355,7 @@ func (r *surgeReport) rows() [][2]string {
 		return fmt.Sprintf("p50 %s  p90 %s  p99 %s  max %s  (%s)", ms(l.P50), ms(l.P90), ms(l.P99), ms(l.Max), commas(l.Count))
 	}
 	rows := [][2]string{
-		{"run", fmt.Sprintf("%.1f s; users by transport%s; access tokens %s", r.Seconds, countsString(r.ByTransport), r.Tokens)},
+		{"run", fmt.Sprintf("%.1f s; users by transport%s; access tokens %s; %s", r.Seconds, countsString(r.ByTransport), r.Tokens, r.addrString())},
 		{"entered", fmt.Sprintf("%s of %s arrived (failed %d%s); READY at entry %s", commas(r.Entered), commas(r.Arrived), r.EnterFailed, countsString(r.EnterFailures), commas(r.Immediate))},
 		{"enter latency", lat(r.EnterLatency)},
 		{"enter requests", r.Enter.CodesString() + " (retries of 429/503 included)"},
@@ -387,6 +389,14 @@ func (r *surgeReport) rows() [][2]string {
 			r.LoadAvgStart, r.LoadAvgEnd, r.CPUs, r.CPUs)})
 	}
 	return rows
+}
+
+// addrString says where the crowd's connections came from.
+func (r *surgeReport) addrString() string {
+	if r.SourceAddrs == 0 {
+		return "connections spread over the tool's 16 source addresses"
+	}
+	return fmt.Sprintf("%d users per source address, %s addresses (127.1.x.y)", r.UsersPerAddr, commas(r.SourceAddrs))
 }
 
 func (r *surgeReport) etaString() string {

@@ -1,0 +1,325 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// attackNames are the attacks --attacks chooses from.
+var attackNames = []string{"stuffing", "storm", "idle", "streams", "bomb", "cross-site"}
+
+// attackConfig is the attack scenario's own flags.
+type attackConfig struct {
+	on          map[string]bool
+	for_        time.Duration // the attack window (0: --over)
+	firstUser   int           // the attackers' first account (0: after the crowd's)
+	stuffing    int
+	stuffAddrs  int
+	stuffConns  int
+	stormTokens int
+	stormMax    int
+	idleSockets int
+	deadline    time.Duration
+	streams     int
+	maxStreams  int
+	bombs       int
+	bombMiB     int
+	crossSite   int
+	rssSlackMiB float64
+	drainWait   time.Duration
+}
+
+func attackFlags(fs *flag.FlagSet) func() (attackConfig, error) {
+	var c attackConfig
+	list := fs.String("attacks", "all", "attacks to run beside the surge, comma-separated: "+strings.Join(attackNames, ",")+", all or none")
+	fs.DurationVar(&c.for_, "attack-for", 0, "the attack window from the surge's start: the storm runs this long, bombs and cross-site requests are spread over it (0: --over, at least 1s)")
+	fs.IntVar(&c.firstUser, "attack-first-user", 0, "the attackers' first account user<k> (0: --first-user + -n); they use 3 + --storm-tokens accounts: the stuffing's target, the cross-site victim, the stream flooder, the storm's")
+	fs.IntVar(&c.stuffing, "stuffing", 300, "credential stuffing: wrong-password logins, every 4th to the attacked account, the rest over the crowd's loginIds")
+	fs.IntVar(&c.stuffAddrs, "stuffing-addrs", 3, "credential stuffing: source addresses (127.2.0.1 …)")
+	fs.IntVar(&c.stuffConns, "stuffing-conns", 4, "credential stuffing: concurrent attempts")
+	fs.IntVar(&c.stormTokens, "storm-tokens", 3, "refresh storm: queue tokens polling their position in a closed loop (from 127.2.1.1)")
+	fs.IntVar(&c.stormMax, "storm-requests", 200_000, "refresh storm: at most this many requests in all")
+	fs.IntVar(&c.idleSockets, "idle-sockets", 400, "idle-socket flood: sockets from 127.2.2.1, half silent, half with half a request line")
+	fs.DurationVar(&c.deadline, "conn-deadline", 5*time.Second, "the server's deadline for a connection's first complete request: idle sockets open 2 s past it count as held")
+	fs.IntVar(&c.streams, "stream-flood", 30, "stream flood: SSE streams one user opens with one queue token (from 127.2.3.1)")
+	fs.IntVar(&c.maxStreams, "max-streams", 3, "stream flood: the server's cap of concurrent streams per user and room, the bar for the streams left open")
+	fs.IntVar(&c.bombs, "bombs", 3, "decompression bombs (Content-Encoding: gzip, gzip) to login, orders and the admin API in turn (from 127.2.4.1)")
+	fs.IntVar(&c.bombMiB, "bomb-mib", 256, "what each bomb inflates to, MiB")
+	fs.IntVar(&c.crossSite, "cross-site", 3, "cross-site requests of each kind: WebSocket handshakes and form POSTs to leave with the victim's cookie and Origin "+evilOrigin+" (from 127.2.5.1)")
+	fs.Float64Var(&c.rssSlackMiB, "rss-slack", 64, "the bar for server RSS: the attacked run's max at most the baseline's max + this many MiB")
+	fs.DurationVar(&c.drainWait, "drain-wait", 30*time.Second, "between the runs, wait at most this long for the room to drain (nobody waiting or active)")
+	return func() (attackConfig, error) {
+		c.on = map[string]bool{}
+		for _, a := range strings.Split(*list, ",") {
+			switch a = strings.TrimSpace(a); {
+			case a == "all":
+				for _, n := range attackNames {
+					c.on[n] = true
+				}
+			case a == "none" || a == "":
+			case slices.Contains(attackNames, a):
+				c.on[a] = true
+			default:
+				return c, fmt.Errorf("--attacks: unknown attack %q (want %s, all or none)", a, strings.Join(attackNames, ","))
+			}
+		}
+		if c.for_ < 0 || c.firstUser < 0 || c.stuffing < 0 || c.stuffAddrs < 1 || c.stuffAddrs > 250 || c.stuffConns < 1 || c.stormTokens < 0 ||
+			c.stormMax < 0 || c.idleSockets < 0 || c.deadline <= 0 || c.streams < 0 || c.maxStreams < 0 || c.bombs < 0 || c.bombMiB < 1 ||
+			c.crossSite < 0 || c.rssSlackMiB < 0 || c.drainWait < 0 {
+			return c, errors.New("attack flags: counts and durations must not be negative; --stuffing-addrs 1-250, --stuffing-conns and --bomb-mib at least 1, --conn-deadline positive")
+		}
+		// An intensity of 0 turns an attack off, as leaving it out of --attacks does.
+		for name, n := range map[string]int{"stuffing": c.stuffing, "storm": c.stormTokens, "idle": c.idleSockets, "streams": c.streams, "bomb": c.bombs, "cross-site": c.crossSite} {
+			if n == 0 {
+				delete(c.on, name)
+			}
+		}
+		return c, nil
+	}
+}
+
+// runAttack is the attack scenario: the surge twice on the same room —
+// first alone (the baseline), then, once the room has drained, with the
+// attacks beside it — and the legitimate users' figures of both side by
+// side with what each attack achieved.
+func runAttack(ctx context.Context, o *options, args []string) (report, error) {
+	fs := newFlagSet("attack", o)
+	config := surgeFlags(fs, 4)
+	attackConfigOf := attackFlags(fs)
+	if err := o.parse(fs, args); err != nil {
+		return nil, err
+	}
+	cfg, err := config()
+	if err != nil {
+		return nil, fmt.Errorf("attack: %w", err)
+	}
+	ac, err := attackConfigOf()
+	if err != nil {
+		return nil, fmt.Errorf("attack: %w", err)
+	}
+	if cfg.mt == nil {
+		return nil, errors.New("attack: --mint-tokens is needed (with --jwt-secret or $WR_JWT_SECRET): the crowd must cost no BCrypt, so that every BCrypt verification counted is the attackers'")
+	}
+	if cfg.perAddr < 1 {
+		return nil, errors.New("attack: --users-per-addr must be at least 1: the crowd comes from many addresses, the attackers from others")
+	}
+	if err := checkLoopback(o.base); err != nil {
+		return nil, fmt.Errorf("attack: %w", err)
+	}
+	if ac.for_ == 0 {
+		ac.for_ = max(cfg.over, time.Second)
+	}
+	if ac.firstUser == 0 {
+		ac.firstUser = cfg.first + cfg.n
+	}
+	s, err := newSurge(ctx, o, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("attack: %w", err)
+	}
+	defer s.close()
+	s.prepare(ctx)
+	rep := newAttackReport(o, cfg, ac)
+	if ctx.Err() != nil {
+		rep.Interrupted = true
+		return rep, nil
+	}
+
+	fmt.Fprintln(os.Stderr, "attack: the baseline — the surge alone")
+	base := &attackRun{o: o, cfg: cfg, ac: ac, s: s, baseline: true}
+	rep.Baseline = s.run(ctx, base.side)
+	rep.BcryptBaseline = base.bcrypt
+	rep.Baseline.Scenario = "surge (baseline)"
+	if ctx.Err() != nil {
+		rep.Interrupted = true
+		rep.finish()
+		return rep, nil
+	}
+	if err := waitDrained(ctx, s.adm, ac.drainWait); err != nil {
+		rep.Notes = append(rep.Notes, "before the attacked run: "+err.Error())
+	}
+	fmt.Fprintf(os.Stderr, "attack: the same surge with the attacks beside it: %s\n", rep.AttacksOn)
+	ar := &attackRun{o: o, cfg: cfg, ac: ac, s: s, out: rep}
+	rep.Attack = s.run(ctx, ar.side)
+	rep.Attack.Scenario = "surge (under attack)"
+	rep.BcryptAttack = ar.bcrypt
+	rep.Interrupted = ctx.Err() != nil
+	rep.finish()
+	return rep, nil
+}
+
+// waitDrained waits until the room has nobody waiting or active, at most d.
+func waitDrained(ctx context.Context, adm *admin, d time.Duration) error {
+	deadline := time.Now().Add(d)
+	for {
+		st, err := adm.roomState(ctx)
+		if err == nil && st.Waiting == 0 && st.Active == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) || !sleep(ctx, 250*time.Millisecond) {
+			if err != nil {
+				return fmt.Errorf("the room's state: %w", err)
+			}
+			return fmt.Errorf("the room had not drained after %v: %d waiting, %d active", d, st.Waiting, st.Active)
+		}
+	}
+}
+
+// attackRun is one run's work beside the surge: for the baseline only the
+// BCrypt count, for the attacked run the attacks.
+type attackRun struct {
+	o        *options
+	cfg      surgeConfig
+	ac       attackConfig
+	s        *surge
+	baseline bool
+	out      *attackReport
+	bcrypt   float64 // Δ waitingroom_bcrypt_seconds_count over the run
+}
+
+const metricBcrypt = "waitingroom_bcrypt_seconds_count"
+
+// side is the surge's sideFunc: it starts the attacks with the run's clock
+// and its stop waits for them (each is bounded by count and time; the
+// floods end after their checks), has the attackers leave the queue, and
+// reads the BCrypt count.
+func (ar *attackRun) side(run context.Context, start time.Time) func() {
+	adm := ar.s.adm
+	b0, errText := scrapeNames(run, adm, metricBcrypt)
+	bcryptOK := errText == ""
+	stop := func() {
+		if !bcryptOK {
+			return
+		}
+		mctx, cancel := context.WithTimeout(context.WithoutCancel(run), 10*time.Second)
+		defer cancel()
+		if b1, errText := scrapeNames(mctx, adm, metricBcrypt); errText == "" {
+			ar.bcrypt = b1[metricBcrypt] - b0[metricBcrypt]
+		}
+	}
+	if ar.baseline || len(ar.ac.on) == 0 {
+		return stop
+	}
+	o, ac, cfg, rep := ar.o, ar.ac, ar.cfg, ar.out
+	a := &attacker{base: o.base, admin: o.admin, adminToken: o.adminToken, room: o.room, timeout: o.timeout, rec: NewRecorder()}
+	// reqCtx: Ctrl-C only, so the owner's login and the victim's check
+	// finish when the run ends; holds: the floods' holding, ended by stop.
+	reqCtx := context.WithoutCancel(run)
+	holds, endHolds := context.WithCancel(run)
+	access := func(k int) string {
+		tok, err := cfg.mt.access(int64(ac.firstUser + k))
+		if err != nil {
+			return ""
+		}
+		return tok
+	}
+	owner := "user" + fmt.Sprint(ac.firstUser)
+
+	var (
+		bounded, held sync.WaitGroup
+		mu            sync.Mutex
+		leave         []string // queue tokens of attackers in the queue
+		floodChecked  = make(chan struct{})
+	)
+	keep := func(tok string) {
+		mu.Lock()
+		leave = append(leave, tok)
+		mu.Unlock()
+	}
+	if ac.on["stuffing"] {
+		bounded.Go(func() {
+			rep.Stuffing = a.stuffing(run, reqCtx, ac.stuffing, ac.stuffAddrs, ac.stuffConns, owner, cfg.password, cfg.first, cfg.n)
+		})
+	}
+	if ac.on["cross-site"] {
+		bounded.Go(func() {
+			// Spread over the window: the victim waits in the queue while
+			// the forged requests come.
+			if !sleep(run, ac.for_/3) {
+				return
+			}
+			rep.CrossSite = a.crossSite(run, access(1), ac.crossSite)
+			if rep.CrossSite.qtok != "" {
+				keep(rep.CrossSite.qtok)
+			}
+		})
+	}
+	// The stream flooder's token also carries the bomb to orders.
+	var floodTok string
+	if ac.on["streams"] || ac.on["bomb"] {
+		cl := a.client(streamAddr, 1)
+		tok, _, err := a.enter(run, cl, access(2))
+		cl.hc.CloseIdleConnections()
+		if err != nil {
+			rep.Notes = append(rep.Notes, "the stream flooder could not enter: "+whyEnded(err))
+		} else {
+			floodTok = tok
+			keep(tok)
+		}
+	}
+	if ac.on["streams"] {
+		held.Go(func() {
+			rep.StreamFlood = a.streamFlood(holds, floodTok, ac.streams, cfg.idle, floodChecked)
+		})
+	} else {
+		close(floodChecked)
+	}
+	if ac.on["idle"] {
+		bounded.Go(func() { rep.IdleFlood = a.idleFlood(run, ac.idleSockets, ac.deadline) })
+	}
+	if ac.on["bomb"] {
+		bounded.Go(func() { rep.Bombs = a.bombs(run, adm, ac.bombs, ac.bombMiB, ac.for_, floodTok) })
+	}
+	if ac.on["storm"] {
+		bounded.Go(func() {
+			// The storm's tokens join when the crowd has arrived, at the
+			// back of the queue: a scalper refreshing while it waits. (At
+			// the front they would be READY at once, and READY asks for
+			// no pause: the poll limit, paced by pollAfterMs, lets READY
+			// polls through.)
+			if !sleepUntil(run, start.Add(cfg.over)) {
+				return
+			}
+			cl := a.client(stormAddr, ac.stormTokens)
+			var toks []string
+			var why string
+			for k := range ac.stormTokens {
+				tok, _, err := a.enter(run, cl, access(3+k))
+				if err != nil {
+					why = whyEnded(err)
+					continue
+				}
+				toks = append(toks, tok)
+				keep(tok)
+			}
+			cl.hc.CloseIdleConnections()
+			rep.Storm = a.storm(run, toks, ac.for_, ac.stormMax)
+			rep.Storm.EnterFailure = why
+		})
+	}
+	return func() {
+		bounded.Wait()
+		select {
+		case <-floodChecked:
+		case <-run.Done():
+		}
+		endHolds()
+		held.Wait()
+		stop()
+		if len(leave) > 0 {
+			// The attackers leave: the room is as the run found it.
+			lctx, cancel := context.WithTimeout(reqCtx, time.Minute)
+			defer cancel()
+			_ = forEach(lctx, "attackers leave", len(leave), 4, func(i int) error {
+				_, err := ar.s.leaver.leave(lctx, leave[i])
+				return err
+			})
+		}
+	}
+}

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"time"
+)
+
+// maxCrowdAddrs is how many source addresses a crowd can spread over:
+// 127.1.0.1 … 127.1.255.254.
+const maxCrowdAddrs = 256 * 254
+
+// crowd is the client side of a surge's users. Without perAddr every user
+// shares one API client and the stream dialers that spread connections over
+// the tool's 16 source addresses (the surge as it always ran). With perAddr
+// k, users are dealt k to a source address — user i to group i÷k, from
+// 127.1.0.1, 127.1.0.2, … — and each group has its own http.Transport and
+// stream dialers bound to that address, so a group's connections never mix
+// with another's: a real sale's crowd comes from many addresses, a few users
+// (a household, an office's NAT) behind each, and per-address defences
+// (rate limits, connection caps) then meet the crowd as they would in
+// production. The attack scenario's attackers use 127.2.0.x and 127.3.0.x,
+// disjoint from every crowd address.
+type crowd struct {
+	perAddr int
+	groups  []*crowdGroup
+}
+
+// crowdGroup is the clients of one source address.
+type crowdGroup struct {
+	addr   net.IP // nil: the shared pool of 127.0.0.2 …
+	api    *api
+	dialer map[string]*streamDialer // "sse", "ws"
+}
+
+// legitAddr is crowd group g's source address.
+func legitAddr(g int) net.IP { return net.IPv4(127, 1, byte(g/254), byte(g%254+1)) }
+
+// newCrowd builds the clients of n users, perAddr to an address (0: all
+// share one client); every request is recorded in rec.
+func newCrowd(base, room string, timeout, idle time.Duration, n, perAddr int, rec *Recorder) (*crowd, error) {
+	shared := map[string]*streamDialer{}
+	for _, t := range []string{"sse", "ws"} {
+		d, err := newStreamDialer(t, base, room, timeout, idle)
+		if err != nil {
+			return nil, err
+		}
+		shared[t] = d
+	}
+	c := &crowd{perAddr: perAddr}
+	if perAddr <= 0 {
+		c.groups = []*crowdGroup{{api: &api{base: base, room: room, hc: newClient(1024, timeout), rec: rec}, dialer: shared}}
+		return c, nil
+	}
+	if err := checkLoopback(base); err != nil {
+		return nil, fmt.Errorf("--users-per-addr: %w", err)
+	}
+	groups := (n + perAddr - 1) / perAddr
+	if groups > maxCrowdAddrs {
+		return nil, fmt.Errorf("--users-per-addr %d: %d users need %d source addresses, at most %d: raise it", perAddr, n, groups, maxCrowdAddrs)
+	}
+	for g := range groups {
+		ip := legitAddr(g)
+		dial := loopbackDial(func() net.IP { return ip })
+		c.groups = append(c.groups, &crowdGroup{
+			addr:   ip,
+			api:    &api{base: base, room: room, hc: newClientFrom(ip, perAddr, timeout), rec: rec},
+			dialer: map[string]*streamDialer{"sse": shared["sse"].from(dial), "ws": shared["ws"].from(dial)},
+		})
+	}
+	return c, nil
+}
+
+// of is user i's group.
+func (c *crowd) of(i int) *crowdGroup {
+	if c.perAddr <= 0 {
+		return c.groups[0]
+	}
+	return c.groups[i/c.perAddr]
+}
+
+// addrs is how many source addresses the crowd uses (0: the shared pool).
+func (c *crowd) addrs() int {
+	if c.perAddr <= 0 {
+		return 0
+	}
+	return len(c.groups)
+}
+
+// closeIdle closes every group's idle keep-alive connections: they would
+// hold up a server's graceful shutdown, and a second run starts cold.
+func (c *crowd) closeIdle() {
+	for _, g := range c.groups {
+		g.api.hc.CloseIdleConnections()
+	}
+}
+
+// checkLoopback fails unless base's host is a loopback address: binding
+// 127.x source addresses reaches only a server on this machine.
+func checkLoopback(base string) error {
+	u, err := url.Parse(base)
+	if err != nil {
+		return err
+	}
+	if !isLoopback(u.Hostname()) {
+		return fmt.Errorf("source addresses 127.x.y.z reach only a loopback target, not %q", u.Hostname())
+	}
+	return nil
+}
