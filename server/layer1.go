@@ -41,13 +41,22 @@ import (
 //	login_id           WR_LIMIT_LOGIN_ID          10/1m:5    failures per account, from anywhere
 //
 // Before BCrypt, login_id is peeked (nothing recorded), then one script
-// takes one attempt on login_attempts_ip, login_ip and login_pair at once,
-// all or nothing (these keys share the address as their Redis hash tag).
-// The take on the two failure limits is a reservation: a correct password
-// refunds it, a wrong one lets it stand. Reserving before BCrypt (rather
-// than peeking and charging after) keeps the bound exact under concurrency:
-// an address with 30 failures left gets 30 BCrypt verifications, not 30
-// plus however many requests it has in flight.
+// decides login_attempts_ip, login_ip and login_pair at once, all or
+// nothing (their keys share the address as Redis hash tag): it records the
+// attempt on login_attempts_ip and reserves one failure on login_pair;
+// login_ip is only peeked. After BCrypt, a wrong password charges login_ip
+// and login_id and lets the pair's reservation stand; a correct one (or no
+// verdict: the database could not answer) refunds the reservation.
+//
+// Why the pair is reserved but login_ip only peeked: a reservation keeps a
+// bound exact under concurrency (an address gets 5 guesses at an account,
+// not 5 plus however many it sends at once), but while BCrypt runs it
+// holds a place like a failure. Concurrent logins of one account from one
+// address are not a pattern worth serving; many users logging in at once
+// behind one NAT (an office, a mobile carrier) are, so login_ip never
+// counts successes, even in flight. Its bound under concurrency is its
+// budget plus the attempts one address has in flight, themselves bounded
+// by login_attempts_ip's burst.
 //
 // login_id is soft: when it is exhausted, the attempt is refused only if
 // the (account, address) pair is in debt — this address has failed on this
@@ -59,10 +68,7 @@ import (
 // address. login_id is charged after a failed verify, saturating (it never
 // owes more than its burst, so once the failures stop it recovers within
 // one interval).
-//
-// Concurrent successes from one address (a NAT) hold a reservation only
-// while their BCrypt runs: they are bounded by login_attempts_ip, never by
-// the failure limits.
+
 // pollSlack: a poll is refused when it comes sooner than half of the
 // pollAfterMs its band asked for, beyond a burst of pollBurst (jitter,
 // reloads, a second tab).
@@ -117,9 +123,9 @@ var limitSubjects = map[string]string{
 // loginGate applies the login limits (see the header) to an attempt on
 // account from this request's address, before BCrypt. It returns the
 // function that settles the attempt once the password is checked — failed:
-// a wrong password (the reservation stands and login_id is charged); else
-// a success or no verdict (the reservation is refunded) — or nil when the
-// limits are off or the address exempt.
+// a wrong password (the pair's reservation stands, login_ip and login_id
+// are charged); else a success or no verdict (the reservation is
+// refunded) — or nil when the limits are off or the address exempt.
 func (s *Server) loginGate(c *fiber.Ctx, account string) (settle func(failed bool), err error) {
 	if !s.cfg.RateLimits || s.exempt(c, "") {
 		return nil, nil
@@ -128,16 +134,16 @@ func (s *Server) loginGate(c *fiber.Ctx, account string) (settle func(failed boo
 	addr := s.clientKey(c)
 	lim := s.cfg.Limits
 	id := ratelimit.Check{Name: "login_id", Subject: account, Limit: lim.LoginID}
-	reserved := []ratelimit.Check{
-		{Name: "login_ip", Slot: addr, Limit: lim.LoginIP},
-		{Name: "login_pair", Slot: addr, Subject: account, Limit: lim.LoginPair},
-	}
 	attempts := ratelimit.Check{Name: "login_attempts_ip", Slot: addr, Limit: lim.LoginAttemptsIP}
+	failures := ratelimit.Check{Name: "login_ip", Slot: addr, Limit: lim.LoginIP}
+	pair := ratelimit.Check{Name: "login_pair", Slot: addr, Subject: account, Limit: lim.LoginPair}
 	idr, err := s.limiter.Peek(ctx, id)
 	if err != nil {
 		return nil, errors.Join(errDBUnavailable, err)
 	}
-	taken, err := s.limiter.Take(ctx, attempts, reserved[0], reserved[1])
+	peeked := failures
+	peeked.PeekOnly = true
+	taken, err := s.limiter.Take(ctx, attempts, peeked, pair)
 	if err != nil {
 		return nil, errors.Join(errDBUnavailable, err)
 	}
@@ -149,7 +155,7 @@ func (s *Server) loginGate(c *fiber.Ctx, account string) (settle func(failed boo
 	if !idr[0].Allowed && taken[2].InDebt() {
 		// The account is under attack and this address has been failing
 		// on it: refused, and its reservation given back (nothing ran).
-		if err := s.limiter.Refund(ctx, reserved...); err != nil {
+		if err := s.limiter.Refund(ctx, pair); err != nil {
 			s.log.LogAttrs(ctx, slog.LevelWarn, "login limits: refund failed", slog.String("error", err.Error()))
 		}
 		return nil, s.refuse(c, "login_id", idr[0].RetryAfter)
@@ -161,9 +167,12 @@ func (s *Server) loginGate(c *fiber.Ctx, account string) (settle func(failed boo
 		defer cancel()
 		var err error
 		if failed {
-			_, err = s.limiter.Charge(sctx, id)
+			_, err = s.limiter.Charge(sctx, failures)
+			if _, ierr := s.limiter.Charge(sctx, id); err == nil {
+				err = ierr
+			}
 		} else {
-			err = s.limiter.Refund(sctx, reserved...)
+			err = s.limiter.Refund(sctx, pair)
 		}
 		if err != nil {
 			s.log.LogAttrs(ctx, slog.LevelWarn, "login limits: settling an attempt failed", slog.Bool("failed", failed), slog.String("error", err.Error()))

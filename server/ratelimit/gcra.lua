@@ -15,8 +15,10 @@
 --                     limit recovers one interval after charges stop
 --              refund give one request back on each key (a reservation
 --                     taken by take that turned out not to count)
--- ARGV[2k], ARGV[2k+1] (k = 1..n) emission interval T in microseconds
---            (period ÷ rate) and burst (>= 1) of KEYS[k]
+-- ARGV[3k-1], ARGV[3k], ARGV[3k+1] (k = 1..n): emission interval T in
+--            microseconds (period ÷ rate), burst (>= 1), and record (0|1)
+--            of KEYS[k]; a key with record 0 takes part in the decision
+--            but is never written, whatever the mode
 --
 -- Returns a flat array of 3 integers per key, in KEYS order:
 --   allowed (0|1)   whether one request would be allowed (before this call)
@@ -28,11 +30,12 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local mode = ARGV[1]
 local out = {}
-local tats, news, intervals = {}, {}, {}
+local tats, news, intervals, records = {}, {}, {}, {}
 local all = true
 for i = 1, #KEYS do
-  local interval = tonumber(ARGV[2 * i])
-  local burst = tonumber(ARGV[2 * i + 1])
+  local interval = tonumber(ARGV[3 * i - 1])
+  local burst = tonumber(ARGV[3 * i])
+  records[i] = ARGV[3 * i + 1] == '1'
   local tat = tonumber(redis.call('GET', KEYS[i]) or now)
   if tat < now then
     tat = now
@@ -56,13 +59,13 @@ local function set(key, tat)
     redis.call('SET', key, tat, 'PX', math.ceil((tat - now) / 1000) + 1)
   end
 end
-if (mode == 'take' and all) or mode == 'charge' then
-  for i = 1, #KEYS do
-    set(KEYS[i], news[i])
-  end
-elseif mode == 'refund' then
-  for i = 1, #KEYS do
-    set(KEYS[i], tats[i] - intervals[i])
+for i = 1, #KEYS do
+  if records[i] then
+    if (mode == 'take' and all) or mode == 'charge' then
+      set(KEYS[i], news[i])
+    elseif mode == 'refund' then
+      set(KEYS[i], tats[i] - intervals[i])
+    end
   end
 end
 return out

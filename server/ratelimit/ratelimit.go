@@ -104,6 +104,10 @@ type Check struct {
 	// one slot. It should be the part of the subject they share, e.g. the
 	// client address.
 	Slot string
+	// PeekOnly makes the check take part in a decision without ever being
+	// recorded (by Take, Charge or Refund): e.g. a limit that must allow
+	// the request but is charged separately, later.
+	PeekOnly bool
 }
 
 func (l *Limiter) key(c Check) string {
@@ -158,11 +162,15 @@ func (l *Limiter) run(ctx context.Context, mode string, checks ...Check) ([]Resu
 	}
 	name := checks[0].Name
 	keys := make([]string, len(checks))
-	args := make([]any, 1, 1+2*len(checks))
+	args := make([]any, 1, 1+3*len(checks))
 	args[0] = mode
 	for i, c := range checks {
 		keys[i] = l.key(c)
-		args = append(args, c.Limit.Interval().Microseconds(), c.Limit.Burst)
+		record := 1
+		if c.PeekOnly {
+			record = 0
+		}
+		args = append(args, c.Limit.Interval().Microseconds(), c.Limit.Burst, record)
 	}
 	v, err := gcra.Run(ctx, l.rdb, keys, args...).Int64Slice()
 	if err != nil {

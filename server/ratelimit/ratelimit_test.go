@@ -212,3 +212,29 @@ func TestChargeSaturates(t *testing.T) {
 		t.Fatalf("after 1000 charges = %+v, want refused for at most one interval (6s), debt at most burst × interval", r[0])
 	}
 }
+
+// TestPeekOnlyDecidesButIsNotRecorded: a PeekOnly check can refuse a Take
+// but is never written by it.
+func TestPeekOnlyDecidesButIsNotRecorded(t *testing.T) {
+	rdb, prefix := queuetest.Redis(t)
+	l := ratelimit.New(rdb, prefix)
+	ctx := context.Background()
+	rec := ratelimit.Check{Name: "rec", Slot: "a", Limit: ratelimit.Limit{Rate: 1, Per: time.Hour, Burst: 10}}
+	gate := ratelimit.Check{Name: "gate", Slot: "a", Limit: ratelimit.Limit{Rate: 1, Per: time.Hour, Burst: 1}, PeekOnly: true}
+	for range 3 {
+		if r, err := l.Take(ctx, rec, gate); err != nil || !r[0].Allowed || !r[1].Allowed {
+			t.Fatalf("take = %+v %v, want allowed (the peek-only check is never spent)", r, err)
+		}
+	}
+	gate.PeekOnly = false
+	if _, err := l.Charge(ctx, gate); err != nil {
+		t.Fatal(err)
+	}
+	gate.PeekOnly = true
+	if r, _ := l.Take(ctx, rec, gate); r[1].Allowed || !r[0].Allowed {
+		t.Fatalf("take with the gate exhausted = %+v, want refused by the gate", r)
+	}
+	if r, _ := l.Peek(ctx, rec); r[0].Debt > 3*time.Hour || r[0].Debt <= 2*time.Hour {
+		t.Fatalf("rec's debt = %v, want 3 recorded takes (the refused one recorded nothing)", r[0].Debt)
+	}
+}
