@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"errors"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -420,5 +421,24 @@ func TestAdminAuthenticationIsThrottled(t *testing.T) {
 	}
 	if strings.Contains(logs, "guess") {
 		t.Fatal("a guessed admin token was logged")
+	}
+}
+
+// TestLoginLimitsConfig: the login limits' defaults, and a bad value named.
+func TestLoginLimitsConfig(t *testing.T) {
+	c, err := server.LoadConfig(envOf(map[string]string{"WR_JWT_SECRET": testSecret}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := c.Limits
+	if l.LoginIP.String() != "30/1m0s:30" || l.LoginID.String() != "10/1m0s:5" || l.LoginPair.String() != "5/5m0s:5" || l.LoginAttemptsIP.String() != "120/1m0s:60" {
+		t.Fatalf("login limits = ip %v, id %v, pair %v, attempts %v", l.LoginIP, l.LoginID, l.LoginPair, l.LoginAttemptsIP)
+	}
+	for _, v := range []string{"WR_LIMIT_LOGIN_PAIR", "WR_LIMIT_LOGIN_ATTEMPTS_IP"} {
+		_, err := server.LoadConfig(envOf(map[string]string{"WR_JWT_SECRET": testSecret, v: "five"}))
+		var ce *server.ConfigError
+		if !errors.As(err, &ce) || ce.Var != v {
+			t.Errorf("%s=five: %v, want a ConfigError naming it", v, err)
+		}
 	}
 }
