@@ -134,12 +134,14 @@ func (s *Server) runAccessRefresh(ctx context.Context) {
 	}
 }
 
-// denyIPs refuses denied addresses before any work.
+// denyIPs refuses denied addresses before any work, then hands over to
+// apiGate (origin.go: the cookie's names, cross-site refusals, security
+// events), the rest of the /api/v1 group's gate.
 func (s *Server) denyIPs(c *fiber.Ctx) error {
 	if a := s.access(); len(a.deny.nets) > 0 && a.deny.hasIP(s.clientIP(c)) {
 		return errDenied
 	}
-	return c.Next()
+	return s.apiGate(c)
 }
 
 // checkUser refuses denied users.

@@ -64,10 +64,16 @@ func (s *Server) readyz(c *fiber.Ctx) error {
 
 // adminAuth requires "Authorization: Bearer $WR_ADMIN_TOKEN" (compared in
 // constant time). Without WR_ADMIN_TOKEN the admin API refuses everyone.
+// Failures are logged as security events and throttled per address
+// (adminauth.go): past the allowance, 429 before the token is compared.
 func (s *Server) adminAuth(c *fiber.Ctx) error {
+	if err := s.adminThrottled(c); err != nil {
+		return err
+	}
 	want := s.cfg.AdminToken
 	got := bearer(c)
 	if want == "" || subtle.ConstantTimeCompare([]byte(got), []byte(want)) != 1 {
+		s.adminFailed(c, got != "")
 		return &apiError{status: 401, code: "unauthorized", message: "the admin API needs Authorization: Bearer $WR_ADMIN_TOKEN"}
 	}
 	return c.Next()

@@ -1,9 +1,13 @@
 package server
 
 import (
+	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/gofiber/fiber/v2"
 	"golang.org/x/crypto/bcrypt"
@@ -21,34 +25,37 @@ type loginRequest struct {
 
 // login is the only place BCrypt runs. The user row is read and its pooled
 // connection returned BEFORE BCrypt runs; an unknown login id is verified
-// against a dummy hash so both answers take the same time.
+// against a dummy hash so both answers take the same time. The limits
+// (layer1.go, loginGate) count failures and decide before BCrypt; a
+// malformed request is refused before any of them, and before any database
+// call.
 func (s *Server) login(c *fiber.Ctx) error {
 	ctx := c.UserContext()
-	if err := s.limit(c, "login_ip", s.clientIP(c), "", s.cfg.Limits.LoginIP, false); err != nil {
-		return err
-	}
 	var req loginRequest
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
-	if req.LoginID == "" || len(req.LoginID) > 128 || strings.TrimSpace(req.LoginID) != req.LoginID {
-		return errBadRequest("loginId must be 1-128 characters without surrounding spaces")
+	if err := validLoginID(req.LoginID); err != nil {
+		return err
 	}
 	if req.Password == "" || len(req.Password) > 256 {
 		return errBadRequest("password must be 1-256 characters")
 	}
-	if err := s.limit(c, "login_id", req.LoginID, "", s.cfg.Limits.LoginID, false); err != nil {
+	settle, err := s.loginGate(c, req.LoginID)
+	if err != nil {
 		return err
 	}
-	id, hash, err := s.store.Credentials(ctx, req.LoginID)
-	switch {
-	case errors.Is(err, pgstore.ErrUserNotFound):
-		s.verifyPassword(s.dummy(), req.Password)
-		return errInvalidCreds
-	case err != nil:
-		return errors.Join(errDBUnavailable, err)
+	ok, id, err := s.checkPassword(ctx, req.LoginID, req.Password)
+	if settle != nil {
+		// No verdict (the database could not answer) is not a failure:
+		// nothing was verified, nothing learnt.
+		settle(err == nil && !ok)
 	}
-	if !s.verifyPassword(hash, req.Password) {
+	if err != nil {
+		return err
+	}
+	if !ok {
+		s.securityEvent(ctx, evLoginFailed, slog.String("address", s.clientIP(c)), slog.String("login_id", logValue(req.LoginID)))
 		return errInvalidCreds
 	}
 	tok, err := s.tokens.IssueAccess(userID(id), s.cfg.AccessTTL)
@@ -56,6 +63,34 @@ func (s *Server) login(c *fiber.Ctx) error {
 		return err
 	}
 	return c.JSON(fiber.Map{"accessToken": tok, "tokenType": "Bearer", "expiresIn": int(s.cfg.AccessTTL.Seconds())})
+}
+
+// checkPassword reads the user's credentials and verifies password, against
+// a dummy hash when the login id is unknown (same time either way).
+func (s *Server) checkPassword(ctx context.Context, loginID, password string) (ok bool, id int64, err error) {
+	id, hash, err := s.store.Credentials(ctx, loginID)
+	switch {
+	case errors.Is(err, pgstore.ErrUserNotFound):
+		s.verifyPassword(s.dummy(), password)
+		return false, 0, nil
+	case err != nil:
+		return false, 0, dbError(err)
+	}
+	return s.verifyPassword(hash, password), id, nil
+}
+
+// validLoginID accepts 1-128 bytes of valid UTF-8 without control
+// characters or surrounding spaces: anything else cannot be an account's
+// id, and is refused before it reaches a limit key or the database (which
+// refuses a NUL byte or invalid UTF-8 itself).
+func validLoginID(id string) error {
+	if id == "" || len(id) > 128 || strings.TrimSpace(id) != id {
+		return errBadRequest("loginId must be 1-128 characters without surrounding spaces")
+	}
+	if !utf8.ValidString(id) || strings.IndexFunc(id, unicode.IsControl) >= 0 {
+		return errBadRequest("loginId must be valid UTF-8 without control characters")
+	}
+	return nil
 }
 
 func (s *Server) verifyPassword(hash []byte, password string) bool {
@@ -95,11 +130,13 @@ func (s *Server) accessClaims(c *fiber.Ctx) (*Claims, error) {
 	return claims, s.checkUser(claims.Subject)
 }
 
-// queueCookie is the HttpOnly cookie that enter sets with the queue token.
+// queueCookie is the HttpOnly cookie that enter sets with the queue token
+// over plain HTTP; over HTTPS it is queueCookieHost (origin.go), which the
+// /api/v1 gate hands to every handler under this name.
 const queueCookie = "wr_queue"
 
 // queueClaims verifies the request's queue token, from the Authorization
-// header or the wr_queue cookie.
+// header or the queue cookie.
 func (s *Server) queueClaims(c *fiber.Ctx) (*Claims, error) {
 	raw := bearer(c)
 	if raw == "" {

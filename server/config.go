@@ -99,13 +99,17 @@ type Config struct {
 
 // Limits are layer 1's limits, each "RATE/PERIOD[:BURST]".
 type Limits struct {
-	LoginIP   ratelimit.Limit // WR_LIMIT_LOGIN_IP: logins per client IP
-	LoginID   ratelimit.Limit // WR_LIMIT_LOGIN_ID: logins per loginId
+	LoginIP   ratelimit.Limit // WR_LIMIT_LOGIN_IP: failed logins per client address
+	LoginID   ratelimit.Limit // WR_LIMIT_LOGIN_ID: failed logins per loginId (soft: layer1.go)
 	EnterIP   ratelimit.Limit // WR_LIMIT_ENTER_IP: enters per client IP
 	EnterUser ratelimit.Limit // WR_LIMIT_ENTER_USER: enters per user
 	Stream    ratelimit.Limit // WR_LIMIT_STREAM: stream connects per user and room
 	OrderRoom ratelimit.Limit // WR_LIMIT_ORDER_ROOM: orders per room, queue or not
 	OrderUser ratelimit.Limit // WR_LIMIT_ORDER_USER: orders per user
+	// LoginPair (WR_LIMIT_LOGIN_PAIR, "5/5m:5"): failed logins per loginId
+	// and client address. LoginAttemptsIP (WR_LIMIT_LOGIN_ATTEMPTS_IP,
+	// "120/1m:60"): every login attempt per client address.
+	LoginPair, LoginAttemptsIP ratelimit.Limit
 }
 
 // ConfigError names the variable that is wrong.
@@ -171,6 +175,8 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		OrderRoom: p.limit("WR_LIMIT_ORDER_ROOM", "1000/1s:200"),
 		OrderUser: p.limit("WR_LIMIT_ORDER_USER", "10/1m:5"),
 	}
+	c.Limits.LoginPair = p.limit("WR_LIMIT_LOGIN_PAIR", "5/5m:5")
+	c.Limits.LoginAttemptsIP = p.limit("WR_LIMIT_LOGIN_ATTEMPTS_IP", "120/1m:60")
 	c.ClientIPHeader = p.str("WR_CLIENT_IP_HEADER", "X-Real-IP")
 	if v := p.str("WR_TRUSTED_PROXIES", ""); v != "" {
 		for _, cidr := range strings.Split(v, ",") {

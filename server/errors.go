@@ -47,6 +47,7 @@ var errorTable = []struct {
 	{ErrTokenInvalid, apiError{status: 401, code: "unauthorized", message: "the token is missing, expired or invalid"}},
 	{pgstore.ErrProductNotFound, apiError{status: 404, code: "product_not_found", message: "no such product"}},
 	{pgstore.ErrOutOfStock, apiError{status: 409, code: "out_of_stock", message: "not enough stock left for this order"}},
+	{pgstore.ErrInvalidInput, apiError{status: 400, code: "invalid_request", message: "a value of the request was refused"}},
 }
 
 // fiberCodes names Fiber's own errors (routing, body limit) in the contract's form.

@@ -28,6 +28,7 @@ type metrics struct {
 	streamRepl   prometheus.Counter
 	rateLimited  *prometheus.CounterVec
 	abandoned    *prometheus.CounterVec
+	secEvents    *prometheus.CounterVec
 
 	// Adaptive admission: the limit in force and the last window's signals
 	// (as of this instance's last controller step).
@@ -112,6 +113,10 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 		Name: "waitingroom_abandoned_total", Help: "Waiting users removed for neither polling nor holding a stream for WR_IDLE_TIMEOUT (counted by the instance whose admission run removed them).",
 	}, []string{"room"})
 	reg.MustRegister(m.abandoned)
+	m.secEvents = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "waitingroom_security_events_total", Help: "Security events by name (login_failed, token_refused, rate_limited, cross_site, admin_auth_failed, admin_auth_throttled), counted whether or not their log line was suppressed.",
+	}, []string{"event"})
+	reg.MustRegister(m.secEvents)
 	room := []string{"room"}
 	gauge := func(name, help string) *prometheus.GaugeVec {
 		g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, room)

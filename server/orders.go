@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -56,6 +57,15 @@ func (s *Server) order(c *fiber.Ctx) error {
 	if err := s.limit(c, "order_user", claims.Subject, claims.Subject, s.cfg.Limits.OrderUser, false); err != nil {
 		return err
 	}
+	// An unknown product is refused while the token is still unspent: a
+	// typo must not cost the wait. (A product deleted after this check is
+	// still refused by the transaction, with the token spent.)
+	if err := s.knownProduct(ctx, *req.ProductID); err != nil {
+		if errors.Is(err, pgstore.ErrProductNotFound) {
+			s.m.orders.WithLabelValues("product_not_found").Inc()
+		}
+		return err
+	}
 	// In flight for at most twice the transaction's deadline: the slot is
 	// released or the token restored long before admission prunes it.
 	claim, err := s.q.Consume(ctx, claims.Room, claims.Subject, entry, 2*s.cfg.OrderTimeout)
@@ -78,6 +88,16 @@ func (s *Server) order(c *fiber.Ctx) error {
 	bctx, bcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer bcancel()
 	switch {
+	case errors.Is(err, pgstore.ErrInvalidInput):
+		// The database refused a value of the request (validated above, so
+		// this is a gap in validation): the client's fault, not the shop's,
+		// and not a reason to lose the turn. The token is given back.
+		s.m.orders.WithLabelValues("invalid").Inc()
+		if _, rerr := s.restore(bctx, claim); rerr != nil {
+			s.log.LogAttrs(ctx, slog.LevelWarn, "restoring the entry token after a refused value failed",
+				slog.String("room", claim.Room), slog.String("error", rerr.Error()))
+		}
+		return dbError(err)
 	case err == nil, pgstore.IsOutcome(err):
 		if _, rerr := s.q.Release(bctx, claim); rerr != nil {
 			s.log.LogAttrs(ctx, slog.LevelWarn, "release failed; the slot frees when its in-flight deadline passes",
@@ -141,13 +161,92 @@ func (s *Server) product(c *fiber.Ctx) error {
 		return errBadRequest("the product id must be a positive integer")
 	}
 	p, err := s.store.Product(c.UserContext(), id)
-	switch {
-	case errors.Is(err, pgstore.ErrProductNotFound):
-		return err
-	case err != nil:
-		return errors.Join(errDBUnavailable, err)
+	if err != nil {
+		return dbError(err)
 	}
+	s.products.put(id, true, time.Now())
 	return c.JSON(p)
+}
+
+// dbError is the answer to a store error: its business outcome (errors.go's
+// table), 400 with the reason for a value the database refused
+// (pgstore.InputError: the request's fault, never an outage), else 503.
+func dbError(err error) error {
+	var ie *pgstore.InputError
+	switch {
+	case errors.As(err, &ie):
+		return errBadRequest("a value of the request was refused: " + ie.Reason)
+	case pgstore.IsOutcome(err):
+		return err
+	}
+	return errors.Join(errDBUnavailable, err)
+}
+
+// Product ids an order may name are checked against a per-instance cache
+// before the entry token is spent. A known id is trusted for
+// productKnownTTL, an unknown one for productUnknownTTL (short: a product
+// created a moment ago must not be refused for long, and an id guessed by
+// a scanner costs at most one query per this period per id). The cache
+// holds at most productCacheMax ids; when full it is emptied.
+const (
+	productKnownTTL   = time.Minute
+	productUnknownTTL = 5 * time.Second
+	productCacheMax   = 10_000
+)
+
+type productCache struct {
+	mu sync.Mutex
+	m  map[int64]productEntry
+}
+
+type productEntry struct {
+	known bool
+	until time.Time
+}
+
+func (p *productCache) get(id int64, now time.Time) (known, ok bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e, ok := p.m[id]
+	if !ok || now.After(e.until) {
+		return false, false
+	}
+	return e.known, true
+}
+
+func (p *productCache) put(id int64, known bool, now time.Time) {
+	ttl := productKnownTTL
+	if !known {
+		ttl = productUnknownTTL
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.m == nil || len(p.m) >= productCacheMax {
+		p.m = make(map[int64]productEntry)
+	}
+	p.m[id] = productEntry{known: known, until: now.Add(ttl)}
+}
+
+// knownProduct returns pgstore.ErrProductNotFound for a product id that does
+// not exist, from the cache or one query.
+func (s *Server) knownProduct(ctx context.Context, id int64) error {
+	now := time.Now()
+	known, ok := s.products.get(id, now)
+	if !ok {
+		_, err := s.store.Product(ctx, id)
+		switch {
+		case err == nil:
+			known = true
+		case errors.Is(err, pgstore.ErrProductNotFound):
+		default:
+			return dbError(err)
+		}
+		s.products.put(id, known, now)
+	}
+	if !known {
+		return pgstore.ErrProductNotFound
+	}
+	return nil
 }
 
 // recordOrder feeds one order into the adaptive signals: its latency, and

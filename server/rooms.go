@@ -76,7 +76,7 @@ func (s *Server) enter(c *fiber.Ctx) error {
 	}
 	room := roomParam(c)
 	ctx := c.UserContext()
-	if err := s.limit(c, "enter_ip", s.clientIP(c), claims.Subject, s.cfg.Limits.EnterIP, true); err != nil {
+	if err := s.limit(c, "enter_ip", s.clientKey(c), claims.Subject, s.cfg.Limits.EnterIP, true); err != nil {
 		return err
 	}
 	if err := s.limit(c, "enter_user", claims.Subject, claims.Subject, s.cfg.Limits.EnterUser, true); err != nil {
@@ -109,22 +109,44 @@ func (s *Server) enter(c *fiber.Ctx) error {
 }
 
 // setQueueToken issues a queue token for user's ticket in room and sets it
-// as the HttpOnly wr_queue cookie.
+// as the HttpOnly queue cookie: over HTTPS (secureRequest) Secure and named
+// __Host-wr_queue with Path=/ (the prefix requires it), else wr_queue with
+// Path=/api/v1. SameSite=Lax either way; origin.go refuses what Lax lets
+// through.
 func (s *Server) setQueueToken(c *fiber.Ctx, user, room string, ticket int64) (string, error) {
 	tok, err := s.tokens.IssueQueue(user, room, ticket, s.cfg.QueueTTL)
 	if err != nil {
 		return "", err
 	}
-	c.Cookie(&fiber.Cookie{
-		Name:     queueCookie,
-		Value:    tok,
-		Path:     "/api/v1",
-		MaxAge:   int(s.cfg.QueueTTL.Seconds()),
-		HTTPOnly: true,
-		SameSite: fiber.CookieSameSiteLaxMode,
-		Secure:   s.cfg.CookieSecure || c.Protocol() == "https",
-	})
+	ck := s.queueCookieAt(c)
+	ck.Value, ck.MaxAge = tok, int(s.cfg.QueueTTL.Seconds())
+	c.Cookie(ck)
 	return tok, nil
+}
+
+// queueCookieAt is the queue cookie's name, path and flags for this request.
+func (s *Server) queueCookieAt(c *fiber.Ctx) *fiber.Cookie {
+	ck := &fiber.Cookie{Name: queueCookie, Path: "/api/v1", HTTPOnly: true, SameSite: fiber.CookieSameSiteLaxMode}
+	if s.secureRequest(c) {
+		ck.Name, ck.Path, ck.Secure = queueCookieHost, "/", true
+	}
+	return ck
+}
+
+// clearQueueCookie deletes the queue cookie: a browser deletes a cookie only
+// when name, path (and, for __Host-, Secure) match the ones it was set
+// with. The plain cookie is cleared at its path whatever the scheme (it may
+// date from before HTTPS was in front), the __Host- one over HTTPS.
+func (s *Server) clearQueueCookie(c *fiber.Ctx) {
+	gone := func(ck *fiber.Cookie) *fiber.Cookie {
+		ck.Value, ck.MaxAge, ck.Expires = "", -1, time.Unix(0, 0)
+		return ck
+	}
+	ck := s.queueCookieAt(c)
+	c.Cookie(gone(ck))
+	if ck.Name != queueCookie {
+		c.Cookie(gone(&fiber.Cookie{Name: queueCookie, Path: "/api/v1", HTTPOnly: true, SameSite: fiber.CookieSameSiteLaxMode, Secure: true}))
+	}
 }
 
 // roomParam returns the {room} path parameter as a string of its own:
@@ -186,6 +208,6 @@ func (s *Server) leave(c *fiber.Ctx) error {
 	if _, err := s.q.Leave(c.UserContext(), room, claims.Subject); err != nil {
 		return err
 	}
-	c.ClearCookie(queueCookie)
+	s.clearQueueCookie(c)
 	return c.SendStatus(fiber.StatusNoContent)
 }

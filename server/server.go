@@ -56,6 +56,9 @@ type Server struct {
 	admitter  *queue.Admitter
 	hub       *stream.Hub
 	limiter   *ratelimit.Limiter
+	sec       secLog        // security events' log budget (seclog.go)
+	adminFail adminThrottle // failed admin authentications per address
+	products  productCache  // known product ids (orders.go)
 	acl       atomic.Pointer[accessLists]
 	presence  *presence
 	keyPrefix string

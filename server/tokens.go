@@ -30,6 +30,10 @@ const (
 // the log, never to the client.
 var ErrTokenInvalid = errors.New("token invalid")
 
+// errTokenKind: a valid token of the other kind (an access token where a
+// queue token is required, or the reverse).
+var errTokenKind = errors.New("wrong kind")
+
 // Claims are the claims of both token kinds.
 type Claims struct {
 	jwt.RegisteredClaims
@@ -128,13 +132,13 @@ func (t *Tokens) Parse(raw, kind string) (*Claims, error) {
 		t.cache.put(raw, c)
 	}
 	if !c.ExpiresAt.After(t.now()) {
-		return nil, fmt.Errorf("%w: expired", ErrTokenInvalid)
+		return nil, fmt.Errorf("%w: %w", ErrTokenInvalid, jwt.ErrTokenExpired)
 	}
 	if c.Kind != kind {
-		return nil, fmt.Errorf("%w: kind %q, want %q", ErrTokenInvalid, c.Kind, kind)
+		return nil, fmt.Errorf("%w: %w: kind %q, want %q", ErrTokenInvalid, errTokenKind, c.Kind, kind)
 	}
 	if kind == KindQueue && c.Room == "" {
-		return nil, fmt.Errorf("%w: queue token without room", ErrTokenInvalid)
+		return nil, fmt.Errorf("%w: %w: queue token without room", ErrTokenInvalid, errTokenKind)
 	}
 	return c, nil
 }

@@ -57,7 +57,7 @@ func (s *Store) Product(ctx context.Context, id int64) (Product, error) {
 		return Product{}, ErrProductNotFound
 	}
 	if err != nil {
-		return Product{}, fmt.Errorf("pgstore: product: %w", err)
+		return Product{}, mapErr("product", err)
 	}
 	return p, nil
 }
@@ -94,7 +94,7 @@ func (s *Store) PlaceOrder(ctx context.Context, r OrderRequest) (Order, error) {
 		`UPDATE products SET stock = stock - $1 WHERE id = $2 AND stock >= $1`,
 		int64(r.Quantity), r.ProductID)
 	if err != nil {
-		return Order{}, fmt.Errorf("pgstore: place order: update stock: %w", err)
+		return Order{}, mapErr("place order: update stock", err)
 	}
 	if tag.RowsAffected() == 0 {
 		var exists bool
@@ -103,7 +103,7 @@ func (s *Store) PlaceOrder(ctx context.Context, r OrderRequest) (Order, error) {
 		).Scan(&exists)
 		switch {
 		case err != nil:
-			return Order{}, fmt.Errorf("pgstore: place order: check product: %w", err)
+			return Order{}, mapErr("place order: check product", err)
 		case !exists:
 			return Order{}, ErrProductNotFound
 		default:
@@ -123,7 +123,7 @@ func (s *Store) PlaceOrder(ctx context.Context, r OrderRequest) (Order, error) {
 			pgErr.ConstraintName == "orders_user_id_fkey" {
 			return Order{}, ErrUserNotFound
 		}
-		return Order{}, fmt.Errorf("pgstore: place order: insert: %w", err)
+		return Order{}, mapErr("place order: insert", err)
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return Order{}, fmt.Errorf("pgstore: place order: commit: %w", err)

@@ -25,12 +25,14 @@ var (
 	ErrInvalidQuantity = errors.New("pgstore: quantity must be between 1 and 2147483647")
 )
 
-// IsOutcome reports whether err is one of the business outcomes above: the
-// database answered, the order was refused. Any other non-nil error is an
-// infrastructure failure.
+// IsOutcome reports whether err is one of the business outcomes above, or
+// a value the database refused (ErrInvalidInput): the database answered,
+// the request was refused. Any other non-nil error is an infrastructure
+// failure.
 func IsOutcome(err error) bool {
 	return errors.Is(err, ErrOutOfStock) || errors.Is(err, ErrProductNotFound) ||
-		errors.Is(err, ErrUserNotFound) || errors.Is(err, ErrInvalidQuantity)
+		errors.Is(err, ErrUserNotFound) || errors.Is(err, ErrInvalidQuantity) ||
+		errors.Is(err, ErrInvalidInput)
 }
 
 // Options configures Open.

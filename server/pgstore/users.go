@@ -27,7 +27,7 @@ func (s *Store) Credentials(ctx context.Context, loginID string) (userID int64, 
 		return 0, nil, ErrUserNotFound
 	}
 	if err != nil {
-		return 0, nil, fmt.Errorf("pgstore: credentials: %w", err)
+		return 0, nil, mapErr("credentials", err)
 	}
 	return userID, []byte(hash), nil
 }

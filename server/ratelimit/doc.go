@@ -4,5 +4,13 @@
 // theoretical arrival time, Redis TIME as the clock, the exact time until
 // the next allowed request returned on refusal).
 //
+// Beside Allow (decide and record one request) a Limiter offers the
+// primitives of limits that count only some requests, such as failed
+// logins: Peek decides without recording, Take reserves one request on
+// several limits at once (all or nothing), Refund gives a reservation back,
+// Charge records a request found to count after the work, and every Result
+// tells whether its subject is in debt (has recorded requests that time has
+// not yet paid back).
+//
 // Concurrency: a Limiter is safe for concurrent use.
 package ratelimit

@@ -83,17 +83,109 @@ type Result struct {
 	Allowed bool
 	// RetryAfter is the exact wait until a request would be allowed.
 	RetryAfter time.Duration
+	// Debt is how far the subject's theoretical arrival time was ahead of
+	// now before the call: positive while it has recorded requests that
+	// the passing of time has not yet paid back (InDebt).
+	Debt time.Duration
 }
 
-// Allow decides one request of subject under the limit named name.
+// InDebt reports whether the subject had recorded requests not yet paid
+// back when it was decided: for a limit that counts failures, "it has been
+// failing lately".
+func (r Result) InDebt() bool { return r.Debt > 0 }
+
+// Check names one limit applied to one subject.
+type Check struct {
+	Name, Subject string
+	Limit         Limit
+	// Slot, when set, is the Redis hash tag of the key: checks decided
+	// together in one call (Take, Charge, Refund, Peek with several
+	// checks) must share it so that a Redis Cluster holds their keys on
+	// one slot. It should be the part of the subject they share, e.g. the
+	// client address.
+	Slot string
+	// PeekOnly makes the check take part in a decision without ever being
+	// recorded (by Take, Charge or Refund): e.g. a limit that must allow
+	// the request but is charged separately, later.
+	PeekOnly bool
+}
+
+func (l *Limiter) key(c Check) string {
+	if c.Slot != "" {
+		return l.prefix + c.Name + ":{" + c.Slot + "}:" + c.Subject
+	}
+	return l.prefix + c.Name + ":" + c.Subject
+}
+
+// Allow decides one request of subject under the limit named name, and
+// records it when allowed.
 func (l *Limiter) Allow(ctx context.Context, name, subject string, lim Limit) (Result, error) {
-	key := l.prefix + name + ":" + subject
-	v, err := gcra.Run(ctx, l.rdb, []string{key}, lim.Interval().Microseconds(), lim.Burst).Int64Slice()
+	r, err := l.run(ctx, "take", Check{Name: name, Subject: subject, Limit: lim})
 	if err != nil {
-		return Result{}, fmt.Errorf("ratelimit: %s: %w: %w", name, ErrUnavailable, err)
+		return Result{}, err
 	}
-	if len(v) != 2 {
-		return Result{}, fmt.Errorf("ratelimit: %s: reply %v", name, v)
+	return r[0], nil
+}
+
+// Take decides one request under every check at once and records it on
+// each only if all allow it (all or nothing): a reservation that Refund
+// gives back when the request turns out not to count. The results are in
+// the order of checks.
+func (l *Limiter) Take(ctx context.Context, checks ...Check) ([]Result, error) {
+	return l.run(ctx, "take", checks...)
+}
+
+// Peek decides as Take would and records nothing.
+func (l *Limiter) Peek(ctx context.Context, checks ...Check) ([]Result, error) {
+	return l.run(ctx, "peek", checks...)
+}
+
+// Charge records one request on every check whether it is allowed or not
+// (e.g. a failure found after the work), saturating: a subject charged past
+// its limit is refused for at most one emission interval once the charges
+// stop, however many there were.
+func (l *Limiter) Charge(ctx context.Context, checks ...Check) ([]Result, error) {
+	return l.run(ctx, "charge", checks...)
+}
+
+// Refund gives back one request on every check, e.g. a reservation taken by
+// Take for a request that did not count after all.
+func (l *Limiter) Refund(ctx context.Context, checks ...Check) error {
+	_, err := l.run(ctx, "refund", checks...)
+	return err
+}
+
+// run executes the script in mode on checks and decodes its reply.
+func (l *Limiter) run(ctx context.Context, mode string, checks ...Check) ([]Result, error) {
+	if len(checks) == 0 {
+		return nil, nil
 	}
-	return Result{Allowed: v[0] == 1, RetryAfter: time.Duration(v[1]) * time.Microsecond}, nil
+	name := checks[0].Name
+	keys := make([]string, len(checks))
+	args := make([]any, 1, 1+3*len(checks))
+	args[0] = mode
+	for i, c := range checks {
+		keys[i] = l.key(c)
+		record := 1
+		if c.PeekOnly {
+			record = 0
+		}
+		args = append(args, c.Limit.Interval().Microseconds(), c.Limit.Burst, record)
+	}
+	v, err := gcra.Run(ctx, l.rdb, keys, args...).Int64Slice()
+	if err != nil {
+		return nil, fmt.Errorf("ratelimit: %s: %w: %w", name, ErrUnavailable, err)
+	}
+	if len(v) != 3*len(checks) {
+		return nil, fmt.Errorf("ratelimit: %s: reply %v", name, v)
+	}
+	out := make([]Result, len(checks))
+	for i := range out {
+		out[i] = Result{
+			Allowed:    v[3*i] == 1,
+			RetryAfter: time.Duration(v[3*i+1]) * time.Microsecond,
+			Debt:       time.Duration(v[3*i+2]) * time.Microsecond,
+		}
+	}
+	return out, nil
 }

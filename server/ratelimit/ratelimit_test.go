@@ -138,3 +138,103 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+var hourly = ratelimit.Limit{Rate: 1, Per: time.Hour, Burst: 2}
+
+// TestPeekRecordsNothing: any number of peeks leave the allowance whole.
+func TestPeekRecordsNothing(t *testing.T) {
+	rdb, prefix := queuetest.Redis(t)
+	l := ratelimit.New(rdb, prefix)
+	ctx := context.Background()
+	c := ratelimit.Check{Name: "x", Subject: "a", Limit: hourly}
+	for range 5 {
+		r, err := l.Peek(ctx, c)
+		if err != nil || !r[0].Allowed || r[0].InDebt() {
+			t.Fatalf("peek = %+v %v, want allowed, not in debt", r, err)
+		}
+	}
+	for i := range 2 {
+		if r, _ := l.Allow(ctx, "x", "a", hourly); !r.Allowed {
+			t.Fatalf("request %d after the peeks refused", i+1)
+		}
+	}
+	r, _ := l.Peek(ctx, c)
+	if r[0].Allowed || !r[0].InDebt() || r[0].RetryAfter <= 0 {
+		t.Fatalf("peek of an exhausted limit = %+v", r[0])
+	}
+}
+
+// TestTakeIsAllOrNothing: when one check refuses, none is recorded; Refund
+// gives a reservation back.
+func TestTakeIsAllOrNothing(t *testing.T) {
+	rdb, prefix := queuetest.Redis(t)
+	l := ratelimit.New(rdb, prefix)
+	ctx := context.Background()
+	wide := ratelimit.Check{Name: "wide", Subject: "s", Slot: "addr", Limit: ratelimit.Limit{Rate: 1, Per: time.Hour, Burst: 10}}
+	narrow := ratelimit.Check{Name: "narrow", Subject: "s", Slot: "addr", Limit: ratelimit.Limit{Rate: 1, Per: time.Hour, Burst: 1}}
+	if r, err := l.Take(ctx, wide, narrow); err != nil || !r[0].Allowed || !r[1].Allowed {
+		t.Fatalf("first take = %+v %v", r, err)
+	}
+	for range 3 {
+		r, err := l.Take(ctx, wide, narrow)
+		if err != nil || !r[0].Allowed || r[1].Allowed {
+			t.Fatalf("take past the narrow limit = %+v %v, want wide allowed, narrow refused", r, err)
+		}
+	}
+	// Only the first take was recorded on wide: it is one interval in debt.
+	r, _ := l.Peek(ctx, wide)
+	if d := r[0].Debt; d <= 59*time.Minute || d > time.Hour {
+		t.Fatalf("wide's debt = %v, want one interval (1h): refused takes recorded nothing", d)
+	}
+	if err := l.Refund(ctx, wide, narrow); err != nil {
+		t.Fatal(err)
+	}
+	r, _ = l.Peek(ctx, wide, narrow)
+	if !r[0].Allowed || r[0].InDebt() || !r[1].Allowed || r[1].InDebt() {
+		t.Fatalf("after the refund = %+v, want both whole", r)
+	}
+}
+
+// TestChargeSaturates: a thousand charges leave the subject refused for at
+// most one emission interval, and charged whether allowed or not.
+func TestChargeSaturates(t *testing.T) {
+	rdb, prefix := queuetest.Redis(t)
+	l := ratelimit.New(rdb, prefix)
+	ctx := context.Background()
+	c := ratelimit.Check{Name: "x", Subject: "a", Limit: ratelimit.Limit{Rate: 10, Per: time.Minute, Burst: 5}}
+	for range 1000 {
+		if _, err := l.Charge(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, _ := l.Peek(ctx, c)
+	if r[0].Allowed || r[0].RetryAfter > 6*time.Second || r[0].Debt > 30*time.Second {
+		t.Fatalf("after 1000 charges = %+v, want refused for at most one interval (6s), debt at most burst × interval", r[0])
+	}
+}
+
+// TestPeekOnlyDecidesButIsNotRecorded: a PeekOnly check can refuse a Take
+// but is never written by it.
+func TestPeekOnlyDecidesButIsNotRecorded(t *testing.T) {
+	rdb, prefix := queuetest.Redis(t)
+	l := ratelimit.New(rdb, prefix)
+	ctx := context.Background()
+	rec := ratelimit.Check{Name: "rec", Slot: "a", Limit: ratelimit.Limit{Rate: 1, Per: time.Hour, Burst: 10}}
+	gate := ratelimit.Check{Name: "gate", Slot: "a", Limit: ratelimit.Limit{Rate: 1, Per: time.Hour, Burst: 1}, PeekOnly: true}
+	for range 3 {
+		if r, err := l.Take(ctx, rec, gate); err != nil || !r[0].Allowed || !r[1].Allowed {
+			t.Fatalf("take = %+v %v, want allowed (the peek-only check is never spent)", r, err)
+		}
+	}
+	gate.PeekOnly = false
+	if _, err := l.Charge(ctx, gate); err != nil {
+		t.Fatal(err)
+	}
+	gate.PeekOnly = true
+	if r, _ := l.Take(ctx, rec, gate); r[1].Allowed || !r[0].Allowed {
+		t.Fatalf("take with the gate exhausted = %+v, want refused by the gate", r)
+	}
+	if r, _ := l.Peek(ctx, rec); r[0].Debt > 3*time.Hour || r[0].Debt <= 2*time.Hour {
+		t.Fatalf("rec's debt = %v, want 3 recorded takes (the refused one recorded nothing)", r[0].Debt)
+	}
+}

@@ -1,0 +1,453 @@
+package server_test
+
+import (
+	"errors"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fasthttp/websocket"
+
+	"waitingroom/server"
+)
+
+// Tests of what one hostile client can do to others: lock accounts, forge
+// cross-site requests, pass bad input for an outage, waste a token on a
+// typo, and go unseen. Distinct client addresses come from X-Real-IP sent
+// by the test client, which WR_TRUSTED_PROXIES=127.0.0.1 makes the server
+// believe.
+
+// behindProxy are the variables that let tests speak for many addresses.
+func behindProxy(vars map[string]string) map[string]string {
+	vars["WR_TRUSTED_PROXIES"] = "127.0.0.1"
+	return vars
+}
+
+// loginFrom attempts a login as if from address ip.
+func loginFrom(t testing.TB, in *instance, ip, loginID, password string) response {
+	t.Helper()
+	return do(t, "POST", in.base+"/api/v1/auth/login", "", map[string]string{"loginId": loginID, "password": password}, "X-Real-IP", ip)
+}
+
+// TestLoginSoftLockout: five wrong passwords from one address lock that
+// address out of the account, never the owner at another address; an
+// attacker rotating addresses gets one guess per address; an address that
+// has failed on an account under attack is slowed.
+func TestLoginSoftLockout(t *testing.T) {
+	e := newEnv(t)
+	in := e.start(limited(behindProxy(map[string]string{})))
+	victim := user(7)
+	for i := range 5 {
+		if r := loginFrom(t, in, "10.0.0.1", victim, "wrong"); r.status != 401 {
+			t.Fatalf("wrong password %d from A = %d %s", i+1, r.status, r.raw)
+		}
+	}
+	if r := loginFrom(t, in, "10.0.0.1", victim, testPassword); r.status != 429 || r.str("error") != "rate_limited" || r.header.Get("Retry-After") == "" {
+		t.Fatalf("A after five failures = %d %s, want 429 with Retry-After", r.status, r.raw)
+	}
+	if r := loginFrom(t, in, "10.0.0.2", victim, testPassword); r.status != 200 {
+		t.Fatalf("the owner from B after A's failures = %d %s, want 200", r.status, r.raw)
+	}
+	// A's other accounts are not locked by its failures on this one.
+	if r := loginFrom(t, in, "10.0.0.1", user(8), testPassword); r.status != 200 {
+		t.Fatalf("another account from A = %d %s", r.status, r.raw)
+	}
+	// Ten addresses guessing once each (the account's own limit exhausted
+	// long ago) each get their guess; the owner still gets in.
+	for i := range 10 {
+		if r := loginFrom(t, in, "10.0.1."+strconv.Itoa(i), victim, "wrong"); r.status != 401 {
+			t.Fatalf("rotating attacker %d = %d %s, want 401 (a fresh address goes on to BCrypt)", i, r.status, r.raw)
+		}
+	}
+	if r := loginFrom(t, in, "10.0.0.2", victim, testPassword); r.status != 200 {
+		t.Fatalf("the owner during a rotating attack = %d %s", r.status, r.raw)
+	}
+	// An address that has just failed on the attacked account is slowed.
+	if r := loginFrom(t, in, "10.0.1.0", victim, "wrong"); r.status != 429 {
+		t.Fatalf("a second guess from a failing address on an attacked account = %d %s, want 429", r.status, r.raw)
+	}
+	logs := in.logs.String()
+	for _, want := range []string{"event=login_failed", "login_id=user7", "limit=login_pair", "subject=account_address", "limit=login_id"} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("the log lacks %q", want)
+		}
+	}
+	if n := in.metric("waitingroom_security_events_total"); n < 16 {
+		t.Errorf("security events = %v, want at least 16 (15 failed logins, 2 refusals)", n)
+	}
+}
+
+// TestCredentialStuffingLeavesOthersAlone: one address trying many
+// accounts is refused after its failure budget (plus at most what it had in
+// flight), while another address logs in normally.
+func TestCredentialStuffingLeavesOthersAlone(t *testing.T) {
+	e := newEnv(t)
+	in := e.start(limited(behindProxy(map[string]string{"WR_LIMIT_LOGIN_IP": "20/1h:20"})))
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	codes := map[int]int{}
+	sem := make(chan struct{}, 16)
+	for i := range 300 {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			r := loginFrom(t, in, "10.9.9.9", "victim"+strconv.Itoa(i), "guess")
+			mu.Lock()
+			codes[r.status]++
+			mu.Unlock()
+		})
+		if i == 150 {
+			if r := loginFrom(t, in, "10.0.0.2", user(3), testPassword); r.status != 200 {
+				t.Errorf("another address during the stuffing = %d %s", r.status, r.raw)
+			}
+		}
+	}
+	wg.Wait()
+	if codes[401] < 20 || codes[401] > 20+15 || codes[401]+codes[429] != 300 {
+		t.Fatalf("codes %v, want 20 to 35 ×401 (budget + in flight), the rest 429", codes)
+	}
+	if n := in.metric("waitingroom_bcrypt_seconds"); int(n) != codes[401]+1 {
+		t.Fatalf("%v BCrypt verifications, want %d (one per 401, and the other address's login)", n, codes[401]+1)
+	}
+}
+
+// TestNATSuccessesAreNotLimitedByFailures: sixty users behind one address
+// log in at once under failure limits far smaller than sixty; the failure
+// limit still bites when failures come.
+func TestNATSuccessesAreNotLimitedByFailures(t *testing.T) {
+	e := newEnv(t)
+	in := e.start(limited(behindProxy(map[string]string{
+		"WR_LIMIT_LOGIN_IP": "3/1h:3", "WR_LIMIT_LOGIN_PAIR": "1/1h:1", "WR_LIMIT_LOGIN_ID": "1/1h:1",
+		"WR_LIMIT_LOGIN_ATTEMPTS_IP": "1000/1m:1000",
+	})))
+	var wg sync.WaitGroup
+	for i := range testUsers {
+		wg.Go(func() {
+			for range 2 { // and each logs in twice
+				if r := loginFrom(t, in, "10.5.5.5", user(i+1), testPassword); r.status != 200 {
+					t.Errorf("user %d behind the NAT = %d %s", i+1, r.status, r.raw)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for i := range 3 {
+		if r := loginFrom(t, in, "10.5.5.5", "nobody"+strconv.Itoa(i), "x"); r.status != 401 {
+			t.Fatalf("failure %d = %d", i+1, r.status)
+		}
+	}
+	if r := loginFrom(t, in, "10.5.5.5", user(1), testPassword); r.status != 429 {
+		t.Fatalf("after the address's failure budget = %d %s, want 429", r.status, r.raw)
+	}
+}
+
+// TestLoginAttemptsPerAddress: every attempt counts on
+// login_attempts_ip, correct or not: one client looping on a valid
+// account is stopped before BCrypt; others are not.
+func TestLoginAttemptsPerAddress(t *testing.T) {
+	e := newEnv(t)
+	in := e.start(limited(behindProxy(map[string]string{"WR_LIMIT_LOGIN_ATTEMPTS_IP": "5/1h:5"})))
+	for range 5 {
+		if r := loginFrom(t, in, "10.0.0.1", user(1), testPassword); r.status != 200 {
+			t.Fatalf("login = %d", r.status)
+		}
+	}
+	if r := loginFrom(t, in, "10.0.0.1", user(1), testPassword); r.status != 429 {
+		t.Fatalf("sixth attempt = %d, want 429", r.status)
+	}
+	if r := loginFrom(t, in, "10.0.0.2", user(1), testPassword); r.status != 200 {
+		t.Fatalf("another address = %d", r.status)
+	}
+	if n := in.metric("waitingroom_bcrypt_seconds"); n != 6 {
+		t.Fatalf("%v BCrypt verifications, want 6", n)
+	}
+}
+
+// rawRequest sends a request with exactly the given headers (no client
+// defaults added beyond Go's own) and returns the response.
+func rawRequest(t testing.TB, method, url string, body string, headers ...string) response {
+	t.Helper()
+	return do(t, method, url, "", stringOrNil(body), headers...)
+}
+
+func stringOrNil(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// TestCrossSiteRequestsAreRefused: a cookie-authenticated state change
+// from a foreign origin, and any WebSocket handshake from one, get 403
+// cross_site and change nothing; same-origin, allow-listed and bearer
+// requests pass.
+func TestCrossSiteRequestsAreRefused(t *testing.T) {
+	e := newEnv(t)
+	in := e.start(map[string]string{"WR_TARGET_ACTIVE": "0", "WR_CORS_ORIGINS": "https://shop.example"})
+	qt := in.enter(user(1), "default").str("queueToken")
+	cookie := "wr_queue=" + qt
+	leave := in.base + "/api/v1/rooms/default/leave"
+	form := []string{"Content-Type", "application/x-www-form-urlencoded", "Cookie", cookie}
+	for name, h := range map[string][]string{
+		"cross-site fetch metadata": {"Origin", "https://evil.example", "Sec-Fetch-Site", "cross-site"},
+		"same-site fetch metadata":  {"Origin", "https://sub.shop.example", "Sec-Fetch-Site", "same-site"},
+		"foreign Origin only":       {"Origin", "https://evil.example"},
+		"null Origin":               {"Origin", "null"},
+	} {
+		r := rawRequest(t, "POST", leave, "a=1", append(append([]string{}, form...), h...)...)
+		if r.status != 403 || r.str("error") != "cross_site" {
+			t.Errorf("%s: leave = %d %s, want 403 cross_site", name, r.status, r.raw)
+		}
+	}
+	r := do(t, "POST", in.base+"/api/v1/orders", "", `{"productId":1,"quantity":1}`,
+		"Cookie", cookie, "X-Entry-Token", "x", "Origin", "https://evil.example", "Sec-Fetch-Site", "cross-site")
+	if r.status != 403 || r.str("error") != "cross_site" {
+		t.Errorf("cross-site order = %d %s", r.status, r.raw)
+	}
+	if p := in.position("default", qt); p.status != 200 || p.num("position") != 1 {
+		t.Fatalf("the place after refused cross-site requests = %d %s", p.status, p.raw)
+	}
+
+	// WebSocket: a foreign Origin is refused before the upgrade, with the
+	// cookie or the token in the query; the page's own origin is not.
+	wsURL := strings.Replace(in.base, "http://", "ws://", 1) + "/api/v1/rooms/default/ws"
+	for name, h := range map[string]http.Header{
+		"cookie": {"Origin": {"https://evil.example"}, "Cookie": {cookie}},
+		"query":  {"Origin": {"https://evil.example"}},
+	} {
+		u := wsURL
+		if name == "query" {
+			u += "?token=" + qt
+		}
+		c, res, err := websocket.DefaultDialer.Dial(u, h)
+		if err == nil {
+			c.Close()
+			t.Errorf("WebSocket with a foreign Origin (%s) upgraded", name)
+			continue
+		}
+		if res == nil || res.StatusCode != 403 {
+			t.Errorf("WebSocket with a foreign Origin (%s): %v %v, want 403", name, err, res)
+		}
+	}
+	host := strings.TrimPrefix(in.base, "http://")
+	c, _, err := websocket.DefaultDialer.Dial(wsURL, http.Header{"Origin": {"http://" + host}, "Cookie": {cookie}})
+	if err != nil {
+		t.Fatalf("same-origin WebSocket: %v", err)
+	}
+	if m := readWS(t, c); m.Status != "WAITING" {
+		t.Fatalf("same-origin WebSocket first frame: %+v", m)
+	}
+	c.Close()
+
+	// Allowed: an origin on WR_CORS_ORIGINS, a bearer call from anywhere
+	// (no cookie), a request with no browser headers at all, the page.
+	if r := rawRequest(t, "GET", in.base+"/api/v1/rooms/default/position", "", "Cookie", cookie, "Origin", "https://evil.example", "Sec-Fetch-Site", "cross-site"); r.status != 200 {
+		t.Errorf("a cross-site GET (changes nothing) = %d", r.status)
+	}
+	if r := rawRequest(t, "POST", leave, "", "Cookie", cookie, "Origin", "https://shop.example", "Sec-Fetch-Site", "cross-site"); r.status != 204 {
+		t.Errorf("leave from an allowed origin = %d %s", r.status, r.raw)
+	}
+	qt2 := in.enter(user(2), "default").str("queueToken")
+	if r := do(t, "POST", leave, qt2, nil, "Origin", "https://evil.example", "Sec-Fetch-Site", "cross-site"); r.status != 204 {
+		t.Errorf("bearer leave with a foreign Origin and no cookie = %d %s", r.status, r.raw)
+	}
+	qt3 := in.enter(user(3), "default").str("queueToken")
+	if r := rawRequest(t, "POST", leave, "", "Cookie", "wr_queue="+qt3); r.status != 204 {
+		t.Errorf("cookie leave without Origin or Sec-Fetch-Site = %d %s", r.status, r.raw)
+	}
+	qt4 := in.enter(user(4), "default").str("queueToken")
+	if r := rawRequest(t, "POST", leave, "", "Cookie", "wr_queue="+qt4, "Origin", "http://"+host, "Sec-Fetch-Site", "same-origin"); r.status != 204 {
+		t.Errorf("same-origin cookie leave = %d %s", r.status, r.raw)
+	}
+	logs := in.logs.String()
+	if !strings.Contains(logs, "event=cross_site") || !strings.Contains(logs, "origin=https://evil.example") {
+		t.Error("cross-site refusals were not logged as security events")
+	}
+}
+
+// setCookies returns the response's Set-Cookie headers.
+func setCookies(r response) []string { return r.header.Values("Set-Cookie") }
+
+// TestQueueCookieOverHTTPS: behind a trusted proxy saying HTTPS the cookie
+// is __Host-wr_queue, Secure, Path=/; the same header from an untrusted
+// peer changes nothing; both names are read; leave clears the cookie at
+// the path it was set with.
+func TestQueueCookieOverHTTPS(t *testing.T) {
+	e := newEnv(t)
+	plain := e.start(map[string]string{})
+	access := plain.login(user(1))
+	r := do(t, "POST", plain.base+"/api/v1/rooms/default/enter", access, nil, "X-Forwarded-Proto", "https")
+	sc := strings.Join(setCookies(r), "\n")
+	if !strings.HasPrefix(sc, "wr_queue=") || strings.Contains(sc, "__Host-") || strings.Contains(strings.ToLower(sc), "secure") || !strings.Contains(sc, "path=/api/v1") {
+		t.Fatalf("X-Forwarded-Proto from an untrusted peer: Set-Cookie %q, want the plain cookie", sc)
+	}
+	qt := r.str("queueToken")
+	r = rawRequest(t, "POST", plain.base+"/api/v1/rooms/default/leave", "", "Cookie", "wr_queue="+qt)
+	sc = strings.Join(setCookies(r), "\n")
+	if r.status != 204 || !regexp.MustCompile(`(?m)^wr_queue=; expires=Thu, 01 Jan 1970 00:00:00 GMT; path=/api/v1`).MatchString(sc) {
+		t.Fatalf("leave over HTTP = %d, Set-Cookie %q: want wr_queue expired at path /api/v1", r.status, sc)
+	}
+
+	tls := e.start(behindProxy(map[string]string{}))
+	r = do(t, "POST", tls.base+"/api/v1/rooms/default/enter", access, nil, "X-Forwarded-Proto", "https")
+	sc = strings.Join(setCookies(r), "\n")
+	if !strings.HasPrefix(sc, "__Host-wr_queue=") || !strings.Contains(sc, "; secure") || !strings.Contains(sc, "path=/;") || strings.Contains(strings.ToLower(sc), "domain=") {
+		t.Fatalf("over HTTPS: Set-Cookie %q, want __Host-wr_queue, Secure, Path=/", sc)
+	}
+	qt = r.str("queueToken")
+	if r := rawRequest(t, "GET", tls.base+"/api/v1/rooms/default/position", "", "Cookie", "__Host-wr_queue="+qt+"; wr_queue=stale"); r.status != 200 {
+		t.Fatalf("poll with the __Host- cookie (and a stale plain one) = %d %s", r.status, r.raw)
+	}
+	r = rawRequest(t, "POST", tls.base+"/api/v1/rooms/default/leave", "", "Cookie", "__Host-wr_queue="+qt, "X-Forwarded-Proto", "https")
+	sc = strings.Join(setCookies(r), "\n")
+	if r.status != 204 || !regexp.MustCompile(`(?m)^__Host-wr_queue=; expires=Thu, 01 Jan 1970 00:00:00 GMT; path=/; HttpOnly; secure`).MatchString(sc) ||
+		!regexp.MustCompile(`(?m)^wr_queue=; expires=[^;]+; path=/api/v1`).MatchString(sc) {
+		t.Fatalf("leave over HTTPS = %d, Set-Cookie %q: want both names expired at their paths", r.status, sc)
+	}
+	if r := tls.position("default", qt); r.status != 404 {
+		t.Fatalf("after leave = %d, want 404 not_in_queue", r.status)
+	}
+}
+
+// TestBadInputIsNotAnOutage: a login id the database cannot store is a 400
+// with a reason, never a 503 with Retry-After.
+func TestBadInputIsNotAnOutage(t *testing.T) {
+	e := newEnv(t)
+	in := e.start(limited(map[string]string{}))
+	for _, id := range []string{"user\u0000one", "user\u0085", "a\u001bb", "\u007f"} {
+		r := do(t, "POST", in.base+"/api/v1/auth/login", "", map[string]string{"loginId": id, "password": "x"})
+		if r.status != 400 || r.str("error") != "invalid_request" || r.header.Get("Retry-After") != "" || !strings.Contains(r.str("message"), "loginId") {
+			t.Errorf("loginId %q = %d %v %s, want 400 invalid_request without Retry-After", id, r.status, r.header.Get("Retry-After"), r.raw)
+		}
+	}
+	if n := in.metric("waitingroom_bcrypt_seconds"); n != 0 {
+		t.Errorf("%v BCrypt verifications for malformed login ids", n)
+	}
+	if r := in.login(user(1)); r == "" {
+		t.Fatal("a good login after bad ones failed")
+	}
+}
+
+// TestUnknownProductKeepsTheToken: a typo in the product id is 404
+// product_not_found and the same entry token then orders the right one.
+func TestUnknownProductKeepsTheToken(t *testing.T) {
+	e := newEnv(t)
+	in := e.start(map[string]string{"WR_TARGET_ACTIVE": "1"})
+	qt := in.enter(user(1), "default").str("queueToken")
+	in.admit("default")
+	entry := in.position("default", qt).str("entryToken")
+	if entry == "" {
+		t.Fatal("not admitted")
+	}
+	for range 2 { // the second answer comes from the cache
+		if r := in.order(qt, entry, 999, 1); r.status != 404 || r.str("error") != "product_not_found" {
+			t.Fatalf("order of an unknown product = %d %s", r.status, r.raw)
+		}
+	}
+	if r := in.order(qt, entry, 2, 1); r.status != 201 || r.num("productId") != 2 {
+		t.Fatalf("the same token, the right product = %d %s, want 201", r.status, r.raw)
+	}
+}
+
+// TestSecurityEventsAreLoggedWithinABudget: refused tokens are logged with
+// their reason; a flood is counted in full but logged at most 20 lines a
+// second, then summarised.
+func TestSecurityEventsAreLoggedWithinABudget(t *testing.T) {
+	e := newEnv(t)
+	in := e.start(map[string]string{})
+	access := in.login(user(1))
+	qt := in.enter(user(1), "default").str("queueToken")
+	expired, _ := server.NewTokens(testSecret, "").IssueQueue("1", "default", 1, -time.Minute)
+	foreign, _ := server.NewTokens("another-secret-another-secret-another-secret", "").IssueQueue("1", "default", 1, time.Hour)
+	tampered := qt[:len(qt)-4] + "AAAA"
+	if tampered == qt {
+		tampered = qt[:len(qt)-4] + "BBBB"
+	}
+	for reason, tok := range map[string]string{
+		"expired": expired, "unknown_kid": foreign, "bad_signature": tampered, "wrong_kind": access, "malformed": "not.a.jwt",
+	} {
+		if r := in.position("default", tok); r.status != 401 {
+			t.Fatalf("%s token = %d", reason, r.status)
+		}
+		if !strings.Contains(in.logs.String(), "event=token_refused address=127.0.0.1 reason="+reason) {
+			t.Errorf("no token_refused event with reason %s", reason)
+		}
+	}
+	before := in.metric("waitingroom_security_events_total")
+	const flood = 200
+	began := time.Now()
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range flood / 8 {
+				in.position("default", "not.a.jwt")
+			}
+		})
+	}
+	wg.Wait()
+	windows := int(time.Since(began)/time.Second) + 2 // the one-second windows the flood touched
+	if got := in.metric("waitingroom_security_events_total") - before; got != flood {
+		t.Fatalf("security events counted = %v, want all %d", got, flood)
+	}
+	if n := strings.Count(in.logs.String(), "event=token_refused"); n > 5+20*windows {
+		t.Fatalf("%d token_refused lines for %d events over at most %d windows, want at most 20 a second", n, 5+flood, windows)
+	}
+	time.Sleep(1100 * time.Millisecond) // the next line summarises what was held back
+	in.position("default", "not.a.jwt")
+	if !regexp.MustCompile(`msg="security events suppressed" event=token_refused suppressed=[1-9]`).MatchString(in.logs.String()) {
+		t.Fatal("the suppressed lines were not summarised")
+	}
+	if strings.Contains(in.logs.String(), expired) || strings.Contains(in.logs.String(), "not.a.jwt") {
+		t.Fatal("a refused token was logged")
+	}
+}
+
+// TestAdminAuthenticationIsThrottled: ten wrong admin tokens from one
+// address, then 429 (even with the right token) for that address only.
+func TestAdminAuthenticationIsThrottled(t *testing.T) {
+	e := newEnv(t)
+	in := e.start(behindProxy(map[string]string{}))
+	rooms := in.admin + "/admin/rooms"
+	for i := range 10 {
+		if r := do(t, "GET", rooms, "guess"+strconv.Itoa(i), nil, "X-Real-IP", "10.0.0.1"); r.status != 401 {
+			t.Fatalf("wrong admin token %d = %d", i+1, r.status)
+		}
+	}
+	r := do(t, "GET", rooms, testAdminToken, nil, "X-Real-IP", "10.0.0.1")
+	if r.status != 429 || r.str("error") != "rate_limited" || r.header.Get("Retry-After") == "" {
+		t.Fatalf("the throttled address = %d %v %s, want 429 with Retry-After", r.status, r.header, r.raw)
+	}
+	if r := do(t, "GET", rooms, testAdminToken, nil, "X-Real-IP", "10.0.0.2"); r.status != 200 {
+		t.Fatalf("another address = %d %s", r.status, r.raw)
+	}
+	logs := in.logs.String()
+	if strings.Count(logs, "event=admin_auth_failed address=10.0.0.1") != 10 || !strings.Contains(logs, "event=admin_auth_throttled") {
+		t.Fatal("failed admin authentications were not logged")
+	}
+	if strings.Contains(logs, "guess") {
+		t.Fatal("a guessed admin token was logged")
+	}
+}
+
+// TestLoginLimitsConfig: the login limits' defaults, and a bad value named.
+func TestLoginLimitsConfig(t *testing.T) {
+	c, err := server.LoadConfig(envOf(map[string]string{"WR_JWT_SECRET": testSecret}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := c.Limits
+	if l.LoginIP.String() != "30/1m0s:30" || l.LoginID.String() != "10/1m0s:5" || l.LoginPair.String() != "5/5m0s:5" || l.LoginAttemptsIP.String() != "120/1m0s:60" {
+		t.Fatalf("login limits = ip %v, id %v, pair %v, attempts %v", l.LoginIP, l.LoginID, l.LoginPair, l.LoginAttemptsIP)
+	}
+	for _, v := range []string{"WR_LIMIT_LOGIN_PAIR", "WR_LIMIT_LOGIN_ATTEMPTS_IP"} {
+		_, err := server.LoadConfig(envOf(map[string]string{"WR_JWT_SECRET": testSecret, v: "five"}))
+		var ce *server.ConfigError
+		if !errors.As(err, &ce) || ce.Var != v {
+			t.Errorf("%s=five: %v, want a ConfigError naming it", v, err)
+		}
+	}
+}

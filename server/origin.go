@@ -1,0 +1,133 @@
+package server
+
+import (
+	"log/slog"
+	"net/url"
+	"strings"
+
+	"github.com/gofiber/contrib/websocket"
+	"github.com/gofiber/fiber/v2"
+)
+
+// Cross-site requests. The queue token travels in a cookie so that the
+// page's EventSource and WebSocket (which cannot set headers) carry it; a
+// browser also attaches that cookie to requests another site makes it send.
+// SameSite=Lax stops most, not all (a top-level form POST in some browsers,
+// any same-site subdomain, and WebSocket handshakes are not covered).
+// So the API refuses with 403 cross_site, before any work:
+//
+//   - a state-changing request (any method but GET, HEAD, OPTIONS) that
+//     carries the queue cookie and no Authorization header — the cookie
+//     would be what authenticates it (leave, orders; enter takes an access
+//     token in the header, never the cookie);
+//   - every WebSocket handshake, cookie or not;
+//
+// unless it comes from the same origin or from an origin in WR_CORS_ORIGINS
+// (the operator's list of trusted origins). Same origin is judged from
+// Sec-Fetch-Site when the browser sends it (same-origin and none pass;
+// same-site and cross-site pass only with an allowed Origin), else from the
+// Origin header against the request's Host ("null" is foreign; the host and
+// port are compared, not the scheme, which a server behind a TLS-terminating
+// proxy may not know; behind a WR_TRUSTED_PROXIES peer its X-Forwarded-Host
+// counts too). A request with neither header is not from a browser's
+// cross-site context and passes. Requests carrying an Authorization header
+// and no cookie (non-browser clients, the load tool, the page's own bearer
+// calls) are unaffected: another site cannot make a browser send that
+// header without a CORS preflight, which only WR_CORS_ORIGINS pass.
+var errCrossSite = &apiError{status: fiber.StatusForbidden, code: "cross_site",
+	message: "this request must come from the waiting room's own pages or an allowed origin"}
+
+// queueCookieHost is the queue cookie's name over HTTPS: the __Host- prefix
+// makes the browser accept it only if Secure, with Path=/ and no Domain, so
+// neither a sibling subdomain nor a network attacker on plain HTTP can
+// plant or overwrite it. Both names are read; __Host- wins when both come.
+const queueCookieHost = "__Host-" + queueCookie
+
+// secureRequest reports whether the request reached us over HTTPS: TLS on
+// this socket, X-Forwarded-Proto: https from a WR_TRUSTED_PROXIES peer
+// (from anyone else the header is ignored — Fiber's c.Protocol() believes
+// it from anyone), or WR_COOKIE_SECURE=1 (the operator says so).
+func (s *Server) secureRequest(c *fiber.Ctx) bool {
+	if s.cfg.CookieSecure || c.Context().IsTLS() {
+		return true
+	}
+	return s.trusted(c.Context().RemoteIP()) && strings.EqualFold(strings.TrimSpace(c.Get(fiber.HeaderXForwardedProto)), "https")
+}
+
+// apiGate runs before every /api/v1 handler (called by denyIPs): it makes
+// the __Host- cookie the one every handler reads, refuses cross-site
+// requests, and records the security events of the handler's refusals.
+func (s *Server) apiGate(c *fiber.Ctx) error {
+	// Handlers read the cookie under its plain name (c.Cookies(queueCookie)),
+	// so the __Host- cookie, when sent, is given that name here, once.
+	if v := c.Cookies(queueCookieHost); v != "" {
+		c.Request().Header.SetCookie(queueCookie, v)
+	}
+	if err := s.checkCrossSite(c); err != nil {
+		return err
+	}
+	err := c.Next()
+	if err != nil {
+		s.noteRefusal(c, err)
+	}
+	return err
+}
+
+// checkCrossSite applies the rule above.
+func (s *Server) checkCrossSite(c *fiber.Ctx) error {
+	if !websocket.IsWebSocketUpgrade(c) {
+		switch c.Method() {
+		case fiber.MethodGet, fiber.MethodHead, fiber.MethodOptions:
+			return nil
+		}
+		if c.Cookies(queueCookie) == "" || c.Get(fiber.HeaderAuthorization) != "" {
+			return nil
+		}
+	}
+	if s.sameOrigin(c) {
+		return nil
+	}
+	s.securityEvent(c.UserContext(), evCrossSite, slog.String("address", s.clientIP(c)),
+		slog.String("origin", logValue(c.Get(fiber.HeaderOrigin))),
+		slog.String("fetch_site", logValue(c.Get("Sec-Fetch-Site"))),
+		slog.String("method", c.Method()), slog.String("path", logValue(c.Path())))
+	return errCrossSite
+}
+
+// sameOrigin judges whether the request comes from the same origin or an
+// allowed one (see the rule above).
+func (s *Server) sameOrigin(c *fiber.Ctx) bool {
+	origin := c.Get(fiber.HeaderOrigin)
+	if origin != "" && s.allowedOrigin(origin) {
+		return true
+	}
+	switch site := c.Get("Sec-Fetch-Site"); site {
+	case "same-origin", "none":
+		return true
+	case "":
+	default: // same-site, cross-site, or anything unknown
+		return false
+	}
+	if origin == "" {
+		return true
+	}
+	u, err := url.Parse(origin)
+	if origin == "null" || err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return false
+	}
+	if strings.EqualFold(u.Host, string(c.Request().Host())) {
+		return true
+	}
+	fwd := c.Get(fiber.HeaderXForwardedHost)
+	return fwd != "" && s.trusted(c.Context().RemoteIP()) && strings.EqualFold(u.Host, strings.TrimSpace(fwd))
+}
+
+// allowedOrigin reports whether origin is in WR_CORS_ORIGINS.
+func (s *Server) allowedOrigin(origin string) bool {
+	for _, o := range s.cfg.CORSOrigins {
+		if strings.EqualFold(o, origin) {
+			return true
+		}
+	}
+	return false
+}
