@@ -38,7 +38,7 @@ build:
 run: build
 	@$(call services,waitingroom); \
 	export WR_DEV="$${WR_DEV:-1}"; \
-	export WR_ADMIN_TOKEN="$${WR_ADMIN_TOKEN:-dev-admin-token}"; \
+	export WR_ADMIN_TOKEN="$${WR_ADMIN_TOKEN:-dev-admin-token-local}"; \
 	echo "==> seeding demo data: 10000 users, 3 products"; \
 	$(BIN) seed --users 10000 --password demo-pass --products 3 --stock 1000000; \
 	url() { \

@@ -38,7 +38,7 @@ fresh_db() {
 # start_server seeds 6,000 users and serves on 127.0.0.1:18080 (public) and
 # :18081 (management, admin token "t"); its log is $dir/server.log.
 start_server() {
-  export WR_ADMIN_TOKEN=t WR_RATE_LIMITS=off WR_HTTP_ADDR=127.0.0.1:18080 WR_ADMIN_ADDR=127.0.0.1:18081
+  export WR_ADMIN_TOKEN=throwaway-admin-token WR_RATE_LIMITS=off WR_HTTP_ADDR=127.0.0.1:18080 WR_ADMIN_ADDR=127.0.0.1:18081
   "$bin/wr" seed --users 6000 >/dev/null 2>&1
   "$bin/wr" serve >"$dir/server.log" 2>&1 &
   srv=$!

@@ -346,6 +346,9 @@ func (c *Controller) StepAll(ctx context.Context, now time.Time) {
 	}
 	for _, room := range rooms {
 		st, err := c.Step(ctx, room, now)
+		if err != nil && ctx.Err() != nil {
+			return // shutting down
+		}
 		if err != nil {
 			if !errors.Is(err, ErrRoomNotFound) && !errors.Is(err, ErrUnavailable) {
 				c.o.Logger.LogAttrs(ctx, slog.LevelWarn, "adaptive step failed", slog.String("room", room), slog.String("error", err.Error()))

@@ -19,6 +19,7 @@ import (
 
 func (s *Server) newAdminApp() *fiber.App {
 	app := fiber.New(s.fiberConfig("waitingroom-admin"))
+	s.guardProtocol(app) // first: nothing in Fiber runs before it
 	app.Get("/metrics", adaptor.HTTPHandler(promhttp.HandlerFor(s.m.reg, promhttp.HandlerOpts{})))
 	app.Get("/healthz", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"status": "ok"}) })
 	app.Get("/readyz", s.readyz)
@@ -154,8 +155,22 @@ func (s *Server) adminRooms(c *fiber.Ctx) error {
 	return c.JSON(fiber.Map{"rooms": out})
 }
 
+// adminRoomName is the path's room name; an invalid one is a 400 (not a
+// 404: no such room could ever exist, the request is wrong).
+func adminRoomName(c *fiber.Ctx) (string, error) {
+	room := roomParam(c)
+	if !queue.ValidRoom(room) {
+		return "", errBadRequest("room names are 1-64 of a-z 0-9 - _")
+	}
+	return room, nil
+}
+
 func (s *Server) adminRoom(c *fiber.Ctx) error {
-	r, err := s.q.Room(c.UserContext(), roomParam(c))
+	room, err := adminRoomName(c)
+	if err != nil {
+		return err
+	}
+	r, err := s.q.Room(c.UserContext(), room)
 	if err != nil {
 		return err
 	}
@@ -181,6 +196,9 @@ type roomPut struct {
 // adminPutRoom changes a room live (every instance's next admission run
 // reads it) or creates it with the configured defaults.
 func (s *Server) adminPutRoom(c *fiber.Ctx) error {
+	if _, err := adminRoomName(c); err != nil {
+		return err
+	}
 	var req roomPut
 	if err := decodeJSON(c, &req); err != nil {
 		return err

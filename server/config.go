@@ -112,6 +112,9 @@ type Limits struct {
 	LoginPair, LoginAttemptsIP ratelimit.Limit
 }
 
+// MinAdminTokenLen is the shortest WR_ADMIN_TOKEN accepted, in bytes.
+const MinAdminTokenLen = 16
+
 // ConfigError names the variable that is wrong.
 type ConfigError struct {
 	Var, Value, Reason string
@@ -236,6 +239,10 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	}
 	if c.AdminToken == "" && c.Dev {
 		c.AdminToken = randomHex(16)
+	}
+	// The admin API changes who gets in: a short token is guessable.
+	if c.AdminToken != "" && len(c.AdminToken) < MinAdminTokenLen {
+		p.fail("WR_ADMIN_TOKEN", "(hidden)", fmt.Sprintf("too short: use at least %d bytes", MinAdminTokenLen))
 	}
 	return c, p.err
 }

@@ -3,6 +3,7 @@ package server_test
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -50,6 +51,7 @@ func TestLoadConfigNamesTheBadVariable(t *testing.T) {
 		{"adaptive window too short", "WR_ADAPTIVE_WINDOW", "10ms"},
 		{"adaptive ceiling", "WR_ADAPTIVE_P90_CEILING", "slow"},
 		{"fault injection", "WR_FAULT_INJECTION", "maybe"},
+		{"admin token short", "WR_ADMIN_TOKEN", "dev-admin-token"}, // 15 bytes
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -61,6 +63,24 @@ func TestLoadConfigNamesTheBadVariable(t *testing.T) {
 				t.Fatalf("err = %v, want a ConfigError naming %s", err, tc.key)
 			}
 		})
+	}
+}
+
+// TestAdminTokenLength: WR_ADMIN_TOKEN needs 16 bytes, and the refusal
+// does not show the token.
+func TestAdminTokenLength(t *testing.T) {
+	for token, ok := range map[string]bool{"dev-admin-token": false, "0123456789abcde": false, "0123456789abcdef": true, "dev-admin-token-local": true, "": true} {
+		c, err := server.LoadConfig(envOf(map[string]string{"WR_JWT_SECRET": testSecret, "WR_ADMIN_TOKEN": token}))
+		if ok {
+			if err != nil || c.AdminToken != token {
+				t.Errorf("token %q: %v", token, err)
+			}
+			continue
+		}
+		var ce *server.ConfigError
+		if !errors.As(err, &ce) || ce.Var != "WR_ADMIN_TOKEN" || strings.Contains(err.Error(), token) {
+			t.Errorf("token %q: err = %v, want a ConfigError naming WR_ADMIN_TOKEN without its value", token, err)
+		}
 	}
 }
 

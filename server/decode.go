@@ -6,27 +6,67 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
+	"strings"
 
 	"github.com/gofiber/fiber/v2"
 )
 
+// adminAppName is the management app's name; its bodies are decoded strictly.
+const adminAppName = "waitingroom-admin"
+
 // decodeJSON reads the request body as one JSON object into v. Malformed
 // JSON, a wrong type or trailing data is a 400 that says what is wrong.
-func decodeJSON(c *fiber.Ctx, v any) error { return decodeBody(c.Body(), v) }
+//
+// The body is read raw: never inflated, whatever Content-Encoding says
+// (guardProtocol refuses such requests before any handler; this is the
+// second lock).
+//
+// Unknown fields: bodies sent to the management app are decoded strictly,
+// an unknown field is a 400 naming it (an operator's typo such as
+// "targetActiv" must never be a silent no-op). Public bodies (login, order)
+// ignore unknown fields: a page or client newer than this instance, during
+// a rolling deploy, must not be refused, and every field they need is
+// checked for presence and range by its handler.
+func decodeJSON(c *fiber.Ctx, v any) error {
+	body := c.Request().Body()
+	if c.App().Config().AppName == adminAppName {
+		return decodeBodyStrict(body, v)
+	}
+	return decodeBody(body, v)
+}
 
-// decodeBody is decodeJSON on a body.
-func decodeBody(body []byte, v any) error {
+// decodeBody is decodeJSON on a public body.
+func decodeBody(body []byte, v any) error { return decode(body, v, false) }
+
+// decodeBodyStrict is decodeJSON on a management body: unknown fields are refused.
+func decodeBodyStrict(body []byte, v any) error { return decode(body, v, true) }
+
+// maxFieldEcho bounds an unknown field's name in the message.
+const maxFieldEcho = 64
+
+func decode(body []byte, v any, strict bool) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return errBadRequest("a JSON body is required")
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
+	if strict {
+		dec.DisallowUnknownFields()
+	}
 	if err := dec.Decode(v); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
 			if te.Field != "" {
-				return errBadRequest(fmt.Sprintf("%s must be a %s", te.Field, te.Type))
+				return errBadRequest(fmt.Sprintf("%s must be %s", te.Field, jsonKind(te.Type)))
 			}
 			return errBadRequest("the body must be a JSON object")
+		}
+		// encoding/json has no typed error for an unknown field.
+		if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok && strict {
+			if len(name) > maxFieldEcho {
+				return errBadRequest("unknown field (its name is too long to show)")
+			}
+			return errBadRequest("unknown field " + name)
 		}
 		return errBadRequest("malformed JSON")
 	}
@@ -34,4 +74,27 @@ func decodeBody(body []byte, v any) error {
 		return errBadRequest("unexpected data after the JSON object")
 	}
 	return nil
+}
+
+// jsonKind says in words what JSON value a Go type takes.
+func jsonKind(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.String:
+		return "a string"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	}
+	return "a JSON value of another type"
 }

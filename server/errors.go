@@ -4,8 +4,10 @@ import (
 	"errors"
 	"log/slog"
 	"strconv"
+	"strings"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/utils"
 
 	"waitingroom/queue"
 	"waitingroom/server/pgstore"
@@ -58,6 +60,43 @@ var fiberCodes = map[int]string{
 	fiber.StatusRequestEntityTooLarge:       "payload_too_large",
 	fiber.StatusRequestHeaderFieldsTooLarge: "headers_too_large",
 	fiber.StatusUnsupportedMediaType:        "unsupported_media_type",
+	fiber.StatusRequestTimeout:              "request_timeout",
+	fiber.StatusUpgradeRequired:             "upgrade_required",
+}
+
+// fiberMessages are the fixed texts of Fiber's and fasthttp's own errors.
+// Their messages are never sent: the parser's quote the raw request
+// (cookies and Authorization included) and the router's echo the path.
+var fiberMessages = map[int]string{
+	fiber.StatusBadRequest:                  "the request is malformed",
+	fiber.StatusNotFound:                    "no such resource",
+	fiber.StatusMethodNotAllowed:            "this method is not allowed here",
+	fiber.StatusRequestEntityTooLarge:       "the request body is too large",
+	fiber.StatusRequestHeaderFieldsTooLarge: "the request headers are too large",
+	fiber.StatusUnsupportedMediaType:        "unsupported content type",
+	fiber.StatusRequestTimeout:              "the request was not received in time",
+	fiber.StatusUpgradeRequired:             "this endpoint needs a WebSocket upgrade",
+}
+
+// fiberError is the response to a Fiber or fasthttp error: a code and a
+// fixed message per status. A status outside the tables (none is expected)
+// is named after its status text, e.g. 502 "bad_gateway".
+func fiberError(status int) *apiError {
+	code, ok := fiberCodes[status]
+	if !ok {
+		code = strings.ReplaceAll(strings.ToLower(utils.StatusMessage(status)), " ", "_")
+		if code == "" {
+			code = "error"
+		}
+	}
+	msg, ok := fiberMessages[status]
+	if !ok {
+		msg = strings.ToLower(utils.StatusMessage(status))
+		if msg == "" {
+			msg = "the request failed"
+		}
+	}
+	return &apiError{status: status, code: code, message: msg}
 }
 
 // toAPIError resolves err to the response the client gets. Unknown errors
@@ -75,11 +114,7 @@ func toAPIError(err error) (*apiError, bool) {
 	}
 	var fe *fiber.Error
 	if errors.As(err, &fe) {
-		code, ok := fiberCodes[fe.Code]
-		if !ok {
-			code = "error"
-		}
-		return &apiError{status: fe.Code, code: code, message: fe.Message}, true
+		return fiberError(fe.Code), true
 	}
 	return &apiError{status: 500, code: "internal", message: "internal error"}, false
 }

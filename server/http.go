@@ -19,20 +19,39 @@ import (
 // pageCSP allows only the page's own files: no inline script or style.
 const pageCSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
 
+// readBufferSize caps the request line and headers together; a larger
+// request gets 431 headers_too_large. 16 KiB: a busy shop domain's cookies
+// alone can pass 4 KiB (nginx allows 8 KiB per line by default, Cloudflare
+// 32 KiB in all); see fiberConfig for what it costs per connection.
+const readBufferSize = 16 << 10
+
+// fiberConfig is both apps' configuration.
+//
+// ReduceMemoryUsage returns a connection's read and write buffers to
+// fasthttp's pools whenever nothing is buffered: an idle keep-alive
+// connection holds none, and neither does a stream (SSE and WebSocket
+// hijack the connection; without it fasthttp hands the stream its read
+// buffer, readBufferSize per stream for hours). The cost is a pool get/put
+// per request.
+//
+// Multipart forms are never pre-parsed: no endpoint takes one.
 func (s *Server) fiberConfig(name string) fiber.Config {
 	return fiber.Config{
-		AppName:               name,
-		DisableStartupMessage: true,
-		BodyLimit:             s.cfg.BodyLimit,
-		ReadTimeout:           10 * time.Second, // slow clients cannot hold a connection while sending
-		IdleTimeout:           90 * time.Second,
-		ReadBufferSize:        4 << 10, // request line + headers (per connection: streams hold it); larger gets 431
-		ErrorHandler:          s.writeError,
+		AppName:                      name,
+		DisableStartupMessage:        true,
+		BodyLimit:                    s.cfg.BodyLimit,
+		ReadTimeout:                  10 * time.Second, // slow clients cannot hold a connection while sending
+		IdleTimeout:                  90 * time.Second,
+		ReadBufferSize:               readBufferSize,
+		ReduceMemoryUsage:            true,
+		DisablePreParseMultipartForm: true,
+		ErrorHandler:                 s.writeError,
 	}
 }
 
 func (s *Server) newPublicApp() *fiber.App {
 	app := fiber.New(s.fiberConfig("waitingroom"))
+	s.guardProtocol(app) // first: nothing in Fiber runs before it
 	app.Use(s.observe, securityHeaders)
 
 	api := app.Group("/api/v1", noStore, s.denyIPs)

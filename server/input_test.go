@@ -155,3 +155,26 @@ func TestProductDeletedMeanwhileReleasesTheSlot(t *testing.T) {
 		t.Fatalf("slot not released: %s", r.raw)
 	}
 }
+
+// TestTypeErrorsSayTheKind: a value of the wrong JSON type is named in
+// words ("an integer", not "a int64"), on the public and the admin API.
+func TestTypeErrorsSayTheKind(t *testing.T) {
+	e := newEnv(t)
+	in := e.start(nil)
+	qt := in.enter(user(1), "default").str("queueToken")
+	cases := []struct{ base, method, path, token, body, want string }{
+		{in.base, "POST", "/api/v1/auth/login", "", `{"loginId":5,"password":"pw"}`, "loginId must be a string"},
+		{in.base, "POST", "/api/v1/orders", qt, `{"productId":1,"quantity":"2"}`, "quantity must be an integer"},
+		{in.base, "POST", "/api/v1/orders", qt, `{"productId":{},"quantity":1}`, "productId must be an integer"},
+		{in.admin, "PUT", "/admin/rooms/default", testAdminToken, `{"paused":"yes"}`, "paused must be true or false"},
+		{in.admin, "PUT", "/admin/rooms/default", testAdminToken, `{"targetActive":[5]}`, "targetActive must be an integer"},
+		{in.admin, "PUT", "/admin/access", testAdminToken, `{"deny":"10.0.0.1"}`, "deny must be an array"},
+		{in.admin, "PUT", "/admin/access", testAdminToken, `{"deny":[1]}`, "must be a string"},
+	}
+	for _, tc := range cases {
+		r := do(t, tc.method, tc.base+tc.path, tc.token, tc.body, "X-Entry-Token", "AAAAAAAAAAAAAAAAAAAAAA")
+		if r.status != 400 || !strings.Contains(r.str("message"), tc.want) {
+			t.Errorf("%s %s: got %d %s, want 400 saying %q", tc.path, tc.body, r.status, r.raw, tc.want)
+		}
+	}
+}

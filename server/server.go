@@ -215,6 +215,7 @@ func (s *Server) Run(ctx context.Context) error {
 // WR_SHUTDOWN_TIMEOUT: streams first (told to reconnect elsewhere), then
 // HTTP (in-flight orders finish), then the admission loop and the hub.
 func (s *Server) Serve(ctx context.Context, public, admin net.Listener) error {
+	public, admin = guardHeaderLines(public), guardHeaderLines(admin) // see protocol.go
 	loopCtx, stopLoop := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() { s.admitter.Run(loopCtx) })

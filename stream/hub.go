@@ -233,6 +233,9 @@ func (h *Hub) Resync(ctx context.Context) {
 	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	snaps, err := h.o.Source.Snapshots(rctx, rooms)
 	cancel()
+	if err != nil && ctx.Err() != nil {
+		return // shutting down: the read was cut, Redis is not down
+	}
 	if err != nil {
 		h.setRedisDown(true)
 		return // streams keep their last status; polls answer from it (see Position)

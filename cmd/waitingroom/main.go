@@ -25,6 +25,17 @@ import (
 	"waitingroom/server/pgstore"
 )
 
+// usage is the command's help, printed by -h, --help and help.
+const usage = `Usage:
+  waitingroom [serve] [--http ADDR] [--admin ADDR]
+        run an instance; configuration comes from the environment
+        (WR_*, REDIS_URL, DATABASE_URL: see the README's configuration table)
+  waitingroom seed [--users N] [--password P] [--products M] [--stock S]
+        create demo users user1…userN and products 1…M
+  waitingroom COMMAND --help
+        the command's flags
+`
+
 func main() {
 	log := newLogger()
 	slog.SetDefault(log)
@@ -32,6 +43,8 @@ func main() {
 	cmd := "serve"
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		cmd, args = args[0], args[1:]
+	} else if len(args) > 0 && isHelp(args[0]) {
+		cmd = "help"
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -41,13 +54,54 @@ func main() {
 		err = serve(ctx, log, args)
 	case "seed":
 		err = seed(ctx, log, args)
+	case "help":
+		fmt.Fprint(os.Stdout, usage)
 	default:
+		fmt.Fprint(os.Stderr, usage)
 		err = fmt.Errorf("unknown command %q: want serve or seed", cmd)
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return // the flag set printed its usage
 	}
 	if err != nil {
 		log.Error("waitingroom: " + err.Error())
 		os.Exit(1)
 	}
+}
+
+func isHelp(arg string) bool {
+	switch arg {
+	case "-h", "-help", "--help":
+		return true
+	}
+	return false
+}
+
+// newFlagSet is a flag set for a command whose -h prints to stdout (help
+// asked for is output, not an error) and whose bad flags print to stderr.
+func newFlagSet(name, synopsis string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: waitingroom %s\n\nFlags:\n", synopsis)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseFlags parses args; for -h/--help it prints the usage to stdout and
+// returns flag.ErrHelp.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if isHelp(a) {
+			fs.SetOutput(os.Stdout)
+			fs.Usage()
+			return flag.ErrHelp
+		}
+	}
+	return fs.Parse(args)
 }
 
 func newLogger() *slog.Logger {
@@ -59,10 +113,10 @@ func newLogger() *slog.Logger {
 }
 
 func serve(ctx context.Context, log *slog.Logger, args []string) error {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs := newFlagSet("serve", "serve [--http ADDR] [--admin ADDR]\n\nRuns an instance; configuration comes from the environment (see the README).")
 	httpAddr := fs.String("http", "", "public address (overrides WR_HTTP_ADDR)")
 	adminAddr := fs.String("admin", "", "management address (overrides WR_ADMIN_ADDR)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	cfg, err := server.LoadConfig(os.Getenv)
@@ -125,12 +179,12 @@ func (l redisLog) Printf(ctx context.Context, format string, v ...any) {
 }
 
 func seed(ctx context.Context, log *slog.Logger, args []string) error {
-	fs := flag.NewFlagSet("seed", flag.ContinueOnError)
+	fs := newFlagSet("seed", "seed [--users N] [--password P] [--products M] [--stock S]\n\nCreates demo users and products in DATABASE_URL.")
 	users := fs.Int("users", 10000, "demo users user1…userN")
 	password := fs.String("password", "demo-pass", "password of every demo user")
 	products := fs.Int("products", 3, "products with ids 1…M (created when missing)")
 	stock := fs.Int64("stock", 1000000, "stock of each new product")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *users < 0 || *products < 0 || *stock < 0 || *password == "" {

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestMain runs the command itself when WR_TEST_MAIN=1 (the tests start
+// this binary as the command, with its arguments).
+func TestMain(m *testing.M) {
+	if os.Getenv("WR_TEST_MAIN") == "1" {
+		os.Args = append([]string{"waitingroom"}, strings.Fields(os.Getenv("WR_TEST_ARGS"))...)
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func run(t *testing.T, args string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	// No configuration at all: help must not need any (nor touch Redis or Postgres).
+	cmd.Env = []string{"WR_TEST_MAIN=1", "WR_TEST_ARGS=" + args, "PATH=" + os.Getenv("PATH")}
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return o.String(), e.String(), code
+}
+
+// TestHelp: --help (and -h, help; of serve and seed too) prints the usage
+// to stdout and exits 0 without an ERROR line; a wrong flag or command
+// still fails.
+func TestHelp(t *testing.T) {
+	for args, want := range map[string]string{
+		"--help": "waitingroom seed", "-h": "waitingroom seed", "help": "waitingroom seed",
+		"serve --help": "-admin", "serve -h": "-http", "seed --help": "-users", "seed -h": "-stock",
+	} {
+		stdout, stderr, code := run(t, args)
+		if code != 0 || !strings.Contains(stdout, "Usage") || !strings.Contains(stdout, want) || strings.Contains(stderr, "ERROR") {
+			t.Errorf("waitingroom %s: exit %d, stdout %q, stderr %q", args, code, stdout, stderr)
+		}
+	}
+	for _, args := range []string{"serve --bogus", "frobnicate"} {
+		if _, stderr, code := run(t, args); code != 1 || !strings.Contains(stderr, "Usage") {
+			t.Errorf("waitingroom %s: exit %d, stderr %q: want 1 with the usage", args, code, stderr)
+		}
+	}
+}
