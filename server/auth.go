@@ -71,12 +71,13 @@ func (s *Server) checkPassword(ctx context.Context, loginID, password string) (o
 	id, hash, err := s.store.Credentials(ctx, loginID)
 	switch {
 	case errors.Is(err, pgstore.ErrUserNotFound):
-		s.verifyPassword(s.dummy(), password)
-		return false, 0, nil
+		_, err := s.verifyPassword(ctx, s.dummy(), password)
+		return false, 0, err
 	case err != nil:
 		return false, 0, dbError(err)
 	}
-	return s.verifyPassword(hash, password), id, nil
+	ok, err = s.verifyPassword(ctx, hash, password)
+	return ok, id, err
 }
 
 // validLoginID accepts 1-128 bytes of valid UTF-8 without control
@@ -93,11 +94,38 @@ func validLoginID(id string) error {
 	return nil
 }
 
-func (s *Server) verifyPassword(hash []byte, password string) bool {
+// bcryptWait is how long a login waits for a BCrypt slot before it is
+// answered 503 with Retry-After.
+const bcryptWait = 2 * time.Second
+
+// errLoginBusy: every BCrypt slot stayed taken for bcryptWait.
+var errLoginBusy = &apiError{status: 503, code: "unavailable", retryAfter: 2,
+	message: "logins are busy right now; retry in a moment (a place in a queue is not affected)"}
+
+// verifyPassword runs one BCrypt verification in one of the instance's
+// BCrypt slots (WR_BCRYPT_CONCURRENCY, by default half the cores). The
+// per-address and per-account limits bound what one client can make
+// BCrypt do, but not what many addresses together can: the slots bound
+// the CPU that logins can take from everything else — polls, enters,
+// streams and orders keep the other cores whatever arrives at login. A
+// login that finds no slot free within bcryptWait gets errLoginBusy
+// (nothing was verified: it is not counted as a failure).
+func (s *Server) verifyPassword(ctx context.Context, hash []byte, password string) (bool, error) {
+	wait := time.NewTimer(bcryptWait)
+	defer wait.Stop()
+	select {
+	case s.bcryptSlots <- struct{}{}:
+	case <-ctx.Done():
+		return false, errLoginBusy
+	case <-wait.C:
+		s.m.bcryptBusy.Inc()
+		return false, errLoginBusy
+	}
+	defer func() { <-s.bcryptSlots }()
 	start := time.Now()
 	err := bcrypt.CompareHashAndPassword(hash, []byte(password))
 	s.m.bcrypt.Observe(time.Since(start).Seconds())
-	return err == nil
+	return err == nil, nil
 }
 
 // dummy returns a hash of the configured cost, made once.

@@ -33,14 +33,18 @@ type Config struct {
 	EntryTTL     time.Duration // WR_ENTRY_TTL (120s)
 	PollBands    Bands         // WR_POLL_BANDS ("100:1s,1000:3s,*:5s")
 	BcryptCost   int           // WR_BCRYPT_COST (10)
-	DBPool       int32         // WR_DB_POOL (40)
-	AccessTTL    time.Duration // WR_ACCESS_TTL (1h): lifetime of access tokens
-	QueueTTL     time.Duration // WR_QUEUE_TTL (6h): lifetime of queue tokens
-	OrderTimeout time.Duration // WR_ORDER_TIMEOUT (5s): the order transaction's deadline
-	MaxQuantity  int           // WR_MAX_QUANTITY (10): largest quantity one order may ask
-	BodyLimit    int           // WR_BODY_LIMIT (16384 bytes): larger bodies get 413
-	Shutdown     time.Duration // WR_SHUTDOWN_TIMEOUT (15s)
-	CookieSecure bool          // WR_COOKIE_SECURE=1: mark the wr_queue cookie Secure
+	// BcryptConcurrency (WR_BCRYPT_CONCURRENCY, 0 = half the cores, at
+	// least 1) is how many BCrypt verifications run at once; logins beyond
+	// wait up to 2 s for a slot, then get 503 with Retry-After.
+	BcryptConcurrency int
+	DBPool            int32         // WR_DB_POOL (40)
+	AccessTTL         time.Duration // WR_ACCESS_TTL (1h): lifetime of access tokens
+	QueueTTL          time.Duration // WR_QUEUE_TTL (6h): lifetime of queue tokens
+	OrderTimeout      time.Duration // WR_ORDER_TIMEOUT (5s): the order transaction's deadline
+	MaxQuantity       int           // WR_MAX_QUANTITY (10): largest quantity one order may ask
+	BodyLimit         int           // WR_BODY_LIMIT (16384 bytes): larger bodies get 413
+	Shutdown          time.Duration // WR_SHUTDOWN_TIMEOUT (15s)
+	CookieSecure      bool          // WR_COOKIE_SECURE=1: mark the wr_queue cookie Secure
 	// MaxConns (WR_MAX_CONNS) caps concurrent public connections; 0 derives
 	// it from RLIMIT_NOFILE (ConnCeiling). Excess connections get 503.
 	MaxConns int
@@ -129,28 +133,29 @@ func (e *ConfigError) Error() string {
 func LoadConfig(getenv func(string) string) (Config, error) {
 	p := envParser{getenv: getenv}
 	c := Config{
-		HTTPAddr:     p.str("WR_HTTP_ADDR", ":8080"),
-		AdminAddr:    p.str("WR_ADMIN_ADDR", "127.0.0.1:8081"),
-		RedisURL:     p.str("REDIS_URL", "redis://127.0.0.1:6379/0"),
-		DatabaseURL:  p.str("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/waitingroom?sslmode=disable"),
-		Dev:          p.flag("WR_DEV"),
-		JWTSecret:    getenv("WR_JWT_SECRET"),
-		JWTPrevious:  getenv("WR_JWT_SECRET_PREVIOUS"),
-		AdminToken:   getenv("WR_ADMIN_TOKEN"),
-		TargetActive: p.int("WR_TARGET_ACTIVE", 20, 0, 1_000_000),
-		AdmitEvery:   p.duration("WR_ADMIT_INTERVAL", 100*time.Millisecond, 10*time.Millisecond, time.Minute),
-		EntryTTL:     p.duration("WR_ENTRY_TTL", 120*time.Second, time.Second, 24*time.Hour),
-		BcryptCost:   int(p.int("WR_BCRYPT_COST", 10, 4, 31)),
-		DBPool:       int32(p.int("WR_DB_POOL", 40, 1, 10_000)),
-		AccessTTL:    p.duration("WR_ACCESS_TTL", time.Hour, time.Minute, 30*24*time.Hour),
-		QueueTTL:     p.duration("WR_QUEUE_TTL", 6*time.Hour, time.Minute, 7*24*time.Hour),
-		OrderTimeout: p.duration("WR_ORDER_TIMEOUT", 5*time.Second, 100*time.Millisecond, 5*time.Minute),
-		MaxQuantity:  int(p.int("WR_MAX_QUANTITY", 10, 1, 1_000_000)),
-		BodyLimit:    int(p.int("WR_BODY_LIMIT", 16<<10, 1<<10, 16<<20)),
-		Shutdown:     p.duration("WR_SHUTDOWN_TIMEOUT", 15*time.Second, time.Second, 10*time.Minute),
-		CookieSecure: p.flag("WR_COOKIE_SECURE"),
-		MaxConns:     int(p.int("WR_MAX_CONNS", 0, 0, 10_000_000)),
-		IdleTimeout:  p.durationOrZero("WR_IDLE_TIMEOUT", 60*time.Second, 5*time.Second, 24*time.Hour),
+		HTTPAddr:          p.str("WR_HTTP_ADDR", ":8080"),
+		AdminAddr:         p.str("WR_ADMIN_ADDR", "127.0.0.1:8081"),
+		RedisURL:          p.str("REDIS_URL", "redis://127.0.0.1:6379/0"),
+		DatabaseURL:       p.str("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/waitingroom?sslmode=disable"),
+		Dev:               p.flag("WR_DEV"),
+		JWTSecret:         getenv("WR_JWT_SECRET"),
+		JWTPrevious:       getenv("WR_JWT_SECRET_PREVIOUS"),
+		AdminToken:        getenv("WR_ADMIN_TOKEN"),
+		TargetActive:      p.int("WR_TARGET_ACTIVE", 20, 0, 1_000_000),
+		AdmitEvery:        p.duration("WR_ADMIT_INTERVAL", 100*time.Millisecond, 10*time.Millisecond, time.Minute),
+		EntryTTL:          p.duration("WR_ENTRY_TTL", 120*time.Second, time.Second, 24*time.Hour),
+		BcryptCost:        int(p.int("WR_BCRYPT_COST", 10, 4, 31)),
+		BcryptConcurrency: int(p.int("WR_BCRYPT_CONCURRENCY", 0, 0, 1024)),
+		DBPool:            int32(p.int("WR_DB_POOL", 40, 1, 10_000)),
+		AccessTTL:         p.duration("WR_ACCESS_TTL", time.Hour, time.Minute, 30*24*time.Hour),
+		QueueTTL:          p.duration("WR_QUEUE_TTL", 6*time.Hour, time.Minute, 7*24*time.Hour),
+		OrderTimeout:      p.duration("WR_ORDER_TIMEOUT", 5*time.Second, 100*time.Millisecond, 5*time.Minute),
+		MaxQuantity:       int(p.int("WR_MAX_QUANTITY", 10, 1, 1_000_000)),
+		BodyLimit:         int(p.int("WR_BODY_LIMIT", 16<<10, 1<<10, 16<<20)),
+		Shutdown:          p.duration("WR_SHUTDOWN_TIMEOUT", 15*time.Second, time.Second, 10*time.Minute),
+		CookieSecure:      p.flag("WR_COOKIE_SECURE"),
+		MaxConns:          int(p.int("WR_MAX_CONNS", 0, 0, 10_000_000)),
+		IdleTimeout:       p.durationOrZero("WR_IDLE_TIMEOUT", 60*time.Second, 5*time.Second, 24*time.Hour),
 	}
 	c.MaxConnsPerIP = int(p.int("WR_MAX_CONNS_PER_IP", 0, 0, 10_000_000))
 	c.FirstRequestTimeout = p.duration("WR_FIRST_REQUEST_TIMEOUT", 5*time.Second, 500*time.Millisecond, 10*time.Minute)

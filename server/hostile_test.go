@@ -451,3 +451,49 @@ func TestLoginLimitsConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestBcryptSlotsBoundLogins: logins from many addresses at once (each
+// within its own limits) never take more BCrypt slots than
+// WR_BCRYPT_CONCURRENCY; those that find none free within the wait get 503
+// with Retry-After — never 500 — while a waiting user's polls are answered.
+func TestBcryptSlotsBoundLogins(t *testing.T) {
+	e := newEnv(t)
+	// Unknown ids are verified against a dummy hash of WR_BCRYPT_COST: at
+	// cost 13 each verification takes far longer than the test's logins
+	// can share within the 2 s wait on one slot.
+	in := e.start(limited(behindProxy(map[string]string{"WR_BCRYPT_COST": "13", "WR_BCRYPT_CONCURRENCY": "1"})))
+	qt := in.enter(user(1), "default").str("queueToken")
+	const logins = 12
+	statuses := make(chan response, logins)
+	var wg sync.WaitGroup
+	for i := range logins {
+		wg.Go(func() {
+			statuses <- loginFrom(t, in, "10.9.0."+strconv.Itoa(i+1), "nobody"+strconv.Itoa(i), "guess")
+		})
+	}
+	polls := 0
+	for len(statuses) < logins && polls < 50 {
+		if r := in.position("default", qt); r.status != 200 && r.status != 429 {
+			t.Fatalf("a waiting user's poll during the login flood = %d %s", r.status, r.raw)
+		}
+		polls++
+	}
+	wg.Wait()
+	close(statuses)
+	busy := 0
+	for r := range statuses {
+		switch {
+		case r.status == 401:
+		case r.status == 503 && r.str("error") == "unavailable" && r.header.Get("Retry-After") != "":
+			busy++
+		default:
+			t.Fatalf("login in the flood = %d %s, want 401 or 503 with Retry-After", r.status, r.raw)
+		}
+	}
+	if busy == 0 {
+		t.Fatalf("no login found the BCrypt slot busy: %d logins on one slot at cost 13", logins)
+	}
+	if got := in.metric("waitingroom_bcrypt_busy_total"); got != float64(busy) {
+		t.Fatalf("waitingroom_bcrypt_busy_total = %v, want %d", got, busy)
+	}
+}

@@ -71,10 +71,12 @@ import (
 
 // pollSlack: a poll is refused when it comes sooner than half of the
 // pollAfterMs its band asked for, beyond a burst of pollBurst (jitter,
-// reloads, a second tab).
+// reloads, a second tab). pollFloor is the pace assumed for a status that
+// asks for no poll (READY: pollAfterMs 0).
 const (
 	pollSlack = 2
 	pollBurst = 5
+	pollFloor = time.Second
 )
 
 // limit applies one limit to subject for the request of user ("" before

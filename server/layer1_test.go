@@ -116,6 +116,33 @@ func TestRefreshStormIsRefusedAndPlaceKept(t *testing.T) {
 	}
 }
 
+// TestReadyPollStormIsRefused: READY asks for no poll (pollAfterMs 0); a
+// storm of polls with its token is still paced, and the entry token it holds
+// stays valid.
+func TestReadyPollStormIsRefused(t *testing.T) {
+	e := newEnv(t)
+	in := e.start(limited(map[string]string{}))
+	qt := in.enter(user(1), "default").str("queueToken")
+	in.admit("default")
+	var last response
+	for range 20 {
+		if last = in.position("default", qt); last.status == 429 {
+			break
+		}
+		if last.str("status") != "READY" {
+			t.Fatalf("poll = %d %s, want READY", last.status, last.raw)
+		}
+	}
+	if last.status != 429 || last.str("error") != "rate_limited" || last.header.Get("Retry-After") == "" {
+		t.Fatalf("READY storm = %d %s, want 429 with Retry-After", last.status, last.raw)
+	}
+	other := in.enter(user(2), "default").str("queueToken")
+	if r := in.position("default", other); r.status != 200 {
+		t.Fatalf("another user's poll during the storm = %d %s", r.status, r.raw)
+	}
+	waitFor(t, "the storm's pace to recover", func() bool { return in.position("default", qt).str("status") == "READY" })
+}
+
 // TestForwardedForIsIgnoredUnlessTrusted: the client IP comes from the
 // socket; headers count only from a configured proxy.
 func TestForwardedForIsIgnoredUnlessTrusted(t *testing.T) {

@@ -19,6 +19,7 @@ type metrics struct {
 	orders       *prometheus.CounterVec
 	httpDuration *prometheus.HistogramVec
 	bcrypt       prometheus.Histogram
+	bcryptBusy   prometheus.Counter
 	streams      *prometheus.GaugeVec
 	streamEvents *prometheus.CounterVec
 	streamDrops  prometheus.Counter
@@ -81,6 +82,10 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 			Help:    "BCrypt password verifications (login only).",
 			Buckets: []float64{.01, .025, .05, .075, .1, .15, .25, .5, 1, 2.5},
 		}),
+		bcryptBusy: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "waitingroom_bcrypt_busy_total",
+			Help: "Logins answered 503 because every BCrypt slot (WR_BCRYPT_CONCURRENCY) stayed taken for 2 s.",
+		}),
 		streams: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "waitingroom_stream_connections", Help: "Open push streams by transport (sse, ws).",
 		}, []string{"transport"}),
@@ -134,6 +139,6 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 	}, []string{"room", "reason"})
 	reg.MustRegister(m.limitChanges)
 	reg.MustRegister(m.streams, m.streamEvents, m.streamDrops, m.fanoutLag, m.connRefused, m.rateLimited)
-	reg.MustRegister(m.waiting, m.active, m.target, m.admitted, m.entered, m.expired, m.orders, m.httpDuration, m.bcrypt)
+	reg.MustRegister(m.waiting, m.active, m.target, m.admitted, m.entered, m.expired, m.orders, m.httpDuration, m.bcrypt, m.bcryptBusy)
 	return m
 }

@@ -190,11 +190,12 @@ func (s *Server) position(c *fiber.Ctx) error {
 		}
 	}
 	// A refresh storm is refused at its band's own pace; the place is kept.
-	if doc.PollAfterMs > 0 {
-		lim := pollLimit(time.Duration(doc.PollAfterMs) * time.Millisecond)
-		if err := s.limit(c, "poll", room+":"+claims.Subject, claims.Subject, lim, true); err != nil {
-			return err
-		}
+	// READY says pollAfterMs 0 (nothing left to wait for): its polls are
+	// paced as if it said pollFloor, so a storm of READY polls is refused
+	// like any other.
+	pollAfter := max(time.Duration(doc.PollAfterMs)*time.Millisecond, pollFloor)
+	if err := s.limit(c, "poll", room+":"+claims.Subject, claims.Subject, pollLimit(pollAfter), true); err != nil {
+		return err
 	}
 	return c.JSON(doc)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -68,8 +69,9 @@ type Server struct {
 	// fwdStreams: open streams per forwarded client address (holdStream).
 	fwdStreams addrCounts
 
-	dummyOnce sync.Once
-	dummyHash []byte // BCrypt hash verified for unknown login ids
+	bcryptSlots chan struct{} // one token per concurrent BCrypt (WR_BCRYPT_CONCURRENCY)
+	dummyOnce   sync.Once
+	dummyHash   []byte // BCrypt hash verified for unknown login ids
 }
 
 // New builds a Server. It does no I/O: the admission loop creates the
@@ -136,6 +138,10 @@ func New(o Options) (*Server, error) {
 	for _, reason := range []string{refusedCeiling, refusedAddress} {
 		s.m.connRefused.WithLabelValues(reason) // present at 0 from the start
 	}
+	if s.cfg.BcryptConcurrency == 0 {
+		s.cfg.BcryptConcurrency = max(runtime.GOMAXPROCS(0)/2, 1)
+	}
+	s.bcryptSlots = make(chan struct{}, s.cfg.BcryptConcurrency)
 	s.public = s.newPublicApp()
 	// Outermost, before Fiber's routing: every complete request, whatever
 	// its route, lifts its connection's first-request deadline.
