@@ -175,7 +175,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	}
 	c.RateLimits = p.onOff("WR_RATE_LIMITS", true)
 	c.Limits = Limits{
-		LoginIP:   p.limit("WR_LIMIT_LOGIN_IP", "30/1m:30"),
+		LoginIP:   p.limit("WR_LIMIT_LOGIN_IP", "10/1m:10"),
 		LoginID:   p.limit("WR_LIMIT_LOGIN_ID", "10/1m:5"),
 		EnterIP:   p.limit("WR_LIMIT_ENTER_IP", "120/1m:60"),
 		EnterUser: p.limit("WR_LIMIT_ENTER_USER", "20/1m:10"),

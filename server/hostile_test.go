@@ -440,7 +440,7 @@ func TestLoginLimitsConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := c.Limits
-	if l.LoginIP.String() != "30/1m0s:30" || l.LoginID.String() != "10/1m0s:5" || l.LoginPair.String() != "5/5m0s:5" || l.LoginAttemptsIP.String() != "120/1m0s:60" {
+	if l.LoginIP.String() != "10/1m0s:10" || l.LoginID.String() != "10/1m0s:5" || l.LoginPair.String() != "5/5m0s:5" || l.LoginAttemptsIP.String() != "120/1m0s:60" {
 		t.Fatalf("login limits = ip %v, id %v, pair %v, attempts %v", l.LoginIP, l.LoginID, l.LoginPair, l.LoginAttemptsIP)
 	}
 	for _, v := range []string{"WR_LIMIT_LOGIN_PAIR", "WR_LIMIT_LOGIN_ATTEMPTS_IP"} {

@@ -36,7 +36,7 @@ import (
 //
 //	login_attempts_ip  WR_LIMIT_LOGIN_ATTEMPTS_IP 120/1m:60  every attempt per address: the CPU guard
 //	                   against one client looping on an account it knows the password of
-//	login_ip           WR_LIMIT_LOGIN_IP          30/1m:30   failures per address (any accounts)
+//	login_ip           WR_LIMIT_LOGIN_IP          10/1m:10   failures per address (any accounts)
 //	login_pair         WR_LIMIT_LOGIN_PAIR        5/5m:5     failures per account and address
 //	login_id           WR_LIMIT_LOGIN_ID          10/1m:5    failures per account, from anywhere
 //

@@ -79,22 +79,7 @@ func (s *Sub) Take() (Update, bool) {
 func (s *Sub) Close() { s.shard.remove(s) }
 
 // put overwrites the slot with u and signals the writer.
-func (s *Sub) put(u Update, now time.Time) {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return
-	}
-	s.slot = &u
-	if s.filledAt.IsZero() {
-		s.filledAt = now
-	}
-	s.mu.Unlock()
-	select {
-	case s.notify <- struct{}{}:
-	default:
-	}
-}
+func (s *Sub) put(u Update, now time.Time) { s.fill(u, now, false) }
 
 // stalledSince returns when the unwritten update was first put, or zero.
 func (s *Sub) stalledSince() time.Time {
@@ -105,7 +90,11 @@ func (s *Sub) stalledSince() time.Time {
 
 // finish leaves u as the subscription's last update and ends it, in one
 // step: no later put (a status read racing with the end) can overwrite it.
-func (s *Sub) finish(u Update, now time.Time) {
+func (s *Sub) finish(u Update, now time.Time) { s.fill(u, now, true) }
+
+// fill overwrites the slot with u unless the subscription has ended, ends
+// it when last is set, and signals the writer.
+func (s *Sub) fill(u Update, now time.Time, last bool) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -115,8 +104,10 @@ func (s *Sub) finish(u Update, now time.Time) {
 	if s.filledAt.IsZero() {
 		s.filledAt = now
 	}
-	s.closed = true
-	close(s.done)
+	if last {
+		s.closed = true
+		close(s.done)
+	}
 	s.mu.Unlock()
 	select {
 	case s.notify <- struct{}{}:
