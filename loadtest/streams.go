@@ -27,16 +27,6 @@ const (
 // event per admission tick: 600 a minute at the default 100 ms).
 const maxLagSamples = 10_000
 
-// Metrics read from the server's /metrics.
-const (
-	metricRSS     = "process_resident_memory_bytes"
-	metricCPU     = "process_cpu_seconds_total"
-	metricConns   = "waitingroom_stream_connections"
-	metricDropped = "waitingroom_stream_dropped_total"
-)
-
-var streamMetrics = []string{metricRSS, metricCPU, metricConns, metricDropped}
-
 // Lag bands: where the receiving user stood, by the event's own status.
 // The hub coalesces by band (every admission up to 100, 1 s up to 1000,
 // 5 s beyond), so a band's lag includes what coalescing holds back.
@@ -484,33 +474,6 @@ func leaveAllConcurrently(ctx context.Context, a *api, adm *admin, tokens []stri
 	}); err != nil {
 		fmt.Fprintln(os.Stderr, "loadtest:", err)
 	}
-}
-
-// scrapeMetrics reads the server's process and stream metrics.
-func scrapeMetrics(ctx context.Context, adm *admin) (map[string]float64, string) {
-	return scrapeNames(ctx, adm, streamMetrics...)
-}
-
-// scrapeNames reads /metrics and sums each of names over its label sets;
-// the string is why it could not be read ("" when it was).
-func scrapeNames(ctx context.Context, adm *admin, names ...string) (map[string]float64, string) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, adm.base+"/metrics", nil)
-	if err != nil {
-		return nil, err.Error()
-	}
-	resp, err := adm.hc.Do(req)
-	if err != nil {
-		return nil, err.Error()
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, "metrics: " + resp.Status
-	}
-	m, err := SumSamples(resp.Body, names...)
-	if err != nil {
-		return nil, err.Error()
-	}
-	return m, ""
 }
 
 // waitGroup waits for wg or for ctx to end.
