@@ -45,37 +45,7 @@ func (a *attacker) idleFlood(ctx context.Context, n int, deadline time.Duration)
 		return res
 	}
 	dial := loopbackDial(func() net.IP { return idleFloodAddr })
-	var (
-		open    atomic.Int64
-		closing atomic.Bool // we close the rest: not the server's doing
-		mu      sync.Mutex
-		conns   []net.Conn
-		lives   []time.Duration
-		wg      sync.WaitGroup
-	)
-	watch := func(c net.Conn, opened time.Time) {
-		defer wg.Done()
-		br := bufio.NewReader(c)
-		line, err := br.ReadString('\n')
-		life := time.Since(opened)
-		open.Add(-1)
-		mu.Lock()
-		defer mu.Unlock()
-		switch {
-		case strings.HasPrefix(line, "HTTP/1.1 503"):
-			res.Refused503++
-		case strings.HasPrefix(line, "HTTP/"):
-			f := strings.Fields(line)
-			if len(f) > 1 {
-				res.Answered[f[1]]++
-			}
-		case closing.Load() || ctx.Err() != nil:
-			return // closed by us at the end
-		case err != nil:
-			res.Closed++
-		}
-		lives = append(lives, life)
-	}
+	f := &idleSockets{ctx: ctx, res: res}
 	half := []byte("GET " + (&url.URL{Path: "/api/v1/rooms/" + a.room + "/position"}).EscapedPath() + " HT")
 	for i := 0; i < n && ctx.Err() == nil; i++ {
 		dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -89,34 +59,84 @@ func (a *attacker) idleFlood(ctx context.Context, n int, deadline time.Duration)
 			_ = c.SetWriteDeadline(time.Now().Add(time.Second))
 			_, _ = c.Write(half)
 		}
-		res.Connected++
-		res.MaxOpen = max(res.MaxOpen, open.Add(1))
-		mu.Lock()
-		conns = append(conns, c)
-		mu.Unlock()
-		wg.Add(1)
-		go watch(c, time.Now())
+		f.add(c)
 	}
 	lastOpen := time.Now()
 	check := deadline + 2*time.Second
 	if sleep(ctx, check) {
-		res.HeldPastDeadline = int(open.Load())
+		res.HeldPastDeadline = int(f.open.Load())
 		res.CheckedAtSeconds = time.Since(lastOpen).Seconds()
 	}
-	closing.Store(true)
-	mu.Lock()
-	for _, c := range conns {
-		c.Close()
-	}
-	mu.Unlock()
-	wg.Wait()
+	f.closeAll()
 	if ctx.Err() != nil && res.CheckedAtSeconds == 0 {
 		res.HeldPastDeadline = -1 // the run ended before the check
 	}
-	if len(lives) > 0 {
-		l := slices.Clone(lives)
+	if len(f.lives) > 0 {
+		l := slices.Clone(f.lives)
 		slices.Sort(l)
 		res.MedianLifeSeconds, res.MaxLifeSeconds = Percentile(l, 50).Seconds(), Percentile(l, 100).Seconds()
 	}
 	return res
+}
+
+// idleSockets are the flood's open sockets, each with a reader that waits
+// for the server's answer or close.
+type idleSockets struct {
+	ctx     context.Context
+	res     *idleFloodResult // its counts are written under mu
+	open    atomic.Int64
+	closing atomic.Bool // we close the rest: not the server's doing
+	mu      sync.Mutex
+	conns   []net.Conn
+	lives   []time.Duration // of the connections the server ended
+	wg      sync.WaitGroup
+}
+
+// add counts a connected socket and starts its reader.
+func (f *idleSockets) add(c net.Conn) {
+	f.res.Connected++
+	f.res.MaxOpen = max(f.res.MaxOpen, f.open.Add(1))
+	f.mu.Lock()
+	f.conns = append(f.conns, c)
+	f.mu.Unlock()
+	f.wg.Add(1)
+	go f.watch(c, time.Now())
+}
+
+// watch reads c's first line: a 503 (a connection cap), another answer
+// (e.g. 408), or a close without a word; sockets we close at the end are
+// not counted.
+func (f *idleSockets) watch(c net.Conn, opened time.Time) {
+	defer f.wg.Done()
+	br := bufio.NewReader(c)
+	line, err := br.ReadString('\n')
+	life := time.Since(opened)
+	f.open.Add(-1)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch {
+	case strings.HasPrefix(line, "HTTP/1.1 503"):
+		f.res.Refused503++
+	case strings.HasPrefix(line, "HTTP/"):
+		fields := strings.Fields(line)
+		if len(fields) > 1 {
+			f.res.Answered[fields[1]]++
+		}
+	case f.closing.Load() || f.ctx.Err() != nil:
+		return // closed by us at the end
+	case err != nil:
+		f.res.Closed++
+	}
+	f.lives = append(f.lives, life)
+}
+
+// closeAll closes every socket still open and waits for the readers.
+func (f *idleSockets) closeAll() {
+	f.closing.Store(true)
+	f.mu.Lock()
+	for _, c := range f.conns {
+		c.Close()
+	}
+	f.mu.Unlock()
+	f.wg.Wait()
 }
