@@ -190,10 +190,26 @@ const metricBcrypt = "waitingroom_bcrypt_seconds_count"
 // floods end after their checks), has the attackers leave the queue, and
 // reads the BCrypt count.
 func (ar *attackRun) side(run context.Context, start time.Time) func() {
+	stopBcrypt := ar.countBcrypt(run)
+	if ar.baseline || len(ar.ac.on) == 0 {
+		return stopBcrypt
+	}
+	x := ar.launch(run, start)
+	return func() {
+		x.wait()
+		stopBcrypt()
+		x.leaveQueue(ar.s.leaver)
+	}
+}
+
+// countBcrypt reads waitingroom_bcrypt_seconds_count now; the returned
+// stop reads it again and puts the difference in ar.bcrypt (left 0 when
+// either read fails).
+func (ar *attackRun) countBcrypt(run context.Context) (stop func()) {
 	adm := ar.s.adm
 	b0, errText := scrapeNames(run, adm, metricBcrypt)
 	bcryptOK := errText == ""
-	stop := func() {
+	return func() {
 		if !bcryptOK {
 			return
 		}
@@ -203,123 +219,157 @@ func (ar *attackRun) side(run context.Context, start time.Time) func() {
 			ar.bcrypt = b1[metricBcrypt] - b0[metricBcrypt]
 		}
 	}
-	if ar.baseline || len(ar.ac.on) == 0 {
-		return stop
-	}
-	o, ac, cfg, rep := ar.o, ar.ac, ar.cfg, ar.out
-	a := &attacker{base: o.base, admin: o.admin, adminToken: o.adminToken, room: o.room, timeout: o.timeout, rec: NewRecorder()}
-	// reqCtx: Ctrl-C only, so the owner's login and the victim's check
-	// finish when the run ends; holds: the floods' holding, ended by stop.
-	reqCtx := context.WithoutCancel(run)
-	holds, endHolds := context.WithCancel(run)
-	access := func(k int) string {
-		tok, err := cfg.mt.access(int64(ac.firstUser + k))
-		if err != nil {
-			return ""
-		}
-		return tok
-	}
-	owner := "user" + fmt.Sprint(ac.firstUser)
+}
 
-	var (
-		bounded, held sync.WaitGroup
-		mu            sync.Mutex
-		leave         []string // queue tokens of attackers in the queue
-		floodChecked  = make(chan struct{})
-	)
-	keep := func(tok string) {
-		mu.Lock()
-		leave = append(leave, tok)
-		mu.Unlock()
-	}
+// attacks is one run's attacks in flight: the bounded ones (they end by
+// themselves), the held ones (floods that hold what they got until wait
+// ends them), and the queue tokens of the attackers who entered.
+type attacks struct {
+	ar  *attackRun
+	a   *attacker
+	run context.Context
+	// reqCtx: Ctrl-C only, so the owner's login and the victim's check
+	// finish when the run ends; holds: the floods' holding, ended by wait.
+	reqCtx, holds context.Context
+	endHolds      context.CancelFunc
+	bounded, held sync.WaitGroup
+	floodChecked  chan struct{} // closed once the stream flood has counted
+	mu            sync.Mutex
+	leave         []string // queue tokens of attackers in the queue
+}
+
+// launch starts every attack that is on, from its own addresses.
+func (ar *attackRun) launch(run context.Context, start time.Time) *attacks {
+	o, ac, cfg, rep := ar.o, ar.ac, ar.cfg, ar.out
+	x := &attacks{ar: ar, run: run, reqCtx: context.WithoutCancel(run), floodChecked: make(chan struct{}),
+		a: &attacker{base: o.base, admin: o.admin, adminToken: o.adminToken, room: o.room, timeout: o.timeout, rec: NewRecorder()}}
+	x.holds, x.endHolds = context.WithCancel(run)
+	a := x.a
 	if ac.on["stuffing"] {
-		bounded.Go(func() {
-			rep.Stuffing = a.stuffing(run, reqCtx, ac.stuffing, ac.stuffAddrs, ac.stuffConns, owner, cfg.password, cfg.first, cfg.n)
+		owner := "user" + fmt.Sprint(ac.firstUser)
+		x.bounded.Go(func() {
+			rep.Stuffing = a.stuffing(run, x.reqCtx, ac.stuffing, ac.stuffAddrs, ac.stuffConns, owner, cfg.password, cfg.first, cfg.n)
 		})
 	}
 	if ac.on["cross-site"] {
-		bounded.Go(func() {
-			// Spread over the window: the victim waits in the queue while
-			// the forged requests come.
-			if !sleep(run, ac.for_/3) {
-				return
-			}
-			rep.CrossSite = a.crossSite(run, access(1), ac.crossSite)
-			if rep.CrossSite.qtok != "" {
-				keep(rep.CrossSite.qtok)
-			}
-		})
+		x.bounded.Go(x.crossSite)
 	}
 	// The stream flooder's token also carries the bomb to orders.
 	var floodTok string
 	if ac.on["streams"] || ac.on["bomb"] {
-		cl := a.client(streamAddr, 1)
-		tok, _, err := a.enter(run, cl, access(2))
-		cl.hc.CloseIdleConnections()
-		if err != nil {
-			rep.Notes = append(rep.Notes, "the stream flooder could not enter: "+whyEnded(err))
-		} else {
-			floodTok = tok
-			keep(tok)
-		}
+		floodTok = x.enterFlooder()
 	}
 	if ac.on["streams"] {
-		held.Go(func() {
-			rep.StreamFlood = a.streamFlood(holds, floodTok, ac.streams, cfg.idle, floodChecked)
+		x.held.Go(func() {
+			rep.StreamFlood = a.streamFlood(x.holds, floodTok, ac.streams, cfg.idle, x.floodChecked)
 		})
 	} else {
-		close(floodChecked)
+		close(x.floodChecked)
 	}
 	if ac.on["idle"] {
-		bounded.Go(func() { rep.IdleFlood = a.idleFlood(run, ac.idleSockets, ac.deadline) })
+		x.bounded.Go(func() { rep.IdleFlood = a.idleFlood(run, ac.idleSockets, ac.deadline) })
 	}
 	if ac.on["bomb"] {
-		bounded.Go(func() { rep.Bombs = a.bombs(run, adm, ac.bombs, ac.bombMiB, ac.for_, floodTok) })
+		x.bounded.Go(func() { rep.Bombs = a.bombs(run, ar.s.adm, ac.bombs, ac.bombMiB, ac.for_, floodTok) })
 	}
 	if ac.on["storm"] {
-		bounded.Go(func() {
-			// The storm's tokens join when the crowd has arrived, at the
-			// back of the queue: a scalper refreshing while it waits. (At
-			// the front they would be READY at once, and READY asks for
-			// no pause: the poll limit, paced by pollAfterMs, lets READY
-			// polls through.)
-			if !sleepUntil(run, start.Add(cfg.over)) {
-				return
-			}
-			cl := a.client(stormAddr, ac.stormTokens)
-			var toks []string
-			var why string
-			for k := range ac.stormTokens {
-				tok, _, err := a.enter(run, cl, access(3+k))
-				if err != nil {
-					why = whyEnded(err)
-					continue
-				}
-				toks = append(toks, tok)
-				keep(tok)
-			}
-			cl.hc.CloseIdleConnections()
-			rep.Storm = a.storm(run, toks, ac.for_, ac.stormMax)
-			rep.Storm.EnterFailure = why
-		})
+		x.bounded.Go(func() { x.storm(start) })
 	}
-	return func() {
-		bounded.Wait()
-		select {
-		case <-floodChecked:
-		case <-run.Done():
-		}
-		endHolds()
-		held.Wait()
-		stop()
-		if len(leave) > 0 {
-			// The attackers leave: the room is as the run found it.
-			lctx, cancel := context.WithTimeout(reqCtx, time.Minute)
-			defer cancel()
-			_ = forEach(lctx, "attackers leave", len(leave), 4, func(i int) error {
-				_, err := ar.s.leaver.leave(lctx, leave[i])
-				return err
-			})
-		}
+	return x
+}
+
+// access is the access token of the k-th attacker account ("" if it cannot
+// be minted).
+func (x *attacks) access(k int) string {
+	tok, err := x.ar.cfg.mt.access(int64(x.ar.ac.firstUser + k))
+	if err != nil {
+		return ""
 	}
+	return tok
+}
+
+// keep remembers an attacker's queue token, to leave at the end.
+func (x *attacks) keep(tok string) {
+	x.mu.Lock()
+	x.leave = append(x.leave, tok)
+	x.mu.Unlock()
+}
+
+// crossSite runs the cross-site requests a third into the window: the
+// victim waits in the queue while the forged requests come.
+func (x *attacks) crossSite() {
+	if !sleep(x.run, x.ar.ac.for_/3) {
+		return
+	}
+	rep := x.ar.out
+	rep.CrossSite = x.a.crossSite(x.run, x.access(1), x.ar.ac.crossSite)
+	if rep.CrossSite.qtok != "" {
+		x.keep(rep.CrossSite.qtok)
+	}
+}
+
+// enterFlooder enters the stream flooder and returns its queue token (""
+// when it could not enter; a note says why).
+func (x *attacks) enterFlooder() string {
+	cl := x.a.client(streamAddr, 1)
+	tok, _, err := x.a.enter(x.run, cl, x.access(2))
+	cl.hc.CloseIdleConnections()
+	if err != nil {
+		x.ar.out.Notes = append(x.ar.out.Notes, "the stream flooder could not enter: "+whyEnded(err))
+		return ""
+	}
+	x.keep(tok)
+	return tok
+}
+
+// storm enters the storm's tokens when the crowd has arrived, at the back
+// of the queue — a scalper refreshing while it waits — and polls with them.
+// (At the front they would be READY at once, and READY asks for no pause:
+// the poll limit, paced by pollAfterMs, lets READY polls through.)
+func (x *attacks) storm(start time.Time) {
+	ac := x.ar.ac
+	if !sleepUntil(x.run, start.Add(x.ar.cfg.over)) {
+		return
+	}
+	cl := x.a.client(stormAddr, ac.stormTokens)
+	var toks []string
+	var why string
+	for k := range ac.stormTokens {
+		tok, _, err := x.a.enter(x.run, cl, x.access(3+k))
+		if err != nil {
+			why = whyEnded(err)
+			continue
+		}
+		toks = append(toks, tok)
+		x.keep(tok)
+	}
+	cl.hc.CloseIdleConnections()
+	x.ar.out.Storm = x.a.storm(x.run, toks, ac.for_, ac.stormMax)
+	x.ar.out.Storm.EnterFailure = why
+}
+
+// wait waits for the bounded attacks, then for the stream flood's count
+// (or the run's end), then ends the floods' holding and waits for them.
+func (x *attacks) wait() {
+	x.bounded.Wait()
+	select {
+	case <-x.floodChecked:
+	case <-x.run.Done():
+	}
+	x.endHolds()
+	x.held.Wait()
+}
+
+// leaveQueue has the attackers who entered leave: the room is as the run
+// found it.
+func (x *attacks) leaveQueue(l *api) {
+	if len(x.leave) == 0 {
+		return
+	}
+	lctx, cancel := context.WithTimeout(x.reqCtx, time.Minute)
+	defer cancel()
+	_ = forEach(lctx, "attackers leave", len(x.leave), 4, func(i int) error {
+		_, err := l.leave(lctx, x.leave[i])
+		return err
+	})
 }

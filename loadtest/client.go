@@ -249,20 +249,3 @@ func (m *admin) doPath(ctx context.Context, method, path string, body, out any) 
 	}
 	return json.NewDecoder(resp.Body).Decode(out)
 }
-
-// histogram scrapes /metrics and reads the histogram name.
-func (m *admin) histogram(ctx context.Context, name string) (Histogram, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.base+"/metrics", nil)
-	if err != nil {
-		return Histogram{}, err
-	}
-	resp, err := m.hc.Do(req)
-	if err != nil {
-		return Histogram{}, fmt.Errorf("metrics: %w", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return Histogram{}, fmt.Errorf("metrics: %s", resp.Status)
-	}
-	return ParseHistogram(resp.Body, name)
-}

@@ -153,4 +153,17 @@
 // machine as the server — on the reference machine, 2 cores — so the
 // figures to compare are ratios within one run, never absolute rates
 // across machines.
+//
+// Files: main.go parses the common flags and dispatches; one file per
+// scenario (seed.go, poll.go, streams.go, surge.go, attack.go), its report
+// beside it (streamsreport.go; surgecollect.go turns a surge's records into
+// surgereport.go's report; attackreport.go; htmlreport.go the --html page);
+// the attacks one to a file (attack_stuffing.go, attack_storm.go,
+// attack_idle.go, attack_streams.go, attack_bomb.go, attack_crosssite.go,
+// sharing attacker.go). Shared pieces: client.go (HTTP clients, the API and
+// admin API), crowd.go (source addresses), streamconn.go (SSE and WebSocket
+// streams), mint.go (access tokens), stats.go (latencies by endpoint and
+// status), surgesample.go (admin API and /metrics sampling),
+// admissions.go (FIFO inversions, ETA accuracy), metrics.go (reading
+// /metrics with expfmt) and histogram.go (histogram snapshots).
 package main

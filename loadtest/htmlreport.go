@@ -234,6 +234,14 @@ func (r *surgeReport) html() (page, error) {
 	}
 	p.Notes = append(p.Notes, "Absolute figures vary run to run on a shared machine; compare ratios within one run.")
 
+	p.Charts = r.charts()
+	p.Tables = r.tables()
+	return p, nil
+}
+
+// charts are the page's charts over time: the room's samples as taken,
+// the rest per second of the run from the timeline.
+func (r *surgeReport) charts() []template.HTML {
 	n := len(r.Timeline)
 	xs := make([]float64, n)
 	col := func(f func(timelinePoint) (float64, bool)) []float64 {
@@ -259,7 +267,7 @@ func (r *surgeReport) html() (page, error) {
 		st = append(st, float64(s.Target))
 	}
 	c := chartPalette
-	p.Charts = []template.HTML{
+	return []template.HTML{
 		lineChart("Waiting users (admin API samples)", "users", xmax, line{name: "waiting", color: c[0], x: sx, y: sw}),
 		lineChart("Active users vs targetActive (sampled)", "users", xmax,
 			line{name: "active", color: c[2], x: sx, y: sa}, line{name: "targetActive", color: c[1], dashed: true, x: sx, y: st}),
@@ -279,7 +287,11 @@ func (r *surgeReport) html() (page, error) {
 		lineChart("Server RSS", "MiB", xmax,
 			line{name: "RSS", color: c[3], x: xs, y: col(func(t timelinePoint) (float64, bool) { return t.RSSMiB, t.HasProc })}),
 	}
+}
 
+// tables are the page's tables: requests by endpoint, and the latency
+// distributions.
+func (r *surgeReport) tables() []table {
 	req := table{Title: "Requests", Head: []string{"endpoint", "requests", "status codes", "p50 ms", "p90 ms", "p99 ms", "max ms"},
 		Footer: "Every attempt, retries of 429/503 included; 0 = no response."}
 	for _, e := range []struct {
@@ -297,6 +309,5 @@ func (r *surgeReport) html() (page, error) {
 		lat.Body = append(lat.Body, []string{e.name, commas(e.l.Count),
 			fmt.Sprintf("%.1f", msf(e.l.P50)), fmt.Sprintf("%.1f", msf(e.l.P90)), fmt.Sprintf("%.1f", msf(e.l.P99)), fmt.Sprintf("%.1f", msf(e.l.Max))})
 	}
-	p.Tables = []table{req, lat}
-	return p, nil
+	return []table{req, lat}
 }

@@ -56,7 +56,16 @@ type phase struct {
 // reqFunc builds worker w's i-th request.
 type reqFunc func(ctx context.Context, w, i int) (*http.Request, error)
 
-func runPoll(ctx context.Context, o *options, args []string) (report, error) {
+// pollConfig is the poll scenario's flags.
+type pollConfig struct {
+	conns, users, ahead, loginConns int
+	dur, warm, loginDur             time.Duration
+	password                        string
+	mt                              *minter // nil: log in
+}
+
+// parsePollFlags reads and checks the poll scenario's flags.
+func parsePollFlags(o *options, args []string) (pollConfig, error) {
 	fs := newFlagSet("poll", o)
 	conns := fs.Int("conns", 64, "closed-loop connections polling each target")
 	dur := fs.Duration("duration", 10*time.Second, "measured time per target")
@@ -68,101 +77,73 @@ func runPoll(ctx context.Context, o *options, args []string) (report, error) {
 	loginConns := fs.Int("login-conns", 4, "connections of the login (BCrypt) measurement")
 	loginDur := fs.Duration("login-duration", 3*time.Second, "measured time of the login measurement")
 	if err := o.parse(fs, args); err != nil {
-		return nil, err
+		return pollConfig{}, err
 	}
 	if *conns < 1 || *users < 1 || *loginConns < 1 || *dur <= 0 || *loginDur <= 0 || *warm < 0 || *ahead < 0 {
-		return nil, errors.New("poll: --conns, --users, --login-conns, --duration and --login-duration must be positive, --ahead not negative")
+		return pollConfig{}, errors.New("poll: --conns, --users, --login-conns, --duration and --login-duration must be positive, --ahead not negative")
 	}
 	mt, err := minterFromFlags()
 	if err != nil {
-		return nil, fmt.Errorf("poll: %w", err)
+		return pollConfig{}, fmt.Errorf("poll: %w", err)
 	}
+	return pollConfig{conns: *conns, users: *users, ahead: *ahead, loginConns: *loginConns,
+		dur: *dur, warm: *warm, loginDur: *loginDur, password: *password, mt: mt}, nil
+}
 
-	hc := newClient(max(*conns, *loginConns), o.timeout)
+// runPoll is the poll scenario: with admission frozen, the pollers enter
+// behind --ahead others; then the server's GET position, a plain handler
+// with a body of the same size (the yardstick) and login are measured in
+// turn, each by closed-loop connections.
+func runPoll(ctx context.Context, o *options, args []string) (report, error) {
+	cfg, err := parsePollFlags(o, args)
+	if err != nil {
+		return nil, err
+	}
+	hc := newClient(max(cfg.conns, cfg.loginConns), o.timeout)
 	a := &api{base: o.base, room: o.room, hc: hc, rec: NewRecorder()}
 	adm := &admin{base: o.admin, token: o.adminToken, room: o.room, hc: newClient(2, o.timeout)}
-	rep := &pollReport{Scenario: "poll", Base: o.base, Room: o.room, CPUs: runtime.NumCPU(), Users: *users, Ahead: *ahead}
+	rep := &pollReport{Scenario: "poll", Base: o.base, Room: o.room, CPUs: runtime.NumCPU(), Users: cfg.users, Ahead: cfg.ahead}
 
 	// Freeze admission for the run, so that every poll takes the WAITING
 	// path — the one a waiting crowd hits — and restore it afterwards, also
 	// after Ctrl-C.
-	room, err := adm.roomState(ctx)
+	original, restore, err := freezeAdmission(ctx, adm, "poll", "freezing admission during the run")
 	if err != nil {
-		return nil, fmt.Errorf("poll: freezing admission during the run needs the admin API: %w", err)
+		return nil, err
 	}
-	rep.TargetActive = room.TargetActive
-	if err := adm.setTarget(ctx, 0); err != nil {
-		return nil, fmt.Errorf("poll: %w", err)
-	}
+	defer restore()
+	rep.TargetActive = original
 	cleanup := context.WithoutCancel(ctx)
-	defer func() {
-		cctx, cancel := context.WithTimeout(cleanup, 10*time.Second)
-		defer cancel()
-		if err := adm.setTarget(cctx, room.TargetActive); err != nil {
-			fmt.Fprintf(os.Stderr, "poll: could not restore targetActive %d: %v\n", room.TargetActive, err)
-		}
-	}()
 
-	fmt.Fprintf(os.Stderr, "poll: admission frozen (targetActive %d → 0); entering %d users ahead, then the %d pollers\n", room.TargetActive, *ahead, *users)
-	if *ahead > 0 {
-		front, err := prepareUsers(ctx, a, mt, *ahead, *users+1, 16, *password)
+	fmt.Fprintf(os.Stderr, "poll: admission frozen (targetActive %d → 0); entering %d users ahead, then the %d pollers\n", original, cfg.ahead, cfg.users)
+	if cfg.ahead > 0 {
+		front, err := prepareUsers(ctx, a, cfg.mt, cfg.ahead, cfg.users+1, 16, cfg.password)
 		defer leaveAll(cleanup, a, front)
 		if err != nil {
 			return nil, fmt.Errorf("poll: %w", err)
 		}
 	}
-	tokens, err := prepareUsers(ctx, a, mt, *users, 1, 16, *password)
+	tokens, err := prepareUsers(ctx, a, cfg.mt, cfg.users, 1, 16, cfg.password)
 	defer leaveAll(cleanup, a, tokens)
 	if err != nil {
 		return nil, fmt.Errorf("poll: %w", err)
 	}
 	pollURL := o.base + a.roomPath("position")
-	body, err := get(ctx, hc, pollURL, tokens[0])
-	if err != nil {
-		return nil, fmt.Errorf("poll: sample position: %w", err)
-	}
-	baseURL, stop, err := startBaseline(body)
+	baseURL, stop, err := startYardstick(ctx, hc, pollURL, tokens[0], rep)
 	if err != nil {
 		return nil, err
 	}
 	defer stop()
-	baseBody, err := get(ctx, hc, baseURL, tokens[0])
-	if err != nil {
-		return nil, fmt.Errorf("poll: baseline: %w", err)
-	}
-	rep.BodyBytes, rep.BaselineBytes = len(body), len(baseBody)
 
-	poll := func(target string) reqFunc {
-		return func(ctx context.Context, w, _ int) (*http.Request, error) {
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
-			if err == nil {
-				req.Header.Set("Authorization", "Bearer "+tokens[w%len(tokens)])
-			}
-			return req, err
-		}
-	}
-	logins := make([][]byte, *users)
-	for i := range logins {
-		logins[i], _ = json.Marshal(map[string]string{"loginId": "user" + strconv.Itoa(i+1), "password": *password})
-	}
-	login := func(ctx context.Context, w, i int) (*http.Request, error) {
-		body := logins[(w+i*(*loginConns))%len(logins)]
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, o.base+"/api/v1/auth/login", bytes.NewReader(body))
-		if err == nil {
-			req.Header.Set("Content-Type", "application/json")
-		}
-		return req, err
-	}
-
-	fmt.Fprintf(os.Stderr, "poll: server: %d conns, %v warm-up + %v\n", *conns, *warm, *dur)
-	rep.Server = measure(ctx, hc, "server", *conns, *warm, *dur, poll(pollURL))
+	fmt.Fprintf(os.Stderr, "poll: server: %d conns, %v warm-up + %v\n", cfg.conns, cfg.warm, cfg.dur)
+	rep.Server = measure(ctx, hc, "server", cfg.conns, cfg.warm, cfg.dur, pollRequests(pollURL, tokens))
 	if ctx.Err() == nil {
-		fmt.Fprintf(os.Stderr, "poll: baseline: %d conns, %v warm-up + %v\n", *conns, *warm, *dur)
-		rep.Baseline = measure(ctx, hc, "baseline", *conns, *warm, *dur, poll(baseURL))
+		fmt.Fprintf(os.Stderr, "poll: baseline: %d conns, %v warm-up + %v\n", cfg.conns, cfg.warm, cfg.dur)
+		rep.Baseline = measure(ctx, hc, "baseline", cfg.conns, cfg.warm, cfg.dur, pollRequests(baseURL, tokens))
 	}
 	if ctx.Err() == nil {
-		fmt.Fprintf(os.Stderr, "poll: login: %d conns, %v\n", *loginConns, *loginDur)
-		rep.Login = measure(ctx, hc, "login", *loginConns, 0, *loginDur, login)
+		fmt.Fprintf(os.Stderr, "poll: login: %d conns, %v\n", cfg.loginConns, cfg.loginDur)
+		rep.Login = measure(ctx, hc, "login", cfg.loginConns, 0, cfg.loginDur, loginRequests(o.base, cfg))
 	}
 	rep.Interrupted = ctx.Err() != nil
 	if rep.Baseline != nil && rep.Baseline.RPS > 0 {
@@ -172,6 +153,56 @@ func runPoll(ctx context.Context, o *options, args []string) (report, error) {
 		rep.CostRatio = rep.Server.RPS / rep.Login.RPS // (1/login) ÷ (1/poll)
 	}
 	return rep, nil
+}
+
+// startYardstick reads one real position answer and starts the plain
+// handler that answers a body of the same size; it returns the handler's
+// URL and its stop, and puts both body sizes in rep.
+func startYardstick(ctx context.Context, hc *http.Client, pollURL, token string, rep *pollReport) (string, func(), error) {
+	body, err := get(ctx, hc, pollURL, token)
+	if err != nil {
+		return "", nil, fmt.Errorf("poll: sample position: %w", err)
+	}
+	baseURL, stop, err := startBaseline(body)
+	if err != nil {
+		return "", nil, err
+	}
+	baseBody, err := get(ctx, hc, baseURL, token)
+	if err != nil {
+		stop()
+		return "", nil, fmt.Errorf("poll: baseline: %w", err)
+	}
+	rep.BodyBytes, rep.BaselineBytes = len(body), len(baseBody)
+	return baseURL, stop, nil
+}
+
+// pollRequests are GETs of target, worker w with the queue token w mod
+// len(tokens).
+func pollRequests(target string, tokens []string) reqFunc {
+	return func(ctx context.Context, w, _ int) (*http.Request, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
+		if err == nil {
+			req.Header.Set("Authorization", "Bearer "+tokens[w%len(tokens)])
+		}
+		return req, err
+	}
+}
+
+// loginRequests are logins of the pollers' users in turn, with the right
+// password: each costs the server one BCrypt verification.
+func loginRequests(base string, cfg pollConfig) reqFunc {
+	logins := make([][]byte, cfg.users)
+	for i := range logins {
+		logins[i], _ = json.Marshal(map[string]string{"loginId": "user" + strconv.Itoa(i+1), "password": cfg.password})
+	}
+	return func(ctx context.Context, w, i int) (*http.Request, error) {
+		body := logins[(w+i*cfg.loginConns)%len(logins)]
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/v1/auth/login", bytes.NewReader(body))
+		if err == nil {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		return req, err
+	}
 }
 
 // leaveAll gives up the users' places, so the run leaves the queue as it

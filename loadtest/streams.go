@@ -27,16 +27,6 @@ const (
 // event per admission tick: 600 a minute at the default 100 ms).
 const maxLagSamples = 10_000
 
-// Metrics read from the server's /metrics.
-const (
-	metricRSS     = "process_resident_memory_bytes"
-	metricCPU     = "process_cpu_seconds_total"
-	metricConns   = "waitingroom_stream_connections"
-	metricDropped = "waitingroom_stream_dropped_total"
-)
-
-var streamMetrics = []string{metricRSS, metricCPU, metricConns, metricDropped}
-
 // Lag bands: where the receiving user stood, by the event's own status.
 // The hub coalesces by band (every admission up to 100, 1 s up to 1000,
 // 5 s beyond), so a band's lag includes what coalescing holds back.
@@ -103,7 +93,19 @@ type streamsRun struct {
 	cnt     streamCounters
 }
 
-func runStreams(ctx context.Context, o *options, args []string) (report, error) {
+// streamsConfig is the streams scenario's flags.
+type streamsConfig struct {
+	n, first, conns int
+	transport       string
+	dur, idle       time.Duration
+	target          int64
+	product         int64
+	password        string
+	mt              *minter // nil: log in
+}
+
+// parseStreamsFlags reads and checks the streams scenario's flags.
+func parseStreamsFlags(o *options, args []string) (streamsConfig, error) {
 	fs := newFlagSet("streams", o)
 	n := fs.Int("n", barStreams, "streams: users user<first-user>… each enter the queue and hold one")
 	transport := fs.String("transport", "sse", "sse (GET events, Bearer queue token) or ws (GET ws?token=)")
@@ -116,67 +118,60 @@ func runStreams(ctx context.Context, o *options, args []string) (report, error) 
 	conns := fs.Int("conns", 64, "concurrent logins, enters, stream opens and leaves")
 	idle := fs.Duration("idle", 45*time.Second, "a stream silent this long (not even a heartbeat; the contract's: ≤ 15 s) counts as dropped")
 	if err := o.parse(fs, args); err != nil {
-		return nil, err
+		return streamsConfig{}, err
 	}
 	if *n < 1 || *conns < 1 || *dur <= 0 || *target < 1 || *first < 1 || *idle <= 0 {
-		return nil, errors.New("streams: -n, --conns, --duration, --target, --first-user and --idle must be positive")
+		return streamsConfig{}, errors.New("streams: -n, --conns, --duration, --target, --first-user and --idle must be positive")
 	}
 	mt, err := minterFromFlags()
 	if err != nil {
+		return streamsConfig{}, fmt.Errorf("streams: %w", err)
+	}
+	return streamsConfig{n: *n, first: *first, conns: *conns, transport: *transport, dur: *dur, idle: *idle,
+		target: *target, product: *product, password: *password, mt: mt}, nil
+}
+
+// runStreams is the streams scenario: freeze admission, enter the users
+// (prepareStreams), open a stream each (openStreams), admit again for
+// --duration (driveStreams), then read the report from what each stream
+// recorded.
+func runStreams(ctx context.Context, o *options, args []string) (report, error) {
+	cfg, err := parseStreamsFlags(o, args)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkNoFile(cfg.n + cfg.conns + 64); err != nil {
 		return nil, fmt.Errorf("streams: %w", err)
 	}
-	if err := checkNoFile(*n + *conns + 64); err != nil {
-		return nil, fmt.Errorf("streams: %w", err)
-	}
-	dialer, err := newStreamDialer(*transport, o.base, o.room, o.timeout, *idle)
+	dialer, err := newStreamDialer(cfg.transport, o.base, o.room, o.timeout, cfg.idle)
 	if err != nil {
 		return nil, err
 	}
 
 	rec := NewRecorder()
-	a := &api{base: o.base, room: o.room, hc: newClient(*conns, o.timeout), rec: rec}
+	a := &api{base: o.base, room: o.room, hc: newClient(cfg.conns, o.timeout), rec: rec}
 	adm := &admin{base: o.admin, token: o.adminToken, room: o.room, hc: newClient(2, o.timeout)}
-	rep := &streamsReport{Scenario: "streams", Transport: *transport, Base: o.base, Room: o.room, CPUs: runtime.NumCPU(),
-		Users: *n, Target: *target, Tokens: "login"}
-	if mt != nil {
-		rep.Tokens = "minted (kid " + mt.kid + ")"
+	rep := &streamsReport{Scenario: "streams", Transport: cfg.transport, Base: o.base, Room: o.room, CPUs: runtime.NumCPU(),
+		Users: cfg.n, Target: cfg.target, Tokens: "login"}
+	if cfg.mt != nil {
+		rep.Tokens = "minted (kid " + cfg.mt.kid + ")"
 	}
 
 	// Freeze admission while users enter and streams open, so that all of
 	// them are waiting; restore the room's own target at the end, also
 	// after Ctrl-C.
-	room, err := adm.roomState(ctx)
+	original, restore, err := freezeAdmission(ctx, adm, "streams", "freezing admission")
 	if err != nil {
-		return nil, fmt.Errorf("streams: freezing admission needs the admin API: %w", err)
+		return nil, err
 	}
-	rep.OriginalTarget = room.TargetActive
-	if err := adm.setTarget(ctx, 0); err != nil {
-		return nil, fmt.Errorf("streams: %w", err)
-	}
+	defer restore()
+	rep.OriginalTarget = original
 	cleanup := context.WithoutCancel(ctx)
-	defer func() {
-		cctx, cancel := context.WithTimeout(cleanup, 10*time.Second)
-		defer cancel()
-		if err := adm.setTarget(cctx, room.TargetActive); err != nil {
-			fmt.Fprintf(os.Stderr, "streams: could not restore targetActive %d: %v\n", room.TargetActive, err)
-		}
-	}()
 
-	// Prepare: access tokens, then a place in the queue for each user.
 	fmt.Fprintf(os.Stderr, "streams: admission frozen (targetActive %d → 0); preparing %s users (%s tokens)\n",
-		room.TargetActive, commas(*n), rep.Tokens)
-	prepStart := time.Now()
-	queueTokens, perr := prepareUsers(ctx, a, mt, *n, *first, *conns, *password)
-	rep.PrepareSeconds = time.Since(prepStart).Seconds()
-	if perr != nil {
-		rep.Errors = perr.Error()
-	}
-	for _, t := range queueTokens {
-		if t != "" {
-			rep.Prepared++
-		}
-	}
-	defer leaveAllConcurrently(cleanup, a, adm, queueTokens, *conns)
+		original, commas(cfg.n), rep.Tokens)
+	queueTokens, perr := prepareStreams(ctx, a, cfg, rep)
+	defer leaveAllConcurrently(cleanup, a, adm, queueTokens, cfg.conns)
 	if ctx.Err() != nil {
 		rep.Interrupted = true
 		return rep, nil
@@ -187,47 +182,19 @@ func runStreams(ctx context.Context, o *options, args []string) (report, error) 
 	a.hc.CloseIdleConnections() // the enter connections are not the server's streams
 	rep.Server.Before, rep.Server.BeforeErr = scrapeMetrics(ctx, adm)
 
-	// Open every stream, --conns at a time; each then reads on its own.
 	streams, closeStreams := context.WithCancel(ctx)
 	defer closeStreams()
-	r := &streamsRun{ctx: ctx, streams: streams, dialer: dialer, api: a, product: *product, timeout: o.timeout,
-		openSem: make(chan struct{}, *conns), start: time.Now(), results: make([]streamResult, *n)}
-	fmt.Fprintf(os.Stderr, "streams: opening %s %s streams, %d at a time\n", commas(rep.Prepared), *transport, *conns)
-	var all sync.WaitGroup
-	for i, tok := range queueTokens {
-		if tok == "" {
-			continue
-		}
-		r.opening.Add(1)
-		all.Go(func() { r.stream(i, tok) })
-	}
-	allDone := make(chan struct{})
-	go func() { all.Wait(); close(allDone) }()
+	r := &streamsRun{ctx: ctx, streams: streams, dialer: dialer, api: a, product: cfg.product, timeout: o.timeout,
+		openSem: make(chan struct{}, cfg.conns), start: time.Now(), results: make([]streamResult, cfg.n)}
+	fmt.Fprintf(os.Stderr, "streams: opening %s %s streams, %d at a time\n", commas(rep.Prepared), cfg.transport, cfg.conns)
+	all, allDone := r.openStreams(queueTokens)
 	progressCtx, stopProgress := context.WithCancel(ctx)
 	progressDone := r.progress(progressCtx, adm)
 	waitGroup(ctx, &r.opening)
 	rep.OpenSeconds = time.Since(r.start).Seconds()
 	rep.LastOpenSeconds = time.Duration(r.lastOK.Load()).Seconds()
-
-	// Drive: admit again, and let every READY stream order (which frees
-	// its slot), for --duration or until every stream has finished.
 	if ctx.Err() == nil {
-		rep.Server.Open, rep.Server.OpenErr = scrapeMetrics(ctx, adm)
-		fmt.Fprintf(os.Stderr, "streams: %s open in %.1f s; targetActive 0 → %d for %v\n",
-			commas(int(r.cnt.opened.Load())), rep.OpenSeconds, *target, *dur)
-		if err := adm.setTarget(ctx, *target); err != nil {
-			rep.Errors = errors.Join(perr, fmt.Errorf("streams: %w", err)).Error()
-		} else {
-			driveStart := time.Now()
-			t := time.NewTimer(*dur)
-			select {
-			case <-t.C:
-			case <-allDone:
-			case <-ctx.Done():
-			}
-			t.Stop()
-			rep.DriveSeconds = time.Since(driveStart).Seconds()
-		}
+		r.drive(ctx, adm, cfg, rep, allDone, perr)
 	}
 	stopProgress()
 	<-progressDone
@@ -246,6 +213,85 @@ func runStreams(ctx context.Context, o *options, args []string) (report, error) 
 		}
 	}
 	return rep, nil
+}
+
+// freezeAdmission sets the room's targetActive to 0, so that every user a
+// scenario enters stays waiting, and returns the room's own target and a
+// restore that puts it back — with a context of its own, so that it also
+// runs after Ctrl-C. why names the step in the error when the admin API
+// cannot be read.
+func freezeAdmission(ctx context.Context, adm *admin, scenario, why string) (int64, func(), error) {
+	room, err := adm.roomState(ctx)
+	if err != nil {
+		return 0, nil, fmt.Errorf("%s: %s needs the admin API: %w", scenario, why, err)
+	}
+	if err := adm.setTarget(ctx, 0); err != nil {
+		return 0, nil, fmt.Errorf("%s: %w", scenario, err)
+	}
+	cleanup := context.WithoutCancel(ctx)
+	restore := func() {
+		cctx, cancel := context.WithTimeout(cleanup, 10*time.Second)
+		defer cancel()
+		if err := adm.setTarget(cctx, room.TargetActive); err != nil {
+			fmt.Fprintf(os.Stderr, "%s: could not restore targetActive %d: %v\n", scenario, room.TargetActive, err)
+		}
+	}
+	return room.TargetActive, restore, nil
+}
+
+// prepareStreams gets the users' access tokens, then a place in the queue
+// for each: their queue tokens ("" for a user who could not enter).
+func prepareStreams(ctx context.Context, a *api, cfg streamsConfig, rep *streamsReport) ([]string, error) {
+	prepStart := time.Now()
+	queueTokens, perr := prepareUsers(ctx, a, cfg.mt, cfg.n, cfg.first, cfg.conns, cfg.password)
+	rep.PrepareSeconds = time.Since(prepStart).Seconds()
+	if perr != nil {
+		rep.Errors = perr.Error()
+	}
+	for _, t := range queueTokens {
+		if t != "" {
+			rep.Prepared++
+		}
+	}
+	return queueTokens, perr
+}
+
+// openStreams opens a stream for every user who entered, --conns at a time
+// (r.openSem); each then reads on its own. all counts the streams until
+// they end; allDone is closed when every one has.
+func (r *streamsRun) openStreams(queueTokens []string) (all *sync.WaitGroup, allDone <-chan struct{}) {
+	all = &sync.WaitGroup{}
+	for i, tok := range queueTokens {
+		if tok == "" {
+			continue
+		}
+		r.opening.Add(1)
+		all.Go(func() { r.stream(i, tok) })
+	}
+	done := make(chan struct{})
+	go func() { all.Wait(); close(done) }()
+	return all, done
+}
+
+// drive admits again, and lets every READY stream order (which frees its
+// slot), for --duration or until every stream has finished.
+func (r *streamsRun) drive(ctx context.Context, adm *admin, cfg streamsConfig, rep *streamsReport, allDone <-chan struct{}, perr error) {
+	rep.Server.Open, rep.Server.OpenErr = scrapeMetrics(ctx, adm)
+	fmt.Fprintf(os.Stderr, "streams: %s open in %.1f s; targetActive 0 → %d for %v\n",
+		commas(int(r.cnt.opened.Load())), rep.OpenSeconds, cfg.target, cfg.dur)
+	if err := adm.setTarget(ctx, cfg.target); err != nil {
+		rep.Errors = errors.Join(perr, fmt.Errorf("streams: %w", err)).Error()
+		return
+	}
+	driveStart := time.Now()
+	t := time.NewTimer(cfg.dur)
+	select {
+	case <-t.C:
+	case <-allDone:
+	case <-ctx.Done():
+	}
+	t.Stop()
+	rep.DriveSeconds = time.Since(driveStart).Seconds()
 }
 
 // prepareUsers returns the users' queue tokens, "" for a user that could
@@ -484,33 +530,6 @@ func leaveAllConcurrently(ctx context.Context, a *api, adm *admin, tokens []stri
 	}); err != nil {
 		fmt.Fprintln(os.Stderr, "loadtest:", err)
 	}
-}
-
-// scrapeMetrics reads the server's process and stream metrics.
-func scrapeMetrics(ctx context.Context, adm *admin) (map[string]float64, string) {
-	return scrapeNames(ctx, adm, streamMetrics...)
-}
-
-// scrapeNames reads /metrics and sums each of names over its label sets;
-// the string is why it could not be read ("" when it was).
-func scrapeNames(ctx context.Context, adm *admin, names ...string) (map[string]float64, string) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, adm.base+"/metrics", nil)
-	if err != nil {
-		return nil, err.Error()
-	}
-	resp, err := adm.hc.Do(req)
-	if err != nil {
-		return nil, err.Error()
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, "metrics: " + resp.Status
-	}
-	m, err := SumSamples(resp.Body, names...)
-	if err != nil {
-		return nil, err.Error()
-	}
-	return m, ""
 }
 
 // waitGroup waits for wg or for ctx to end.

@@ -262,41 +262,12 @@ func (s *surge) run(ctx context.Context, side sideFunc) *surgeReport {
 	r := &surgeRun{ctx: run, reqCtx: ctx, crowd: crowd, product: cfg.product, timeout: o.timeout,
 		entryTTL: time.Duration(s.room.EntryTTLSeconds * float64(time.Second)), users: make([]surgeUser, cfg.n),
 		minPoll: 100 * time.Millisecond, maxPoll: 5 * time.Second, maxStream: 3}
-	poolBefore, poolErr := adm.histogram(ctx, "waitingroom_db_pool_acquire_wait_seconds")
+	readPoolWait := s.poolWait(ctx, cleanup, rep)
 	r.start = time.Now()
 	if cfg.slowdown > 0 {
-		rep.SlowdownMs = float64(cfg.slowdown.Milliseconds())
-		rep.SlowdownAtSeconds = (time.Duration(float64(cfg.over) * cfg.slowFrac)).Seconds()
-		go func() {
-			if !sleepUntil(run, r.start.Add(time.Duration(float64(cfg.over)*cfg.slowFrac))) {
-				return
-			}
-			if err := adm.setOrderDelay(run, cfg.slowdown); err != nil {
-				fmt.Fprintf(os.Stderr, "surge: could not inject the slowdown: %v\n", err)
-				return
-			}
-			fmt.Fprintf(os.Stderr, "surge: order delay %v injected at %.1fs\n", cfg.slowdown, time.Since(r.start).Seconds())
-		}()
-		defer func() {
-			cctx, cancel := context.WithTimeout(cleanup, 10*time.Second)
-			defer cancel()
-			if err := adm.setOrderDelay(cctx, 0); err != nil {
-				fmt.Fprintf(os.Stderr, "surge: could not remove the order delay: %v\n", err)
-			}
-		}()
+		defer s.injectSlowdown(run, cleanup, r.start, rep)()
 	}
-	defer func() {
-		if poolErr != nil {
-			return
-		}
-		mctx, cancel := context.WithTimeout(cleanup, 10*time.Second)
-		defer cancel()
-		if after, err := adm.histogram(mctx, "waitingroom_db_pool_acquire_wait_seconds"); err == nil {
-			d := after.Sub(poolBefore)
-			rep.PoolAcquires = int64(d.Count)
-			rep.PoolWaitMeanMs = d.Mean() * 1000
-		}
-	}()
+	defer readPoolWait()
 	cpu0 := selfCPU()
 	rep.LoadAvgStart = loadAvg()
 	r.samples = startRoomSampler(run, adm, r.start, cfg.sampleEvery)
@@ -308,13 +279,34 @@ func (s *surge) run(ctx context.Context, side sideFunc) *surgeReport {
 
 	fmt.Fprintf(os.Stderr, "surge: %s users arrive over %v, waiting by %s; targetActive %d; at most %v\n",
 		commas(cfg.n), cfg.over, cfg.transport, rep.Target, cfg.maxDur)
+	s.arrive(r)
+	rep.Seconds = time.Since(r.start).Seconds()
+	rep.ToolCPUSeconds = selfCPU() - cpu0
+	rep.LoadAvgEnd = loadAvg()
+	// The work beside the run may outlast the users (a flood's check after
+	// the server's deadline); the samplers watch the server until it ends.
+	stopSide()
+	rep.HitMaxDuration = run.Err() != nil && ctx.Err() == nil
+	rep.Interrupted = ctx.Err() != nil
+	cancelRun()
+	stopProgress()
+	samples := r.samples.wait()
+	s.leaveRemaining(cleanup, r)
+	rep.collect(r, rec, samples)
+	return rep
+}
+
+// arrive starts each user at its arrival time — evenly over --over — and
+// waits for them all; a user without an access token fails at once.
+func (s *surge) arrive(r *surgeRun) {
+	cfg := s.cfg
 	var wg sync.WaitGroup
 	for i := range cfg.n {
 		at := time.Duration(0)
 		if cfg.n > 1 {
 			at = time.Duration(int64(cfg.over) * int64(i) / int64(cfg.n-1))
 		}
-		if !sleepUntil(run, r.start.Add(at)) {
+		if !sleepUntil(r.ctx, r.start.Add(at)) {
 			break
 		}
 		u := &r.users[i]
@@ -327,39 +319,76 @@ func (s *surge) run(ctx context.Context, side sideFunc) *surgeReport {
 			r.cnt.enterFailed.Add(1)
 			continue
 		}
-		wg.Go(func() { r.user(u, crowd.of(i), s.access[i]) })
+		wg.Go(func() { r.user(u, r.crowd.of(i), s.access[i]) })
 	}
 	wg.Wait()
-	rep.Seconds = time.Since(r.start).Seconds()
-	rep.ToolCPUSeconds = selfCPU() - cpu0
-	rep.LoadAvgEnd = loadAvg()
-	// The work beside the run may outlast the users (a flood's check after
-	// the server's deadline); the samplers watch the server until it ends.
-	stopSide()
-	rep.HitMaxDuration = run.Err() != nil && ctx.Err() == nil
-	rep.Interrupted = ctx.Err() != nil
-	cancelRun()
-	stopProgress()
-	samples := r.samples.wait()
+}
 
-	// Who is still in the queue leaves, so the room is as the run found it.
+// poolWait snapshots the pool's acquire-wait histogram; the returned func
+// (deferred to the run's end) takes a second snapshot and puts the run's
+// acquires and mean wait in rep. Without the first snapshot it does nothing.
+func (s *surge) poolWait(ctx, cleanup context.Context, rep *surgeReport) func() {
+	const name = "waitingroom_db_pool_acquire_wait_seconds"
+	before, err := s.adm.histogram(ctx, name)
+	return func() {
+		if err != nil {
+			return
+		}
+		mctx, cancel := context.WithTimeout(cleanup, 10*time.Second)
+		defer cancel()
+		if after, err := s.adm.histogram(mctx, name); err == nil {
+			d := after.Sub(before)
+			rep.PoolAcquires = int64(d.Count)
+			rep.PoolWaitMeanMs = d.Mean() * 1000
+		}
+	}
+}
+
+// injectSlowdown sets the server's order delay to --slowdown once the
+// fraction --slowdown-at of the arrival window has passed; the returned
+// func (deferred to the run's end) removes it.
+func (s *surge) injectSlowdown(run, cleanup context.Context, start time.Time, rep *surgeReport) func() {
+	cfg, adm := s.cfg, s.adm
+	rep.SlowdownMs = float64(cfg.slowdown.Milliseconds())
+	rep.SlowdownAtSeconds = (time.Duration(float64(cfg.over) * cfg.slowFrac)).Seconds()
+	go func() {
+		if !sleepUntil(run, start.Add(time.Duration(float64(cfg.over)*cfg.slowFrac))) {
+			return
+		}
+		if err := adm.setOrderDelay(run, cfg.slowdown); err != nil {
+			fmt.Fprintf(os.Stderr, "surge: could not inject the slowdown: %v\n", err)
+			return
+		}
+		fmt.Fprintf(os.Stderr, "surge: order delay %v injected at %.1fs\n", cfg.slowdown, time.Since(start).Seconds())
+	}()
+	return func() {
+		cctx, cancel := context.WithTimeout(cleanup, 10*time.Second)
+		defer cancel()
+		if err := adm.setOrderDelay(cctx, 0); err != nil {
+			fmt.Fprintf(os.Stderr, "surge: could not remove the order delay: %v\n", err)
+		}
+	}
+}
+
+// leaveRemaining has the users still in the queue leave, so the room is as
+// the run found it.
+func (s *surge) leaveRemaining(cleanup context.Context, r *surgeRun) {
 	var left []string
 	for i := range r.users {
 		if u := &r.users[i]; u.outcome == surgeWaiting || u.outcome == surgeReady {
 			left = append(left, u.qtok)
 		}
 	}
-	if len(left) > 0 {
-		leaveAllConcurrently(cleanup, s.leaver, adm, left, cfg.conns)
-		// leaveAllConcurrently froze admission: the next run needs it.
-		cctx, cancel := context.WithTimeout(cleanup, 10*time.Second)
-		if err := adm.setTarget(cctx, s.target); err != nil {
-			fmt.Fprintf(os.Stderr, "surge: could not set targetActive %d again: %v\n", s.target, err)
-		}
-		cancel()
+	if len(left) == 0 {
+		return
 	}
-	rep.collect(r, rec, samples)
-	return rep
+	leaveAllConcurrently(cleanup, s.leaver, s.adm, left, s.cfg.conns)
+	// leaveAllConcurrently froze admission: the next run needs it.
+	cctx, cancel := context.WithTimeout(cleanup, 10*time.Second)
+	if err := s.adm.setTarget(cctx, s.target); err != nil {
+		fmt.Fprintf(os.Stderr, "surge: could not set targetActive %d again: %v\n", s.target, err)
+	}
+	cancel()
 }
 
 // accessTokens mints (mt non-nil) or logs in n users, conns at a time; ""
