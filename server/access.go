@@ -11,6 +11,8 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/redis/go-redis/v9"
+
+	"waitingroom/queue/loop"
 )
 
 // Access lists, managed through the admin API and shared by every instance
@@ -122,16 +124,7 @@ func (s *Server) loadAccess(ctx context.Context) error {
 // runAccessRefresh keeps the lists fresh until ctx is done; while Redis is
 // unreachable the last lists stay in force.
 func (s *Server) runAccessRefresh(ctx context.Context) {
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	for {
-		_ = s.loadAccess(ctx)
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
+	loop.NowAndEvery(ctx, time.Second, func(ctx context.Context) { _ = s.loadAccess(ctx) })
 }
 
 // denyIPs refuses denied addresses before any work, then hands over to

@@ -8,6 +8,8 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/redis/go-redis/v9"
+
+	"waitingroom/queue/loop"
 )
 
 // Fault injection, for tests and demos of adaptive admission: an order-path
@@ -59,16 +61,7 @@ func (s *Server) runFaultsRefresh(ctx context.Context) {
 	if !s.cfg.FaultInjection {
 		return
 	}
-	t := time.NewTicker(500 * time.Millisecond)
-	defer t.Stop()
-	for {
-		_ = s.loadFaults(ctx)
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
+	loop.NowAndEvery(ctx, 500*time.Millisecond, func(ctx context.Context) { _ = s.loadFaults(ctx) })
 }
 
 // faultsDoc is the faults as the admin API shows them.

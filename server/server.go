@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"waitingroom/queue"
+	"waitingroom/queue/loop"
 	"waitingroom/server/pgstore"
 	"waitingroom/server/ratelimit"
 	"waitingroom/stream"
@@ -264,21 +265,10 @@ func (s *Server) Serve(ctx context.Context, public, admin net.Listener) error {
 	s.hub.Close()
 	// Connections that never sent a byte (browsers' spare ones) would hold
 	// the shutdown up for seconds; close them, also ones accepted meanwhile.
-	sweepDone := make(chan struct{})
-	go func() {
-		t := time.NewTicker(50 * time.Millisecond)
-		defer t.Stop()
-		for {
-			limited.closeUnused()
-			select {
-			case <-sweepDone:
-				return
-			case <-t.C:
-			}
-		}
-	}()
+	sweepCtx, stopSweep := context.WithCancel(context.Background())
+	go loop.NowAndEvery(sweepCtx, 50*time.Millisecond, func(context.Context) { limited.closeUnused() })
 	e := s.public.ShutdownWithContext(sctx)
-	close(sweepDone)
+	stopSweep()
 	if e != nil {
 		err = errors.Join(err, fmt.Errorf("server: public shutdown: %w", e))
 	}
