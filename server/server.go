@@ -17,6 +17,7 @@ import (
 
 	"waitingroom/queue"
 	"waitingroom/queue/loop"
+	"waitingroom/server/access"
 	"waitingroom/server/pgstore"
 	"waitingroom/server/ratelimit"
 	"waitingroom/stream"
@@ -61,7 +62,7 @@ type Server struct {
 	sec       secLog        // security events' log budget (seclog.go)
 	adminFail adminThrottle // failed admin authentications per address
 	products  productCache  // known product ids (orders.go)
-	acl       atomic.Pointer[accessLists]
+	acl       *access.Lists // deny, allow and bypass lists
 	presence  *presence
 	keyPrefix string
 	rec       *queue.Recorder   // order signals for adaptive admission
@@ -100,6 +101,7 @@ func New(o Options) (*Server, error) {
 		prefix = queue.DefaultPrefix
 	}
 	s.keyPrefix = prefix
+	s.acl = access.New(o.Redis, prefix)
 	s.limiter = ratelimit.New(o.Redis, prefix+"rl:")
 	s.admitter = s.q.NewAdmitter(queue.AdmitterOptions{
 		Interval: o.Config.AdmitEvery,
@@ -227,7 +229,7 @@ func (s *Server) Serve(ctx context.Context, public, admin net.Listener) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { s.admitter.Run(loopCtx) })
 	wg.Go(func() { s.hub.Run(loopCtx) })
-	wg.Go(func() { s.runAccessRefresh(loopCtx) })
+	wg.Go(func() { s.acl.Run(loopCtx) })
 	wg.Go(func() { s.runPresence(loopCtx) })
 	wg.Go(func() { s.runSignals(loopCtx) })
 	wg.Go(func() { s.ctl.Run(loopCtx) })
