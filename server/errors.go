@@ -10,6 +10,7 @@ import (
 	"github.com/gofiber/fiber/v2/utils"
 
 	"waitingroom/queue"
+	"waitingroom/server/faults"
 	"waitingroom/server/pgstore"
 )
 
@@ -50,6 +51,7 @@ var errorTable = []struct {
 	{pgstore.ErrProductNotFound, apiError{status: 404, code: "product_not_found", message: "no such product"}},
 	{pgstore.ErrOutOfStock, apiError{status: 409, code: "out_of_stock", message: "not enough stock left for this order"}},
 	{pgstore.ErrInvalidInput, apiError{status: 400, code: "invalid_request", message: "a value of the request was refused"}},
+	{faults.ErrDisabled, apiError{status: 403, code: "faults_disabled", message: "fault injection is off: start the server with WR_FAULT_INJECTION=on"}},
 }
 
 // fiberCodes names Fiber's own errors (routing, body limit) in the contract's form.

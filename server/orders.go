@@ -80,7 +80,7 @@ func (s *Server) order(c *fiber.Ctx) error {
 	began := time.Now()
 	o, err := s.store.PlaceOrder(octx, pgstore.OrderRequest{
 		UserID: uid, ProductID: *req.ProductID, Quantity: int(*req.Quantity), Room: claims.Room,
-		Delay: s.orderDelay(),
+		Delay: s.faults.OrderDelay(),
 	})
 	cancel()
 	s.recordOrder(claims.Room, began, err)

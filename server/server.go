@@ -8,7 +8,6 @@ import (
 	"net"
 	"runtime"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -18,6 +17,7 @@ import (
 	"waitingroom/queue"
 	"waitingroom/queue/loop"
 	"waitingroom/server/access"
+	"waitingroom/server/faults"
 	"waitingroom/server/pgstore"
 	"waitingroom/server/ratelimit"
 	"waitingroom/stream"
@@ -67,7 +67,7 @@ type Server struct {
 	keyPrefix string
 	rec       *queue.Recorder   // order signals for adaptive admission
 	ctl       *queue.Controller // the admission limit controller
-	delay     atomic.Int64      // injected order delay (ns), see faults.go
+	faults    *faults.Faults    // injected order delay (WR_FAULT_INJECTION)
 	// fwdStreams: open streams per forwarded client address (holdStream).
 	fwdStreams addrCounts
 
@@ -102,6 +102,7 @@ func New(o Options) (*Server, error) {
 	}
 	s.keyPrefix = prefix
 	s.acl = access.New(o.Redis, prefix)
+	s.faults = faults.New(o.Redis, prefix, o.Config.FaultInjection)
 	s.limiter = ratelimit.New(o.Redis, prefix+"rl:")
 	s.admitter = s.q.NewAdmitter(queue.AdmitterOptions{
 		Interval: o.Config.AdmitEvery,
@@ -233,7 +234,7 @@ func (s *Server) Serve(ctx context.Context, public, admin net.Listener) error {
 	wg.Go(func() { s.runPresence(loopCtx) })
 	wg.Go(func() { s.runSignals(loopCtx) })
 	wg.Go(func() { s.ctl.Run(loopCtx) })
-	wg.Go(func() { s.runFaultsRefresh(loopCtx) })
+	wg.Go(func() { s.faults.Run(loopCtx) })
 
 	limited := &limitListener{
 		Listener:     public,
