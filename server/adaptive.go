@@ -10,12 +10,12 @@ import (
 	"waitingroom/queue/loop"
 )
 
-// Adaptive admission, the server's side: the order handler records each
-// order's latency and outcome in the queue's Recorder; runSignals flushes
-// them (with the pool's acquire wait) to Redis about once a second; the
-// queue's Controller steps every room once a window (one instance per room
-// and window, by lease) and reports back through observeStep, which sets
-// the metrics.
+// Adaptive admission, the server's side: the order use case (package
+// checkout) records each order's latency and outcome in the queue's
+// Recorder; runSignals flushes them (with the pool's acquire wait) to Redis
+// about once a second; the queue's Controller steps every room once a
+// window (one instance per room and window, by lease) and reports back
+// through observeStep, which sets the metrics.
 
 // poolStats is what the signals need from the Store: its cumulative pool
 // acquires and their wait (pgstore.Store has it; test fakes need not).

@@ -17,6 +17,7 @@ import (
 	"waitingroom/queue"
 	"waitingroom/queue/loop"
 	"waitingroom/server/access"
+	"waitingroom/server/checkout"
 	"waitingroom/server/faults"
 	"waitingroom/server/pgstore"
 	"waitingroom/server/ratelimit"
@@ -59,10 +60,10 @@ type Server struct {
 	admitter  *queue.Admitter
 	hub       *stream.Hub
 	limiter   *ratelimit.Limiter
-	sec       secLog        // security events' log budget (seclog.go)
-	adminFail adminThrottle // failed admin authentications per address
-	products  productCache  // known product ids (orders.go)
-	acl       *access.Lists // deny, allow and bypass lists
+	sec       secLog             // security events' log budget (seclog.go)
+	adminFail adminThrottle      // failed admin authentications per address
+	checkout  *checkout.Checkout // the order use case
+	acl       *access.Lists      // deny, allow and bypass lists
 	presence  *presence
 	keyPrefix string
 	rec       *queue.Recorder   // order signals for adaptive admission
@@ -112,6 +113,10 @@ func New(o Options) (*Server, error) {
 		Logger:   o.Logger,
 	})
 	s.rec = s.q.NewRecorder(o.Config.AdaptiveWindow)
+	s.checkout = checkout.New(checkout.Options{
+		Store: o.Store, Slots: s.q, Recorder: s.rec, Timeout: o.Config.OrderTimeout,
+		Delay: s.faults.OrderDelay, Logger: o.Logger,
+	})
 	s.ctl = s.q.NewController(queue.ControllerOptions{
 		Window:   o.Config.AdaptiveWindow,
 		Rule:     s.limitRule(),
