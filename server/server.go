@@ -162,21 +162,11 @@ func New(o Options) (*Server, error) {
 // Public returns the public app (API and page).
 func (s *Server) Public() *fiber.App { return s.public }
 
-// Admin returns the management app (metrics, health, admin API).
-func (s *Server) Admin() *fiber.App { return s.admin }
-
 // Hub returns the server's push hub.
 func (s *Server) Hub() *stream.Hub { return s.hub }
 
 // Queue returns the server's queue model.
 func (s *Server) Queue() *queue.Queue { return s.q }
-
-// Controller returns the server's admission limit controller (tests step
-// it by hand).
-func (s *Server) Controller() *queue.Controller { return s.ctl }
-
-// FlushSignals writes this instance's pending order signals to Redis now.
-func (s *Server) FlushSignals(ctx context.Context) error { return s.rec.Flush(ctx) }
 
 // Metrics exposes the server's metrics registry (tests and embedding).
 func (s *Server) Metrics() prometheus.Gatherer { return s.m.reg }
