@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"waitingroom/queue/loop"
 )
 
 // Adaptive admission. Every instance records its orders in memory (Recorder)
@@ -320,22 +322,21 @@ func windowSignals(m map[string]string, window time.Duration) Signals {
 // Run steps every room half a window after each window ends, until ctx is
 // done.
 func (c *Controller) Run(ctx context.Context) {
-	win := c.o.Window
-	for {
-		now := time.Now()
-		next := now.Truncate(win).Add(win / 2)
-		if !next.After(now) {
-			next = next.Add(win)
-		}
-		t := time.NewTimer(next.Sub(now))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
-		}
+	loop.Paced(ctx, c.untilNextStep(time.Now()), func(ctx context.Context) time.Duration {
 		c.StepAll(ctx, time.Now())
+		return c.untilNextStep(time.Now())
+	})
+}
+
+// untilNextStep is the wait from now until half a window after the current
+// window ends.
+func (c *Controller) untilNextStep(now time.Time) time.Duration {
+	win := c.o.Window
+	next := now.Truncate(win).Add(win / 2)
+	if !next.After(now) {
+		next = next.Add(win)
 	}
+	return next.Sub(now)
 }
 
 // StepAll runs Step for every room and logs each change.

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"slices"
 	"time"
+
+	"waitingroom/queue/loop"
 )
 
 // minTokens is the smallest batch of fresh entry tokens passed to one
@@ -57,18 +59,11 @@ func (q *Queue) NewAdmitter(o AdmitterOptions) *Admitter {
 // to 2s between tries) and logs once when it goes and once when it returns.
 func (a *Admitter) Run(ctx context.Context) {
 	wait := a.o.Interval
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	loop.Paced(ctx, wait, func(ctx context.Context) time.Duration {
 		err := a.Tick(ctx)
 		switch {
 		case ctx.Err() != nil:
-			return
+			return wait // stopping: Paced returns before waiting
 		case err != nil:
 			if !a.down {
 				a.o.Logger.LogAttrs(ctx, slog.LevelError, "admission paused: redis unreachable", slog.String("error", err.Error()))
@@ -82,8 +77,8 @@ func (a *Admitter) Run(ctx context.Context) {
 			}
 			wait = a.o.Interval
 		}
-		t.Reset(wait)
-	}
+		return wait
+	})
 }
 
 // Tick runs one admission step for every room. It is not safe for

@@ -29,5 +29,7 @@
 // instance's clock.
 //
 // Concurrency: a Queue is safe for concurrent use. The Admitter runs one
-// admission loop per instance; run as many instances as you like.
+// admission loop per instance; run as many instances as you like. The
+// sub-package loop holds the periodic-loop helper every package uses (it
+// sits here, at the bottom of the import graph, so that all can import it).
 package queue

@@ -7,14 +7,15 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"waitingroom/queue"
+	"waitingroom/queue/loop"
 )
 
-// Adaptive admission, the server's side: the order handler records each
-// order's latency and outcome in the queue's Recorder; runSignals flushes
-// them (with the pool's acquire wait) to Redis about once a second; the
-// queue's Controller steps every room once a window (one instance per room
-// and window, by lease) and reports back through observeStep, which sets
-// the metrics.
+// Adaptive admission, the server's side: the order use case (package
+// checkout) records each order's latency and outcome in the queue's
+// Recorder; runSignals flushes them (with the pool's acquire wait) to Redis
+// about once a second; the queue's Controller steps every room once a
+// window (one instance per room and window, by lease) and reports back
+// through observeStep, which sets the metrics.
 
 // poolStats is what the signals need from the Store: its cumulative pool
 // acquires and their wait (pgstore.Store has it; test fakes need not).
@@ -34,8 +35,6 @@ func (s *Server) flushEvery() time.Duration { return min(time.Second, s.cfg.Adap
 // runSignals flushes this instance's order signals until ctx is done, and
 // once more at the end.
 func (s *Server) runSignals(ctx context.Context) {
-	t := time.NewTicker(s.flushEvery())
-	defer t.Stop()
 	ps, _ := s.store.(poolStats)
 	var lastN int64
 	var lastWait time.Duration
@@ -50,17 +49,10 @@ func (s *Server) runSignals(ctx context.Context) {
 		}
 		_ = s.rec.Flush(ctx) // a lost flush only thins a window
 	}
-	for {
-		select {
-		case <-ctx.Done():
-			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-			flush(fctx)
-			cancel()
-			return
-		case <-t.C:
-			flush(ctx)
-		}
-	}
+	loop.Every(ctx, s.flushEvery(), flush)
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	flush(fctx)
+	cancel()
 }
 
 // observeStep sets the adaptive metrics of room after a controller step.

@@ -10,10 +10,18 @@
 //     call — poll, leave, order — accepts instead: no BCrypt, no SQL there;
 //   - the queue (package queue): enter, position, leave, and the admission
 //     loop every WR_ADMIT_INTERVAL in every instance;
-//   - orders (package pgstore): the entry token is consumed atomically before
-//     the transaction; the active slot is released when the transaction ends
-//     with a business outcome and the token restored after an
-//     infrastructure failure, so the user can retry.
+//   - orders (package checkout, over pgstore and queue): the entry token is
+//     consumed atomically before the transaction; the active slot is
+//     released when the transaction ends with a business outcome and the
+//     token restored after an infrastructure failure, so the user can retry.
+//     The handler decodes, calls checkout.Place and maps its result.
+//
+// Sub-packages own what is not HTTP: access (the deny/allow/bypass lists,
+// their Redis keys and refresh loop), faults (fault injection, its Redis key
+// and refresh loop), checkout (the order use case), pgstore (Postgres),
+// ratelimit (GCRA limits in Redis). They never import server; server holds
+// their HTTP side (middleware, handlers, the admin API). Periodic loops use
+// queue/loop.
 //
 // Errors: handlers return errors; errors.go maps the packages' sentinel
 // errors to the contract's statuses and JSON form in one table. Anything

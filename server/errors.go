@@ -10,6 +10,8 @@ import (
 	"github.com/gofiber/fiber/v2/utils"
 
 	"waitingroom/queue"
+	"waitingroom/server/checkout"
+	"waitingroom/server/faults"
 	"waitingroom/server/pgstore"
 )
 
@@ -28,10 +30,9 @@ func errBadRequest(msg string) error {
 }
 
 var (
-	errUnauthorized     = &apiError{status: fiber.StatusUnauthorized, code: "unauthorized", message: "a valid token is required"}
-	errInvalidCreds     = &apiError{status: fiber.StatusUnauthorized, code: "invalid_credentials", message: "login id or password is wrong"}
-	errWrongRoom        = &apiError{status: fiber.StatusForbidden, code: "wrong_room", message: "this queue token belongs to another room"}
-	errEntryTokenNeeded = &apiError{status: fiber.StatusForbidden, code: "entry_token_invalid", message: "the X-Entry-Token header is required"}
+	errUnauthorized = &apiError{status: fiber.StatusUnauthorized, code: "unauthorized", message: "a valid token is required"}
+	errInvalidCreds = &apiError{status: fiber.StatusUnauthorized, code: "invalid_credentials", message: "login id or password is wrong"}
+	errWrongRoom    = &apiError{status: fiber.StatusForbidden, code: "wrong_room", message: "this queue token belongs to another room"}
 )
 
 // errorTable maps the packages' sentinel errors to responses: the one place
@@ -50,6 +51,11 @@ var errorTable = []struct {
 	{pgstore.ErrProductNotFound, apiError{status: 404, code: "product_not_found", message: "no such product"}},
 	{pgstore.ErrOutOfStock, apiError{status: 409, code: "out_of_stock", message: "not enough stock left for this order"}},
 	{pgstore.ErrInvalidInput, apiError{status: 400, code: "invalid_request", message: "a value of the request was refused"}},
+	{checkout.ErrNoEntryToken, apiError{status: 403, code: "entry_token_invalid", message: "the X-Entry-Token header is required"}},
+	{checkout.ErrUnavailable, apiError{status: 503, code: "unavailable", message: "the shop is briefly unavailable; your entry token is kept, retry the same order", retryAfter: 1}},
+	{checkout.ErrEntryLost, apiError{status: 503, code: "unavailable", message: "the shop is briefly unavailable and your entry window could not be kept: enter again", retryAfter: 1}},
+	{checkout.ErrUnknownUser, apiError{status: 401, code: "unauthorized", message: "this account no longer exists"}},
+	{faults.ErrDisabled, apiError{status: 403, code: "faults_disabled", message: "fault injection is off: start the server with WR_FAULT_INJECTION=on"}},
 }
 
 // fiberCodes names Fiber's own errors (routing, body limit) in the contract's form.
@@ -137,4 +143,19 @@ func (s *Server) writeError(c *fiber.Ctx, err error) error {
 		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(ae.retryAfter))
 	}
 	return c.Status(ae.status).JSON(fiber.Map{"error": ae.code, "message": ae.message})
+}
+
+// checkoutError is the answer to checkout.Place's errors that carry a
+// message of their own: a business refusal names its reason, a store error
+// is answered by its kind (dbError); the others are the table's.
+func checkoutError(err error) error {
+	var re *checkout.RefusedError
+	var se *checkout.StoreError
+	switch {
+	case errors.As(err, &re):
+		return errBadRequest("the order was refused: " + re.Err.Error())
+	case errors.As(err, &se):
+		return dbError(se.Err)
+	}
+	return err
 }

@@ -1,75 +1,19 @@
 package server
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
-	"github.com/redis/go-redis/v9"
+
+	"waitingroom/server/faults"
 )
 
-// Fault injection, for tests and demos of adaptive admission: an order-path
-// delay slept inside the order transaction (pg_sleep), so it really holds a
-// pool connection, as a slow database would. It is set through the admin
-// API, stored in Redis (one hash, "<prefix>faults") and read by every
-// instance twice a second. An instance started without
-// WR_FAULT_INJECTION=on refuses to set it and never applies it, whatever
-// Redis holds.
-
-// maxOrderDelay bounds the injected delay.
-const maxOrderDelay = 30 * time.Second
-
-var errFaultsDisabled = &apiError{status: fiber.StatusForbidden, code: "faults_disabled",
-	message: "fault injection is off: start the server with WR_FAULT_INJECTION=on"}
-
-func (s *Server) faultsKey() string { return s.keyPrefix + "faults" }
-
-// orderDelay is the delay this instance applies to orders now.
-func (s *Server) orderDelay() time.Duration {
-	if !s.cfg.FaultInjection {
-		return 0
-	}
-	return time.Duration(s.delay.Load())
-}
-
-// readDelay reads the order delay in force cluster-wide from Redis.
-func (s *Server) readDelay(ctx context.Context) (time.Duration, error) {
-	ms, err := s.rdb.HGet(ctx, s.faultsKey(), "order_delay_ms").Int64()
-	if errors.Is(err, redis.Nil) {
-		return 0, nil
-	}
-	return time.Duration(ms) * time.Millisecond, err
-}
-
-// loadFaults reads the faults from Redis into memory.
-func (s *Server) loadFaults(ctx context.Context) error {
-	d, err := s.readDelay(ctx)
-	if err != nil {
-		return err
-	}
-	s.delay.Store(int64(d))
-	return nil
-}
-
-// runFaultsRefresh keeps the faults fresh until ctx is done (only when
-// fault injection is on).
-func (s *Server) runFaultsRefresh(ctx context.Context) {
-	if !s.cfg.FaultInjection {
-		return
-	}
-	t := time.NewTicker(500 * time.Millisecond)
-	defer t.Stop()
-	for {
-		_ = s.loadFaults(ctx)
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
-}
+// Fault injection (package faults: an order delay shared through Redis) at
+// the HTTP layer: the admin API that shows and sets it. Refusing to set it
+// on an instance without WR_FAULT_INJECTION=on is errors.go's mapping of
+// faults.ErrDisabled.
 
 // faultsDoc is the faults as the admin API shows them.
 type faultsDoc struct {
@@ -81,11 +25,11 @@ type faultsDoc struct {
 // adminGetFaults shows the faults in force cluster-wide (read from Redis)
 // and whether this instance may apply them.
 func (s *Server) adminGetFaults(c *fiber.Ctx) error {
-	d, err := s.readDelay(c.UserContext())
+	d, err := s.faults.Read(c.UserContext())
 	if err != nil {
 		return errors.Join(errDBUnavailable, err)
 	}
-	return c.JSON(faultsDoc{Enabled: s.cfg.FaultInjection, OrderDelay: d.String(), OrderDelayMs: d.Milliseconds()})
+	return c.JSON(faultsDoc{Enabled: s.faults.Enabled(), OrderDelay: d.String(), OrderDelayMs: d.Milliseconds()})
 }
 
 // faultsPut is the body of PUT /admin/faults: {"orderDelay":"300ms"}; "0s"
@@ -95,8 +39,8 @@ type faultsPut struct {
 }
 
 func (s *Server) adminPutFaults(c *fiber.Ctx) error {
-	if !s.cfg.FaultInjection {
-		return errFaultsDisabled
+	if !s.faults.Enabled() {
+		return faults.ErrDisabled // before reading the body, whatever it holds
 	}
 	var req faultsPut
 	if err := decodeJSON(c, &req); err != nil {
@@ -109,17 +53,15 @@ func (s *Server) adminPutFaults(c *fiber.Ctx) error {
 	if err != nil {
 		return errBadRequest(err.Error())
 	}
-	ctx := c.UserContext()
-	if err := s.rdb.HSet(ctx, s.faultsKey(), "order_delay_ms", d.Milliseconds()).Err(); err != nil {
+	if err := s.faults.SetOrderDelay(c.UserContext(), d); err != nil {
 		return errors.Join(errDBUnavailable, err)
 	}
-	s.delay.Store(int64(d))
 	s.log.Warn("fault injection changed by admin", "orderDelay", d)
 	return c.JSON(faultsDoc{Enabled: true, OrderDelay: d.String(), OrderDelayMs: d.Milliseconds()})
 }
 
 // parseDelay reads a duration string ("300ms") or a number of
-// milliseconds, from 0 to maxOrderDelay.
+// milliseconds, from 0 to faults.MaxOrderDelay.
 func parseDelay(raw json.RawMessage) (time.Duration, error) {
-	return parseDurationField(raw, "orderDelay", "300ms", time.Millisecond, 0, maxOrderDelay)
+	return parseDurationField(raw, "orderDelay", "300ms", time.Millisecond, 0, faults.MaxOrderDelay)
 }

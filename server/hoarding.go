@@ -16,8 +16,8 @@ func (s *Server) connExempt(ip net.IP) bool {
 	if len(s.cfg.TrustedProxies) > 0 && s.trusted(ip) {
 		return true
 	}
-	a := s.access()
-	return len(a.allow.nets) > 0 && a.allow.hasIP(ip.String())
+	a := &s.acl.Current().Allow
+	return a.HasNets() && a.HasIP(ip.String())
 }
 
 // streamAddrLimit is the label of a forwarded client's stream refusal in
@@ -39,7 +39,7 @@ func (s *Server) holdStream(c *fiber.Ctx) (release func(), err error) {
 	if len(s.cfg.TrustedProxies) == 0 || s.cfg.MaxConnsPerIP <= 0 || !s.trusted(c.Context().RemoteIP()) {
 		return func() {}, nil
 	}
-	if s.access().allow.hasIP(s.clientIP(c)) {
+	if s.acl.Current().Allow.HasIP(s.clientIP(c)) {
 		return func() {}, nil
 	}
 	key := s.clientKey(c)

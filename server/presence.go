@@ -5,6 +5,8 @@ import (
 	"hash/maphash"
 	"sync"
 	"time"
+
+	"waitingroom/queue/loop"
 )
 
 // presence collects the waiting users seen on this instance (polls; open
@@ -64,22 +66,19 @@ func (s *Server) runPresence(ctx context.Context) {
 	if s.cfg.IdleTimeout <= 0 {
 		return
 	}
-	t := time.NewTicker(min(s.cfg.IdleTimeout/6, 10*time.Second))
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		seen := s.presence.take()
-		for _, room := range s.hub.Rooms() {
-			seen[room] = append(seen[room], s.hub.Users(room)...)
-		}
-		for room, users := range seen {
-			tctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-			_ = s.q.Touch(tctx, room, users) // Redis down: nobody is removed meanwhile either
-			cancel()
-		}
+	loop.Every(ctx, min(s.cfg.IdleTimeout/6, 10*time.Second), s.flushPresence)
+}
+
+// flushPresence marks everyone seen since the last flush present in Redis:
+// pollers, and the users of the streams open on this instance.
+func (s *Server) flushPresence(ctx context.Context) {
+	seen := s.presence.take()
+	for _, room := range s.hub.Rooms() {
+		seen[room] = append(seen[room], s.hub.Users(room)...)
+	}
+	for room, users := range seen {
+		tctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		_ = s.q.Touch(tctx, room, users) // Redis down: nobody is removed meanwhile either
+		cancel()
 	}
 }

@@ -83,7 +83,7 @@ func (s *Server) enter(c *fiber.Ctx) error {
 		return err
 	}
 	var st queue.Status
-	if s.access().bypass.users[claims.Subject] {
+	if s.acl.Current().Bypass.HasUser(claims.Subject) {
 		st, err = s.q.Grant(ctx, room, claims.Subject)
 		s.log.LogAttrs(ctx, slog.LevelWarn, "audit: queue bypass", slog.String("room", room),
 			slog.String("user", claims.Subject), slog.String("ip", s.clientIP(c)))

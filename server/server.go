@@ -8,7 +8,6 @@ import (
 	"net"
 	"runtime"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -16,6 +15,10 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"waitingroom/queue"
+	"waitingroom/queue/loop"
+	"waitingroom/server/access"
+	"waitingroom/server/checkout"
+	"waitingroom/server/faults"
 	"waitingroom/server/pgstore"
 	"waitingroom/server/ratelimit"
 	"waitingroom/stream"
@@ -57,15 +60,15 @@ type Server struct {
 	admitter  *queue.Admitter
 	hub       *stream.Hub
 	limiter   *ratelimit.Limiter
-	sec       secLog        // security events' log budget (seclog.go)
-	adminFail adminThrottle // failed admin authentications per address
-	products  productCache  // known product ids (orders.go)
-	acl       atomic.Pointer[accessLists]
+	sec       secLog             // security events' log budget (seclog.go)
+	adminFail adminThrottle      // failed admin authentications per address
+	checkout  *checkout.Checkout // the order use case
+	acl       *access.Lists      // deny, allow and bypass lists
 	presence  *presence
 	keyPrefix string
 	rec       *queue.Recorder   // order signals for adaptive admission
 	ctl       *queue.Controller // the admission limit controller
-	delay     atomic.Int64      // injected order delay (ns), see faults.go
+	faults    *faults.Faults    // injected order delay (WR_FAULT_INJECTION)
 	// fwdStreams: open streams per forwarded client address (holdStream).
 	fwdStreams addrCounts
 
@@ -99,6 +102,8 @@ func New(o Options) (*Server, error) {
 		prefix = queue.DefaultPrefix
 	}
 	s.keyPrefix = prefix
+	s.acl = access.New(o.Redis, prefix)
+	s.faults = faults.New(o.Redis, prefix, o.Config.FaultInjection)
 	s.limiter = ratelimit.New(o.Redis, prefix+"rl:")
 	s.admitter = s.q.NewAdmitter(queue.AdmitterOptions{
 		Interval: o.Config.AdmitEvery,
@@ -108,6 +113,10 @@ func New(o Options) (*Server, error) {
 		Logger:   o.Logger,
 	})
 	s.rec = s.q.NewRecorder(o.Config.AdaptiveWindow)
+	s.checkout = checkout.New(checkout.Options{
+		Store: o.Store, Slots: s.q, Recorder: s.rec, Timeout: o.Config.OrderTimeout,
+		Delay: s.faults.OrderDelay, Logger: o.Logger,
+	})
 	s.ctl = s.q.NewController(queue.ControllerOptions{
 		Window:   o.Config.AdaptiveWindow,
 		Rule:     s.limitRule(),
@@ -153,21 +162,11 @@ func New(o Options) (*Server, error) {
 // Public returns the public app (API and page).
 func (s *Server) Public() *fiber.App { return s.public }
 
-// Admin returns the management app (metrics, health, admin API).
-func (s *Server) Admin() *fiber.App { return s.admin }
-
 // Hub returns the server's push hub.
 func (s *Server) Hub() *stream.Hub { return s.hub }
 
 // Queue returns the server's queue model.
 func (s *Server) Queue() *queue.Queue { return s.q }
-
-// Controller returns the server's admission limit controller (tests step
-// it by hand).
-func (s *Server) Controller() *queue.Controller { return s.ctl }
-
-// FlushSignals writes this instance's pending order signals to Redis now.
-func (s *Server) FlushSignals(ctx context.Context) error { return s.rec.Flush(ctx) }
 
 // Metrics exposes the server's metrics registry (tests and embedding).
 func (s *Server) Metrics() prometheus.Gatherer { return s.m.reg }
@@ -226,11 +225,11 @@ func (s *Server) Serve(ctx context.Context, public, admin net.Listener) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { s.admitter.Run(loopCtx) })
 	wg.Go(func() { s.hub.Run(loopCtx) })
-	wg.Go(func() { s.runAccessRefresh(loopCtx) })
+	wg.Go(func() { s.acl.Run(loopCtx) })
 	wg.Go(func() { s.runPresence(loopCtx) })
 	wg.Go(func() { s.runSignals(loopCtx) })
 	wg.Go(func() { s.ctl.Run(loopCtx) })
-	wg.Go(func() { s.runFaultsRefresh(loopCtx) })
+	wg.Go(func() { s.faults.Run(loopCtx) })
 
 	limited := &limitListener{
 		Listener:     public,
@@ -264,21 +263,10 @@ func (s *Server) Serve(ctx context.Context, public, admin net.Listener) error {
 	s.hub.Close()
 	// Connections that never sent a byte (browsers' spare ones) would hold
 	// the shutdown up for seconds; close them, also ones accepted meanwhile.
-	sweepDone := make(chan struct{})
-	go func() {
-		t := time.NewTicker(50 * time.Millisecond)
-		defer t.Stop()
-		for {
-			limited.closeUnused()
-			select {
-			case <-sweepDone:
-				return
-			case <-t.C:
-			}
-		}
-	}()
+	sweepCtx, stopSweep := context.WithCancel(context.Background())
+	go loop.NowAndEvery(sweepCtx, 50*time.Millisecond, func(context.Context) { limited.closeUnused() })
 	e := s.public.ShutdownWithContext(sctx)
-	close(sweepDone)
+	stopSweep()
 	if e != nil {
 		err = errors.Join(err, fmt.Errorf("server: public shutdown: %w", e))
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"waitingroom/queue"
+	"waitingroom/queue/loop"
 )
 
 // Source is what the hub reads from Redis (implemented by *queue.Queue).
@@ -205,17 +206,7 @@ func (h *Hub) requestResync() {
 // resyncLoop re-reads the rooms this instance serves, every ResyncEvery
 // and whenever asked.
 func (h *Hub) resyncLoop(ctx context.Context) {
-	t := time.NewTicker(h.o.ResyncEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		case <-h.resync:
-		}
-		h.Resync(ctx)
-	}
+	loop.EveryOrWake(ctx, h.o.ResyncEvery, h.resync, func(ctx context.Context, _ bool) { h.Resync(ctx) })
 }
 
 // Resync re-reads every known room's state from Redis now.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"waitingroom/queue"
+	"waitingroom/queue/loop"
 )
 
 // shard holds a share of the connections, with its own lock and worker.
@@ -102,19 +103,7 @@ func (sh *shard) markDirty(room string) {
 
 // run is the shard's worker: dirty rooms as they come, everything each sweep.
 func (sh *shard) run(ctx context.Context) {
-	t := time.NewTicker(sh.hub.o.SweepEvery)
-	defer t.Stop()
-	for {
-		sweep := false
-		select {
-		case <-ctx.Done():
-			return
-		case <-sh.wake:
-		case <-t.C:
-			sweep = true
-		}
-		sh.evaluate(ctx, sweep)
-	}
+	loop.EveryOrWake(ctx, sh.hub.o.SweepEvery, sh.wake, sh.evaluate)
 }
 
 // evaluate looks at the connections of dirty rooms (all rooms on a sweep)
