@@ -402,77 +402,98 @@ func (s *Server) ws(conn *websocket.Conn) {
 	if claims == nil {
 		return
 	}
-	room := claims.Room
-	sub := s.hub.Subscribe(room, claims.Subject, st)
+	sub := s.hub.Subscribe(claims.Room, claims.Subject, st)
 	defer sub.Close()
 	s.m.streams.WithLabelValues("ws").Inc()
 	defer s.m.streams.WithLabelValues("ws").Dec()
 
-	// Reader: control frames only; a missed pong or any read error ends it.
+	readerDone := readWSControl(conn)
+	defer func() { _ = conn.Close(); <-readerDone }()
+	w := &wsWriter{s: s, conn: conn, room: claims.Room, buf: make([]byte, 0, 512)}
+	pump(sub, claims.ExpiresAt.Time, pusher{
+		send:      w.send,
+		degraded:  w.degraded,
+		keepAlive: w.keepAlive,
+		gone:      readerDone,
+		ended:     func() { w.closeWith(websocket.CloseGoingAway, "reconnect") },
+	})
+}
+
+// readWSControl reads the client's frames — control frames only — until a
+// missed pong or any read error; the returned channel is closed then.
+func readWSControl(conn *websocket.Conn) <-chan struct{} {
 	conn.SetReadLimit(wsReadLimit)
 	pongWait := 2 * heartbeatEvery
 	_ = conn.SetReadDeadline(time.Now().Add(pongWait))
 	conn.SetPongHandler(func(string) error { return conn.SetReadDeadline(time.Now().Add(pongWait)) })
-	readerDone := make(chan struct{})
+	done := make(chan struct{})
 	go func() {
-		defer close(readerDone)
+		defer close(done)
 		for {
 			if _, _, err := conn.ReadMessage(); err != nil {
 				return
 			}
 		}
 	}()
-	defer func() { _ = conn.Close(); <-readerDone }()
+	return done
+}
 
-	buf := make([]byte, 0, 512)
-	write := func(kind int, b []byte) bool {
-		_ = conn.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
-		return conn.WriteMessage(kind, b) == nil
+// wsWriter is the WebSocket side of a stream (pusher's functions): JSON
+// text frames {"type":"status",...}, {"type":"gone",...}, pings, and
+// close frames that say why the stream ends.
+type wsWriter struct {
+	s    *Server
+	conn *websocket.Conn
+	room string
+	buf  []byte
+}
+
+func (w *wsWriter) write(kind int, b []byte) bool {
+	_ = w.conn.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+	return w.conn.WriteMessage(kind, b) == nil
+}
+
+func (w *wsWriter) closeWith(code int, text string) {
+	_ = w.conn.SetWriteDeadline(time.Now().Add(time.Second))
+	_ = w.conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, text), time.Now().Add(time.Second))
+}
+
+func (w *wsWriter) send(u stream.Update) bool {
+	switch {
+	case u.Reconnect:
+		w.closeWith(websocket.CloseGoingAway, "server restarting: reconnect")
+		return false
+	case u.Replaced:
+		// Told in a frame (what the page reads), then closed with a code
+		// of its own: a client that reads no frames still sees it is not
+		// a restart (1001) and must not reconnect.
+		w.write(websocket.TextMessage, []byte(`{"type":"reconnect",`+replacedDoc))
+		w.closeWith(wsCloseReplaced, "replaced by a newer stream")
+		return false
+	case u.Gone:
+		w.buf = append(w.buf[:0], `{"type":"gone",`...)
+		w.buf = append(w.buf, goneDoc[1:]...)
+		w.write(websocket.TextMessage, w.buf)
+		w.closeWith(websocket.CloseNormalClosure, "not in queue")
+		return false
 	}
-	closeWith := func(code int, text string) {
-		_ = conn.SetWriteDeadline(time.Now().Add(time.Second))
-		_ = conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, text), time.Now().Add(time.Second))
+	w.buf = w.s.appendStatus(w.buf[:0], w.room, u, "status")
+	if !w.write(websocket.TextMessage, w.buf) {
+		return false
 	}
-	send := func(u stream.Update) bool {
-		switch {
-		case u.Reconnect:
-			closeWith(websocket.CloseGoingAway, "server restarting: reconnect")
-			return false
-		case u.Replaced:
-			// Told in a frame (what the page reads), then closed with a
-			// code of its own: a client that reads no frames still sees
-			// it is not a restart (1001) and must not reconnect.
-			write(websocket.TextMessage, []byte(`{"type":"reconnect",`+replacedDoc))
-			closeWith(wsCloseReplaced, "replaced by a newer stream")
-			return false
-		case u.Gone:
-			buf = append(buf[:0], `{"type":"gone",`...)
-			buf = append(buf, goneDoc[1:]...)
-			write(websocket.TextMessage, buf)
-			closeWith(websocket.CloseNormalClosure, "not in queue")
-			return false
-		}
-		buf = s.appendStatus(buf[:0], room, u, "status")
-		if !write(websocket.TextMessage, buf) {
-			return false
-		}
-		s.observeSent("ws", u)
-		return true
+	w.s.observeSent("ws", u)
+	return true
+}
+
+func (w *wsWriter) degraded(down bool) bool {
+	if down {
+		w.buf = appendDegraded(w.buf[:0], "degraded", outageRetryHint())
+	} else {
+		w.buf = append(append(w.buf[:0], `{"type":"degraded",`...), degradedOver[1:]...)
 	}
-	pump(sub, claims.ExpiresAt.Time, pusher{
-		send: send,
-		degraded: func(down bool) bool {
-			if down {
-				buf = appendDegraded(buf[:0], "degraded", outageRetryHint())
-			} else {
-				buf = append(append(buf[:0], `{"type":"degraded",`...), degradedOver[1:]...)
-			}
-			return write(websocket.TextMessage, buf)
-		},
-		keepAlive: func() bool {
-			return conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(streamWriteTimeout)) == nil
-		},
-		gone:  readerDone,
-		ended: func() { closeWith(websocket.CloseGoingAway, "reconnect") },
-	})
+	return w.write(websocket.TextMessage, w.buf)
+}
+
+func (w *wsWriter) keepAlive() bool {
+	return w.conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(streamWriteTimeout)) == nil
 }
