@@ -127,7 +127,6 @@ func New(o Options) (*Server, error) {
 		Logger:   o.Logger,
 	})
 	s.hub = stream.New(stream.Options{
-		Redis:      o.Redis,
 		Source:     s.q,
 		OnDrop:     s.m.streamDrops.Inc,
 		MaxPerUser: o.Config.MaxStreamsPerUser,
