@@ -13,11 +13,11 @@ import (
 )
 
 // The event contract. The admit, leave, open and schedule scripts publish
-// one event per change of a room on the room's channel (Channel; every
-// room's match ChannelPattern), so that every instance can keep its rooms'
-// state without a Redis read per connection (package stream). This file is
-// the one place that knows the wire format; subscribers get typed Events
-// from Events.
+// one event per change of a room on the room's channel
+// ("<prefix>{room}:events"; channelPattern matches every room's), so that
+// every instance can keep its rooms' state without a Redis read per
+// connection (package stream). This file is the one place that knows the
+// wire format; subscribers get typed Events from Events.
 //
 // Wire format: a JSON object written by the scripts with cjson:
 //
@@ -38,9 +38,10 @@ import (
 //	closed    boolean   the method is reject (config only)
 //
 // Instances of the old and the new version publish to and read from the
-// same channels during a rolling deploy, so the format only grows: a field
-// is never renamed, removed or given a new meaning, and a new field must be
-// optional (readers ignore fields they do not know).
+// same channels during a rolling deploy, so the channel names stay and the
+// format only grows: a field is never renamed, removed or given a new
+// meaning, and a new field must be optional (readers ignore fields they do
+// not know, and must do without one an older publisher leaves out).
 
 // EventKind says which script published an event.
 type EventKind string
@@ -58,7 +59,11 @@ const (
 	EventConfig EventKind = "config"
 )
 
-// Event is one change of a room, as published by the queue's scripts.
+// Event is one change of a room, as published by the queue's scripts and
+// read back by Events. On the wire it is the JSON object described above;
+// that format is shared by instances of the old and the new version during
+// a rolling deploy, so it stays readable both ways: fields are only added,
+// never renamed or given a new meaning.
 type Event struct {
 	Kind EventKind
 	Room string
@@ -96,10 +101,10 @@ type wireEvent struct {
 	Closed   *bool    `json:"closed"`
 }
 
-// ParseEvent reads one event as published on a room's channel. An event
+// parseEvent reads one event as published on a room's channel. An event
 // that is not JSON of the contract's shape, names no room or carries a
 // rate that is not a number is an error.
-func ParseEvent(payload string) (Event, error) {
+func parseEvent(payload string) (Event, error) {
 	var w wireEvent
 	if err := json.Unmarshal([]byte(payload), &w); err != nil {
 		return Event{}, fmt.Errorf("queue: event: %w", err)
@@ -134,18 +139,18 @@ type Notice struct {
 	// must be re-read from Redis.
 	Subscribed bool
 	Pattern    string
-	// Err: a message on a room's channel that ParseEvent refused.
+	// Err: a message on a room's channel that parseEvent refused.
 	Err error
 }
 
 // Events subscribes to every room's events with one pattern subscription
-// (ChannelPattern) and yields them, in the order published per room, until
+// (channelPattern) and yields them, in the order published per room, until
 // ctx is done or the caller stops ranging; the subscription ends with the
 // loop. It runs on the caller's goroutine: a slow caller delays the next
 // notice (up to 4096 are buffered by the client), never Redis.
 func (q *Queue) Events(ctx context.Context) iter.Seq[Notice] {
 	return func(yield func(Notice) bool) {
-		ps := q.rdb.PSubscribe(ctx, q.ChannelPattern())
+		ps := q.rdb.PSubscribe(ctx, q.channelPattern())
 		defer ps.Close()
 		ch := ps.ChannelWithSubscriptions(redis.WithChannelSize(4096))
 		for {
@@ -161,7 +166,7 @@ func (q *Queue) Events(ctx context.Context) iter.Seq[Notice] {
 				case *redis.Subscription:
 					n = Notice{Subscribed: true, Pattern: m.Channel}
 				case *redis.Message:
-					n.Event, n.Err = ParseEvent(m.Payload)
+					n.Event, n.Err = parseEvent(m.Payload)
 				default:
 					continue
 				}

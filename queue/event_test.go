@@ -10,9 +10,43 @@ import (
 	"waitingroom/queue"
 )
 
-// TestParseEvent: the payloads the scripts publish, as cjson writes them,
-// read into typed events; anything else is refused.
-func TestParseEvent(t *testing.T) {
+// eventChannel is room's channel. Its name is part of the wire contract
+// (instances of two versions share it during a rolling deploy), so the test
+// spells it out.
+func eventChannel(q *queue.Queue, room string) string { return q.RoomKey(room, "events") }
+
+// mustSubscribe starts q.Events and waits for its confirmation; end
+// cancels the subscription's context.
+func mustSubscribe(t *testing.T, q *queue.Queue) (next func() (queue.Notice, bool), end func()) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	next, stop := iter.Pull(q.Events(ctx))
+	t.Cleanup(func() { cancel(); stop() })
+	n, ok := next()
+	if !ok || !n.Subscribed || n.Pattern != q.RoomKey("*", "events") {
+		t.Fatalf("first notice = %+v, %v; want Subscribed on every room's channel", n, ok)
+	}
+	return next, cancel
+}
+
+// TestEventsWire: the payloads the scripts publish, as cjson writes them
+// (and as an instance of the previous version publishes them), come out of
+// Events typed; a message that is not an event comes out as an error, and
+// the subscription goes on.
+func TestEventsWire(t *testing.T) {
+	q, rdb := mustQueue(t, 0, time.Minute)
+	next, _ := mustSubscribe(t, q)
+	publish := func(payload string) queue.Notice {
+		t.Helper()
+		if err := rdb.Publish(context.Background(), eventChannel(q, "r1"), payload).Err(); err != nil {
+			t.Fatal(err)
+		}
+		n, ok := next()
+		if !ok {
+			t.Fatalf("subscription ended after %s", payload)
+		}
+		return n
+	}
 	rate, closed := 12.5, true
 	for _, tt := range []struct {
 		name, payload string
@@ -31,19 +65,14 @@ func TestParseEvent(t *testing.T) {
 		{"a field of a later version is ignored", `{"room":"r1","ev":1,"ts":9,"waiting":0,"serving":0,"future":{"x":1}}`,
 			queue.Event{Room: "r1", Ev: 1, At: time.UnixMilli(9)}},
 	} {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := queue.ParseEvent(tt.payload)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !sameEvent(got, tt.want) {
-				t.Fatalf("ParseEvent = %+v, want %+v", got, tt.want)
-			}
-		})
+		n := publish(tt.payload)
+		if n.Err != nil || n.Subscribed || !sameEvent(n.Event, tt.want) {
+			t.Errorf("%s: notice = %+v, want event %+v", tt.name, n, tt.want)
+		}
 	}
 	for _, bad := range []string{``, `not json`, `[]`, `{"ev":1}`, `{"room":""}`, `{"room":"r1","rate":"fast"}`, `{"room":"r1","ev":"one"}`} {
-		if e, err := queue.ParseEvent(bad); err == nil {
-			t.Errorf("ParseEvent(%q) = %+v, want an error", bad, e)
+		if n := publish(bad); n.Err == nil {
+			t.Errorf("payload %q: notice %+v, want an error", bad, n)
 		}
 	}
 }
@@ -58,13 +87,12 @@ func sameEvent(a, b queue.Event) bool {
 
 // TestEventsTyped: one subscription yields its confirmation, then the
 // events of admit, leave and a method change, typed, numbered one after
-// the other.
+// the other; it ends with its context.
 func TestEventsTyped(t *testing.T) {
 	q, _ := mustQueue(t, 2, time.Minute)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	next, stop := iter.Pull(q.Events(ctx))
-	defer stop()
+	next, end := mustSubscribe(t, q)
 	must := func(what string) queue.Notice {
 		t.Helper()
 		n, ok := next()
@@ -75,9 +103,6 @@ func TestEventsTyped(t *testing.T) {
 			t.Fatalf("waiting for %s: %v", what, n.Err)
 		}
 		return n
-	}
-	if n := must("the confirmation"); !n.Subscribed || n.Pattern != q.ChannelPattern() {
-		t.Fatalf("first notice = %+v, want Subscribed on %s", n, q.ChannelPattern())
 	}
 	for _, u := range []string{"a", "b", "c", "d"} {
 		mustEnter(t, q, u)
@@ -101,7 +126,7 @@ func TestEventsTyped(t *testing.T) {
 	if cfg.Kind != queue.EventConfig || cfg.Closed == nil || !*cfg.Closed || cfg.Sched < 1 || cfg.Ev != leave.Ev+1 {
 		t.Fatalf("config event = %+v", cfg)
 	}
-	cancel()
+	end()
 	if n, ok := next(); ok {
 		t.Fatalf("after the context ended: %+v", n)
 	}

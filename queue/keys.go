@@ -55,9 +55,6 @@ func (q *Queue) keys(room string) keys {
 // admin API. It is never touched by a script, so it may live on any slot.
 func (q *Queue) roomsKey() string { return q.prefix + "rooms" }
 
-// Channel returns the pub/sub channel on which admission events of room are
-// published.
-func (q *Queue) Channel(room string) string { return q.keys(room).channel }
-
-// ChannelPattern returns the pattern matching every room's event channel.
-func (q *Queue) ChannelPattern() string { return q.prefix + "{*}:events" }
+// channelPattern matches every room's event channel (keys.channel; see
+// event.go).
+func (q *Queue) channelPattern() string { return q.RoomKey("*", "events") }

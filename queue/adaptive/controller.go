@@ -158,7 +158,7 @@ func (c *Controller) decide(info queue.RoomInfo, s Signals, old State) (Signals,
 // done.
 func (c *Controller) Run(ctx context.Context) {
 	loop.Paced(ctx, c.untilNextStep(time.Now()), func(ctx context.Context) time.Duration {
-		c.StepAll(ctx, time.Now())
+		c.stepAll(ctx, time.Now())
 		return c.untilNextStep(time.Now())
 	})
 }
@@ -174,9 +174,9 @@ func (c *Controller) untilNextStep(now time.Time) time.Duration {
 	return next.Sub(now)
 }
 
-// StepAll runs Step for every room, logs each change and reports each
+// stepAll runs Step for every room, logs each change and reports each
 // step to OnChange and OnStep.
-func (c *Controller) StepAll(ctx context.Context, now time.Time) {
+func (c *Controller) stepAll(ctx context.Context, now time.Time) {
 	rooms, err := c.rooms.Rooms(ctx)
 	if err != nil {
 		return // the admission loop logs Redis outages
