@@ -1,5 +1,6 @@
 // Package queue owns the waiting room's Redis model: the per-room FIFO queue,
-// atomic admission, one-time entry tokens and the room configuration.
+// atomic admission, one-time entry tokens, the room configuration and the
+// events its scripts publish.
 //
 // Every mutation is one Lua script (scripts/*.lua, each with a header naming
 // its KEYS, ARGV and reply), so the model holds with any number of app
@@ -28,8 +29,35 @@
 // Redis Cluster slot. Time inside scripts is Redis's TIME, never an app
 // instance's clock.
 //
+// Keys: every key of a room is built by RoomKey ("<prefix>{room}:<name>");
+// keys.go lists the queue's own. Packages that keep state beside a room
+// build theirs with RoomKey too, so their scripts stay on the room's slot.
+//
+// Events: the admit, leave, open and schedule scripts publish one event per
+// change of a room on the room's channel. The contract is the queue's
+// (event.go): Event is its typed form and Events the one subscription to
+// every room's events; subscribers (package stream) never see the wire
+// format, which stays readable by both versions during a rolling deploy.
+//
 // Concurrency: a Queue is safe for concurrent use. The Admitter runs one
-// admission loop per instance; run as many instances as you like. The
-// sub-package loop holds the periodic-loop helper every package uses (it
-// sits here, at the bottom of the import graph, so that all can import it).
+// admission loop per instance; run as many instances as you like. Events
+// runs on its caller's goroutine until its context is done.
+//
+// Exports: what other packages use, and no more. Four names are used only
+// by tests — Queue.Admit, Queue.Open and NewShuffleSeed (stream's and
+// server's tests admit and open rooms at a moment of their choosing) and
+// Admitter.Tick (queue's own external tests run one admission step of two
+// admitters in turn) — and stay exported: each is the one-step form of
+// what a loop does, and the tests are black-box on purpose. The channel
+// names and the event parser are not exported: subscribers use Events.
+//
+// Imports: the standard library and go-redis; never another package of the
+// project but queue/loop. Sub-packages:
+//
+//   - adaptive: adaptive admission (order signals, the limit rule and
+//     controller, their keys, loops and script); imports queue and loop;
+//   - loop: the periodic-loop helper every package uses (it sits here, at
+//     the bottom of the import graph, so that all can import it); imports
+//     only the standard library;
+//   - queuetest: the real Redis of the tests, a fresh key prefix each.
 package queue

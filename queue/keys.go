@@ -1,9 +1,6 @@
 package queue
 
-import (
-	"fmt"
-	"regexp"
-)
+import "regexp"
 
 // DefaultPrefix is the key prefix used when Options.Prefix is empty.
 const DefaultPrefix = "wr:"
@@ -15,20 +12,33 @@ var roomName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
 // Cluster hash tag, so braces and other punctuation are refused.
 func ValidRoom(name string) bool { return roomName.MatchString(name) }
 
+// RoomKey returns the Redis key "<prefix>{room}:<name>": a key under the
+// room's hash tag, so in the one Redis Cluster slot of all the room's keys.
+// Every key of a room is built by it: the queue's own below, and those of
+// packages that keep state beside a room (queue/adaptive: its signals,
+// lease and state), so that one script can touch theirs and the room's
+// together. Names the queue uses are listed in keys; ConfigKey is the one
+// another package may touch.
+func (q *Queue) RoomKey(room, name string) string {
+	return q.prefix + "{" + room + "}:" + name
+}
+
+// ConfigKey is the name (for RoomKey) of a room's configuration hash:
+// target, ttl_ms, paused, mode, min_active, max_active, method, opens_at.
+// The adaptive controller's script sets its target.
+const ConfigKey = "cfg"
+
 // keys are the Redis keys of one room, all under the hash tag {room}.
 type keys struct {
 	cfg, seq, queue, active, tokens, stats, gone, seen, channel string
-	// adaptive holds the limit controller's last signals and change;
-	// base + "sig:<window>" and base + "lease:<window>" are per window.
-	adaptive, base string
 	// prequeue holds users who arrived before a scheduled opening.
 	prequeue string
 }
 
 func (q *Queue) keys(room string) keys {
-	base := fmt.Sprintf("%s{%s}:", q.prefix, room)
+	base := q.RoomKey(room, "")
 	return keys{
-		cfg:      base + "cfg",
+		cfg:      base + ConfigKey,
 		seq:      base + "seq",
 		queue:    base + "queue",
 		active:   base + "active",
@@ -37,8 +47,6 @@ func (q *Queue) keys(room string) keys {
 		gone:     base + "gone",
 		seen:     base + "seen",
 		channel:  base + "events",
-		adaptive: base + "adaptive",
-		base:     base,
 		prequeue: base + "prequeue",
 	}
 }
@@ -47,16 +55,6 @@ func (q *Queue) keys(room string) keys {
 // admin API. It is never touched by a script, so it may live on any slot.
 func (q *Queue) roomsKey() string { return q.prefix + "rooms" }
 
-// Channel returns the pub/sub channel on which admission events of room are
-// published.
-func (q *Queue) Channel(room string) string { return q.keys(room).channel }
-
-// ChannelPattern returns the pattern matching every room's event channel.
-func (q *Queue) ChannelPattern() string { return q.prefix + "{*}:events" }
-
-// signalsKey is the hash of one window's order signals of a room.
-func (k keys) signalsKey(window int64) string { return fmt.Sprintf("%ssig:%d", k.base, window) }
-
-// leaseKey marks which instance runs the limit controller of a room for
-// one window.
-func (k keys) leaseKey(window int64) string { return fmt.Sprintf("%slease:%d", k.base, window) }
+// channelPattern matches every room's event channel (keys.channel; see
+// event.go).
+func (q *Queue) channelPattern() string { return q.RoomKey("*", "events") }

@@ -140,11 +140,10 @@ func TestShuffleIsFairAndReproducible(t *testing.T) {
 	}
 }
 
-// prefixOf recovers the test's key prefix from the room's channel name.
+// prefixOf recovers the test's key prefix from a room's key.
 func prefixOf(t *testing.T, q *queue.Queue, _ *redis.Client) string {
 	t.Helper()
-	ch := q.Channel("r1")
-	return ch[:len(ch)-len("{r1}:events")]
+	return strings.TrimSuffix(q.RoomKey("r1", ""), "{r1}:")
 }
 
 // TestOpeningWithTwoAdmittersIsAtomicAndIdempotent: two admission loops
@@ -182,7 +181,7 @@ func TestOpeningWithTwoAdmittersIsAtomicAndIdempotent(t *testing.T) {
 		t.Fatalf("before the opening time: preQueue %d waiting %d", info.PreQueue, info.Waiting)
 	}
 
-	ps := rdb.Subscribe(ctx, q.Channel("r1"))
+	ps := rdb.Subscribe(ctx, eventChannel(q, "r1"))
 	defer ps.Close()
 	if _, err := ps.Receive(ctx); err != nil {
 		t.Fatal(err)

@@ -138,7 +138,7 @@ func New(rdb redis.UniversalClient, o Options) *Queue {
 // instead of being admitted), the admission rate is
 //
 //	A = min(Rate, Target ÷ (p × EntryTTL))                  when measured
-//	A = Target ÷ ((1 − p) × AssumedHold + p × EntryTTL)     until then
+//	A = Target ÷ ((1 − p) × 0.2 s + p × EntryTTL)           until then
 //
 // (by Little's law no-shows alone hold p × EntryTTL × A slots, which cannot
 // exceed Target; the measured rate reflects it only once the windows of
@@ -160,7 +160,7 @@ func (s Status) ETA() (secs int64, ok bool) {
 		if bound := p * ttl; bound > 0 {
 			rate = min(rate, target/bound)
 		}
-	} else if hold := (1-p)*AssumedHold.Seconds() + p*ttl; hold > 0 {
+	} else if hold := (1-p)*assumedHold.Seconds() + p*ttl; hold > 0 {
 		rate = target / hold
 	}
 	rate /= 1 - d
@@ -197,10 +197,10 @@ func (f Flow) departRatio() float64 {
 	return min(float64(f.Departed)/float64(f.Departed+max(f.Admitted, 0)), 0.9)
 }
 
-// AssumedHold is the order's connection hold time assumed until a room has
+// assumedHold is the order's connection hold time assumed until a room has
 // measured its admission rate: the seed system's measured mean, 200 ms, so a
 // room admits about targetActive ÷ 0.2 s users per second.
-const AssumedHold = 200 * time.Millisecond
+const assumedHold = 200 * time.Millisecond
 
 // unavailable marks err as a failure to reach Redis.
 func unavailable(op string, err error) error {
@@ -217,7 +217,7 @@ func (q *Queue) Enter(ctx context.Context, room, user string) (Status, error) {
 		return Status{}, ErrRoomNotFound
 	}
 	k := q.keys(room)
-	v, err := enterScript.Run(ctx, q.rdb, []string{k.cfg, k.seq, k.queue, k.active, k.tokens, k.stats, k.seen, k.prequeue}, user, NewEntryToken()).Result()
+	v, err := enterScript.Run(ctx, q.rdb, []string{k.cfg, k.seq, k.queue, k.active, k.tokens, k.stats, k.seen, k.prequeue}, user, newEntryToken()).Result()
 	if err != nil {
 		return Status{}, unavailable("enter", err)
 	}
@@ -381,8 +381,8 @@ type AdmitResult struct {
 	Due bool
 }
 
-// NewEntryToken returns 128 random bits, base64url-encoded.
-func NewEntryToken() string {
+// newEntryToken returns 128 random bits, base64url-encoded.
+func newEntryToken() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
 	return base64.RawURLEncoding.EncodeToString(b[:])
@@ -396,7 +396,7 @@ func (q *Queue) Admit(ctx context.Context, room string, tokens int) (AdmitResult
 	args := make([]any, 0, 4+tokens)
 	args = append(args, k.channel, room, q.rateWindow.Milliseconds(), q.idle.Milliseconds())
 	for range tokens {
-		args = append(args, NewEntryToken())
+		args = append(args, newEntryToken())
 	}
 	v, err := admitScript.Run(ctx, q.rdb, []string{k.cfg, k.queue, k.active, k.tokens, k.stats, k.gone, k.seen, k.prequeue}, args...).Result()
 	if err != nil {
@@ -432,7 +432,7 @@ func (q *Queue) Grant(ctx context.Context, room, user string) (Status, error) {
 		return Status{}, ErrRoomNotFound
 	}
 	k := q.keys(room)
-	v, err := grantScript.Run(ctx, q.rdb, []string{k.queue, k.active, k.tokens, k.cfg, k.prequeue}, user, NewEntryToken()).Result()
+	v, err := grantScript.Run(ctx, q.rdb, []string{k.queue, k.active, k.tokens, k.cfg, k.prequeue}, user, newEntryToken()).Result()
 	if err != nil {
 		return Status{}, unavailable("grant", err)
 	}

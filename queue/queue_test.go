@@ -405,7 +405,7 @@ func TestPausedAndMissingRooms(t *testing.T) {
 func TestAdmitPublishesOneEvent(t *testing.T) {
 	q, rdb := mustQueue(t, 3, time.Minute)
 	ctx := context.Background()
-	sub := rdb.Subscribe(ctx, q.Channel("r1"))
+	sub := rdb.Subscribe(ctx, eventChannel(q, "r1"))
 	defer sub.Close()
 	if _, err := sub.Receive(ctx); err != nil { // subscription confirmed
 		t.Fatal(err)

@@ -11,6 +11,22 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// Mode is how a room's targetActive is set.
+type Mode string
+
+// Modes of a room.
+const (
+	// ModeFixed: targetActive is what the operator set (the default).
+	ModeFixed Mode = "fixed"
+	// ModeAdaptive: the limit controller (package queue/adaptive) sets
+	// targetActive every window from the downstream's health, within
+	// [MinActive, MaxActive].
+	ModeAdaptive Mode = "adaptive"
+)
+
+// ValidMode reports whether m is a known mode.
+func ValidMode(m Mode) bool { return m == ModeFixed || m == ModeAdaptive }
+
 // RoomConfig is a room's live configuration, stored in Redis and read by
 // every admission run, so a change applies cluster-wide within one tick.
 type RoomConfig struct {

@@ -31,7 +31,6 @@ var (
 	snapshotScript = mustScript("snapshot")
 	grantScript    = mustScript("grant")
 	touchScript    = mustScript("touch")
-	adaptScript    = mustScript("adapt")
 	openScript     = mustScript("open")
 	scheduleScript = mustScript("schedule")
 )

@@ -1,62 +1,38 @@
 package server
 
 import (
-	"context"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
 
 	"waitingroom/queue"
-	"waitingroom/queue/loop"
+	"waitingroom/queue/adaptive"
 )
 
-// Adaptive admission, the server's side: the order use case (package
-// checkout) records each order's latency and outcome in the queue's
-// Recorder; runSignals flushes them (with the pool's acquire wait) to Redis
-// about once a second; the queue's Controller steps every room once a
-// window (one instance per room and window, by lease) and reports back
-// through observeStep, which sets the metrics.
+// Adaptive admission, the server's side (package queue/adaptive owns the
+// rest): the order use case (package checkout) records each order's
+// latency and outcome in the Recorder, whose loop flushes them with the
+// pool's acquire wait; the Controller steps every room once a window and
+// reports back through observeStep, which sets the metrics; the admin API
+// shows a room's state (adaptiveDoc) and validates bounds with limitRule.
 
-// poolStats is what the signals need from the Store: its cumulative pool
-// acquires and their wait (pgstore.Store has it; test fakes need not).
-type poolStats interface {
-	AcquireStats() (acquires int64, wait time.Duration)
-}
-
-func (s *Server) limitRule() queue.LimitRule {
-	return queue.LimitRule{Min: s.cfg.AdaptiveMin, Max: s.cfg.AdaptiveMax,
+// limitRule is the controller's rule from the configuration
+// (WR_ADAPTIVE_MIN, WR_ADAPTIVE_MAX, WR_ADAPTIVE_MIN_SAMPLES,
+// WR_ADAPTIVE_P90_CEILING).
+func (s *Server) limitRule() adaptive.Rule {
+	return adaptive.Rule{Min: s.cfg.AdaptiveMin, Max: s.cfg.AdaptiveMax,
 		MinSamples: s.cfg.AdaptiveMinSamples, Ceiling: s.cfg.AdaptiveCeiling}
 }
 
-// flushEvery is how often order signals go to Redis: a second, or a
-// quarter window when windows are shorter (tests).
-func (s *Server) flushEvery() time.Duration { return min(time.Second, s.cfg.AdaptiveWindow/4) }
-
-// runSignals flushes this instance's order signals until ctx is done, and
-// once more at the end.
-func (s *Server) runSignals(ctx context.Context) {
-	ps, _ := s.store.(poolStats)
-	var lastN int64
-	var lastWait time.Duration
-	if ps != nil {
-		lastN, lastWait = ps.AcquireStats()
-	}
-	flush := func(ctx context.Context) {
-		if ps != nil {
-			n, w := ps.AcquireStats()
-			s.rec.PoolWait(n-lastN, w-lastWait, time.Now())
-			lastN, lastWait = n, w
-		}
-		_ = s.rec.Flush(ctx) // a lost flush only thins a window
-	}
-	loop.Every(ctx, s.flushEvery(), flush)
-	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-	flush(fctx)
-	cancel()
+// poolStats is the Store's pool figures for the signals, nil when the
+// Store has none (pgstore.Store has them; test fakes need not).
+func (s *Server) poolStats() adaptive.PoolStats {
+	ps, _ := s.store.(adaptive.PoolStats)
+	return ps
 }
 
 // observeStep sets the adaptive metrics of room after a controller step.
-func (s *Server) observeStep(room string, st queue.AdaptiveState, limit int64) {
+func (s *Server) observeStep(room string, st adaptive.State, limit int64) {
 	s.m.limit.WithLabelValues(room).Set(float64(limit))
 	sig := st.Signals
 	s.m.sigOrders.WithLabelValues(room).Set(float64(sig.Orders))
@@ -91,7 +67,7 @@ type limitChangeDoc struct {
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // adaptiveDoc fills the adaptive part of a room document.
-func (s *Server) adaptiveDoc(d *roomDoc, r queue.RoomInfo, st queue.AdaptiveState) {
+func (s *Server) adaptiveDoc(d *roomDoc, r queue.RoomInfo, st adaptive.State) {
 	d.Mode = string(r.Mode)
 	b := s.limitRule().WithBounds(r.MinActive, r.MaxActive)
 	d.MinActive, d.MaxActive = b.Min, b.Max
@@ -112,7 +88,7 @@ func (s *Server) adaptiveDoc(d *roomDoc, r queue.RoomInfo, st queue.AdaptiveStat
 
 // roomDoc reads a room's adaptive state and builds its document.
 func (s *Server) roomDoc(c *fiber.Ctx, r queue.RoomInfo) (roomDoc, error) {
-	st, err := s.q.AdaptiveState(c.UserContext(), r.Name)
+	st, err := s.ctl.State(c.UserContext(), r.Name)
 	if err != nil {
 		return roomDoc{}, err
 	}

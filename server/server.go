@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"waitingroom/queue"
+	"waitingroom/queue/adaptive"
 	"waitingroom/queue/loop"
 	"waitingroom/server/access"
 	"waitingroom/server/checkout"
@@ -66,9 +67,9 @@ type Server struct {
 	acl       *access.Lists      // deny, allow and bypass lists
 	presence  *presence
 	keyPrefix string
-	rec       *queue.Recorder   // order signals for adaptive admission
-	ctl       *queue.Controller // the admission limit controller
-	faults    *faults.Faults    // injected order delay (WR_FAULT_INJECTION)
+	rec       *adaptive.Recorder   // order signals for adaptive admission
+	ctl       *adaptive.Controller // the admission limit controller
+	faults    *faults.Faults       // injected order delay (WR_FAULT_INJECTION)
 	// fwdStreams: open streams per forwarded client address (holdStream).
 	fwdStreams addrCounts
 
@@ -112,21 +113,20 @@ func New(o Options) (*Server, error) {
 		Defaults: s.roomDefaults(),
 		Logger:   o.Logger,
 	})
-	s.rec = s.q.NewRecorder(o.Config.AdaptiveWindow)
+	s.rec = adaptive.NewRecorder(o.Redis, s.q, o.Config.AdaptiveWindow)
 	s.checkout = checkout.New(checkout.Options{
 		Store: o.Store, Slots: s.q, Recorder: s.rec, Timeout: o.Config.OrderTimeout,
 		Delay: s.faults.OrderDelay, Logger: o.Logger,
 	})
-	s.ctl = s.q.NewController(queue.ControllerOptions{
+	s.ctl = adaptive.NewController(o.Redis, s.q, adaptive.Options{
 		Window:   o.Config.AdaptiveWindow,
 		Rule:     s.limitRule(),
 		Owner:    randomHex(8),
 		OnStep:   s.observeStep,
-		OnChange: func(room string, st queue.Step) { s.m.limitChanges.WithLabelValues(room, st.Reason).Inc() },
+		OnChange: func(room string, st adaptive.Step) { s.m.limitChanges.WithLabelValues(room, st.Reason).Inc() },
 		Logger:   o.Logger,
 	})
 	s.hub = stream.New(stream.Options{
-		Redis:      o.Redis,
 		Source:     s.q,
 		OnDrop:     s.m.streamDrops.Inc,
 		MaxPerUser: o.Config.MaxStreamsPerUser,
@@ -227,7 +227,7 @@ func (s *Server) Serve(ctx context.Context, public, admin net.Listener) error {
 	wg.Go(func() { s.hub.Run(loopCtx) })
 	wg.Go(func() { s.acl.Run(loopCtx) })
 	wg.Go(func() { s.runPresence(loopCtx) })
-	wg.Go(func() { s.runSignals(loopCtx) })
+	wg.Go(func() { s.rec.Run(loopCtx, s.poolStats()) })
 	wg.Go(func() { s.ctl.Run(loopCtx) })
 	wg.Go(func() { s.faults.Run(loopCtx) })
 

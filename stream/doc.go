@@ -4,15 +4,16 @@
 //
 // # One subscription per instance
 //
-// The hub holds ONE Redis pub/sub subscription (a pattern matching every
-// room's event channel). One goroutine drains it: it decodes each event,
-// applies it to that room's in-memory state and marks the room dirty in
-// every shard. It never blocks on a connection. Pub/sub is at-most-once, so
-// it is a hint: Redis is the truth. After go-redis reconnects (seen as a
-// subscription message on ChannelWithSubscriptions), after a gap in a room's
-// event numbers, and every ResyncEvery anyway, the hub re-reads the state of
-// its rooms from Redis with one atomic script per room, all rooms in one
-// pipeline.
+// The hub holds ONE subscription to every room's events (Source.Events: a
+// Redis pattern subscription that yields the queue's typed queue.Event; the
+// wire format belongs to the queue, which publishes it). One goroutine
+// drains it: it applies each event to that room's in-memory state and
+// marks the room dirty in every shard. It never blocks on a connection.
+// Pub/sub is at-most-once, so it is a hint: Redis is the truth. After the
+// subscription is re-established (a Subscribed notice), after a gap in a
+// room's event numbers, and every ResyncEvery anyway, the hub re-reads the
+// state of its rooms from Redis with one atomic script per room, all rooms
+// in one pipeline.
 //
 // # Positions without a Redis call per connection
 //
@@ -99,4 +100,12 @@
 // A Hub is safe for concurrent use. Run owns the drain, resync and shard
 // goroutines and stops them all before it returns; Close tells every
 // connection to reconnect elsewhere.
+//
+// # Imports
+//
+// The standard library, queue (its Status, RoomSnapshot and Event types;
+// the hub reaches Redis only through Source, which *queue.Queue
+// implements) and queue/loop; never server. (stream/sse is the client side
+// of an event stream, used by tests and the load tool; the hub does not
+// import it.)
 package stream

@@ -3,13 +3,12 @@ package stream
 import (
 	"context"
 	"hash/maphash"
+	"iter"
 	"log/slog"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"waitingroom/queue"
 	"waitingroom/queue/loop"
@@ -21,13 +20,14 @@ type Source interface {
 	Snapshots(ctx context.Context, rooms []string) ([]queue.RoomSnapshot, error)
 	// Statuses reads several users' statuses in one room.
 	Statuses(ctx context.Context, room string, users []string) ([]queue.Status, []error, error)
-	// ChannelPattern matches every room's event channel.
-	ChannelPattern() string
+	// Events is the one subscription to every room's events, typed (the
+	// wire format is the queue's), until ctx is done.
+	Events(ctx context.Context) iter.Seq[queue.Notice]
 }
 
 // Options configure a Hub.
 type Options struct {
-	Redis  redis.UniversalClient // the one pub/sub subscription
+	// Source is the queue: snapshots, statuses and the event subscription.
 	Source Source
 	// Shards of connections, each with its own lock and worker (default 64).
 	Shards int
@@ -131,35 +131,21 @@ func (h *Hub) Run(ctx context.Context) {
 
 // drain is the one pub/sub subscription of this instance.
 func (h *Hub) drain(ctx context.Context) {
-	ps := h.o.Redis.PSubscribe(ctx, h.o.Source.ChannelPattern())
-	defer ps.Close()
-	ch := ps.ChannelWithSubscriptions(redis.WithChannelSize(4096))
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case m, ok := <-ch:
-			if !ok {
-				return
-			}
-			switch m := m.(type) {
-			case *redis.Subscription:
-				// (Re)subscribed: whatever was published meanwhile is lost.
-				h.o.Logger.LogAttrs(ctx, slog.LevelInfo, "stream: subscribed; re-reading room states", slog.String("pattern", m.Channel))
-				h.markAllStale()
-			case *redis.Message:
-				h.onEvent(m.Payload)
-			}
+	for n := range h.o.Source.Events(ctx) {
+		switch {
+		case n.Subscribed:
+			// (Re)subscribed: whatever was published meanwhile is lost.
+			h.o.Logger.LogAttrs(ctx, slog.LevelInfo, "stream: subscribed; re-reading room states", slog.String("pattern", n.Pattern))
+			h.markAllStale()
+		case n.Err != nil:
+			h.o.Logger.Warn("stream: undecodable event", "error", n.Err)
+		default:
+			h.onEvent(n.Event)
 		}
 	}
 }
 
-func (h *Hub) onEvent(payload string) {
-	e, err := decodeEvent(payload)
-	if err != nil || e.Room == "" {
-		h.o.Logger.Warn("stream: undecodable event", "error", err)
-		return
-	}
+func (h *Hub) onEvent(e queue.Event) {
 	p := h.roomPtr(e.Room, false)
 	if p == nil {
 		return // no connection or poll cares about this room here

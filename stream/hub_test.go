@@ -40,7 +40,7 @@ func newFixture(t *testing.T, o stream.Options) *fixture {
 	if err := f.q.EnsureRoom(context.Background(), "r1", queue.RoomConfig{Target: 0, EntryTTL: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
-	o.Redis, o.Source = rdb, f.q
+	o.Source = f.q
 	o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	o.OnDrop = func() { f.drops.Add(1) }
 	if o.ResyncEvery == 0 {

@@ -61,16 +61,16 @@ func fromSnapshot(sn queue.RoomSnapshot, now time.Time) *roomState {
 
 // apply returns the state after event e. It is marked stale when e does not
 // directly follow the state's last event.
-func (s *roomState) apply(e *event) *roomState {
+func (s *roomState) apply(e queue.Event) *roomState {
 	n := *s
 	n.stale = s.stale || s.ev == 0 || e.Ev != s.ev+1
 	if e.Ev > n.ev {
 		n.ev = e.Ev
 	}
-	n.ts = e.time()
+	n.ts = e.At
 	n.waiting = e.Waiting
-	if e.Rate != "" {
-		n.rate = e.rate()
+	if e.Rate != nil {
+		n.rate = *e.Rate
 	}
 	if e.Serving > n.serving {
 		n.serving = e.Serving

@@ -34,7 +34,7 @@ type Slots interface {
 }
 
 // Recorder takes each order's latency and whether it failed for an
-// infrastructure reason (queue.Recorder: the adaptive signals).
+// infrastructure reason (adaptive.Recorder: the adaptive signals).
 type Recorder interface {
 	Order(room string, latency time.Duration, failed bool, now time.Time)
 }

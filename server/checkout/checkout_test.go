@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"waitingroom/queue"
+	"waitingroom/queue/adaptive"
 	"waitingroom/queue/queuetest"
 	"waitingroom/server/checkout"
 	"waitingroom/server/pgstore"
@@ -37,7 +38,7 @@ func newFixture(t *testing.T) fixture {
 	if _, err := store.Seed(t.Context(), pgstore.SeedOptions{Users: 2, PasswordHash: []byte("x"), Products: 1, Stock: 3}); err != nil {
 		t.Fatalf("Seed: %v", err)
 	}
-	co := checkout.New(checkout.Options{Store: store, Slots: q, Recorder: q.NewRecorder(time.Minute), Timeout: 5 * time.Second})
+	co := checkout.New(checkout.Options{Store: store, Slots: q, Recorder: adaptive.NewRecorder(rdb, q, time.Minute), Timeout: 5 * time.Second})
 	return fixture{q: q, co: co}
 }
 

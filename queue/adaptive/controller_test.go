@@ -1,16 +1,42 @@
-package queue_test
+package adaptive_test
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"waitingroom/queue"
+	"waitingroom/queue/adaptive"
 	"waitingroom/queue/queuetest"
 )
+
+func mustQueue(tb testing.TB, target int64, ttl time.Duration) (*queue.Queue, *redis.Client) {
+	tb.Helper()
+	rdb, prefix := queuetest.Redis(tb)
+	q := queue.New(rdb, queue.Options{Prefix: prefix})
+	if err := q.EnsureRoom(context.Background(), "r1", queue.RoomConfig{Target: target, EntryTTL: ttl}); err != nil {
+		tb.Fatal(err)
+	}
+	return q, rdb
+}
+
+func mustEnter(tb testing.TB, q *queue.Queue, user string) {
+	tb.Helper()
+	if _, err := q.Enter(context.Background(), "r1", user); err != nil {
+		tb.Fatalf("enter %s: %v", user, err)
+	}
+}
+
+func mustAdmit(tb testing.TB, q *queue.Queue, tokens int) {
+	tb.Helper()
+	if _, err := q.Admit(context.Background(), "r1", tokens); err != nil {
+		tb.Fatalf("admit: %v", err)
+	}
+}
 
 func mustAdaptive(tb testing.TB, q *queue.Queue, target int64) {
 	tb.Helper()
@@ -38,9 +64,9 @@ func TestControllerCutsOnSlowWindow(t *testing.T) {
 	}
 	mustAdmit(t, q, 32)
 	const win = time.Second
-	rule := queue.LimitRule{Min: 2, Max: 40, MinSamples: 10, Ceiling: time.Second}
-	ctl := q.NewController(queue.ControllerOptions{Window: win, Rule: rule, Owner: "a"})
-	a, b := q.NewRecorder(win), q.NewRecorder(win)
+	rule := adaptive.Rule{Min: 2, Max: 40, MinSamples: 10, Ceiling: time.Second}
+	ctl := adaptive.NewController(rdb, q, adaptive.Options{Window: win, Rule: rule, Owner: "a"})
+	a, b := adaptive.NewRecorder(rdb, q, win), adaptive.NewRecorder(rdb, q, win)
 	t0 := time.UnixMilli(1_000_000 * win.Milliseconds())
 
 	// Window 0: healthy, 10 ms orders from two instances.
@@ -52,7 +78,7 @@ func TestControllerCutsOnSlowWindow(t *testing.T) {
 		r.Order("r1", 10*time.Millisecond, false, t0.Add(time.Duration(i)*time.Millisecond))
 	}
 	a.PoolWait(10, 10*time.Millisecond, t0)
-	for _, r := range []*queue.Recorder{a, b} {
+	for _, r := range []*adaptive.Recorder{a, b} {
 		if err := r.Flush(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -68,7 +94,7 @@ func TestControllerCutsOnSlowWindow(t *testing.T) {
 	if st.Signals.Orders != 20 || st.Signals.P90 < 5*time.Millisecond || st.Signals.P90 > 10*time.Millisecond || st.Signals.PoolWait != time.Millisecond {
 		t.Fatalf("healthy signals = %+v", st.Signals)
 	}
-	state, err := q.AdaptiveState(ctx, "r1")
+	state, err := ctl.State(ctx, "r1")
 	if err != nil || state.Signals.Baseline != st.Signals.P90 || state.LastChange == nil || state.LastChange.To != st.Next {
 		t.Fatalf("state after a healthy window = %+v (last change %+v), %v; step %v", state, state.LastChange, err, st)
 	}
@@ -84,12 +110,12 @@ func TestControllerCutsOnSlowWindow(t *testing.T) {
 		t.Fatal(err)
 	}
 	st, err = ctl.Step(ctx, "r1", t1.Add(win+win/2))
-	if err != nil || !st.Leader || !st.Changed || st.Reason != queue.ReasonPoolWait || st.Next != limit*8/10 {
+	if err != nil || !st.Leader || !st.Changed || st.Reason != adaptive.ReasonPoolWait || st.Next != limit*8/10 {
 		t.Fatalf("stressed step = %v, %v (limit was %d)", st, err, limit)
 	}
 	info, _ := q.Room(ctx, "r1")
-	state, _ = q.AdaptiveState(ctx, "r1")
-	if info.Target != st.Next || state.LastChange.Reason != queue.ReasonPoolWait || state.LastChange.From != limit {
+	state, _ = ctl.State(ctx, "r1")
+	if info.Target != st.Next || state.LastChange.Reason != adaptive.ReasonPoolWait || state.LastChange.From != limit {
 		t.Fatalf("target %d, last change %+v", info.Target, state.LastChange)
 	}
 	// The stressed window did not raise the baseline.
@@ -99,7 +125,7 @@ func TestControllerCutsOnSlowWindow(t *testing.T) {
 
 	// Window 2: nobody reported. The limit holds; the state says stale.
 	st, err = ctl.Step(ctx, "r1", t1.Add(2*win+win/2))
-	if err != nil || st.Changed || st.Reason != queue.ReasonStale {
+	if err != nil || st.Changed || st.Reason != adaptive.ReasonStale {
 		t.Fatalf("empty window step = %v, %v", st, err)
 	}
 }
@@ -107,13 +133,13 @@ func TestControllerCutsOnSlowWindow(t *testing.T) {
 // TestControllerLease: instances stepping the same room in the same window
 // take turns by lease: exactly one acts per window.
 func TestControllerLease(t *testing.T) {
-	q, _ := mustQueue(t, 20, time.Minute)
+	q, rdb := mustQueue(t, 20, time.Minute)
 	ctx := context.Background()
 	mustAdaptive(t, q, 20)
 	const win = time.Second
-	ctls := make([]*queue.Controller, 4)
+	ctls := make([]*adaptive.Controller, 4)
 	for i := range ctls {
-		ctls[i] = q.NewController(queue.ControllerOptions{Window: win, Rule: queue.LimitRule{Min: 2, Max: 40, MinSamples: 1}, Owner: string(rune('a' + i))})
+		ctls[i] = adaptive.NewController(rdb, q, adaptive.Options{Window: win, Rule: adaptive.Rule{Min: 2, Max: 40, MinSamples: 1}, Owner: string(rune('a' + i))})
 	}
 	t0 := time.UnixMilli(2_000_000 * win.Milliseconds())
 	for w := range 5 {
@@ -144,11 +170,11 @@ func TestControllerLease(t *testing.T) {
 // TestModeFixedKeepsTarget: a fixed room's signals are kept (a warm
 // baseline for switching) but its target never moves.
 func TestModeFixedKeepsTarget(t *testing.T) {
-	q, _ := mustQueue(t, 7, time.Minute)
+	q, rdb := mustQueue(t, 7, time.Minute)
 	ctx := context.Background()
 	const win = time.Second
-	ctl := q.NewController(queue.ControllerOptions{Window: win, Rule: queue.LimitRule{Min: 10, Max: 40, MinSamples: 1}})
-	r := q.NewRecorder(win)
+	ctl := adaptive.NewController(rdb, q, adaptive.Options{Window: win, Rule: adaptive.Rule{Min: 10, Max: 40, MinSamples: 1}})
+	r := adaptive.NewRecorder(rdb, q, win)
 	t0 := time.UnixMilli(3_000_000 * win.Milliseconds())
 	r.Order("r1", 20*time.Millisecond, false, t0)
 	if err := r.Flush(ctx); err != nil {
@@ -159,51 +185,8 @@ func TestModeFixedKeepsTarget(t *testing.T) {
 		t.Fatalf("step = %v, %v", st, err)
 	}
 	info, _ := q.Room(ctx, "r1")
-	state, _ := q.AdaptiveState(ctx, "r1")
+	state, _ := ctl.State(ctx, "r1")
 	if info.Target != 7 || info.Mode != queue.ModeFixed || state.Signals.Orders != 1 || state.Signals.Baseline == 0 {
 		t.Fatalf("room %+v, state %+v", info, state)
-	}
-}
-
-// TestStatusCarriesFlow: the status read from Redis carries the counters
-// the ETA corrects with, and ETAKnown turns true once a rate is measured.
-func TestStatusCarriesFlow(t *testing.T) {
-	rdb, prefix := queuetest.Redis(t)
-	q := queue.New(rdb, queue.Options{Prefix: prefix, RateWindow: 50 * time.Millisecond})
-	ctx := context.Background()
-	if err := q.EnsureRoom(ctx, "r1", queue.RoomConfig{Target: 1, EntryTTL: time.Minute}); err != nil {
-		t.Fatal(err)
-	}
-	for i := range 40 {
-		mustEnter(t, q, fmt.Sprintf("u%d", i))
-	}
-	mustEnter(t, q, "d")
-	if _, err := q.Leave(ctx, "r1", "u1"); err != nil {
-		t.Fatal(err)
-	}
-	st, err := q.Status(ctx, "r1", "d")
-	if err != nil || st.ETAKnown() || st.Departed != 1 || st.EntryTTL != time.Minute {
-		t.Fatalf("status = %+v, %v", st, err)
-	}
-	if _, ok := st.ETA(); !ok {
-		t.Fatal("no ETA guess with target 1")
-	}
-	waitFor(t, "a measured rate", func() bool {
-		res, err := q.Admit(ctx, "r1", 4)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, u := range res.Admitted {
-			_, _ = q.Leave(ctx, "r1", u) // free the slot for the next one
-		}
-		st, err = q.Status(ctx, "r1", "d")
-		return err == nil && st.ETAKnown()
-	})
-	if st.State != queue.Waiting || st.Admitted < 1 {
-		t.Fatalf("status after admissions = %+v", st)
-	}
-	snaps, err := q.Snapshots(ctx, []string{"r1"})
-	if err != nil || snaps[0].Departed != st.Departed || snaps[0].Admitted != st.Admitted || snaps[0].EntryTTL != time.Minute {
-		t.Fatalf("snapshot = %+v, %v; status %+v", snaps, err, st)
 	}
 }

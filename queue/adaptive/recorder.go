@@ -1,0 +1,155 @@
+package adaptive
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"waitingroom/queue"
+	"waitingroom/queue/loop"
+)
+
+// orderAcc is one room's orders of one window not yet flushed.
+type orderAcc struct {
+	orders, errors, acquires, waitUs int64
+	buckets                          [20]int64 // len(latencyBuckets)+1
+}
+
+type accKey struct {
+	room   string
+	window int64
+}
+
+// Recorder gathers an instance's order signals in memory and flushes them
+// to Redis. It is safe for concurrent use.
+type Recorder struct {
+	rdb    redis.UniversalClient
+	rooms  Rooms
+	window time.Duration
+	mu     sync.Mutex
+	acc    map[accKey]*orderAcc
+}
+
+// NewRecorder returns a Recorder for windows of the given length
+// (WR_ADAPTIVE_WINDOW), writing with rdb under the keys of rooms.
+func NewRecorder(rdb redis.UniversalClient, rooms Rooms, window time.Duration) *Recorder {
+	return &Recorder{rdb: rdb, rooms: rooms, window: window, acc: map[accKey]*orderAcc{}}
+}
+
+// Order records one finished order of room: its latency and whether it
+// failed for an infrastructure reason (a business refusal such as out of
+// stock is a healthy answer).
+func (r *Recorder) Order(room string, latency time.Duration, failed bool, now time.Time) {
+	k := accKey{room, windowOf(now, r.window)}
+	r.mu.Lock()
+	a := r.acc[k]
+	if a == nil {
+		a = &orderAcc{}
+		r.acc[k] = a
+	}
+	a.orders++
+	if failed {
+		a.errors++
+	}
+	a.buckets[bucketOf(latency)]++
+	r.mu.Unlock()
+}
+
+// PoolWait records database pool acquires and their total wait since the
+// last call. The pool is shared by the instance's rooms: the figures count
+// for every room with orders in the current window.
+func (r *Recorder) PoolWait(acquires int64, wait time.Duration, now time.Time) {
+	if acquires <= 0 {
+		return
+	}
+	w := windowOf(now, r.window)
+	r.mu.Lock()
+	for k, a := range r.acc {
+		if k.window == w {
+			a.acquires += acquires
+			a.waitUs += wait.Microseconds()
+		}
+	}
+	r.mu.Unlock()
+}
+
+// Flush writes the gathered signals to Redis in one pipeline and forgets
+// them. On failure they are dropped: a lost second of signals only makes a
+// window look thinner. Errors wrap queue.ErrUnavailable.
+func (r *Recorder) Flush(ctx context.Context) error {
+	r.mu.Lock()
+	acc := r.acc
+	r.acc = map[accKey]*orderAcc{}
+	r.mu.Unlock()
+	if len(acc) == 0 {
+		return nil
+	}
+	ttl := 10 * r.window
+	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for k, a := range acc {
+			key := keysOf(r.rooms, k.room).signals(k.window)
+			p.HIncrBy(ctx, key, "orders", a.orders)
+			if a.errors > 0 {
+				p.HIncrBy(ctx, key, "errors", a.errors)
+			}
+			if a.acquires > 0 {
+				p.HIncrBy(ctx, key, "acquires", a.acquires)
+				p.HIncrBy(ctx, key, "wait_us", a.waitUs)
+			}
+			for i, c := range a.buckets {
+				if c > 0 {
+					p.HIncrBy(ctx, key, "b"+strconv.Itoa(i), c)
+				}
+			}
+			p.PExpire(ctx, key, ttl)
+		}
+		return nil
+	})
+	if err != nil {
+		return unavailable("record signals", err)
+	}
+	return nil
+}
+
+// PoolStats is what the signals need from the database pool: its
+// cumulative acquires and their total wait (pgstore.Store has it).
+type PoolStats interface {
+	AcquireStats() (acquires int64, wait time.Duration)
+}
+
+// flushEvery is how often Run flushes: a second, or a quarter window when
+// windows are shorter (tests).
+func (r *Recorder) flushEvery() time.Duration { return min(time.Second, r.window/4) }
+
+// Run flushes this instance's order signals about once a second, with the
+// pool's acquire wait since the last flush (pool may be nil: no pool
+// figures), until ctx is done, and once more at the end.
+func (r *Recorder) Run(ctx context.Context, pool PoolStats) {
+	var lastN int64
+	var lastWait time.Duration
+	if pool != nil {
+		lastN, lastWait = pool.AcquireStats()
+	}
+	flush := func(ctx context.Context) {
+		if pool != nil {
+			n, w := pool.AcquireStats()
+			r.PoolWait(n-lastN, w-lastWait, time.Now())
+			lastN, lastWait = n, w
+		}
+		_ = r.Flush(ctx) // a lost flush only thins a window
+	}
+	loop.Every(ctx, r.flushEvery(), flush)
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	flush(fctx)
+	cancel()
+}
+
+// unavailable marks err as a failure to reach Redis, for the callers'
+// one error table (queue.ErrUnavailable answers 503).
+func unavailable(op string, err error) error {
+	return fmt.Errorf("adaptive: %s: %w: %w", op, queue.ErrUnavailable, err)
+}

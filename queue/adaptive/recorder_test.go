@@ -1,0 +1,69 @@
+package adaptive_test
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"waitingroom/queue/adaptive"
+)
+
+// poolFake counts acquires the way pgstore.Store does; started is closed at
+// the first read.
+type poolFake struct {
+	mu       sync.Mutex
+	acquires int64
+	wait     time.Duration
+	once     sync.Once
+	started  chan struct{}
+}
+
+func (p *poolFake) AcquireStats() (int64, time.Duration) {
+	p.once.Do(func() { close(p.started) })
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.acquires, p.wait
+}
+
+func (p *poolFake) add(n int64, wait time.Duration) {
+	p.mu.Lock()
+	p.acquires += n
+	p.wait += wait
+	p.mu.Unlock()
+}
+
+// TestRecorderRun: Run flushes what was recorded once more when its context
+// ends, with the pool's acquires and wait since Run started (not those
+// before), into the window's hash under the room's hash tag.
+func TestRecorderRun(t *testing.T) {
+	q, rdb := mustQueue(t, 5, time.Minute)
+	const win = 24 * time.Hour // one window for the whole test
+	r := adaptive.NewRecorder(rdb, q, win)
+	pool := &poolFake{started: make(chan struct{})}
+	pool.add(7, time.Second) // before Run: not this recorder's to report
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { r.Run(ctx, pool); close(done) }()
+	<-pool.started
+	now := time.Now()
+	r.Order("r1", 5*time.Millisecond, false, now)
+	r.Order("r1", 5*time.Millisecond, true, now)
+	pool.add(2, 30*time.Millisecond)
+	cancel()
+	<-done
+	key := q.RoomKey("r1", "sig:"+strconv.FormatInt(now.UnixMilli()/win.Milliseconds(), 10))
+	got, err := rdb.HGetAll(t.Context(), key).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for field, want := range map[string]string{"orders": "2", "errors": "1", "acquires": "2", "wait_us": "30000"} {
+		if got[field] != want {
+			t.Errorf("%s = %q, want %q (hash %v)", field, got[field], want, got)
+		}
+	}
+	if ttl := rdb.PTTL(t.Context(), key).Val(); ttl <= 0 || ttl > 10*win {
+		t.Errorf("signals TTL = %v, want within 10 windows", ttl)
+	}
+}

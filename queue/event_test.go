@@ -1,0 +1,133 @@
+package queue_test
+
+import (
+	"context"
+	"iter"
+	"slices"
+	"testing"
+	"time"
+
+	"waitingroom/queue"
+)
+
+// eventChannel is room's channel. Its name is part of the wire contract
+// (instances of two versions share it during a rolling deploy), so the test
+// spells it out.
+func eventChannel(q *queue.Queue, room string) string { return q.RoomKey(room, "events") }
+
+// mustSubscribe starts q.Events and waits for its confirmation; end
+// cancels the subscription's context.
+func mustSubscribe(t *testing.T, q *queue.Queue) (next func() (queue.Notice, bool), end func()) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	next, stop := iter.Pull(q.Events(ctx))
+	t.Cleanup(func() { cancel(); stop() })
+	n, ok := next()
+	if !ok || !n.Subscribed || n.Pattern != q.RoomKey("*", "events") {
+		t.Fatalf("first notice = %+v, %v; want Subscribed on every room's channel", n, ok)
+	}
+	return next, cancel
+}
+
+// TestEventsWire: the payloads the scripts publish, as cjson writes them
+// (and as an instance of the previous version publishes them), come out of
+// Events typed; a message that is not an event comes out as an error, and
+// the subscription goes on.
+func TestEventsWire(t *testing.T) {
+	q, rdb := mustQueue(t, 0, time.Minute)
+	next, _ := mustSubscribe(t, q)
+	publish := func(payload string) queue.Notice {
+		t.Helper()
+		if err := rdb.Publish(context.Background(), eventChannel(q, "r1"), payload).Err(); err != nil {
+			t.Fatal(err)
+		}
+		n, ok := next()
+		if !ok {
+			t.Fatalf("subscription ended after %s", payload)
+		}
+		return n
+	}
+	rate, closed := 12.5, true
+	for _, tt := range []struct {
+		name, payload string
+		want          queue.Event
+	}{
+		{"admit", `{"room":"r1","ts":1700000000123,"waiting":7,"active":3,"rate":"12.5","pruned":0,"ev":41,"serving":12,"admitted":["a","b"]}`,
+			queue.Event{Kind: queue.EventQueue, Room: "r1", Ev: 41, At: time.UnixMilli(1700000000123), Serving: 12, Waiting: 7, Admitted: []string{"a", "b"}, Rate: &rate}},
+		{"admit dropping idle users", `{"room":"r1","ts":5,"waiting":1,"active":0,"rate":"12.5","pruned":1,"ev":2,"serving":3,"left":[5,9]}`,
+			queue.Event{Room: "r1", Ev: 2, At: time.UnixMilli(5), Serving: 3, Waiting: 1, Left: []int64{5, 9}, Rate: &rate}},
+		{"leave", `{"room":"r1","ev":42,"ts":6,"left":[15],"waiting":6,"serving":12}`,
+			queue.Event{Room: "r1", Ev: 42, At: time.UnixMilli(6), Serving: 12, Waiting: 6, Left: []int64{15}}},
+		{"open", `{"room":"r1","kind":"open","ts":7,"ev":43,"sched":2,"waiting":40,"opened":40,"serving":12}`,
+			queue.Event{Kind: queue.EventOpen, Room: "r1", Ev: 43, At: time.UnixMilli(7), Serving: 12, Waiting: 40, Sched: 2}},
+		{"config", `{"room":"r1","kind":"config","ts":8,"ev":44,"sched":3,"closed":true,"waiting":40,"serving":12}`,
+			queue.Event{Kind: queue.EventConfig, Room: "r1", Ev: 44, At: time.UnixMilli(8), Serving: 12, Waiting: 40, Sched: 3, Closed: &closed}},
+		{"a field of a later version is ignored", `{"room":"r1","ev":1,"ts":9,"waiting":0,"serving":0,"future":{"x":1}}`,
+			queue.Event{Room: "r1", Ev: 1, At: time.UnixMilli(9)}},
+	} {
+		n := publish(tt.payload)
+		if n.Err != nil || n.Subscribed || !sameEvent(n.Event, tt.want) {
+			t.Errorf("%s: notice = %+v, want event %+v", tt.name, n, tt.want)
+		}
+	}
+	for _, bad := range []string{``, `not json`, `[]`, `{"ev":1}`, `{"room":""}`, `{"room":"r1","rate":"fast"}`, `{"room":"r1","ev":"one"}`} {
+		if n := publish(bad); n.Err == nil {
+			t.Errorf("payload %q: notice %+v, want an error", bad, n)
+		}
+	}
+}
+
+func sameEvent(a, b queue.Event) bool {
+	eq := func(x, y *float64) bool { return (x == nil) == (y == nil) && (x == nil || *x == *y) }
+	eqb := func(x, y *bool) bool { return (x == nil) == (y == nil) && (x == nil || *x == *y) }
+	return a.Kind == b.Kind && a.Room == b.Room && a.Ev == b.Ev && a.At.Equal(b.At) && a.Serving == b.Serving &&
+		a.Waiting == b.Waiting && slices.Equal(a.Admitted, b.Admitted) && slices.Equal(a.Left, b.Left) &&
+		eq(a.Rate, b.Rate) && a.Sched == b.Sched && eqb(a.Closed, b.Closed)
+}
+
+// TestEventsTyped: one subscription yields its confirmation, then the
+// events of admit, leave and a method change, typed, numbered one after
+// the other; it ends with its context.
+func TestEventsTyped(t *testing.T) {
+	q, _ := mustQueue(t, 2, time.Minute)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	next, end := mustSubscribe(t, q)
+	must := func(what string) queue.Notice {
+		t.Helper()
+		n, ok := next()
+		if !ok {
+			t.Fatalf("subscription ended waiting for %s", what)
+		}
+		if n.Err != nil {
+			t.Fatalf("waiting for %s: %v", what, n.Err)
+		}
+		return n
+	}
+	for _, u := range []string{"a", "b", "c", "d"} {
+		mustEnter(t, q, u)
+	}
+	mustAdmit(t, q, 8)
+	admit := must("the admission").Event
+	if admit.Kind != queue.EventQueue || admit.Room != "r1" || !slices.Equal(admit.Admitted, []string{"a", "b"}) ||
+		admit.Serving != 2 || admit.Waiting != 2 || admit.Rate == nil || admit.At.IsZero() {
+		t.Fatalf("admission event = %+v", admit)
+	}
+	if _, err := q.Leave(ctx, "r1", "d"); err != nil {
+		t.Fatal(err)
+	}
+	leave := must("the departure").Event
+	if leave.Kind != queue.EventQueue || !slices.Equal(leave.Left, []int64{4}) || leave.Waiting != 1 || leave.Ev != admit.Ev+1 || leave.Rate != nil {
+		t.Fatalf("departure event = %+v (admission ev %d)", leave, admit.Ev)
+	}
+	reject := queue.MethodReject
+	mustUpdate(t, q, "r1", queue.RoomUpdate{Method: &reject})
+	cfg := must("the method change").Event
+	if cfg.Kind != queue.EventConfig || cfg.Closed == nil || !*cfg.Closed || cfg.Sched < 1 || cfg.Ev != leave.Ev+1 {
+		t.Fatalf("config event = %+v", cfg)
+	}
+	end()
+	if n, ok := next(); ok {
+		t.Fatalf("after the context ended: %+v", n)
+	}
+}
