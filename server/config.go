@@ -46,11 +46,11 @@ type Config struct {
 	Shutdown          time.Duration // WR_SHUTDOWN_TIMEOUT (15s)
 	CookieSecure      bool          // WR_COOKIE_SECURE=1: mark the wr_queue cookie Secure
 	// MaxConns (WR_MAX_CONNS) caps concurrent public connections; 0 derives
-	// it from RLIMIT_NOFILE (ConnCeiling). Excess connections get 503.
+	// it from RLIMIT_NOFILE (listener.Ceiling). Excess connections get 503.
 	MaxConns int
 	// MaxConnsPerIP (WR_MAX_CONNS_PER_IP) caps the public connections one
 	// client address (IPv6: one /64) holds open, streams included; 0
-	// derives it from the ceiling (PerAddressCap). Behind a trusted proxy
+	// derives it from the ceiling (listener.PerAddressCap). Behind a trusted proxy
 	// it caps each forwarded client's open streams instead.
 	MaxConnsPerIP int
 	// FirstRequestTimeout (WR_FIRST_REQUEST_TIMEOUT, 5s): a connection

@@ -18,8 +18,10 @@
 //
 // Sub-packages own what is not HTTP: access (the deny/allow/bypass lists,
 // their Redis keys and refresh loop), faults (fault injection, its Redis key
-// and refresh loop), checkout (the order use case), pgstore (Postgres),
-// ratelimit (GCRA limits in Redis). They never import server; server holds
+// and refresh loop), checkout (the order use case), listener (the public
+// port's connections below HTTP: the connection ceiling, the per-address
+// cap, the first-request deadline, the header-line guard), pgstore
+// (Postgres), ratelimit (GCRA limits in Redis). They never import server; server holds
 // their HTTP side (middleware, handlers, the admin API). Periodic loops use
 // queue/loop.
 //

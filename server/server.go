@@ -19,6 +19,7 @@ import (
 	"waitingroom/server/access"
 	"waitingroom/server/checkout"
 	"waitingroom/server/faults"
+	"waitingroom/server/listener"
 	"waitingroom/server/pgstore"
 	"waitingroom/server/ratelimit"
 	"waitingroom/stream"
@@ -70,7 +71,7 @@ type Server struct {
 	ctl       *queue.Controller // the admission limit controller
 	faults    *faults.Faults    // injected order delay (WR_FAULT_INJECTION)
 	// fwdStreams: open streams per forwarded client address (holdStream).
-	fwdStreams addrCounts
+	fwdStreams listener.Counts
 
 	bcryptSlots chan struct{} // one token per concurrent BCrypt (WR_BCRYPT_CONCURRENCY)
 	dummyOnce   sync.Once
@@ -135,16 +136,16 @@ func New(o Options) (*Server, error) {
 	})
 	if s.cfg.MaxConns == 0 {
 		// the database pool, Redis's, the management port and a few files
-		ceiling, err := ConnCeiling(int(s.cfg.DBPool) + s.cfg.Redis.descriptors() + 16)
+		ceiling, err := listener.Ceiling(int(s.cfg.DBPool) + s.cfg.Redis.descriptors() + 16)
 		if err != nil {
 			return nil, err
 		}
 		s.cfg.MaxConns = ceiling
 	}
 	if s.cfg.MaxConnsPerIP == 0 {
-		s.cfg.MaxConnsPerIP = PerAddressCap(s.cfg.MaxConns)
+		s.cfg.MaxConnsPerIP = listener.PerAddressCap(s.cfg.MaxConns)
 	}
-	for _, reason := range []string{refusedCeiling, refusedAddress} {
+	for _, reason := range []string{listener.RefusedCeiling, listener.RefusedAddress} {
 		s.m.connRefused.WithLabelValues(reason) // present at 0 from the start
 	}
 	if s.cfg.BcryptConcurrency == 0 {
@@ -220,7 +221,7 @@ func (s *Server) Run(ctx context.Context) error {
 // WR_SHUTDOWN_TIMEOUT: streams first (told to reconnect elsewhere), then
 // HTTP (in-flight orders finish), then the admission loop and the hub.
 func (s *Server) Serve(ctx context.Context, public, admin net.Listener) error {
-	public, admin = guardHeaderLines(public), guardHeaderLines(admin) // see protocol.go
+	admin = listener.GuardHeaderLines(admin)
 	loopCtx, stopLoop := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() { s.admitter.Run(loopCtx) })
@@ -231,16 +232,7 @@ func (s *Server) Serve(ctx context.Context, public, admin net.Listener) error {
 	wg.Go(func() { s.ctl.Run(loopCtx) })
 	wg.Go(func() { s.faults.Run(loopCtx) })
 
-	limited := &limitListener{
-		Listener:     public,
-		max:          int64(s.cfg.MaxConns),
-		perAddr:      s.cfg.MaxConnsPerIP,
-		exempt:       s.connExempt,
-		firstRequest: s.cfg.FirstRequestTimeout,
-		refused:      func(reason string) { s.m.connRefused.WithLabelValues(reason).Inc() },
-		idleClosed:   s.m.idleClosed.Inc,
-		log:          s.log,
-	}
+	limited := listener.NewPublic(public, s.listenerConfig())
 	errc := make(chan error, 2)
 	wg.Go(func() { errc <- s.public.Listener(limited) })
 	wg.Go(func() { errc <- s.admin.Listener(admin) })
@@ -264,7 +256,7 @@ func (s *Server) Serve(ctx context.Context, public, admin net.Listener) error {
 	// Connections that never sent a byte (browsers' spare ones) would hold
 	// the shutdown up for seconds; close them, also ones accepted meanwhile.
 	sweepCtx, stopSweep := context.WithCancel(context.Background())
-	go loop.NowAndEvery(sweepCtx, 50*time.Millisecond, func(context.Context) { limited.closeUnused() })
+	go loop.NowAndEvery(sweepCtx, 50*time.Millisecond, func(context.Context) { limited.CloseUnused() })
 	e := s.public.ShutdownWithContext(sctx)
 	stopSweep()
 	if e != nil {
