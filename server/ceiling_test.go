@@ -18,7 +18,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"waitingroom/server"
+	"waitingroom/server/token"
 	"waitingroom/stream/sse"
 )
 
@@ -94,7 +94,7 @@ func TestConnectionCeiling(t *testing.T) {
 	e := newEnv(t)
 	in, exited := e.startChild("300", "WR_TARGET_ACTIVE=0", "WR_ADMIT_INTERVAL=20ms")
 
-	tokens := server.NewTokens(testSecret, "")
+	tokens := token.New(token.Config{Secret: testSecret})
 	const tries = 260
 	var open []*sseStream
 	refused := 0

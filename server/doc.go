@@ -20,8 +20,9 @@
 // their Redis keys and refresh loop), faults (fault injection, its Redis key
 // and refresh loop), checkout (the order use case), listener (the public
 // port's connections below HTTP: the connection ceiling, the per-address
-// cap, the first-request deadline, the header-line guard), pgstore
-// (Postgres), ratelimit (GCRA limits in Redis). They never import server; server holds
+// cap, the first-request deadline, the header-line guard), token (the
+// JWTs: claims, issue and verify, the verified cache, key rotation),
+// pgstore (Postgres), ratelimit (GCRA limits in Redis). They never import server; server holds
 // their HTTP side (middleware, handlers, the admin API). Periodic loops use
 // queue/loop.
 //

@@ -15,6 +15,7 @@ import (
 
 	"waitingroom/queue/queuetest"
 	"waitingroom/server"
+	"waitingroom/server/token"
 )
 
 func limited(vars map[string]string) map[string]string {
@@ -207,7 +208,7 @@ func TestRedisDownPolicies(t *testing.T) {
 		}
 		ticket = st.Ticket
 	}
-	tok, _ := server.NewTokens(testSecret, "").IssueQueue("p150", "default", ticket, time.Hour)
+	tok, _ := token.New(token.Config{Secret: testSecret}).IssueQueue("p150", "default", ticket, time.Hour)
 	in.position("default", tok) // the hub tracks the room from its first poll
 	waitFor(t, "the hub to answer from memory", func() bool {
 		st, ok := in.srv.Hub().Position("default", ticket)

@@ -22,6 +22,7 @@ import (
 	"waitingroom/server/listener"
 	"waitingroom/server/pgstore"
 	"waitingroom/server/ratelimit"
+	"waitingroom/server/token"
 	"waitingroom/stream"
 )
 
@@ -53,7 +54,7 @@ type Server struct {
 	rdb       redis.UniversalClient
 	q         *queue.Queue
 	store     Store
-	tokens    *Tokens
+	tokens    *token.Issuer
 	m         *metrics
 	log       *slog.Logger
 	public    *fiber.App
@@ -94,7 +95,7 @@ func New(o Options) (*Server, error) {
 		q:        queue.New(o.Redis, queue.Options{Prefix: o.KeyPrefix, IdleTimeout: o.Config.IdleTimeout}),
 		presence: newPresence(),
 		store:    o.Store,
-		tokens:   NewTokens(o.Config.JWTSecret, o.Config.JWTPrevious),
+		tokens:   token.New(token.Config{Secret: o.Config.JWTSecret, Previous: o.Config.JWTPrevious}),
 		m:        newMetrics(o.Registry),
 		log:      o.Logger,
 	}
