@@ -28,7 +28,7 @@ type loginRequest struct {
 // login is the only place BCrypt runs. The user row is read and its pooled
 // connection returned BEFORE BCrypt runs; an unknown login id is verified
 // against a dummy hash so both answers take the same time. The limits
-// (layer1.go, loginGate) count failures and decide before BCrypt; a
+// (ratelimits.go, loginGate) count failures and decide before BCrypt; a
 // malformed request is refused before any of them, and before any database
 // call.
 func (s *Server) login(c *fiber.Ctx) error {

@@ -47,7 +47,7 @@ func (e *env) startChild(nofile string, vars ...string) (in *instance, exited <-
 		"WR_HTTP_ADDR="+pub, "WR_ADMIN_ADDR="+adm, "WR_JWT_SECRET="+testSecret,
 		"WR_ADMIN_TOKEN="+testAdminToken, "WR_DB_POOL=4", "WR_SHUTDOWN_TIMEOUT=5s", "WR_RATE_LIMITS=off",
 		// The tests drive a child from one loopback address, beyond what one
-		// address may hold at a low ceiling (hoarding_test.go tests the cap).
+		// address may hold at a low ceiling (connlimits_test.go tests the cap).
 		"WR_MAX_CONNS_PER_IP=1000000")
 	cmd.Env = append(cmd.Env, e.redisVars()...)
 	cmd.Env = append(cmd.Env, vars...)

@@ -104,7 +104,7 @@ type Config struct {
 // Limits are layer 1's limits, each "RATE/PERIOD[:BURST]".
 type Limits struct {
 	LoginIP   ratelimit.Limit // WR_LIMIT_LOGIN_IP: failed logins per client address
-	LoginID   ratelimit.Limit // WR_LIMIT_LOGIN_ID: failed logins per loginId (soft: layer1.go)
+	LoginID   ratelimit.Limit // WR_LIMIT_LOGIN_ID: failed logins per loginId (soft: ratelimits.go)
 	EnterIP   ratelimit.Limit // WR_LIMIT_ENTER_IP: enters per client IP
 	EnterUser ratelimit.Limit // WR_LIMIT_ENTER_USER: enters per user
 	Stream    ratelimit.Limit // WR_LIMIT_STREAM: stream connects per user and room

@@ -141,7 +141,7 @@ func (e *env) start(vars map[string]string) *instance {
 			"WR_ADMIT_INTERVAL":   "1m",
 			"WR_TARGET_ACTIVE":    "5",
 			"WR_SHUTDOWN_TIMEOUT": "5s",
-			// Layer 1 is tested on its own (layer1_test.go); elsewhere the
+			// Layer 1 is tested on its own (ratelimits_test.go); elsewhere the
 			// tests drive the API far faster than any person would.
 			"WR_RATE_LIMITS": "off",
 		}[k]
