@@ -392,6 +392,25 @@ func (s *Server) wsUpgrade(c *fiber.Ctx) error {
 	return nil
 }
 
+// wsRead starts the WebSocket's reader: control frames only; a missed pong
+// or any read error ends it, and closes the returned channel.
+func wsRead(conn *websocket.Conn) (done <-chan struct{}) {
+	conn.SetReadLimit(wsReadLimit)
+	pongWait := 2 * heartbeatEvery
+	_ = conn.SetReadDeadline(time.Now().Add(pongWait))
+	conn.SetPongHandler(func(string) error { return conn.SetReadDeadline(time.Now().Add(pongWait)) })
+	readerDone := make(chan struct{})
+	go func() {
+		defer close(readerDone)
+		for {
+			if _, _, err := conn.ReadMessage(); err != nil {
+				return
+			}
+		}
+	}()
+	return readerDone
+}
+
 // ws is the WebSocket stream: the same messages as SSE, as JSON text
 // frames {"type":"status",...} / {"type":"gone",...}, with pings.
 func (s *Server) ws(conn *websocket.Conn) {
@@ -409,20 +428,7 @@ func (s *Server) ws(conn *websocket.Conn) {
 	s.m.streams.WithLabelValues("ws").Inc()
 	defer s.m.streams.WithLabelValues("ws").Dec()
 
-	// Reader: control frames only; a missed pong or any read error ends it.
-	conn.SetReadLimit(wsReadLimit)
-	pongWait := 2 * heartbeatEvery
-	_ = conn.SetReadDeadline(time.Now().Add(pongWait))
-	conn.SetPongHandler(func(string) error { return conn.SetReadDeadline(time.Now().Add(pongWait)) })
-	readerDone := make(chan struct{})
-	go func() {
-		defer close(readerDone)
-		for {
-			if _, _, err := conn.ReadMessage(); err != nil {
-				return
-			}
-		}
-	}()
+	readerDone := wsRead(conn)
 	defer func() { _ = conn.Close(); <-readerDone }()
 
 	buf := make([]byte, 0, 512)
