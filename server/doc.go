@@ -31,6 +31,11 @@
 // unknown is a 500 with a generic message and the detail in the log.
 //
 // Concurrency: a Server is safe for concurrent use by Fiber's handlers. Serve
-// owns its goroutines (two listeners, the admission loop) and stops them all
-// before it returns.
+// owns its goroutines (the two listeners) and stops them before it returns.
+// The background loops (Loops: admission, hub, access, presence, signals,
+// controller, faults) are not Serve's: the composition root
+// (cmd/waitingroom, and the tests' harnesses) starts them with StartLoops
+// before Serve and stops them after it, then closes Redis and Postgres.
+//
+// Imports: queue, stream, web and server's own sub-packages; never cmd.
 package server

@@ -166,6 +166,9 @@ func (e *env) start(vars map[string]string) *instance {
 	}
 	pub, _ := net.Listen("tcp", "127.0.0.1:0")
 	adm, _ := net.Listen("tcp", "127.0.0.1:0")
+	// As cmd/waitingroom does: the loops start before Serve and stop after
+	// it, then the store closes.
+	stopLoops := server.StartLoops(srv.Loops())
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, pub, adm) }()
@@ -176,6 +179,11 @@ func (e *env) start(vars map[string]string) *instance {
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("serve: %v", err)
+		}
+		lctx, lcancel := context.WithTimeout(context.Background(), cfg.Shutdown)
+		defer lcancel()
+		if err := stopLoops(lctx); err != nil {
+			t.Errorf("loops: %v", err)
 		}
 		store.Close()
 	})

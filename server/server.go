@@ -48,7 +48,7 @@ type Options struct {
 }
 
 // Server is one app instance: the public API and page, the management
-// endpoints, and the admission loop.
+// endpoints, and the background loops it hands to its caller (Loops).
 type Server struct {
 	cfg       Config
 	rdb       redis.UniversalClient
@@ -203,7 +203,8 @@ func (s *Server) observeAdmission(r queue.AdmitResult) {
 	}
 }
 
-// Run listens on the configured addresses and serves until ctx is done.
+// Run listens on the configured addresses and serves until ctx is done
+// (Serve; the loops are the caller's).
 func (s *Server) Run(ctx context.Context) error {
 	pub, err := net.Listen("tcp", s.cfg.HTTPAddr)
 	if err != nil {
@@ -217,22 +218,14 @@ func (s *Server) Run(ctx context.Context) error {
 	return s.Serve(ctx, pub, adm)
 }
 
-// Serve serves the public and management apps on the given listeners and
-// runs the admission loop, until ctx is done; then it shuts down within
+// Serve serves the public and management apps on the given listeners until
+// ctx is done or a listener fails; then it shuts down within
 // WR_SHUTDOWN_TIMEOUT: streams first (told to reconnect elsewhere), then
-// HTTP (in-flight orders finish), then the admission loop and the hub.
+// HTTP (in-flight orders finish). It does not run the background loops
+// (Loops): the caller starts them before and stops them after.
 func (s *Server) Serve(ctx context.Context, public, admin net.Listener) error {
 	admin = listener.GuardHeaderLines(admin)
-	loopCtx, stopLoop := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	wg.Go(func() { s.admitter.Run(loopCtx) })
-	wg.Go(func() { s.hub.Run(loopCtx) })
-	wg.Go(func() { s.acl.Run(loopCtx) })
-	wg.Go(func() { s.runPresence(loopCtx) })
-	wg.Go(func() { s.runSignals(loopCtx) })
-	wg.Go(func() { s.ctl.Run(loopCtx) })
-	wg.Go(func() { s.faults.Run(loopCtx) })
-
 	limited := listener.NewPublic(public, s.listenerConfig())
 	errc := make(chan error, 2)
 	wg.Go(func() { errc <- s.public.Listener(limited) })
@@ -270,7 +263,6 @@ func (s *Server) Serve(ctx context.Context, public, admin net.Listener) error {
 	// that comes right after the start could find none. Close them here too.
 	_ = limited.Close()
 	_ = admin.Close()
-	stopLoop()
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 	select {
