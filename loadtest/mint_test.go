@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"waitingroom/server"
+	"waitingroom/server/token"
 )
 
 const testSecret = "0123456789abcdef0123456789abcdef-test"
@@ -25,21 +25,21 @@ func TestMintedAccessTokenVerifies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := server.NewTokens(testSecret, "").Parse(tok, server.KindAccess)
+	c, err := token.New(token.Config{Secret: testSecret}).Parse(tok, token.KindAccess)
 	if err != nil {
 		t.Fatalf("server rejects the minted token: %v", err)
 	}
 	if got, want := c.Subject, "4711"; got != want {
 		t.Errorf("sub = %q, want %q", got, want)
 	}
-	if _, err := server.NewTokens(testSecret, "").Parse(tok, server.KindQueue); err == nil {
+	if _, err := token.New(token.Config{Secret: testSecret}).Parse(tok, token.KindQueue); err == nil {
 		t.Error("a minted access token passes as a queue token")
 	}
-	if _, err := server.NewTokens(strings.ToUpper(testSecret), "").Parse(tok, server.KindAccess); err == nil {
+	if _, err := token.New(token.Config{Secret: strings.ToUpper(testSecret)}).Parse(tok, token.KindAccess); err == nil {
 		t.Error("a token minted with another secret verifies")
 	}
 	// During a rotation the server also accepts the previous secret's kid.
-	if _, err := server.NewTokens("another-secret-of-at-least-32-bytes", testSecret).Parse(tok, server.KindAccess); err != nil {
+	if _, err := token.New(token.Config{Secret: "another-secret-of-at-least-32-bytes", Previous: testSecret}).Parse(tok, token.KindAccess); err != nil {
 		t.Errorf("the previous secret's token is refused: %v", err)
 	}
 }
@@ -59,7 +59,7 @@ func TestMintedTokenExpires(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := server.NewTokens(testSecret, "").Parse(tok, server.KindAccess); err == nil {
+	if _, err := token.New(token.Config{Secret: testSecret}).Parse(tok, token.KindAccess); err == nil {
 		t.Error("an expired minted token verifies")
 	}
 }

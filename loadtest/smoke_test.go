@@ -96,6 +96,9 @@ func startSmokeServerWith(t *testing.T, users int, env map[string]string) smokeS
 		store.Close()
 		t.Fatal(err1, err2)
 	}
+	// As cmd/waitingroom does: the loops (the admission loop among them)
+	// start before Serve and stop after it, then the store closes.
+	stopLoops := server.StartLoops(srv.Loops())
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, pub, adm) }()
@@ -103,6 +106,11 @@ func startSmokeServerWith(t *testing.T, users int, env map[string]string) smokeS
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("serve: %v", err)
+		}
+		lctx, lcancel := context.WithTimeout(context.Background(), cfg.Shutdown)
+		defer lcancel()
+		if err := stopLoops(lctx); err != nil {
+			t.Errorf("loops: %v", err)
 		}
 		store.Close()
 	}))

@@ -10,7 +10,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 )
 
-// Failed admin authentication is throttled per client address (addrKey):
+// Failed admin authentication is throttled per client address (clientKey):
 // adminFailBurst failures at once, then one per adminFailEvery; past that
 // the address gets 429 before its token is even compared — also a correct
 // one, or the throttle would not stop guessing — until its allowance

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -13,6 +14,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"waitingroom/server/pgstore"
+	"waitingroom/server/token"
 )
 
 // errDBUnavailable: Postgres could not answer in time.
@@ -26,7 +28,7 @@ type loginRequest struct {
 // login is the only place BCrypt runs. The user row is read and its pooled
 // connection returned BEFORE BCrypt runs; an unknown login id is verified
 // against a dummy hash so both answers take the same time. The limits
-// (layer1.go, loginGate) count failures and decide before BCrypt; a
+// (ratelimits.go, loginGate) count failures and decide before BCrypt; a
 // malformed request is refused before any of them, and before any database
 // call.
 func (s *Server) login(c *fiber.Ctx) error {
@@ -146,12 +148,12 @@ func bearer(c *fiber.Ctx) string {
 }
 
 // accessClaims verifies the request's access token.
-func (s *Server) accessClaims(c *fiber.Ctx) (*Claims, error) {
+func (s *Server) accessClaims(c *fiber.Ctx) (*token.Claims, error) {
 	raw := bearer(c)
 	if raw == "" {
 		return nil, errUnauthorized
 	}
-	claims, err := s.tokens.Parse(raw, KindAccess)
+	claims, err := s.tokens.Parse(raw, token.KindAccess)
 	if err != nil {
 		return nil, err
 	}
@@ -165,7 +167,7 @@ const queueCookie = "wr_queue"
 
 // queueClaims verifies the request's queue token, from the Authorization
 // header or the queue cookie.
-func (s *Server) queueClaims(c *fiber.Ctx) (*Claims, error) {
+func (s *Server) queueClaims(c *fiber.Ctx) (*token.Claims, error) {
 	raw := bearer(c)
 	if raw == "" {
 		raw = c.Cookies(queueCookie)
@@ -173,9 +175,12 @@ func (s *Server) queueClaims(c *fiber.Ctx) (*Claims, error) {
 	if raw == "" {
 		return nil, errUnauthorized
 	}
-	claims, err := s.tokens.Parse(raw, KindQueue)
+	claims, err := s.tokens.Parse(raw, token.KindQueue)
 	if err != nil {
 		return nil, err
 	}
 	return claims, s.checkUser(claims.Subject)
 }
+
+// userID formats a database user id as the token subject and queue member.
+func userID(id int64) string { return strconv.FormatInt(id, 10) }

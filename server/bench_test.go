@@ -12,6 +12,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"waitingroom/server"
+	"waitingroom/server/token"
 )
 
 // cpuTime is the process's user+system CPU time so far.
@@ -64,7 +65,7 @@ func BenchmarkPosition(b *testing.B) {
 		}
 		tickets = append(tickets, st.Ticket)
 	}
-	tk := server.NewTokens(testSecret, "")
+	tk := token.New(token.Config{Secret: testSecret})
 	for _, bc := range []struct {
 		name string
 		user int // 1-based position

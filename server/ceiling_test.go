@@ -18,7 +18,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"waitingroom/server"
+	"waitingroom/server/token"
 	"waitingroom/stream/sse"
 )
 
@@ -47,7 +47,7 @@ func (e *env) startChild(nofile string, vars ...string) (in *instance, exited <-
 		"WR_HTTP_ADDR="+pub, "WR_ADMIN_ADDR="+adm, "WR_JWT_SECRET="+testSecret,
 		"WR_ADMIN_TOKEN="+testAdminToken, "WR_DB_POOL=4", "WR_SHUTDOWN_TIMEOUT=5s", "WR_RATE_LIMITS=off",
 		// The tests drive a child from one loopback address, beyond what one
-		// address may hold at a low ceiling (hoarding_test.go tests the cap).
+		// address may hold at a low ceiling (connlimits_test.go tests the cap).
 		"WR_MAX_CONNS_PER_IP=1000000")
 	cmd.Env = append(cmd.Env, e.redisVars()...)
 	cmd.Env = append(cmd.Env, vars...)
@@ -94,7 +94,7 @@ func TestConnectionCeiling(t *testing.T) {
 	e := newEnv(t)
 	in, exited := e.startChild("300", "WR_TARGET_ACTIVE=0", "WR_ADMIT_INTERVAL=20ms")
 
-	tokens := server.NewTokens(testSecret, "")
+	tokens := token.New(token.Config{Secret: testSecret})
 	const tries = 260
 	var open []*sseStream
 	refused := 0

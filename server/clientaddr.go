@@ -4,23 +4,32 @@ import (
 	"net"
 
 	"github.com/gofiber/fiber/v2"
+
+	"waitingroom/server/listener"
 )
 
-// addrKey is the unit every per-address limit counts by: an IPv4 address as
-// it is, an IPv6 address as its /64 prefix. A /64 is what one subscriber or
-// one host is given, so rotating addresses inside it does not escape a
-// limit; an IPv4-mapped IPv6 address counts as the IPv4 address. A nil or
-// unparsable address is its own key ("unknown").
-func addrKey(ip net.IP) string {
-	if v4 := ip.To4(); v4 != nil {
-		return v4.String()
+// clientKey is listener.AddrKey of the request's client address (clientIP): the
+// subject of per-address rate limits.
+func (s *Server) clientKey(c *fiber.Ctx) string { return listener.AddrKey(net.ParseIP(s.clientIP(c))) }
+
+// clientIP is the socket's peer, unless that peer is a trusted proxy
+// (WR_TRUSTED_PROXIES) that names the client in WR_CLIENT_IP_HEADER.
+// X-Forwarded-For from anyone else is never read.
+func (s *Server) clientIP(c *fiber.Ctx) string {
+	peer := c.Context().RemoteIP()
+	if len(s.cfg.TrustedProxies) > 0 && s.trusted(peer) {
+		if ip := net.ParseIP(c.Get(s.cfg.ClientIPHeader)); ip != nil {
+			return ip.String()
+		}
 	}
-	if len(ip) != net.IPv6len {
-		return "unknown"
-	}
-	return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
+	return peer.String()
 }
 
-// clientKey is addrKey of the request's client address (clientIP): the
-// subject of per-address rate limits.
-func (s *Server) clientKey(c *fiber.Ctx) string { return addrKey(net.ParseIP(s.clientIP(c))) }
+func (s *Server) trusted(ip net.IP) bool {
+	for _, n := range s.cfg.TrustedProxies {
+		if n.Contains(ip) {
+			return true
+		}
+	}
+	return false
+}

@@ -46,11 +46,11 @@ type Config struct {
 	Shutdown          time.Duration // WR_SHUTDOWN_TIMEOUT (15s)
 	CookieSecure      bool          // WR_COOKIE_SECURE=1: mark the wr_queue cookie Secure
 	// MaxConns (WR_MAX_CONNS) caps concurrent public connections; 0 derives
-	// it from RLIMIT_NOFILE (ConnCeiling). Excess connections get 503.
+	// it from RLIMIT_NOFILE (listener.Ceiling). Excess connections get 503.
 	MaxConns int
 	// MaxConnsPerIP (WR_MAX_CONNS_PER_IP) caps the public connections one
 	// client address (IPv6: one /64) holds open, streams included; 0
-	// derives it from the ceiling (PerAddressCap). Behind a trusted proxy
+	// derives it from the ceiling (listener.PerAddressCap). Behind a trusted proxy
 	// it caps each forwarded client's open streams instead.
 	MaxConnsPerIP int
 	// FirstRequestTimeout (WR_FIRST_REQUEST_TIMEOUT, 5s): a connection
@@ -104,7 +104,7 @@ type Config struct {
 // Limits are layer 1's limits, each "RATE/PERIOD[:BURST]".
 type Limits struct {
 	LoginIP   ratelimit.Limit // WR_LIMIT_LOGIN_IP: failed logins per client address
-	LoginID   ratelimit.Limit // WR_LIMIT_LOGIN_ID: failed logins per loginId (soft: layer1.go)
+	LoginID   ratelimit.Limit // WR_LIMIT_LOGIN_ID: failed logins per loginId (soft: ratelimits.go)
 	EnterIP   ratelimit.Limit // WR_LIMIT_ENTER_IP: enters per client IP
 	EnterUser ratelimit.Limit // WR_LIMIT_ENTER_USER: enters per user
 	Stream    ratelimit.Limit // WR_LIMIT_STREAM: stream connects per user and room

@@ -18,8 +18,11 @@
 //
 // Sub-packages own what is not HTTP: access (the deny/allow/bypass lists,
 // their Redis keys and refresh loop), faults (fault injection, its Redis key
-// and refresh loop), checkout (the order use case), pgstore (Postgres),
-// ratelimit (GCRA limits in Redis). They never import server; server holds
+// and refresh loop), checkout (the order use case), listener (the public
+// port's connections below HTTP: the connection ceiling, the per-address
+// cap, the first-request deadline, the header-line guard), token (the
+// JWTs: claims, issue and verify, the verified cache, key rotation),
+// pgstore (Postgres), ratelimit (GCRA limits in Redis). They never import server; server holds
 // their HTTP side (middleware, handlers, the admin API). Periodic loops use
 // queue/loop.
 //
@@ -28,6 +31,11 @@
 // unknown is a 500 with a generic message and the detail in the log.
 //
 // Concurrency: a Server is safe for concurrent use by Fiber's handlers. Serve
-// owns its goroutines (two listeners, the admission loop) and stops them all
-// before it returns.
+// owns its goroutines (the two listeners) and stops them before it returns.
+// The background loops (Loops: admission, hub, access, presence, signals,
+// controller, faults) are not Serve's: the composition root
+// (cmd/waitingroom, and the tests' harnesses) starts them with StartLoops
+// before Serve and stops them after it, then closes Redis and Postgres.
+//
+// Imports: queue, stream, web and server's own sub-packages; never cmd.
 package server

@@ -13,6 +13,7 @@ import (
 	"waitingroom/server/checkout"
 	"waitingroom/server/faults"
 	"waitingroom/server/pgstore"
+	"waitingroom/server/token"
 )
 
 // apiError is an error with its HTTP status and contract code.
@@ -47,7 +48,7 @@ var errorTable = []struct {
 	{queue.ErrNotInQueue, apiError{status: 404, code: "not_in_queue", message: "you are not in this queue (never entered, left, or your entry window ended): enter again"}},
 	{queue.ErrEntryTokenInvalid, apiError{status: 403, code: "entry_token_invalid", message: "the entry token is unknown, already used, expired or not yours"}},
 	{queue.ErrUnavailable, apiError{status: 503, code: "unavailable", message: "the queue is briefly unavailable; your place is kept, retry shortly", retryAfter: 1}},
-	{ErrTokenInvalid, apiError{status: 401, code: "unauthorized", message: "the token is missing, expired or invalid"}},
+	{token.ErrInvalid, apiError{status: 401, code: "unauthorized", message: "the token is missing, expired or invalid"}},
 	{pgstore.ErrProductNotFound, apiError{status: 404, code: "product_not_found", message: "no such product"}},
 	{pgstore.ErrOutOfStock, apiError{status: 409, code: "out_of_stock", message: "not enough stock left for this order"}},
 	{pgstore.ErrInvalidInput, apiError{status: 400, code: "invalid_request", message: "a value of the request was refused"}},

@@ -12,8 +12,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"waitingroom/server"
 	"waitingroom/server/pgstore/pgtest"
+	"waitingroom/server/token"
 )
 
 func TestFullFlow(t *testing.T) {
@@ -401,7 +401,7 @@ func TestTwoInstancesNeverExceedTarget(t *testing.T) {
 func TestOrderOfAVanishedUser(t *testing.T) {
 	e := newEnv(t)
 	in := e.start(map[string]string{"WR_TARGET_ACTIVE": "1"})
-	tok, _ := server.NewTokens(testSecret, "").IssueQueue("999999", "default", 0, time.Hour)
+	tok, _ := token.New(token.Config{Secret: testSecret}).IssueQueue("999999", "default", 0, time.Hour)
 	if _, err := in.srv.Queue().Enter(context.Background(), "default", "999999"); err != nil {
 		t.Fatal(err)
 	}

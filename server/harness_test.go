@@ -141,7 +141,7 @@ func (e *env) start(vars map[string]string) *instance {
 			"WR_ADMIT_INTERVAL":   "1m",
 			"WR_TARGET_ACTIVE":    "5",
 			"WR_SHUTDOWN_TIMEOUT": "5s",
-			// Layer 1 is tested on its own (layer1_test.go); elsewhere the
+			// Layer 1 is tested on its own (ratelimits_test.go); elsewhere the
 			// tests drive the API far faster than any person would.
 			"WR_RATE_LIMITS": "off",
 		}[k]
@@ -166,6 +166,9 @@ func (e *env) start(vars map[string]string) *instance {
 	}
 	pub, _ := net.Listen("tcp", "127.0.0.1:0")
 	adm, _ := net.Listen("tcp", "127.0.0.1:0")
+	// As cmd/waitingroom does: the loops start before Serve and stop after
+	// it, then the store closes.
+	stopLoops := server.StartLoops(srv.Loops())
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, pub, adm) }()
@@ -176,6 +179,11 @@ func (e *env) start(vars map[string]string) *instance {
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("serve: %v", err)
+		}
+		lctx, lcancel := context.WithTimeout(context.Background(), cfg.Shutdown)
+		defer lcancel()
+		if err := stopLoops(lctx); err != nil {
+			t.Errorf("loops: %v", err)
 		}
 		store.Close()
 	})

@@ -13,6 +13,7 @@ import (
 	"github.com/fasthttp/websocket"
 
 	"waitingroom/server"
+	"waitingroom/server/token"
 )
 
 // Tests of what one hostile client can do to others: lock accounts, forge
@@ -361,8 +362,8 @@ func TestSecurityEventsAreLoggedWithinABudget(t *testing.T) {
 	in := e.start(map[string]string{})
 	access := in.login(user(1))
 	qt := in.enter(user(1), "default").str("queueToken")
-	expired, _ := server.NewTokens(testSecret, "").IssueQueue("1", "default", 1, -time.Minute)
-	foreign, _ := server.NewTokens("another-secret-another-secret-another-secret", "").IssueQueue("1", "default", 1, time.Hour)
+	expired, _ := token.New(token.Config{Secret: testSecret}).IssueQueue("1", "default", 1, -time.Minute)
+	foreign, _ := token.New(token.Config{Secret: "another-secret-another-secret-another-secret"}).IssueQueue("1", "default", 1, time.Hour)
 	tampered := qt[:len(qt)-4] + "AAAA"
 	if tampered == qt {
 		tampered = qt[:len(qt)-4] + "BBBB"

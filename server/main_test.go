@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -77,5 +78,9 @@ func serveChild() error {
 	if err != nil {
 		return err
 	}
-	return srv.Run(ctx)
+	stopLoops := server.StartLoops(srv.Loops())
+	err = srv.Run(ctx)
+	lctx, cancel := context.WithTimeout(context.Background(), cfg.Shutdown)
+	defer cancel()
+	return errors.Join(err, stopLoops(lctx))
 }

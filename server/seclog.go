@@ -11,7 +11,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/gofiber/fiber/v2"
-	"github.com/golang-jwt/jwt/v5"
+
+	"waitingroom/server/token"
 )
 
 // Security events: what an operator (or a SIEM reading the log) needs to
@@ -112,14 +113,14 @@ func logValue(v string) string {
 }
 
 // noteRefusal records the security event of a handler's refusal, if it is
-// one: a refused token (with the reason, one of tokenReason's fixed words,
+// one: a refused token (with the reason, one of token.Reason's fixed words,
 // never the token or the request's bytes). Rate-limit refusals are recorded
 // where they are decided (limit), with the limit's name.
 func (s *Server) noteRefusal(c *fiber.Ctx, err error) {
 	var reason string
 	switch {
-	case errors.Is(err, ErrTokenInvalid):
-		reason = tokenReason(err)
+	case errors.Is(err, token.ErrInvalid):
+		reason = token.Reason(err)
 	case errors.Is(err, errWrongRoom):
 		reason = "wrong_room"
 	default:
@@ -127,24 +128,4 @@ func (s *Server) noteRefusal(c *fiber.Ctx, err error) {
 	}
 	s.securityEvent(c.UserContext(), evTokenRefuse, slog.String("address", s.clientIP(c)),
 		slog.String("reason", reason), slog.String("method", c.Method()), slog.String("path", logValue(c.Path())))
-}
-
-// tokenReason names why a token was refused, from the errors its
-// verification wrapped (never from their text).
-func tokenReason(err error) string {
-	switch {
-	case errors.Is(err, jwt.ErrTokenExpired):
-		return "expired"
-	case errors.Is(err, errTokenKind):
-		return "wrong_kind"
-	case errors.Is(err, jwt.ErrTokenMalformed):
-		return "malformed"
-	case errors.Is(err, jwt.ErrTokenSignatureInvalid):
-		return "bad_signature" // also a method other than HS256
-	case errors.Is(err, jwt.ErrTokenUnverifiable):
-		return "unknown_kid" // the key lookup is the only thing that can fail here
-	case errors.Is(err, jwt.ErrTokenInvalidClaims):
-		return "invalid_claims" // issuer, audience, iat, nbf, subject
-	}
-	return "invalid"
 }

@@ -20,8 +20,10 @@ import (
 	"waitingroom/server/access"
 	"waitingroom/server/checkout"
 	"waitingroom/server/faults"
+	"waitingroom/server/listener"
 	"waitingroom/server/pgstore"
 	"waitingroom/server/ratelimit"
+	"waitingroom/server/token"
 	"waitingroom/stream"
 )
 
@@ -47,13 +49,13 @@ type Options struct {
 }
 
 // Server is one app instance: the public API and page, the management
-// endpoints, and the admission loop.
+// endpoints, and the background loops it hands to its caller (Loops).
 type Server struct {
 	cfg       Config
 	rdb       redis.UniversalClient
 	q         *queue.Queue
 	store     Store
-	tokens    *Tokens
+	tokens    *token.Issuer
 	m         *metrics
 	log       *slog.Logger
 	public    *fiber.App
@@ -71,7 +73,7 @@ type Server struct {
 	ctl       *adaptive.Controller // the admission limit controller
 	faults    *faults.Faults       // injected order delay (WR_FAULT_INJECTION)
 	// fwdStreams: open streams per forwarded client address (holdStream).
-	fwdStreams addrCounts
+	fwdStreams listener.Counts
 
 	bcryptSlots chan struct{} // one token per concurrent BCrypt (WR_BCRYPT_CONCURRENCY)
 	dummyOnce   sync.Once
@@ -94,7 +96,7 @@ func New(o Options) (*Server, error) {
 		q:        queue.New(o.Redis, queue.Options{Prefix: o.KeyPrefix, IdleTimeout: o.Config.IdleTimeout}),
 		presence: newPresence(),
 		store:    o.Store,
-		tokens:   NewTokens(o.Config.JWTSecret, o.Config.JWTPrevious),
+		tokens:   token.New(token.Config{Secret: o.Config.JWTSecret, Previous: o.Config.JWTPrevious}),
 		m:        newMetrics(o.Registry),
 		log:      o.Logger,
 	}
@@ -135,16 +137,16 @@ func New(o Options) (*Server, error) {
 	})
 	if s.cfg.MaxConns == 0 {
 		// the database pool, Redis's, the management port and a few files
-		ceiling, err := ConnCeiling(int(s.cfg.DBPool) + s.cfg.Redis.descriptors() + 16)
+		ceiling, err := listener.Ceiling(int(s.cfg.DBPool) + s.cfg.Redis.descriptors() + 16)
 		if err != nil {
 			return nil, err
 		}
 		s.cfg.MaxConns = ceiling
 	}
 	if s.cfg.MaxConnsPerIP == 0 {
-		s.cfg.MaxConnsPerIP = PerAddressCap(s.cfg.MaxConns)
+		s.cfg.MaxConnsPerIP = listener.PerAddressCap(s.cfg.MaxConns)
 	}
-	for _, reason := range []string{refusedCeiling, refusedAddress} {
+	for _, reason := range []string{listener.RefusedCeiling, listener.RefusedAddress} {
 		s.m.connRefused.WithLabelValues(reason) // present at 0 from the start
 	}
 	if s.cfg.BcryptConcurrency == 0 {
@@ -201,7 +203,8 @@ func (s *Server) observeAdmission(r queue.AdmitResult) {
 	}
 }
 
-// Run listens on the configured addresses and serves until ctx is done.
+// Run listens on the configured addresses and serves until ctx is done
+// (Serve; the loops are the caller's).
 func (s *Server) Run(ctx context.Context) error {
 	pub, err := net.Listen("tcp", s.cfg.HTTPAddr)
 	if err != nil {
@@ -215,32 +218,15 @@ func (s *Server) Run(ctx context.Context) error {
 	return s.Serve(ctx, pub, adm)
 }
 
-// Serve serves the public and management apps on the given listeners and
-// runs the admission loop, until ctx is done; then it shuts down within
+// Serve serves the public and management apps on the given listeners until
+// ctx is done or a listener fails; then it shuts down within
 // WR_SHUTDOWN_TIMEOUT: streams first (told to reconnect elsewhere), then
-// HTTP (in-flight orders finish), then the admission loop and the hub.
+// HTTP (in-flight orders finish). It does not run the background loops
+// (Loops): the caller starts them before and stops them after.
 func (s *Server) Serve(ctx context.Context, public, admin net.Listener) error {
-	public, admin = guardHeaderLines(public), guardHeaderLines(admin) // see protocol.go
-	loopCtx, stopLoop := context.WithCancel(context.Background())
+	admin = listener.GuardHeaderLines(admin)
 	var wg sync.WaitGroup
-	wg.Go(func() { s.admitter.Run(loopCtx) })
-	wg.Go(func() { s.hub.Run(loopCtx) })
-	wg.Go(func() { s.acl.Run(loopCtx) })
-	wg.Go(func() { s.runPresence(loopCtx) })
-	wg.Go(func() { s.rec.Run(loopCtx, s.poolStats()) })
-	wg.Go(func() { s.ctl.Run(loopCtx) })
-	wg.Go(func() { s.faults.Run(loopCtx) })
-
-	limited := &limitListener{
-		Listener:     public,
-		max:          int64(s.cfg.MaxConns),
-		perAddr:      s.cfg.MaxConnsPerIP,
-		exempt:       s.connExempt,
-		firstRequest: s.cfg.FirstRequestTimeout,
-		refused:      func(reason string) { s.m.connRefused.WithLabelValues(reason).Inc() },
-		idleClosed:   s.m.idleClosed.Inc,
-		log:          s.log,
-	}
+	limited := listener.NewPublic(public, s.listenerConfig())
 	errc := make(chan error, 2)
 	wg.Go(func() { errc <- s.public.Listener(limited) })
 	wg.Go(func() { errc <- s.admin.Listener(admin) })
@@ -264,7 +250,7 @@ func (s *Server) Serve(ctx context.Context, public, admin net.Listener) error {
 	// Connections that never sent a byte (browsers' spare ones) would hold
 	// the shutdown up for seconds; close them, also ones accepted meanwhile.
 	sweepCtx, stopSweep := context.WithCancel(context.Background())
-	go loop.NowAndEvery(sweepCtx, 50*time.Millisecond, func(context.Context) { limited.closeUnused() })
+	go loop.NowAndEvery(sweepCtx, 50*time.Millisecond, func(context.Context) { limited.CloseUnused() })
 	e := s.public.ShutdownWithContext(sctx)
 	stopSweep()
 	if e != nil {
@@ -277,7 +263,6 @@ func (s *Server) Serve(ctx context.Context, public, admin net.Listener) error {
 	// that comes right after the start could find none. Close them here too.
 	_ = limited.Close()
 	_ = admin.Close()
-	stopLoop()
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 	select {

@@ -15,6 +15,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"waitingroom/queue"
+	"waitingroom/server/token"
 	"waitingroom/stream"
 )
 
@@ -82,7 +83,7 @@ var goneDoc = []byte(`{"error":"not_in_queue","message":"you are no longer in th
 // streamClaims verifies the queue token of a stream request: from the
 // Authorization header, the wr_queue cookie, or — on stream endpoints
 // only — the token query parameter (EventSource cannot set headers).
-func (s *Server) streamClaims(c *fiber.Ctx) (*Claims, string, error) {
+func (s *Server) streamClaims(c *fiber.Ctx) (*token.Claims, string, error) {
 	raw := bearer(c)
 	if raw == "" {
 		raw = c.Cookies(queueCookie)
@@ -93,7 +94,7 @@ func (s *Server) streamClaims(c *fiber.Ctx) (*Claims, string, error) {
 	if raw == "" {
 		return nil, "", errUnauthorized
 	}
-	claims, err := s.tokens.Parse(raw, KindQueue)
+	claims, err := s.tokens.Parse(raw, token.KindQueue)
 	if err != nil {
 		return nil, "", err
 	}
@@ -118,7 +119,7 @@ const exactBand = 100
 
 // currentStatus answers from the hub's memory when it is fresh and the user
 // is not near the front, else from Redis (the judge).
-func (s *Server) currentStatus(ctx context.Context, room string, claims *Claims) (queue.Status, error) {
+func (s *Server) currentStatus(ctx context.Context, room string, claims *token.Claims) (queue.Status, error) {
 	if st, ok := s.hub.Position(room, claims.Seq); ok && st.Position > max(exactBand, st.Target) {
 		return st, nil
 	}
@@ -394,7 +395,7 @@ func (s *Server) wsUpgrade(c *fiber.Ctx) error {
 // ws is the WebSocket stream: the same messages as SSE, as JSON text
 // frames {"type":"status",...} / {"type":"gone",...}, with pings.
 func (s *Server) ws(conn *websocket.Conn) {
-	claims, _ := conn.Locals("wr.claims").(*Claims)
+	claims, _ := conn.Locals("wr.claims").(*token.Claims)
 	st, _ := conn.Locals("wr.status").(queue.Status)
 	if release, ok := conn.Locals("wr.release").(func()); ok {
 		defer release()

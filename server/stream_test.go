@@ -19,7 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"waitingroom/queue"
-	"waitingroom/server"
+	"waitingroom/server/token"
 	"waitingroom/stream/sse"
 )
 
@@ -276,7 +276,7 @@ func TestShutdownWithManyStreams(t *testing.T) {
 	// All from one address: more than the cap per address derived from the ceiling.
 	in := e.start(map[string]string{"WR_TARGET_ACTIVE": "0", "WR_MAX_CONNS_PER_IP": "2000"})
 	const n = 1000
-	tokens := server.NewTokens(testSecret, "")
+	tokens := token.New(token.Config{Secret: testSecret})
 	q := in.srv.Queue()
 	var wg sync.WaitGroup
 	var retried, failed atomic.Int64

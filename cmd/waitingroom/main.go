@@ -3,6 +3,12 @@
 //	waitingroom [serve]                         run an instance (config from the environment)
 //	waitingroom seed --users N --password P --products M --stock S
 //	                                            create demo users and products
+//
+// The command is the composition root: it reads the configuration, and
+// Main (instance.go) connects Redis and Postgres, builds the server, starts
+// and stops its background loops and shuts down in order — streams, HTTP,
+// the loops, then Redis and Postgres. Package server serves HTTP and starts
+// no loop of its own.
 package main
 
 import (
@@ -17,7 +23,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/crypto/bcrypt"
 
@@ -138,26 +143,12 @@ func serve(ctx context.Context, log *slog.Logger, args []string) error {
 	}
 
 	redis.SetLogger(redisLog{log.With("component", "redis")})
-	rdb, err := server.OpenRedis(cfg)
-	if err != nil {
-		return err
+	m := &Main{Config: cfg, Log: log}
+	if err := m.Open(ctx); err != nil {
+		return errors.Join(err, m.Close())
 	}
-	defer rdb.Close()
-
-	octx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	reg := prometheus.NewRegistry()
-	store, err := pgstore.Open(octx, cfg.DatabaseURL, pgstore.Options{PoolSize: cfg.DBPool, Logger: log, Registerer: reg})
-	if err != nil {
-		return fmt.Errorf("DATABASE_URL: %w", err)
-	}
-	defer store.Close()
-
-	srv, err := server.New(server.Options{Config: cfg, Redis: rdb, Store: store, Logger: log, Registry: reg})
-	if err != nil {
-		return err
-	}
-	return srv.Run(ctx)
+	err = m.Run(ctx)
+	return errors.Join(err, m.Close())
 }
 
 // devAdminToken shows the admin token in development only when it was

@@ -12,7 +12,9 @@ import (
 	"github.com/gofiber/contrib/websocket"
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/middleware/cors"
+	"github.com/valyala/fasthttp"
 
+	"waitingroom/server/listener"
 	"waitingroom/web"
 )
 
@@ -75,6 +77,17 @@ func (s *Server) newPublicApp() *fiber.App {
 
 	s.mountPage(app)
 	return app
+}
+
+// markServed is the public app's outermost handler step: the connection
+// of every request that reached it is past its first-request deadline
+// (listener.MarkServed). It sits here, not in the listener package, because
+// it is a fasthttp handler: the listener stays free of HTTP.
+func markServed(next fasthttp.RequestHandler) fasthttp.RequestHandler {
+	return func(ctx *fasthttp.RequestCtx) {
+		listener.MarkServed(ctx.Conn())
+		next(ctx)
+	}
 }
 
 // observe records every request's duration by route pattern and status.

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"waitingroom/server"
+	"waitingroom/server/token"
 )
 
 // rawConn is one client connection speaking HTTP/1.1 byte by byte, for
@@ -226,7 +226,7 @@ func TestDecompressionBombLeavesMemoryFlat(t *testing.T) {
 	if len(b) > 1024 {
 		t.Fatalf("the bomb is %d bytes", len(b))
 	}
-	access, _ := server.NewTokens(testSecret, "").IssueAccess("1", time.Hour)
+	access, _ := token.New(token.Config{Secret: testSecret}).IssueAccess("1", time.Hour)
 	qt := do(t, "POST", in.base+"/api/v1/rooms/default/enter", access, nil).str("queueToken")
 	if qt == "" {
 		t.Fatal("no queue token")

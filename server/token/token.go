@@ -1,14 +1,10 @@
-package server
+package token
 
 import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash/maphash"
-	"strconv"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -26,13 +22,13 @@ const (
 	tokenAudience = "waitingroom"
 )
 
-// ErrTokenInvalid is any token that fails verification; the reason goes to
-// the log, never to the client.
-var ErrTokenInvalid = errors.New("token invalid")
+// ErrInvalid is any token that fails verification; the reason goes to the
+// log (Reason), never to the client.
+var ErrInvalid = errors.New("token invalid")
 
-// errTokenKind: a valid token of the other kind (an access token where a
+// errWrongKind: a valid token of the other kind (an access token where a
 // queue token is required, or the reverse).
-var errTokenKind = errors.New("wrong kind")
+var errWrongKind = errors.New("wrong kind")
 
 // Claims are the claims of both token kinds.
 type Claims struct {
@@ -43,10 +39,19 @@ type Claims struct {
 	Seq int64 `json:"seq,omitempty"`
 }
 
-// Tokens issues and verifies HS256 JWTs. Each key carries a kid derived
-// from the secret; the previous secret stays valid for verification while
-// clients holding its tokens age out (rotation).
-type Tokens struct {
+// Config is the tokens' keys. The server fills it from WR_JWT_SECRET and
+// WR_JWT_SECRET_PREVIOUS (LoadConfig checks their length).
+type Config struct {
+	// Secret signs every new token and verifies them.
+	Secret string
+	// Previous (may be empty) still verifies the tokens it signed, while
+	// clients holding them age out (rotation); it signs nothing.
+	Previous string
+}
+
+// Issuer issues and verifies HS256 JWTs. Each key carries a kid derived
+// from its secret, so a token names the key that verifies it.
+type Issuer struct {
 	kid    string
 	keys   map[string][]byte
 	parser *jwt.Parser
@@ -59,12 +64,12 @@ func keyID(secret string) string {
 	return hex.EncodeToString(sum[:4])
 }
 
-// NewTokens returns Tokens signing with secret and also accepting previous
-// (may be empty).
-func NewTokens(secret, previous string) *Tokens {
-	t := &Tokens{kid: keyID(secret), keys: map[string][]byte{keyID(secret): []byte(secret)}, now: time.Now}
-	if previous != "" {
-		t.keys[keyID(previous)] = []byte(previous)
+// New returns an Issuer signing with cfg.Secret and also accepting
+// cfg.Previous.
+func New(cfg Config) *Issuer {
+	t := &Issuer{kid: keyID(cfg.Secret), keys: map[string][]byte{keyID(cfg.Secret): []byte(cfg.Secret)}, now: time.Now}
+	if cfg.Previous != "" {
+		t.keys[keyID(cfg.Previous)] = []byte(cfg.Previous)
 	}
 	t.parser = jwt.NewParser(
 		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
@@ -78,7 +83,7 @@ func NewTokens(secret, previous string) *Tokens {
 	return t
 }
 
-func (t *Tokens) sign(c Claims) (string, error) {
+func (t *Issuer) sign(c Claims) (string, error) {
 	tok := jwt.NewWithClaims(jwt.SigningMethodHS256, c)
 	tok.Header["kid"] = t.kid
 	s, err := tok.SignedString(t.keys[t.kid])
@@ -88,7 +93,7 @@ func (t *Tokens) sign(c Claims) (string, error) {
 	return s, nil
 }
 
-func (t *Tokens) claims(kind, user string, ttl time.Duration) Claims {
+func (t *Issuer) claims(kind, user string, ttl time.Duration) Claims {
 	now := t.now()
 	return Claims{
 		RegisteredClaims: jwt.RegisteredClaims{
@@ -103,12 +108,12 @@ func (t *Tokens) claims(kind, user string, ttl time.Duration) Claims {
 }
 
 // IssueAccess returns an access token for user valid for ttl.
-func (t *Tokens) IssueAccess(user string, ttl time.Duration) (string, error) {
+func (t *Issuer) IssueAccess(user string, ttl time.Duration) (string, error) {
 	return t.sign(t.claims(KindAccess, user, ttl))
 }
 
 // IssueQueue returns a queue token for user in room with ticket seq.
-func (t *Tokens) IssueQueue(user, room string, seq int64, ttl time.Duration) (string, error) {
+func (t *Issuer) IssueQueue(user, room string, seq int64, ttl time.Duration) (string, error) {
 	c := t.claims(KindQueue, user, ttl)
 	c.Room, c.Seq = room, seq
 	return t.sign(c)
@@ -122,7 +127,7 @@ func (t *Tokens) IssueQueue(user, room string, seq int64, ttl time.Duration) (st
 // (signature included), so a client polling with the same token is not
 // decoded and verified again on every request: only its expiry and kind are
 // checked. Any other byte string is verified in full.
-func (t *Tokens) Parse(raw, kind string) (*Claims, error) {
+func (t *Issuer) Parse(raw, kind string) (*Claims, error) {
 	c := t.cache.get(raw)
 	if c == nil {
 		var err error
@@ -132,19 +137,19 @@ func (t *Tokens) Parse(raw, kind string) (*Claims, error) {
 		t.cache.put(raw, c)
 	}
 	if !c.ExpiresAt.After(t.now()) {
-		return nil, fmt.Errorf("%w: %w", ErrTokenInvalid, jwt.ErrTokenExpired)
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, jwt.ErrTokenExpired)
 	}
 	if c.Kind != kind {
-		return nil, fmt.Errorf("%w: %w: kind %q, want %q", ErrTokenInvalid, errTokenKind, c.Kind, kind)
+		return nil, fmt.Errorf("%w: %w: kind %q, want %q", ErrInvalid, errWrongKind, c.Kind, kind)
 	}
 	if kind == KindQueue && c.Room == "" {
-		return nil, fmt.Errorf("%w: %w: queue token without room", ErrTokenInvalid, errTokenKind)
+		return nil, fmt.Errorf("%w: %w: queue token without room", ErrInvalid, errWrongKind)
 	}
 	return c, nil
 }
 
 // verify checks raw's signature and registered claims.
-func (t *Tokens) verify(raw string) (*Claims, error) {
+func (t *Issuer) verify(raw string) (*Claims, error) {
 	var c Claims
 	_, err := t.parser.ParseWithClaims(raw, &c, func(tok *jwt.Token) (any, error) {
 		kid, _ := tok.Header["kid"].(string)
@@ -155,53 +160,31 @@ func (t *Tokens) verify(raw string) (*Claims, error) {
 		return key, nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrTokenInvalid, err)
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	if c.Subject == "" {
-		return nil, fmt.Errorf("%w: no subject", ErrTokenInvalid)
+		return nil, fmt.Errorf("%w: no subject", ErrInvalid)
 	}
 	return &c, nil
 }
 
-// verified caches verified claims by the token's exact bytes. It is
-// sharded (no lock shared by all requests) and bounded: a shard that
-// reaches its size is emptied, so memory stays small under any load, and
-// expired entries go with it.
-type verified struct {
-	shards [64]verifiedShard
-}
-
-type verifiedShard struct {
-	mu sync.RWMutex
-	m  map[string]*Claims
-}
-
-// verifiedShardSize bounds each shard: 64 × 4096 tokens in all.
-const verifiedShardSize = 4096
-
-var verifiedSeed = maphash.MakeSeed()
-
-func (v *verified) shard(raw string) *verifiedShard {
-	return &v.shards[maphash.String(verifiedSeed, raw)%uint64(len(v.shards))]
-}
-
-func (v *verified) get(raw string) *Claims {
-	sh := v.shard(raw)
-	sh.mu.RLock()
-	c := sh.m[raw]
-	sh.mu.RUnlock()
-	return c
-}
-
-func (v *verified) put(raw string, c *Claims) {
-	sh := v.shard(raw)
-	sh.mu.Lock()
-	if sh.m == nil || len(sh.m) >= verifiedShardSize {
-		sh.m = make(map[string]*Claims, 64)
+// Reason names why a token was refused, from the errors its verification
+// wrapped (never from their text): one of a few fixed words for the
+// security log, "invalid" when nothing more precise applies.
+func Reason(err error) string {
+	switch {
+	case errors.Is(err, jwt.ErrTokenExpired):
+		return "expired"
+	case errors.Is(err, errWrongKind):
+		return "wrong_kind"
+	case errors.Is(err, jwt.ErrTokenMalformed):
+		return "malformed"
+	case errors.Is(err, jwt.ErrTokenSignatureInvalid):
+		return "bad_signature" // also a method other than HS256
+	case errors.Is(err, jwt.ErrTokenUnverifiable):
+		return "unknown_kid" // the key lookup is the only thing that can fail here
+	case errors.Is(err, jwt.ErrTokenInvalidClaims):
+		return "invalid_claims" // issuer, audience, iat, nbf, subject
 	}
-	sh.m[strings.Clone(raw)] = c
-	sh.mu.Unlock()
+	return "invalid"
 }
-
-// userID formats a database user id as the token subject and queue member.
-func userID(id int64) string { return strconv.FormatInt(id, 10) }

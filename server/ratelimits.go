@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"math"
-	"net"
 	"strconv"
 	"time"
 
@@ -185,26 +184,4 @@ func (s *Server) loginGate(c *fiber.Ctx, account string) (settle func(failed boo
 // pollLimit is the band's own pace: pollAfter ÷ pollSlack between polls.
 func pollLimit(pollAfter time.Duration) ratelimit.Limit {
 	return ratelimit.Limit{Rate: 1, Per: max(pollAfter/pollSlack, time.Millisecond), Burst: pollBurst}
-}
-
-// clientIP is the socket's peer, unless that peer is a trusted proxy
-// (WR_TRUSTED_PROXIES) that names the client in WR_CLIENT_IP_HEADER.
-// X-Forwarded-For from anyone else is never read.
-func (s *Server) clientIP(c *fiber.Ctx) string {
-	peer := c.Context().RemoteIP()
-	if len(s.cfg.TrustedProxies) > 0 && s.trusted(peer) {
-		if ip := net.ParseIP(c.Get(s.cfg.ClientIPHeader)); ip != nil {
-			return ip.String()
-		}
-	}
-	return peer.String()
-}
-
-func (s *Server) trusted(ip net.IP) bool {
-	for _, n := range s.cfg.TrustedProxies {
-		if n.Contains(ip) {
-			return true
-		}
-	}
-	return false
 }

@@ -6,7 +6,23 @@ import (
 	"sync"
 
 	"github.com/gofiber/fiber/v2"
+
+	"waitingroom/server/listener"
 )
+
+// listenerConfig is the public listener's configuration: the caps and
+// deadline from Config, and the server's metrics, exemptions and log.
+func (s *Server) listenerConfig() listener.Config {
+	return listener.Config{
+		MaxConns:     s.cfg.MaxConns,
+		PerAddr:      s.cfg.MaxConnsPerIP,
+		FirstRequest: s.cfg.FirstRequestTimeout,
+		Exempt:       s.connExempt,
+		Refused:      func(reason string) { s.m.connRefused.WithLabelValues(reason).Inc() },
+		IdleClosed:   s.m.idleClosed.Inc,
+		Logger:       s.log,
+	}
+}
 
 // connExempt says which peers the listener does not cap per address:
 // trusted proxies (their connections carry many clients; each forwarded
@@ -43,11 +59,11 @@ func (s *Server) holdStream(c *fiber.Ctx) (release func(), err error) {
 		return func() {}, nil
 	}
 	key := s.clientKey(c)
-	if !s.fwdStreams.acquire(key, s.cfg.MaxConnsPerIP) {
+	if !s.fwdStreams.Acquire(key, s.cfg.MaxConnsPerIP) {
 		s.m.rateLimited.WithLabelValues(streamAddrLimit).Inc()
 		return nil, &apiError{status: fiber.StatusTooManyRequests, code: "rate_limited",
 			message:    "too many open streams from your address (at most " + strconv.Itoa(s.cfg.MaxConnsPerIP) + "); close some, or poll",
 			retryAfter: 5}
 	}
-	return sync.OnceFunc(func() { s.fwdStreams.release(key) }), nil
+	return sync.OnceFunc(func() { s.fwdStreams.Release(key) }), nil
 }

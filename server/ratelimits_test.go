@@ -15,6 +15,7 @@ import (
 
 	"waitingroom/queue/queuetest"
 	"waitingroom/server"
+	"waitingroom/server/token"
 )
 
 func limited(vars map[string]string) map[string]string {
@@ -52,7 +53,7 @@ func TestLoginLimitSharedAcrossInstances(t *testing.T) {
 // different login ids from one address, 32 at a time, cost as many BCrypt
 // verifications as the per-address failure budget allows plus at most the
 // attempts in flight when it ran out (login_ip is peeked before BCrypt and
-// charged after, so that successes behind a NAT never count: layer1.go),
+// charged after, so that successes behind a NAT never count: ratelimits.go),
 // not 2,000.
 func TestCredentialStuffingFromOneIP(t *testing.T) {
 	e := newEnv(t)
@@ -207,7 +208,7 @@ func TestRedisDownPolicies(t *testing.T) {
 		}
 		ticket = st.Ticket
 	}
-	tok, _ := server.NewTokens(testSecret, "").IssueQueue("p150", "default", ticket, time.Hour)
+	tok, _ := token.New(token.Config{Secret: testSecret}).IssueQueue("p150", "default", ticket, time.Hour)
 	in.position("default", tok) // the hub tracks the room from its first poll
 	waitFor(t, "the hub to answer from memory", func() bool {
 		st, ok := in.srv.Hub().Position("default", ticket)

@@ -9,6 +9,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"waitingroom/queue"
+	"waitingroom/server/token"
 )
 
 // QueueStatus is the contract's status document (position and enter).
@@ -155,7 +156,7 @@ func (s *Server) clearQueueCookie(c *fiber.Ctx) {
 func roomParam(c *fiber.Ctx) string { return strings.Clone(c.Params("room")) }
 
 // roomClaims verifies the queue token and that it belongs to the path's room.
-func (s *Server) roomClaims(c *fiber.Ctx) (*Claims, string, error) {
+func (s *Server) roomClaims(c *fiber.Ctx) (*token.Claims, string, error) {
 	claims, err := s.queueClaims(c)
 	if err != nil {
 		return nil, "", err

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"waitingroom/server"
+	"waitingroom/server/pgstore"
+)
+
+// Main is one instance, composed here from its configuration and
+// supervised here: Open connects Redis and Postgres, builds the server and
+// starts its background loops (server.Loops: admission, hub, access,
+// presence, signals, controller, faults); Run serves until the context is
+// done, then shuts the streams and HTTP down (server.Serve); Close stops
+// the loops, then closes Redis and Postgres. That is the shutdown order:
+// streams first, then HTTP, then the loops, then Redis and Postgres.
+type Main struct {
+	Config server.Config
+	Log    *slog.Logger
+
+	rdb       redis.UniversalClient
+	store     *pgstore.Store
+	srv       *server.Server
+	stopLoops func(context.Context) error
+}
+
+// Open connects Redis and Postgres (within 30 s), builds the server and
+// starts its loops. After an error, Close releases what was opened.
+func (m *Main) Open(ctx context.Context) error {
+	rdb, err := server.OpenRedis(m.Config)
+	if err != nil {
+		return err
+	}
+	m.rdb = rdb
+	octx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	reg := prometheus.NewRegistry()
+	store, err := pgstore.Open(octx, m.Config.DatabaseURL, pgstore.Options{PoolSize: m.Config.DBPool, Logger: m.Log, Registerer: reg})
+	if err != nil {
+		return fmt.Errorf("DATABASE_URL: %w", err)
+	}
+	m.store = store
+	srv, err := server.New(server.Options{Config: m.Config, Redis: m.rdb, Store: m.store, Logger: m.Log, Registry: reg})
+	if err != nil {
+		return err
+	}
+	m.srv = srv
+	m.stopLoops = server.StartLoops(srv.Loops())
+	return nil
+}
+
+// Run listens on WR_HTTP_ADDR and WR_ADMIN_ADDR and serves until ctx is
+// done; it returns once the streams and HTTP have shut down.
+func (m *Main) Run(ctx context.Context) error { return m.srv.Run(ctx) }
+
+// Close stops the loops (waiting at most WR_SHUTDOWN_TIMEOUT for them),
+// then closes Postgres and Redis. It closes only what Open opened.
+func (m *Main) Close() error {
+	var err error
+	if m.stopLoops != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), m.Config.Shutdown)
+		err = m.stopLoops(ctx)
+		cancel()
+	}
+	if m.store != nil {
+		m.store.Close()
+	}
+	if m.rdb != nil {
+		_ = m.rdb.Close()
+	}
+	return err
+}
