@@ -42,6 +42,7 @@ func TestLoadConfigNamesTheBadVariable(t *testing.T) {
 		{"interval too small", "WR_ADMIT_INTERVAL", "1ms"},
 		{"entry ttl zero", "WR_ENTRY_TTL", "0s"},
 		{"bcrypt cost", "WR_BCRYPT_COST", "40"},
+		{"bcrypt slots", "WR_BCRYPT_CONCURRENCY", "-1"},
 		{"pool", "WR_DB_POOL", "0"},
 		{"bands", "WR_POLL_BANDS", "100:1s,50:2s,*:5s"},
 		{"rooms", "WR_ROOMS", "default,{bad}"},

@@ -144,6 +144,10 @@ func (e *env) start(vars map[string]string) *instance {
 			// Layer 1 is tested on its own (ratelimits_test.go); elsewhere the
 			// tests drive the API far faster than any person would.
 			"WR_RATE_LIMITS": "off",
+			// At cost 4 BCrypt takes a millisecond: one slot per core
+			// would only make tests that log in concurrently wait on each
+			// other on a loaded machine. The slots have their own test.
+			"WR_BCRYPT_CONCURRENCY": "64",
 		}[k]
 	}
 	cfg, err := server.LoadConfig(getenv)
