@@ -157,6 +157,16 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		MaxConns:          int(p.int("WR_MAX_CONNS", 0, 0, 10_000_000)),
 		IdleTimeout:       p.durationOrZero("WR_IDLE_TIMEOUT", 60*time.Second, 5*time.Second, 24*time.Hour),
 	}
+	p.connections(&c)
+	p.layer1(&c)
+	p.adaptive(&c)
+	p.roomsAndBands(&c)
+	p.secrets(&c)
+	return c, p.err
+}
+
+// connections reads the connection caps, the Redis topology and the push transports.
+func (p *envParser) connections(c *Config) {
 	c.MaxConnsPerIP = int(p.int("WR_MAX_CONNS_PER_IP", 0, 0, 10_000_000))
 	c.FirstRequestTimeout = p.duration("WR_FIRST_REQUEST_TIMEOUT", 5*time.Second, 500*time.Millisecond, 10*time.Minute)
 	c.MaxStreamsPerUser = int(p.int("WR_MAX_STREAMS_PER_USER", 3, 0, 1000))
@@ -173,6 +183,10 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 			p.fail("WR_TRANSPORTS", transports, "want a list of sse and ws, or none")
 		}
 	}
+}
+
+// layer1 reads the rate limits, the trusted proxies and the CORS origins.
+func (p *envParser) layer1(c *Config) {
 	c.RateLimits = p.onOff("WR_RATE_LIMITS", true)
 	c.Limits = Limits{
 		LoginIP:   p.limit("WR_LIMIT_LOGIN_IP", "10/1m:10"),
@@ -207,6 +221,10 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 			c.CORSOrigins = append(c.CORSOrigins, o)
 		}
 	}
+}
+
+// adaptive reads adaptive admission and fault injection.
+func (p *envParser) adaptive(c *Config) {
 	c.AdaptiveMin = p.int("WR_ADAPTIVE_MIN", 2, 1, 1_000_000)
 	c.AdaptiveMax = p.int("WR_ADAPTIVE_MAX", 200, 1, 1_000_000)
 	if c.AdaptiveMax < c.AdaptiveMin {
@@ -216,6 +234,10 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	c.AdaptiveCeiling = p.duration("WR_ADAPTIVE_P90_CEILING", 2*time.Second, time.Millisecond, 10*time.Minute)
 	c.AdaptiveMinSamples = p.int("WR_ADAPTIVE_MIN_SAMPLES", 20, 1, 1_000_000)
 	c.FaultInjection = p.onOff("WR_FAULT_INJECTION", false)
+}
+
+// roomsAndBands reads the configured rooms and the poll bands.
+func (p *envParser) roomsAndBands(c *Config) {
 	rooms := p.str("WR_ROOMS", "default")
 	for _, r := range strings.Split(rooms, ",") {
 		r = strings.TrimSpace(r)
@@ -231,6 +253,10 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	} else {
 		c.PollBands = b
 	}
+}
+
+// secrets reads the JWT secrets and the admin token (generated in WR_DEV).
+func (p *envParser) secrets(c *Config) {
 	switch {
 	case c.JWTSecret == "" && c.Dev:
 		c.JWTSecret = randomHex(32)
@@ -249,7 +275,6 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	if c.AdminToken != "" && len(c.AdminToken) < MinAdminTokenLen {
 		p.fail("WR_ADMIN_TOKEN", "(hidden)", fmt.Sprintf("too short: use at least %d bytes", MinAdminTokenLen))
 	}
-	return c, p.err
 }
 
 func randomHex(n int) string {
