@@ -460,9 +460,9 @@ func TestLoginLimitsConfig(t *testing.T) {
 func TestBcryptSlotsBoundLogins(t *testing.T) {
 	e := newEnv(t)
 	// Unknown ids are verified against a dummy hash of WR_BCRYPT_COST: at
-	// cost 13 each verification takes far longer than the test's logins
+	// cost 12 each verification takes far longer than the test's logins
 	// can share within the 2 s wait on one slot.
-	in := e.start(limited(behindProxy(map[string]string{"WR_BCRYPT_COST": "13", "WR_BCRYPT_CONCURRENCY": "1"})))
+	in := e.start(limited(behindProxy(map[string]string{"WR_BCRYPT_COST": "12", "WR_BCRYPT_CONCURRENCY": "1"})))
 	qt := in.enter(user(1), "default").str("queueToken")
 	const logins = 12
 	statuses := make(chan response, logins)
@@ -492,7 +492,7 @@ func TestBcryptSlotsBoundLogins(t *testing.T) {
 		}
 	}
 	if busy == 0 {
-		t.Fatalf("no login found the BCrypt slot busy: %d logins on one slot at cost 13", logins)
+		t.Fatalf("no login found the BCrypt slot busy: %d logins on one slot at cost 12", logins)
 	}
 	if got := in.metric("waitingroom_bcrypt_busy_total"); got != float64(busy) {
 		t.Fatalf("waitingroom_bcrypt_busy_total = %v, want %d", got, busy)

@@ -7,22 +7,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"waitingroom/queue"
 	"waitingroom/queue/adaptive"
 	"waitingroom/queue/queuetest"
 )
 
-func mustQueue(tb testing.TB, target int64, ttl time.Duration) (*queue.Queue, *redis.Client) {
-	tb.Helper()
-	rdb, prefix := queuetest.Redis(tb)
-	q := queue.New(rdb, queue.Options{Prefix: prefix})
-	if err := q.EnsureRoom(context.Background(), "r1", queue.RoomConfig{Target: target, EntryTTL: ttl}); err != nil {
-		tb.Fatal(err)
-	}
-	return q, rdb
-}
+// mustQueue is a queue with one room, "r1" (queuetest.Queue).
+var mustQueue = queuetest.Queue
 
 func mustEnter(tb testing.TB, q *queue.Queue, user string) {
 	tb.Helper()

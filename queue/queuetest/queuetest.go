@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"waitingroom/queue"
 )
 
 // URL returns the Redis URL for tests: WR_TEST_REDIS_URL, else REDIS_URL,
@@ -64,4 +66,16 @@ func Prefix() string {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	return "wrtest:" + hex.EncodeToString(b[:]) + ":"
+}
+
+// Queue returns a queue on the test's Redis and key prefix with one room,
+// "r1", of the given targetActive and entry window, and the client under it.
+func Queue(tb testing.TB, target int64, ttl time.Duration) (*queue.Queue, *redis.Client) {
+	tb.Helper()
+	rdb, prefix := Redis(tb)
+	q := queue.New(rdb, queue.Options{Prefix: prefix})
+	if err := q.EnsureRoom(context.Background(), "r1", queue.RoomConfig{Target: target, EntryTTL: ttl}); err != nil {
+		tb.Fatal(err)
+	}
+	return q, rdb
 }
