@@ -23,8 +23,8 @@ const pageCSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-sr
 
 // readBufferSize caps the request line and headers together; a larger
 // request gets 431 headers_too_large. 16 KiB: a busy shop domain's cookies
-// alone can pass 4 KiB (nginx allows 8 KiB per line by default, Cloudflare
-// 32 KiB in all); see fiberConfig for what it costs per connection.
+// alone can pass 4 KiB, and common proxies in front pass 8 KiB per header
+// line or more; see fiberConfig for what it costs per connection.
 const readBufferSize = 16 << 10
 
 // fiberConfig is both apps' configuration.

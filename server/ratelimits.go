@@ -30,7 +30,7 @@ import (
 // rate_limited security event naming the limit and the kind of subject.
 //
 // Login counts FAILURES, so that nobody can lock a buyer out of their
-// account (a soft lockout, ASVS V2.2.1), while credential stuffing stays
+// account (a soft lockout), while credential stuffing stays
 // bounded before BCrypt:
 //
 //	login_attempts_ip  WR_LIMIT_LOGIN_ATTEMPTS_IP 120/1m:60  every attempt per address: the CPU guard
