@@ -464,7 +464,7 @@ func TestBcryptSlotsBoundLogins(t *testing.T) {
 	// can share within the 2 s wait on one slot.
 	in := e.start(limited(behindProxy(map[string]string{"WR_BCRYPT_COST": "12", "WR_BCRYPT_CONCURRENCY": "1"})))
 	qt := in.enter(user(1), "default").str("queueToken")
-	const logins = 12
+	const logins = 16
 	statuses := make(chan response, logins)
 	var wg sync.WaitGroup
 	for i := range logins {
