@@ -3,10 +3,8 @@ package server
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 
 	"github.com/gofiber/fiber/v2"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 )
 
@@ -48,36 +46,17 @@ import (
 // a colon, the connection caps) is the listener package's, on the
 // connection.
 func (s *Server) guardProtocol(app *fiber.App) {
-	refused := protocolRefusedMetric(s.m.reg)
 	srv := app.Server()
 	srv.SecureErrorLogMessage = true
 	next := srv.Handler
 	srv.Handler = func(ctx *fasthttp.RequestCtx) {
 		if r := checkProtocol(&ctx.Request.Header); r != nil {
-			refused.WithLabelValues(r.reason).Inc()
+			s.m.protocolRefused.WithLabelValues(r.reason).Inc()
 			r.write(ctx)
 			return
 		}
 		next(ctx)
 	}
-}
-
-// protocolRefusedMetric returns waitingroom_protocol_refused_total,
-// registering it on reg unless it already is (the public and the management
-// app share it).
-func protocolRefusedMetric(reg *prometheus.Registry) *prometheus.CounterVec {
-	c := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "waitingroom_protocol_refused_total",
-		Help: "Requests refused at the HTTP protocol's edge before any handler, by reason (content_encoding, length_and_chunked, method).",
-	}, []string{"reason"})
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			return are.ExistingCollector.(*prometheus.CounterVec)
-		}
-		panic("server: registering waitingroom_protocol_refused_total: " + err.Error())
-	}
-	return c
 }
 
 // protocolRefusal is one answer of the filter, encoded once.
