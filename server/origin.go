@@ -54,7 +54,7 @@ func (s *Server) secureRequest(c *fiber.Ctx) bool {
 	return s.trusted(c.Context().RemoteIP()) && strings.EqualFold(strings.TrimSpace(c.Get(fiber.HeaderXForwardedProto)), "https")
 }
 
-// apiGate runs before every /api/v1 handler (called by denyIPs): it makes
+// apiGate runs before every /api/v1 handler, after denyIPs: it makes
 // the __Host- cookie the one every handler reads, refuses cross-site
 // requests, and records the security events of the handler's refusals.
 func (s *Server) apiGate(c *fiber.Ctx) error {

@@ -56,7 +56,7 @@ func (s *Server) newPublicApp() *fiber.App {
 	s.guardProtocol(app) // first: nothing in Fiber runs before it
 	app.Use(s.observe, securityHeaders)
 
-	api := app.Group("/api/v1", noStore, s.denyIPs)
+	api := app.Group("/api/v1", noStore, s.denyIPs, s.apiGate)
 	if len(s.cfg.CORSOrigins) > 0 {
 		api.Use(cors.New(cors.Config{
 			AllowOrigins:     strings.Join(s.cfg.CORSOrigins, ","),
