@@ -10,19 +10,22 @@ import (
 
 // clientKey is listener.AddrKey of the request's client address (clientIP): the
 // subject of per-address rate limits.
-func (s *Server) clientKey(c *fiber.Ctx) string { return listener.AddrKey(net.ParseIP(s.clientIP(c))) }
+func (s *Server) clientKey(c *fiber.Ctx) string { return listener.AddrKey(s.clientAddr(c)) }
 
-// clientIP is the socket's peer, unless that peer is a trusted proxy
+// clientIP is the request's client address (clientAddr) as text.
+func (s *Server) clientIP(c *fiber.Ctx) string { return s.clientAddr(c).String() }
+
+// clientAddr is the socket's peer, unless that peer is a trusted proxy
 // (WR_TRUSTED_PROXIES) that names the client in WR_CLIENT_IP_HEADER.
 // X-Forwarded-For from anyone else is never read.
-func (s *Server) clientIP(c *fiber.Ctx) string {
+func (s *Server) clientAddr(c *fiber.Ctx) net.IP {
 	peer := c.Context().RemoteIP()
 	if len(s.cfg.TrustedProxies) > 0 && s.trusted(peer) {
 		if ip := net.ParseIP(c.Get(s.cfg.ClientIPHeader)); ip != nil {
-			return ip.String()
+			return ip
 		}
 	}
-	return peer.String()
+	return peer
 }
 
 func (s *Server) trusted(ip net.IP) bool {

@@ -55,10 +55,11 @@ func (s *Server) holdStream(c *fiber.Ctx) (release func(), err error) {
 	if len(s.cfg.TrustedProxies) == 0 || s.cfg.MaxConnsPerIP <= 0 || !s.trusted(c.Context().RemoteIP()) {
 		return func() {}, nil
 	}
-	if s.acl.Current().Allow.HasIP(s.clientIP(c)) {
+	addr := s.clientAddr(c)
+	if s.acl.Current().Allow.HasIP(addr.String()) {
 		return func() {}, nil
 	}
-	key := s.clientKey(c)
+	key := listener.AddrKey(addr)
 	if !s.fwdStreams.Acquire(key, s.cfg.MaxConnsPerIP) {
 		s.m.rateLimited.WithLabelValues(streamAddrLimit).Inc()
 		return nil, &apiError{status: fiber.StatusTooManyRequests, code: "rate_limited",
