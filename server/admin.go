@@ -18,7 +18,7 @@ import (
 )
 
 func (s *Server) newAdminApp() *fiber.App {
-	app := fiber.New(s.fiberConfig("waitingroom-admin"))
+	app := fiber.New(s.fiberConfig(adminAppName))
 	s.guardProtocol(app) // first: nothing in Fiber runs before it
 	app.Get("/metrics", adaptor.HTTPHandler(promhttp.HandlerFor(s.m.reg, promhttp.HandlerOpts{})))
 	app.Get("/healthz", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"status": "ok"}) })
