@@ -68,7 +68,6 @@ type Server struct {
 	checkout  *checkout.Checkout // the order use case
 	acl       *access.Lists      // deny, allow and bypass lists
 	presence  *presence
-	keyPrefix string
 	rec       *adaptive.Recorder   // order signals for adaptive admission
 	ctl       *adaptive.Controller // the admission limit controller
 	faults    *faults.Faults       // injected order delay (WR_FAULT_INJECTION)
@@ -104,7 +103,6 @@ func New(o Options) (*Server, error) {
 	if prefix == "" {
 		prefix = queue.DefaultPrefix
 	}
-	s.keyPrefix = prefix
 	s.acl = access.New(o.Redis, prefix)
 	s.faults = faults.New(o.Redis, prefix, o.Config.FaultInjection)
 	s.limiter = ratelimit.New(o.Redis, prefix+"rl:")
