@@ -14,12 +14,8 @@ shift || true
 build
 start_redis
 fresh_db wr_attack
-export WR_JWT_SECRET=attack-run-secret-attack-run-secret-0123 WR_ADMIN_TOKEN=attack-run-admin-token \
-  WR_HTTP_ADDR=127.0.0.1:18080 WR_ADMIN_ADDR=127.0.0.1:18081
-"$bin/wr" seed --users $((n + 100)) --products 1 --stock 100000000 >/dev/null 2>&1
-"$bin/wr" serve >"$dir/server.log" 2>&1 &
-srv=$!
-until curl -sf localhost:18081/readyz >/dev/null; do sleep 0.1; done
+export WR_JWT_SECRET=attack-run-secret-attack-run-secret-0123
+start_server $((n + 100)) on --products 1 --stock 100000000
 "$bin/lt" attack --base http://127.0.0.1:18080 --admin http://127.0.0.1:18081 \
   --admin-token "$WR_ADMIN_TOKEN" --jwt-secret "$WR_JWT_SECRET" --mint-tokens \
   -n "$n" --over 10s --transport mix --target 200 "$@" || { tail -50 "$dir/server.log"; exit 1; }

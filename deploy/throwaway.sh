@@ -35,11 +35,13 @@ fresh_db() {
   export DATABASE_URL="postgres://postgres@127.0.0.1:5432/$1?sslmode=disable" REDIS_URL="redis://127.0.0.1:$port/0"
 }
 
-# start_server seeds 6,000 users and serves on 127.0.0.1:18080 (public) and
-# :18081 (management, admin token "t"); its log is $dir/server.log.
+# start_server [USERS [LIMITS [SEED FLAGS…]]] seeds USERS users (6,000),
+# with the seed flags given, and serves on 127.0.0.1:18080 (public) and
+# :18081 (management, admin token "throwaway-admin-token") with
+# WR_RATE_LIMITS=LIMITS (off); its log is $dir/server.log.
 start_server() {
-  export WR_ADMIN_TOKEN=throwaway-admin-token WR_RATE_LIMITS=off WR_HTTP_ADDR=127.0.0.1:18080 WR_ADMIN_ADDR=127.0.0.1:18081
-  "$bin/wr" seed --users 6000 >/dev/null 2>&1
+  export WR_ADMIN_TOKEN=throwaway-admin-token WR_RATE_LIMITS=${2:-off} WR_HTTP_ADDR=127.0.0.1:18080 WR_ADMIN_ADDR=127.0.0.1:18081
+  "$bin/wr" seed --users "${1:-6000}" "${@:3}" >/dev/null 2>&1
   "$bin/wr" serve >"$dir/server.log" 2>&1 &
   srv=$!
   until curl -sf localhost:18081/readyz >/dev/null; do sleep 0.1; done

@@ -79,8 +79,11 @@ func (l *List) HasIP(ip string) bool {
 		return false
 	}
 	p := net.ParseIP(ip)
+	if p == nil {
+		return false
+	}
 	for _, n := range l.nets {
-		if p != nil && n.Contains(p) {
+		if n.Contains(p) {
 			return true
 		}
 	}

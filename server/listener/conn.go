@@ -70,8 +70,11 @@ func (c *countedConn) Close() error {
 }
 
 // SyscallConn exposes the socket for the non-blocking liveness peek.
-func (c *countedConn) SyscallConn() (syscall.RawConn, error) {
-	if sc, ok := c.Conn.(syscall.Conn); ok {
+func (c *countedConn) SyscallConn() (syscall.RawConn, error) { return rawConn(c.Conn) }
+
+// rawConn is the socket under a wrapped connection (the wrappers' SyscallConn).
+func rawConn(c net.Conn) (syscall.RawConn, error) {
+	if sc, ok := c.(syscall.Conn); ok {
 		return sc.SyscallConn()
 	}
 	return nil, errors.New("not a socket")

@@ -144,9 +144,4 @@ func (g *headerGuardConn) Read(p []byte) (int, error) {
 }
 
 // SyscallConn exposes the socket (the streams' liveness peek uses it).
-func (g *headerGuardConn) SyscallConn() (syscall.RawConn, error) {
-	if sc, ok := g.Conn.(syscall.Conn); ok {
-		return sc.SyscallConn()
-	}
-	return nil, errors.New("not a socket")
-}
+func (g *headerGuardConn) SyscallConn() (syscall.RawConn, error) { return rawConn(g.Conn) }
