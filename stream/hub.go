@@ -317,8 +317,7 @@ func (h *Hub) Position(room string, ticket int64) (queue.Status, bool) {
 func (h *Hub) Subscribe(room, user string, initial queue.Status) *Sub {
 	s := &Sub{Room: room, User: user, hub: h, notify: make(chan struct{}, 1), done: make(chan struct{})}
 	s.shard = h.shards[maphash.String(h.seed, user)%uint64(len(h.shards))]
-	h.roomPtr(room, true)
-	if h.state(room) == nil {
+	if h.roomPtr(room, true).Load() == nil {
 		h.requestResync()
 	}
 	now := time.Now()

@@ -3,6 +3,7 @@ package stream
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -77,11 +78,8 @@ func (sh *shard) remove(s *Sub) {
 func (sh *shard) unindex(s *Sub) {
 	k := userKey{s.Room, s.User}
 	subs := sh.users[k]
-	for i, o := range subs {
-		if o == s {
-			subs = append(subs[:i:i], subs[i+1:]...)
-			break
-		}
+	if i := slices.Index(subs, s); i >= 0 {
+		subs = slices.Delete(subs, i, i+1)
 	}
 	if len(subs) == 0 {
 		delete(sh.users, k)

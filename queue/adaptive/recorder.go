@@ -16,7 +16,7 @@ import (
 // orderAcc is one room's orders of one window not yet flushed.
 type orderAcc struct {
 	orders, errors, acquires, waitUs int64
-	buckets                          [20]int64 // len(latencyBuckets)+1
+	buckets                          [len(latencyBuckets) + 1]int64
 }
 
 type accKey struct {

@@ -47,7 +47,7 @@ func windowSignals(m map[string]string, window time.Duration) Signals {
 
 // latencyBuckets are the upper bounds of the order latency histogram kept
 // per room and window in Redis; the last bucket is open.
-var latencyBuckets = []time.Duration{
+var latencyBuckets = [...]time.Duration{
 	time.Millisecond, 2 * time.Millisecond, 5 * time.Millisecond, 10 * time.Millisecond,
 	20 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond, 150 * time.Millisecond,
 	200 * time.Millisecond, 300 * time.Millisecond, 500 * time.Millisecond, 750 * time.Millisecond,

@@ -46,17 +46,21 @@ func Redis(tb testing.TB) (*redis.Client, string) {
 	}
 	prefix := Prefix()
 	tb.Cleanup(func() {
+		_ = rdb.Close()
+		// A client of its own: the test may have closed its client (to
+		// cause an outage) and its keys must go all the same.
+		c := redis.NewClient(opt)
+		defer c.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		iter := rdb.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+		iter := c.Scan(ctx, 0, prefix+"*", 1000).Iterator()
 		var batch []string
 		for iter.Next(ctx) {
 			batch = append(batch, iter.Val())
 		}
 		if len(batch) > 0 {
-			rdb.Del(ctx, batch...)
+			c.Del(ctx, batch...)
 		}
-		_ = rdb.Close()
 	})
 	return rdb, prefix
 }
