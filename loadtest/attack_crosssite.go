@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -45,7 +44,7 @@ func (a *attacker) crossSite(ctx context.Context, access string, n int) *crossSi
 	wsURL := *u
 	wsURL.Scheme = map[string]string{"http": "ws", "https": "wss"}[u.Scheme]
 	wsURL.Path = cl.roomPath("ws")
-	dial := loopbackDial(func() net.IP { return crossSiteAddr })
+	dial := dialFrom(crossSiteAddr)
 	wd := &websocket.Dialer{NetDialContext: dial, HandshakeTimeout: a.timeout, ReadBufferSize: streamBuf, WriteBufferSize: 1 << 10}
 	for i := 0; i < n && ctx.Err() == nil; i++ {
 		h := http.Header{}

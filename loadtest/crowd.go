@@ -61,7 +61,7 @@ func newCrowd(base, room string, timeout, idle time.Duration, n, perAddr int, re
 	}
 	for g := range groups {
 		ip := legitAddr(g)
-		dial := loopbackDial(func() net.IP { return ip })
+		dial := dialFrom(ip)
 		c.groups = append(c.groups, &crowdGroup{
 			api:    &api{base: base, room: room, hc: newClientFrom(ip, perAddr, timeout), rec: rec},
 			dialer: map[string]*streamDialer{"sse": shared["sse"].from(dial), "ws": shared["ws"].from(dial)},
