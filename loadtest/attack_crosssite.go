@@ -83,10 +83,6 @@ func (a *attacker) crossSite(ctx context.Context, access string, n int) *crossSi
 		a.send(cl, "csrf-leave", req)
 	}
 	res.WS, res.Leave = a.rec.Summary("csrf-ws"), a.rec.Summary("csrf-leave")
-	req, err := http.NewRequestWithContext(context.WithoutCancel(ctx), http.MethodGet, a.base+cl.roomPath("position"), nil)
-	if err == nil {
-		req.Header.Set("Authorization", "Bearer "+qtok)
-		res.PlaceCode, _ = a.send(cl, "victim-position", req)
-	}
+	res.PlaceCode, _ = cl.call(context.WithoutCancel(ctx), "victim-position", http.MethodGet, cl.roomPath("position"), qtok, nil, nil)
 	return res
 }
