@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -45,7 +44,7 @@ func (a *attacker) crossSite(ctx context.Context, access string, n int) *crossSi
 	wsURL := *u
 	wsURL.Scheme = map[string]string{"http": "ws", "https": "wss"}[u.Scheme]
 	wsURL.Path = cl.roomPath("ws")
-	dial := loopbackDial(func() net.IP { return crossSiteAddr })
+	dial := dialFrom(crossSiteAddr)
 	wd := &websocket.Dialer{NetDialContext: dial, HandshakeTimeout: a.timeout, ReadBufferSize: streamBuf, WriteBufferSize: 1 << 10}
 	for i := 0; i < n && ctx.Err() == nil; i++ {
 		h := http.Header{}
@@ -84,10 +83,6 @@ func (a *attacker) crossSite(ctx context.Context, access string, n int) *crossSi
 		a.send(cl, "csrf-leave", req)
 	}
 	res.WS, res.Leave = a.rec.Summary("csrf-ws"), a.rec.Summary("csrf-leave")
-	req, err := http.NewRequestWithContext(context.WithoutCancel(ctx), http.MethodGet, a.base+cl.roomPath("position"), nil)
-	if err == nil {
-		req.Header.Set("Authorization", "Bearer "+qtok)
-		res.PlaceCode, _ = a.send(cl, "victim-position", req)
-	}
+	res.PlaceCode, _ = cl.call(context.WithoutCancel(ctx), "victim-position", http.MethodGet, cl.roomPath("position"), qtok, nil, nil)
 	return res
 }

@@ -44,7 +44,7 @@ func (a *attacker) idleFlood(ctx context.Context, n int, deadline time.Duration)
 	if err != nil {
 		return res
 	}
-	dial := loopbackDial(func() net.IP { return idleFloodAddr })
+	dial := dialFrom(idleFloodAddr)
 	f := &idleSockets{ctx: ctx, res: res}
 	half := []byte("GET " + (&url.URL{Path: "/api/v1/rooms/" + a.room + "/position"}).EscapedPath() + " HT")
 	for i := 0; i < n && ctx.Err() == nil; i++ {

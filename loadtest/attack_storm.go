@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"net/http"
 	"sync"
@@ -36,12 +35,8 @@ func (a *attacker) storm(ctx context.Context, tokens []string, d time.Duration, 
 	for _, tok := range tokens {
 		wg.Go(func() {
 			for ctx.Err() == nil && sent.Add(1) <= int64(limit) {
-				req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.base+cl.roomPath("position"), nil)
-				if err != nil {
-					return
-				}
-				req.Header.Set("Authorization", "Bearer "+tok)
-				if code, body := a.send(cl, "storm", req); code == http.StatusOK && bytes.Contains(body, []byte(`"READY"`)) {
+				var st queueStatus
+				if code, _ := cl.call(ctx, "storm", http.MethodGet, cl.roomPath("position"), tok, nil, &st); code == http.StatusOK && st.Status == "READY" {
 					ready.Add(1)
 				}
 			}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -36,7 +35,7 @@ func (a *attacker) streamFlood(ctx context.Context, qtok string, n int, idle tim
 		res.EnterFailure = err.Error()
 		return res
 	}
-	d = d.from(loopbackDial(func() net.IP { return streamAddr }))
+	d = d.from(dialFrom(streamAddr))
 	var (
 		open     atomic.Int64
 		replaced atomic.Int64

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"net/http"
 	"strconv"
 	"sync"
@@ -48,13 +46,8 @@ func (a *attacker) stuffing(ctx, reqCtx context.Context, attempts, addrs, conns 
 				if i%4 != 0 {
 					id = "user" + strconv.Itoa(crowdFirst+(i*7919)%crowdN)
 				}
-				body, _ := json.Marshal(map[string]string{"loginId": id, "password": "wrong-" + strconv.Itoa(i)})
-				req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.base+"/api/v1/auth/login", bytes.NewReader(body))
-				if err != nil {
-					return
-				}
-				req.Header.Set("Content-Type", "application/json")
-				a.send(clients[i%addrs], "stuffing", req)
+				body := map[string]string{"loginId": id, "password": "wrong-" + strconv.Itoa(i)}
+				_, _ = clients[i%addrs].call(ctx, "stuffing", http.MethodPost, "/api/v1/auth/login", "", body, nil)
 				mu.Lock()
 				ids[id] = true
 				res.Attempts++
@@ -72,11 +65,7 @@ func (a *attacker) stuffing(ctx, reqCtx context.Context, attempts, addrs, conns 
 	res.LoginIDs = len(ids)
 	oc := a.client(ownerAddr, 1)
 	defer oc.hc.CloseIdleConnections()
-	body, _ := json.Marshal(map[string]string{"loginId": owner, "password": password})
-	if req, err := http.NewRequestWithContext(reqCtx, http.MethodPost, a.base+"/api/v1/auth/login", bytes.NewReader(body)); err == nil {
-		req.Header.Set("Content-Type", "application/json")
-		res.OwnerCode, _ = a.send(oc, "owner-login", req)
-	}
+	res.OwnerCode, _ = oc.call(reqCtx, "owner-login", http.MethodPost, "/api/v1/auth/login", "", map[string]string{"loginId": owner, "password": password}, nil)
 	res.Codes = a.rec.Summary("stuffing")
 	return res
 }

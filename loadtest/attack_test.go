@@ -5,8 +5,6 @@ import (
 	"compress/gzip"
 	"flag"
 	"io"
-	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -45,13 +43,7 @@ func TestSmokeAttack(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := rep.(*attackReport)
-	defer func() {
-		if t.Failed() {
-			var b strings.Builder
-			r.print(&b)
-			t.Log(b.String())
-		}
-	}()
+	logOnFailure(t, r)
 	if r.Baseline == nil || r.Attack == nil {
 		t.Fatalf("runs: baseline %v, under attack %v: want both", r.Baseline != nil, r.Attack != nil)
 	}
@@ -92,17 +84,11 @@ func TestSmokeAttack(t *testing.T) {
 			t.Errorf("%s: %s", c.Name, c.Got)
 		}
 	}
-	if st, err := (&admin{base: s.admin, token: smokeAdmin, room: "default", hc: http.DefaultClient}).roomState(t.Context()); err != nil || st.TargetActive != 20 || st.Waiting != 0 {
+	if st, err := s.roomState(t); err != nil || st.TargetActive != 20 || st.Waiting != 0 {
 		t.Errorf("the room after the runs: targetActive %d, waiting %d (%v): want 20 (restored), 0 (the attackers left)", st.TargetActive, st.Waiting, err)
 	}
-	if err := writeJSON(o.out, rep); err != nil {
-		t.Fatal(err)
-	}
-	if err := writeHTML(o.html, rep); err != nil {
-		t.Fatal(err)
-	}
-	if html, err := os.ReadFile(o.html); err != nil || strings.Count(string(html), "<svg") != 6 {
-		t.Errorf("HTML report: %d charts (%v), want 6", strings.Count(string(html), "<svg"), err)
+	if n := strings.Count(writeReports(t, &o, rep), "<svg"); n != 6 {
+		t.Errorf("HTML report: %d charts, want 6", n)
 	}
 }
 

@@ -75,20 +75,18 @@ func (a *attacker) enter(ctx context.Context, cl *api, access string) (qtok, coo
 	return st.QueueToken, cookie, nil
 }
 
-// send sends req from cl, records its status (0: no answer) under name, and
-// returns the status and at most 512 bytes of the body.
-func (a *attacker) send(cl *api, name string, req *http.Request) (int, []byte) {
+// send sends req from cl and records its status (0: no answer) under name:
+// for the requests api.call cannot make (a raw or form body, a cookie).
+func (a *attacker) send(cl *api, name string, req *http.Request) {
 	start := time.Now()
 	resp, err := cl.hc.Do(req)
 	if err != nil {
 		if req.Context().Err() == nil {
 			a.rec.Record(name, codeError, time.Since(start))
 		}
-		return codeError, nil
+		return
 	}
 	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
 	a.rec.Record(name, resp.StatusCode, time.Since(start))
-	return resp.StatusCode, b
 }

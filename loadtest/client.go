@@ -35,7 +35,13 @@ func newClient(conns int, timeout time.Duration) *http.Client {
 // come from many addresses, as a real sale's do. Its connections never mix
 // with another address's.
 func newClientFrom(src net.IP, conns int, timeout time.Duration) *http.Client {
-	return httpClient(conns, timeout, loopbackDial(func() net.IP { return src }))
+	return httpClient(conns, timeout, dialFrom(src))
+}
+
+// dialFrom dials a loopback target from src alone: the connections of one
+// address of a crowd, or of one attack.
+func dialFrom(src net.IP) dialFunc {
+	return loopbackDial(func() net.IP { return src })
 }
 
 // dialFunc is a DialContext.

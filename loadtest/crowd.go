@@ -29,7 +29,6 @@ type crowd struct {
 
 // crowdGroup is the clients of one source address.
 type crowdGroup struct {
-	addr   net.IP // nil: the shared pool of 127.0.0.2 …
 	api    *api
 	dialer map[string]*streamDialer // "sse", "ws"
 }
@@ -62,9 +61,8 @@ func newCrowd(base, room string, timeout, idle time.Duration, n, perAddr int, re
 	}
 	for g := range groups {
 		ip := legitAddr(g)
-		dial := loopbackDial(func() net.IP { return ip })
+		dial := dialFrom(ip)
 		c.groups = append(c.groups, &crowdGroup{
-			addr:   ip,
 			api:    &api{base: base, room: room, hc: newClientFrom(ip, perAddr, timeout), rec: rec},
 			dialer: map[string]*streamDialer{"sse": shared["sse"].from(dial), "ws": shared["ws"].from(dial)},
 		})

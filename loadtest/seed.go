@@ -12,6 +12,8 @@ import (
 	"sync"
 	"text/tabwriter"
 	"time"
+
+	"waitingroom/queue/loop"
 )
 
 // holdMetric is the contract's pool acquire→release histogram: the seed's
@@ -219,20 +221,13 @@ func progressLines(ctx context.Context, adm *admin, start time.Time, counts func
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		t := time.NewTicker(5 * time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
+		loop.Every(ctx, 5*time.Second, func(ctx context.Context) {
 			line := fmt.Sprintf("%5.0fs  %s", time.Since(start).Seconds(), counts())
 			if st, err := adm.roomState(ctx); err == nil {
 				line += fmt.Sprintf("  | room active %d/%d waiting %s", st.Active, st.TargetActive, commas(int(st.Waiting)))
 			}
 			fmt.Fprintln(os.Stderr, line)
-		}
+		})
 	}()
 	return done
 }

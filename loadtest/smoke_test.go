@@ -121,6 +121,39 @@ func (s smokeServer) args(extra ...string) []string {
 	return append([]string{"--base", s.base, "--admin", s.admin, "--admin-token", smokeAdmin, "--timeout", "60s"}, extra...)
 }
 
+// roomState reads the default room through the server's admin API.
+func (s smokeServer) roomState(t *testing.T) (roomState, error) {
+	return (&admin{base: s.admin, token: smokeAdmin, room: "default", hc: http.DefaultClient}).roomState(t.Context())
+}
+
+// logOnFailure logs the printed report r when the test has failed.
+func logOnFailure(t *testing.T, r report) {
+	t.Cleanup(func() {
+		if t.Failed() {
+			var b strings.Builder
+			r.print(&b)
+			t.Log(b.String())
+		}
+	})
+}
+
+// writeReports writes rep to --out and --html as main does, and returns
+// the HTML page.
+func writeReports(t *testing.T, o *options, rep report) string {
+	t.Helper()
+	if err := writeJSON(o.out, rep); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeHTML(o.html, rep); err != nil {
+		t.Fatal(err)
+	}
+	html, err := os.ReadFile(o.html)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(html)
+}
+
 func TestSmokeSeed(t *testing.T) {
 	s := startSmokeServer(t)
 	var o options
@@ -129,13 +162,7 @@ func TestSmokeSeed(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := rep.(*seedReport)
-	defer func() {
-		if t.Failed() {
-			var b strings.Builder
-			r.print(&b)
-			t.Log(b.String())
-		}
-	}()
+	logOnFailure(t, r)
 	if r.Orders == 0 {
 		t.Errorf("orders: got 0, want some")
 	}
@@ -166,13 +193,7 @@ func TestSmokeSurge(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := rep.(*surgeReport)
-	defer func() {
-		if t.Failed() {
-			var b strings.Builder
-			r.print(&b)
-			t.Log(b.String())
-		}
-	}()
+	logOnFailure(t, r)
 	if r.HitMaxDuration || r.Interrupted {
 		t.Fatalf("the run did not finish: max duration %v, interrupted %v", r.HitMaxDuration, r.Interrupted)
 	}
@@ -195,23 +216,12 @@ func TestSmokeSurge(t *testing.T) {
 		t.Errorf("ETA: no samples")
 	}
 	// The run leaves the room as it found it: targetActive restored.
-	adm := &admin{base: s.admin, token: smokeAdmin, room: "default", hc: http.DefaultClient}
-	if st, err := adm.roomState(t.Context()); err != nil || st.TargetActive != 20 {
+	if st, err := s.roomState(t); err != nil || st.TargetActive != 20 {
 		t.Errorf("targetActive after the run: got %d (%v), want 20", st.TargetActive, err)
 	}
 
 	// The reports are written by main; write them as main does.
-	if err := writeJSON(o.out, rep); err != nil {
-		t.Fatal(err)
-	}
-	if err := writeHTML(o.html, rep); err != nil {
-		t.Fatal(err)
-	}
-	html, err := os.ReadFile(o.html)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n := strings.Count(string(html), "<svg"); n < 5 {
+	if n := strings.Count(writeReports(t, &o, rep), "<svg"); n < 5 {
 		t.Errorf("HTML report: %d charts, want at least 5", n)
 	}
 }

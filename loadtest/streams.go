@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"waitingroom/queue/loop"
 )
 
 // The contract's bars for push (DESIGN.md, "Performance bars"), at
@@ -448,19 +450,10 @@ func forEach(ctx context.Context, what string, n, conns int, fn func(i int) erro
 	var next, done, failed atomic.Int64
 	var firstErr atomic.Pointer[error]
 	var wg sync.WaitGroup
-	stop := make(chan struct{})
-	go func() {
-		t := time.NewTicker(5 * time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-t.C:
-				fmt.Fprintf(os.Stderr, "loadtest: %s %s/%s (failed %d)\n", what, commas(int(done.Load())), commas(n), failed.Load())
-			}
-		}
-	}()
+	progress, stop := context.WithCancel(context.Background())
+	go loop.Every(progress, 5*time.Second, func(context.Context) {
+		fmt.Fprintf(os.Stderr, "loadtest: %s %s/%s (failed %d)\n", what, commas(int(done.Load())), commas(n), failed.Load())
+	})
 	for range min(conns, n) {
 		wg.Go(func() {
 			for ctx.Err() == nil {
@@ -477,7 +470,7 @@ func forEach(ctx context.Context, what string, n, conns int, fn func(i int) erro
 		})
 	}
 	wg.Wait()
-	close(stop)
+	stop()
 	if p := firstErr.Load(); p != nil {
 		return fmt.Errorf("%s: %d of %d failed, the first: %w", what, failed.Load(), n, *p)
 	}

@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"waitingroom/queue/loop"
 )
 
 // surgeOutcome is where one user of a surge ended.
@@ -610,22 +612,12 @@ func (r *surgeRun) progress(ctx context.Context, adm *admin, n int) (stop func()
 		every = 500 * time.Millisecond
 	}
 	done := make(chan struct{})
-	quit := make(chan struct{})
+	quit, cancel := context.WithCancel(context.Background())
 	go func() {
 		defer close(done)
-		t := time.NewTicker(every)
-		defer t.Stop()
 		var last [3]int64
 		lastAt := time.Now()
-		for {
-			select {
-			case <-quit:
-				if tty {
-					fmt.Fprintln(os.Stderr)
-				}
-				return
-			case <-t.C:
-			}
+		loop.Every(quit, every, func(context.Context) {
 			c := &r.cnt
 			cur := [3]int64{c.entered.Load(), c.ready.Load(), c.ordered.Load()}
 			dt := time.Since(lastAt).Seconds()
@@ -647,9 +639,12 @@ func (r *surgeRun) progress(ctx context.Context, adm *admin, n int) (stop func()
 			} else {
 				fmt.Fprintln(os.Stderr, line)
 			}
+		})
+		if tty {
+			fmt.Fprintln(os.Stderr)
 		}
 	}()
-	return sync.OnceFunc(func() { close(quit); <-done })
+	return sync.OnceFunc(func() { cancel(); <-done })
 }
 
 // isTerminal reports whether f is a character device (a terminal).

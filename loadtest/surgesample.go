@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"waitingroom/queue/loop"
 )
 
 // roomSample is one read of GET /admin/rooms/{room}.
@@ -45,9 +47,7 @@ func startRoomSampler(ctx context.Context, adm *admin, start time.Time, every ti
 	rs := &roomSampler{done: make(chan struct{})}
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for range maxSamples {
+		nowAndEveryCapped(ctx, every, func() {
 			st, err := adm.roomState(ctx)
 			at := time.Since(start)
 			rs.mu.Lock()
@@ -59,17 +59,10 @@ func startRoomSampler(ctx context.Context, adm *admin, start time.Time, every ti
 				rs.s.Room = append(rs.s.Room, roomSample{At: at, Active: st.Active, Waiting: st.Waiting, Target: st.TargetActive})
 			}
 			rs.mu.Unlock()
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-		}
+		})
 	})
 	wg.Go(func() {
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
-		for range maxSamples {
+		nowAndEveryCapped(ctx, time.Second, func() {
 			m, errText := scrapeMetrics(ctx, adm)
 			at := time.Since(start)
 			rss, ok1 := m[metricRSS]
@@ -88,15 +81,24 @@ func startRoomSampler(ctx context.Context, adm *admin, start time.Time, every ti
 				}
 			}
 			rs.mu.Unlock()
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-		}
+		})
 	})
 	go func() { wg.Wait(); close(rs.done) }()
 	return rs
+}
+
+// nowAndEveryCapped calls fn at once, then every period, until ctx ends or
+// after maxSamples calls.
+func nowAndEveryCapped(ctx context.Context, period time.Duration, fn func()) {
+	capped, stop := context.WithCancel(ctx)
+	defer stop()
+	calls := 0
+	loop.NowAndEvery(capped, period, func(context.Context) {
+		fn()
+		if calls++; calls == maxSamples {
+			stop()
+		}
+	})
 }
 
 // last is the latest room sample.
