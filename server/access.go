@@ -3,7 +3,6 @@ package server
 import (
 	"errors"
 	"log/slog"
-	"net"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -18,7 +17,7 @@ var errDenied = &apiError{status: fiber.StatusForbidden, code: "denied", message
 
 // denyIPs refuses denied addresses before any work.
 func (s *Server) denyIPs(c *fiber.Ctx) error {
-	if d := &s.acl.Current().Deny; d.HasNets() && d.HasIP(s.clientIP(c)) {
+	if d := &s.acl.Current().Deny; d.HasNets() && d.HasIP(s.clientAddr(c)) {
 		return errDenied
 	}
 	return c.Next()
@@ -35,12 +34,8 @@ func (s *Server) checkUser(user string) error {
 // exempt reports whether the request's address or user is on the allow list.
 func (s *Server) exempt(c *fiber.Ctx, user string) bool {
 	a := &s.acl.Current().Allow
-	return (user != "" && a.HasUser(user)) || a.HasIP(s.clientIP(c))
+	return (user != "" && a.HasUser(user)) || (a.HasNets() && a.HasIP(s.clientAddr(c)))
 }
-
-// parseNet reads an IP or a CIDR as the access lists do (config.go reads
-// WR_TRUSTED_PROXIES with it).
-func parseNet(s string) (*net.IPNet, error) { return access.ParseNet(s) }
 
 // accessDoc is the admin API's view of the lists.
 type accessDoc struct {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"waitingroom/server/access"
 	"waitingroom/server/listener"
 )
 
@@ -28,11 +29,5 @@ func (s *Server) clientAddr(c *fiber.Ctx) net.IP {
 	return peer
 }
 
-func (s *Server) trusted(ip net.IP) bool {
-	for _, n := range s.cfg.TrustedProxies {
-		if n.Contains(ip) {
-			return true
-		}
-	}
-	return false
-}
+// trusted reports whether ip is one of WR_TRUSTED_PROXIES.
+func (s *Server) trusted(ip net.IP) bool { return access.InNets(s.cfg.TrustedProxies, ip) }

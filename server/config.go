@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"waitingroom/queue"
+	"waitingroom/server/access"
 	"waitingroom/server/ratelimit"
 )
 
@@ -202,7 +203,7 @@ func (p *envParser) layer1(c *Config) {
 	c.ClientIPHeader = p.str("WR_CLIENT_IP_HEADER", "X-Real-IP")
 	if v := p.str("WR_TRUSTED_PROXIES", ""); v != "" {
 		for _, cidr := range strings.Split(v, ",") {
-			n, err := parseNet(strings.TrimSpace(cidr))
+			n, err := access.ParseNet(strings.TrimSpace(cidr))
 			if err != nil {
 				p.fail("WR_TRUSTED_PROXIES", v, "want comma-separated IPs or CIDRs")
 				break

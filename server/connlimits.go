@@ -33,7 +33,7 @@ func (s *Server) connExempt(ip net.IP) bool {
 		return true
 	}
 	a := &s.acl.Current().Allow
-	return a.HasNets() && a.HasIP(ip.String())
+	return a.HasIP(ip)
 }
 
 // streamAddrLimit is the label of a forwarded client's stream refusal in
@@ -56,7 +56,7 @@ func (s *Server) holdStream(c *fiber.Ctx) (release func(), err error) {
 		return func() {}, nil
 	}
 	addr := s.clientAddr(c)
-	if s.acl.Current().Allow.HasIP(addr.String()) {
+	if s.acl.Current().Allow.HasIP(addr) {
 		return func() {}, nil
 	}
 	key := listener.AddrKey(addr)

@@ -2,6 +2,7 @@ package access_test
 
 import (
 	"errors"
+	"net"
 	"slices"
 	"testing"
 
@@ -39,7 +40,7 @@ func TestParse(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Parse(%q): %v", tc.entries, err)
 		}
-		if got := l.HasIP(tc.ip); got != tc.wantIP {
+		if got := l.HasIP(net.ParseIP(tc.ip)); got != tc.wantIP {
 			t.Errorf("Parse(%q).HasIP(%q) = %v, want %v", tc.entries, tc.ip, got, tc.wantIP)
 		}
 		if got := l.HasUser(tc.user); got != tc.wantUsr {
@@ -67,7 +68,7 @@ func TestReplaceAndLoad(t *testing.T) {
 	if want := []string{"198.51.100.7", "user:9"}; !sameSet(got.Deny.Entries(), want) {
 		t.Fatalf("deny = %q, want %q", got.Deny.Entries(), want)
 	}
-	if !got.Deny.HasUser("9") || !got.Allow.HasIP("203.0.113.9") || len(got.Bypass.Entries()) != 0 {
+	if !got.Deny.HasUser("9") || !got.Allow.HasIP(net.ParseIP("203.0.113.9")) || len(got.Bypass.Entries()) != 0 {
 		t.Fatalf("loaded lists = %+v", got)
 	}
 
@@ -78,7 +79,7 @@ func TestReplaceAndLoad(t *testing.T) {
 		t.Fatalf("invalid replacement: error %v", err)
 	}
 	mustLoad(t, b)
-	if got := b.Current(); got.Bypass.HasUser("1") || !got.Allow.HasIP("203.0.113.9") {
+	if got := b.Current(); got.Bypass.HasUser("1") || !got.Allow.HasIP(net.ParseIP("203.0.113.9")) {
 		t.Fatalf("a refused replacement changed the lists: %+v", got)
 	}
 
@@ -87,7 +88,7 @@ func TestReplaceAndLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustLoad(t, b)
-	if got := b.Current(); len(got.Deny.Entries()) != 0 || !got.Allow.HasIP("203.0.113.9") {
+	if got := b.Current(); len(got.Deny.Entries()) != 0 || !got.Allow.HasIP(net.ParseIP("203.0.113.9")) {
 		t.Fatalf("after emptying deny: %+v", got)
 	}
 }

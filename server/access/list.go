@@ -73,17 +73,15 @@ func ParseNet(s string) (*net.IPNet, error) {
 // caller can skip working out an address when it does not.
 func (l *List) HasNets() bool { return len(l.nets) > 0 }
 
-// HasIP reports whether ip (in text form) is in one of the list's networks.
-func (l *List) HasIP(ip string) bool {
-	if len(l.nets) == 0 {
-		return false
-	}
-	p := net.ParseIP(ip)
-	if p == nil {
-		return false
-	}
-	for _, n := range l.nets {
-		if n.Contains(p) {
+// HasIP reports whether ip is in one of the list's networks (a nil ip is
+// in none).
+func (l *List) HasIP(ip net.IP) bool { return ip != nil && InNets(l.nets, ip) }
+
+// InNets reports whether ip is in one of nets (the trusted proxies use it
+// too).
+func InNets(nets []*net.IPNet, ip net.IP) bool {
+	for _, n := range nets {
+		if n.Contains(ip) {
 			return true
 		}
 	}
