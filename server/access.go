@@ -7,13 +7,14 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"waitingroom/server/access"
+	"waitingroom/server/api"
 )
 
 // The access lists (package access: deny, allow, bypass, shared through
 // Redis and checked in memory) at the HTTP layer: the checks that refuse
 // and exempt requests, and the admin API that reads and replaces them.
 
-var errDenied = &apiError{status: fiber.StatusForbidden, code: "denied", message: "access denied"}
+var errDenied = &api.Error{Status: fiber.StatusForbidden, Code: "denied", Message: "access denied"}
 
 // denyIPs refuses denied addresses before any work.
 func (s *Server) denyIPs(c *fiber.Ctx) error {
@@ -46,7 +47,7 @@ type accessDoc struct {
 
 func (s *Server) adminGetAccess(c *fiber.Ctx) error {
 	if err := s.acl.Load(c.UserContext()); err != nil {
-		return errors.Join(errDBUnavailable, err)
+		return errors.Join(api.ErrUnavailable, err)
 	}
 	a := s.acl.Current()
 	return c.JSON(accessDoc{Deny: a.Deny.Entries(), Allow: a.Allow.Entries(), Bypass: a.Bypass.Entries()})
@@ -59,16 +60,16 @@ func (s *Server) adminPutAccess(c *fiber.Ctx) error {
 		Allow  *[]string `json:"allow"`
 		Bypass *[]string `json:"bypass"`
 	}
-	if err := decodeJSON(c, &req); err != nil {
+	if err := api.DecodeStrict(c, &req); err != nil {
 		return err
 	}
 	ctx := c.UserContext()
 	if err := s.acl.Replace(ctx, access.Update{Deny: req.Deny, Allow: req.Allow, Bypass: req.Bypass}); err != nil {
 		var ee *access.EntryError
 		if errors.As(err, &ee) {
-			return errBadRequest(ee.Error())
+			return api.BadRequest(ee.Error())
 		}
-		return errors.Join(errDBUnavailable, err)
+		return errors.Join(api.ErrUnavailable, err)
 	}
 	s.log.LogAttrs(ctx, slog.LevelWarn, "access lists changed by admin",
 		slog.Any("deny", req.Deny), slog.Any("allow", req.Allow), slog.Any("bypass", req.Bypass))

@@ -15,10 +15,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"waitingroom/queue"
+	"waitingroom/server/api"
 )
 
 func (s *Server) newAdminApp() *fiber.App {
-	app := fiber.New(s.fiberConfig(adminAppName))
+	app := fiber.New(api.FiberConfig("waitingroom-admin", s.cfg.BodyLimit, s.log))
 	s.guardProtocol(app) // first: nothing in Fiber runs before it
 	app.Get("/metrics", adaptor.HTTPHandler(promhttp.HandlerFor(s.m.reg, promhttp.HandlerOpts{})))
 	app.Get("/healthz", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"status": "ok"}) })
@@ -27,7 +28,7 @@ func (s *Server) newAdminApp() *fiber.App {
 	app.Use("/debug/pprof", s.adminAuth)
 	app.Use(pprof.New())
 	s.mountDashboard(app) // before the /admin group: the page itself needs no token
-	adm := app.Group("/admin", s.adminAuth, noStore)
+	adm := app.Group("/admin", s.adminAuth, api.NoStore)
 	adm.Get("/rooms", s.adminRooms)
 	adm.Get("/rooms/:room", s.adminRoom)
 	adm.Put("/rooms/:room", s.adminPutRoom)
@@ -72,10 +73,10 @@ func (s *Server) adminAuth(c *fiber.Ctx) error {
 		return err
 	}
 	want := s.cfg.AdminToken
-	got := bearer(c)
+	got := api.Bearer(c)
 	if want == "" || subtle.ConstantTimeCompare([]byte(got), []byte(want)) != 1 {
 		s.adminFailed(c, got != "")
-		return &apiError{status: 401, code: "unauthorized", message: "the admin API needs Authorization: Bearer $WR_ADMIN_TOKEN"}
+		return &api.Error{Status: 401, Code: "unauthorized", Message: "the admin API needs Authorization: Bearer $WR_ADMIN_TOKEN"}
 	}
 	return c.Next()
 }
@@ -160,7 +161,7 @@ func (s *Server) adminRooms(c *fiber.Ctx) error {
 func adminRoomName(c *fiber.Ctx) (string, error) {
 	room := roomParam(c)
 	if !queue.ValidRoom(room) {
-		return "", errBadRequest("room names are 1-64 of a-z 0-9 - _")
+		return "", api.BadRequest("room names are 1-64 of a-z 0-9 - _")
 	}
 	return room, nil
 }
@@ -200,20 +201,20 @@ func (s *Server) adminPutRoom(c *fiber.Ctx) error {
 		return err
 	}
 	var req roomPut
-	if err := decodeJSON(c, &req); err != nil {
+	if err := api.DecodeStrict(c, &req); err != nil {
 		return err
 	}
 	var u queue.RoomUpdate
 	if req.TargetActive != nil {
 		if *req.TargetActive < 0 || *req.TargetActive > 1_000_000 {
-			return errBadRequest("targetActive must be from 0 to 1000000")
+			return api.BadRequest("targetActive must be from 0 to 1000000")
 		}
 		u.Target = req.TargetActive
 	}
 	if len(req.EntryTTL) > 0 {
 		d, err := parseTTL(req.EntryTTL)
 		if err != nil {
-			return errBadRequest(err.Error())
+			return api.BadRequest(err.Error())
 		}
 		u.EntryTTL = &d
 	}
@@ -221,7 +222,7 @@ func (s *Server) adminPutRoom(c *fiber.Ctx) error {
 	if req.Mode != nil {
 		m := queue.Mode(*req.Mode)
 		if !queue.ValidMode(m) {
-			return errBadRequest(`mode must be "fixed" or "adaptive"`)
+			return api.BadRequest(`mode must be "fixed" or "adaptive"`)
 		}
 		u.Mode = &m
 	}
@@ -231,14 +232,14 @@ func (s *Server) adminPutRoom(c *fiber.Ctx) error {
 	if req.Method != nil {
 		m, ok := queue.ParseMethod(*req.Method)
 		if !ok {
-			return errBadRequest("method must be one of fifo, random, passthrough, reject")
+			return api.BadRequest("method must be one of fifo, random, passthrough, reject")
 		}
 		u.Method = &m
 	}
 	if len(req.OpensAt) > 0 {
 		at, err := parseOpensAt(req.OpensAt)
 		if err != nil {
-			return errBadRequest(err.Error())
+			return api.BadRequest(err.Error())
 		}
 		u.OpensAt = &at
 	}
@@ -321,7 +322,7 @@ func (s *Server) checkBounds(c *fiber.Ctx, req roomPut, u *queue.RoomUpdate) err
 	}
 	for _, v := range []*int64{req.MinActive, req.MaxActive} {
 		if v != nil && (*v < 0 || *v > 1_000_000) {
-			return errBadRequest("minActive and maxActive must be from 1 to 1000000 (0: the configured default)")
+			return api.BadRequest("minActive and maxActive must be from 1 to 1000000 (0: the configured default)")
 		}
 	}
 	var cur queue.RoomInfo
@@ -340,7 +341,7 @@ func (s *Server) checkBounds(c *fiber.Ctx, req roomPut, u *queue.RoomUpdate) err
 		hi = *req.MaxActive
 	}
 	if b := s.limitRule().WithBounds(lo, hi); b.Min > b.Max {
-		return errBadRequest("minActive must not be above maxActive")
+		return api.BadRequest("minActive must not be above maxActive")
 	}
 	u.MinActive, u.MaxActive = req.MinActive, req.MaxActive
 	return nil

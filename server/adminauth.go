@@ -7,6 +7,9 @@ import (
 	"sync"
 	"time"
 
+	"waitingroom/server/api"
+	"waitingroom/server/seclog"
+
 	"github.com/gofiber/fiber/v2"
 )
 
@@ -76,15 +79,15 @@ func (s *Server) adminThrottled(c *fiber.Ctx) error {
 	if !refused {
 		return nil
 	}
-	s.securityEvent(c.UserContext(), evAdminThrot, slog.String("address", s.clientIP(c)), slog.String("path", logValue(c.Path())))
+	s.sec.Event(c.UserContext(), seclog.AdminThrottled, slog.String("address", s.clientIP(c)), slog.String("path", seclog.Value(c.Path())))
 	secs := int(math.Ceil(wait.Seconds()))
-	return &apiError{status: fiber.StatusTooManyRequests, code: "rate_limited", retryAfter: secs,
-		message: "too many failed admin authentications from this address; retry after " + strconv.Itoa(secs) + " s"}
+	return &api.Error{Status: fiber.StatusTooManyRequests, Code: "rate_limited", RetryAfter: secs,
+		Message: "too many failed admin authentications from this address; retry after " + strconv.Itoa(secs) + " s"}
 }
 
 // adminFailed records one failed admin authentication.
 func (s *Server) adminFailed(c *fiber.Ctx, tokenSent bool) {
 	s.adminFail.fail(s.clientKey(c), time.Now())
-	s.securityEvent(c.UserContext(), evAdminAuth, slog.String("address", s.clientIP(c)),
-		slog.Bool("token_sent", tokenSent), slog.String("path", logValue(c.Path())))
+	s.sec.Event(c.UserContext(), seclog.AdminAuth, slog.String("address", s.clientIP(c)),
+		slog.Bool("token_sent", tokenSent), slog.String("path", seclog.Value(c.Path())))
 }

@@ -13,12 +13,11 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"golang.org/x/crypto/bcrypt"
 
+	"waitingroom/server/api"
 	"waitingroom/server/pgstore"
+	"waitingroom/server/seclog"
 	"waitingroom/server/token"
 )
-
-// errDBUnavailable: Postgres could not answer in time.
-var errDBUnavailable = &apiError{status: 503, code: "unavailable", message: "the service is briefly unavailable; retry shortly", retryAfter: 1}
 
 type loginRequest struct {
 	LoginID  string `json:"loginId"`
@@ -34,14 +33,14 @@ type loginRequest struct {
 func (s *Server) login(c *fiber.Ctx) error {
 	ctx := c.UserContext()
 	var req loginRequest
-	if err := decodeJSON(c, &req); err != nil {
+	if err := api.Decode(c, &req); err != nil {
 		return err
 	}
 	if err := validLoginID(req.LoginID); err != nil {
 		return err
 	}
 	if req.Password == "" || len(req.Password) > 256 {
-		return errBadRequest("password must be 1-256 characters")
+		return api.BadRequest("password must be 1-256 characters")
 	}
 	settle, err := s.loginGate(c, req.LoginID)
 	if err != nil {
@@ -57,7 +56,7 @@ func (s *Server) login(c *fiber.Ctx) error {
 		return err
 	}
 	if !ok {
-		s.securityEvent(ctx, evLoginFailed, slog.String("address", s.clientIP(c)), slog.String("login_id", logValue(req.LoginID)))
+		s.sec.Event(ctx, seclog.LoginFailed, slog.String("address", s.clientIP(c)), slog.String("login_id", seclog.Value(req.LoginID)))
 		return errInvalidCreds
 	}
 	tok, err := s.tokens.IssueAccess(userID(id), s.cfg.AccessTTL)
@@ -76,7 +75,7 @@ func (s *Server) checkPassword(ctx context.Context, loginID, password string) (o
 		_, err := s.verifyPassword(ctx, s.dummy(), password)
 		return false, 0, err
 	case err != nil:
-		return false, 0, dbError(err)
+		return false, 0, api.StoreError(err)
 	}
 	ok, err = s.verifyPassword(ctx, hash, password)
 	return ok, id, err
@@ -88,10 +87,10 @@ func (s *Server) checkPassword(ctx context.Context, loginID, password string) (o
 // refuses a NUL byte or invalid UTF-8 itself).
 func validLoginID(id string) error {
 	if id == "" || len(id) > 128 || strings.TrimSpace(id) != id {
-		return errBadRequest("loginId must be 1-128 characters without surrounding spaces")
+		return api.BadRequest("loginId must be 1-128 characters without surrounding spaces")
 	}
 	if !utf8.ValidString(id) || strings.IndexFunc(id, unicode.IsControl) >= 0 {
-		return errBadRequest("loginId must be valid UTF-8 without control characters")
+		return api.BadRequest("loginId must be valid UTF-8 without control characters")
 	}
 	return nil
 }
@@ -101,8 +100,8 @@ func validLoginID(id string) error {
 const bcryptWait = 2 * time.Second
 
 // errLoginBusy: every BCrypt slot stayed taken for bcryptWait.
-var errLoginBusy = &apiError{status: 503, code: "unavailable", retryAfter: 2,
-	message: "logins are busy right now; retry in a moment (a place in a queue is not affected)"}
+var errLoginBusy = &api.Error{Status: 503, Code: "unavailable", RetryAfter: 2,
+	Message: "logins are busy right now; retry in a moment (a place in a queue is not affected)"}
 
 // verifyPassword runs one BCrypt verification in one of the instance's
 // BCrypt slots (WR_BCRYPT_CONCURRENCY, by default half the cores). The
@@ -149,9 +148,9 @@ func bearer(c *fiber.Ctx) string {
 
 // accessClaims verifies the request's access token.
 func (s *Server) accessClaims(c *fiber.Ctx) (*token.Claims, error) {
-	raw := bearer(c)
+	raw := api.Bearer(c)
 	if raw == "" {
-		return nil, errUnauthorized
+		return nil, api.ErrUnauthorized
 	}
 	claims, err := s.tokens.Parse(raw, token.KindAccess)
 	if err != nil {
@@ -168,12 +167,12 @@ const queueCookie = "wr_queue"
 // queueClaims verifies the request's queue token, from the Authorization
 // header or the queue cookie.
 func (s *Server) queueClaims(c *fiber.Ctx) (*token.Claims, error) {
-	raw := bearer(c)
+	raw := api.Bearer(c)
 	if raw == "" {
 		raw = c.Cookies(queueCookie)
 	}
 	if raw == "" {
-		return nil, errUnauthorized
+		return nil, api.ErrUnauthorized
 	}
 	claims, err := s.tokens.Parse(raw, token.KindQueue)
 	if err != nil {

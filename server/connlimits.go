@@ -7,6 +7,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"waitingroom/server/api"
 	"waitingroom/server/listener"
 )
 
@@ -62,9 +63,9 @@ func (s *Server) holdStream(c *fiber.Ctx) (release func(), err error) {
 	key := listener.AddrKey(addr)
 	if !s.fwdStreams.Acquire(key, s.cfg.MaxConnsPerIP) {
 		s.m.rateLimited.WithLabelValues(streamAddrLimit).Inc()
-		return nil, &apiError{status: fiber.StatusTooManyRequests, code: "rate_limited",
-			message:    "too many open streams from your address (at most " + strconv.Itoa(s.cfg.MaxConnsPerIP) + "); close some, or poll",
-			retryAfter: 5}
+		return nil, &api.Error{Status: fiber.StatusTooManyRequests, Code: "rate_limited",
+			Message:    "too many open streams from your address (at most " + strconv.Itoa(s.cfg.MaxConnsPerIP) + "); close some, or poll",
+			RetryAfter: 5}
 	}
 	return sync.OnceFunc(func() { s.fwdStreams.Release(key) }), nil
 }

@@ -5,12 +5,13 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"waitingroom/server/api"
 	"waitingroom/web"
 )
 
 // dashboardCSP is pageCSP for the operator dashboard: its own files only,
 // no inline script or style, fetches to its own origin only.
-const dashboardCSP = pageCSP
+const dashboardCSP = api.PageCSP
 
 // mountDashboard serves the operator dashboard (web/admin) on the management
 // app: the page at GET /admin/ and its script and stylesheet under
@@ -31,7 +32,7 @@ const dashboardCSP = pageCSP
 // No cookie means no ambient authority, so a cross-site form cannot act on
 // the admin API on the operator's behalf.
 func (s *Server) mountDashboard(app *fiber.App) {
-	files := loadStatic(web.AdminFS())
+	files := api.LoadStatic(web.AdminFS())
 	index, ok := files["index.html"]
 	if !ok {
 		panic("server: web.AdminFS has no index.html")
@@ -48,7 +49,7 @@ func (s *Server) mountDashboard(app *fiber.App) {
 		headers(c)
 		c.Set(fiber.HeaderCacheControl, "no-cache")
 		c.Set(fiber.HeaderContentType, "text/html; charset=utf-8")
-		return c.Send(index.body)
+		return c.Send(index.Body)
 	})
 	app.Get("/admin/static/*", func(c *fiber.Ctx) error {
 		name := c.Params("*")
@@ -58,7 +59,7 @@ func (s *Server) mountDashboard(app *fiber.App) {
 		}
 		headers(c)
 		c.Set(fiber.HeaderCacheControl, "no-cache")
-		c.Set(fiber.HeaderContentType, f.contentType)
-		return c.Send(f.body)
+		c.Set(fiber.HeaderContentType, f.ContentType)
+		return c.Send(f.Body)
 	})
 }

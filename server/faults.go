@@ -7,6 +7,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"waitingroom/server/api"
 	"waitingroom/server/faults"
 )
 
@@ -27,7 +28,7 @@ type faultsDoc struct {
 func (s *Server) adminGetFaults(c *fiber.Ctx) error {
 	d, err := s.faults.Read(c.UserContext())
 	if err != nil {
-		return errors.Join(errDBUnavailable, err)
+		return errors.Join(api.ErrUnavailable, err)
 	}
 	return c.JSON(faultsDoc{Enabled: s.faults.Enabled(), OrderDelay: d.String(), OrderDelayMs: d.Milliseconds()})
 }
@@ -43,18 +44,18 @@ func (s *Server) adminPutFaults(c *fiber.Ctx) error {
 		return faults.ErrDisabled // before reading the body, whatever it holds
 	}
 	var req faultsPut
-	if err := decodeJSON(c, &req); err != nil {
+	if err := api.DecodeStrict(c, &req); err != nil {
 		return err
 	}
 	if len(req.OrderDelay) == 0 {
-		return errBadRequest("orderDelay is required, e.g. \"300ms\" (\"0s\" removes it)")
+		return api.BadRequest("orderDelay is required, e.g. \"300ms\" (\"0s\" removes it)")
 	}
 	d, err := parseDelay(req.OrderDelay)
 	if err != nil {
-		return errBadRequest(err.Error())
+		return api.BadRequest(err.Error())
 	}
 	if err := s.faults.SetOrderDelay(c.UserContext(), d); err != nil {
-		return errors.Join(errDBUnavailable, err)
+		return errors.Join(api.ErrUnavailable, err)
 	}
 	s.log.Warn("fault injection changed by admin", "orderDelay", d)
 	return c.JSON(faultsDoc{Enabled: true, OrderDelay: d.String(), OrderDelayMs: d.Milliseconds()})

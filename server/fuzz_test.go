@@ -4,6 +4,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"waitingroom/server/api"
 )
 
 // The fuzz targets' seed corpora run with every `go test`; run one with
@@ -16,9 +18,9 @@ func FuzzDecodeOrder(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var req orderRequest
-		err := decodeBody(body, &req)
-		var ae *apiError
-		if err != nil && (!errors.As(err, &ae) || ae.status != 400) {
+		err := api.DecodeBody(body, &req)
+		var ae *api.Error
+		if err != nil && (!errors.As(err, &ae) || ae.Status != 400) {
 			t.Fatalf("decode error %v is not a 400", err)
 		}
 	})

@@ -2,13 +2,12 @@ package server
 
 import (
 	"context"
-	"errors"
 	"strconv"
 
 	"github.com/gofiber/fiber/v2"
 
+	"waitingroom/server/api"
 	"waitingroom/server/checkout"
-	"waitingroom/server/pgstore"
 )
 
 type orderRequest struct {
@@ -25,14 +24,14 @@ func (s *Server) order(c *fiber.Ctx) error {
 		return err
 	}
 	var req orderRequest
-	if err := decodeJSON(c, &req); err != nil {
+	if err := api.Decode(c, &req); err != nil {
 		return err
 	}
 	if req.ProductID == nil || *req.ProductID <= 0 {
-		return errBadRequest("productId must be a positive integer")
+		return api.BadRequest("productId must be a positive integer")
 	}
 	if req.Quantity == nil || *req.Quantity < 1 || *req.Quantity > int64(s.cfg.MaxQuantity) {
-		return errBadRequest("quantity must be an integer from 1 to " + strconv.Itoa(s.cfg.MaxQuantity))
+		return api.BadRequest("quantity must be an integer from 1 to " + strconv.Itoa(s.cfg.MaxQuantity))
 	}
 	res, err := s.checkout.Place(c.UserContext(), checkout.Request{
 		Room: claims.Room, User: claims.Subject, EntryToken: c.Get("X-Entry-Token"),
@@ -62,25 +61,11 @@ func (s *Server) order(c *fiber.Ctx) error {
 func (s *Server) product(c *fiber.Ctx) error {
 	id, err := strconv.ParseInt(c.Params("id"), 10, 64)
 	if err != nil || id <= 0 {
-		return errBadRequest("the product id must be a positive integer")
+		return api.BadRequest("the product id must be a positive integer")
 	}
 	p, err := s.checkout.Product(c.UserContext(), id)
 	if err != nil {
-		return dbError(err)
+		return api.StoreError(err)
 	}
 	return c.JSON(p)
-}
-
-// dbError is the answer to a store error: its business outcome (errors.go's
-// table), 400 with the reason for a value the database refused
-// (pgstore.InputError: the request's fault, never an outage), else 503.
-func dbError(err error) error {
-	var ie *pgstore.InputError
-	switch {
-	case errors.As(err, &ie):
-		return errBadRequest("a value of the request was refused: " + ie.Reason)
-	case pgstore.IsOutcome(err):
-		return err
-	}
-	return errors.Join(errDBUnavailable, err)
 }

@@ -5,6 +5,9 @@ import (
 	"net/url"
 	"strings"
 
+	"waitingroom/server/api"
+	"waitingroom/server/seclog"
+
 	"github.com/gofiber/contrib/websocket"
 	"github.com/gofiber/fiber/v2"
 )
@@ -34,8 +37,8 @@ import (
 // and no cookie (non-browser clients, the load tool, the page's own bearer
 // calls) are unaffected: another site cannot make a browser send that
 // header without a CORS preflight, which only WR_CORS_ORIGINS pass.
-var errCrossSite = &apiError{status: fiber.StatusForbidden, code: "cross_site",
-	message: "this request must come from the waiting room's own pages or an allowed origin"}
+var errCrossSite = &api.Error{Status: fiber.StatusForbidden, Code: "cross_site",
+	Message: "this request must come from the waiting room's own pages or an allowed origin"}
 
 // queueCookieHost is the queue cookie's name over HTTPS: the __Host- prefix
 // makes the browser accept it only if Secure, with Path=/ and no Domain, so
@@ -87,10 +90,10 @@ func (s *Server) checkCrossSite(c *fiber.Ctx) error {
 	if s.sameOrigin(c) {
 		return nil
 	}
-	s.securityEvent(c.UserContext(), evCrossSite, slog.String("address", s.clientIP(c)),
-		slog.String("origin", logValue(c.Get(fiber.HeaderOrigin))),
-		slog.String("fetch_site", logValue(c.Get("Sec-Fetch-Site"))),
-		slog.String("method", c.Method()), slog.String("path", logValue(c.Path())))
+	s.sec.Event(c.UserContext(), seclog.CrossSite, slog.String("address", s.clientIP(c)),
+		slog.String("origin", seclog.Value(c.Get(fiber.HeaderOrigin))),
+		slog.String("fetch_site", seclog.Value(c.Get("Sec-Fetch-Site"))),
+		slog.String("method", c.Method()), slog.String("path", seclog.Value(c.Path())))
 	return errCrossSite
 }
 

@@ -10,7 +10,9 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"waitingroom/server/api"
 	"waitingroom/server/ratelimit"
+	"waitingroom/server/seclog"
 )
 
 // Layer 1: who gets in. Each limit is one GCRA decision on Redis, shared by
@@ -90,7 +92,7 @@ func (s *Server) limit(c *fiber.Ctx, name, subject, user string, lim ratelimit.L
 	case errors.Is(err, ratelimit.ErrUnavailable) && failOpen:
 		return nil
 	case err != nil:
-		return errors.Join(errDBUnavailable, err)
+		return errors.Join(api.ErrUnavailable, err)
 	case r.Allowed:
 		return nil
 	}
@@ -100,11 +102,11 @@ func (s *Server) limit(c *fiber.Ctx, name, subject, user string, lim ratelimit.L
 // refuse is the 429 of the limit named name, counted and recorded.
 func (s *Server) refuse(c *fiber.Ctx, name string, retryAfter time.Duration) error {
 	s.m.rateLimited.WithLabelValues(name).Inc()
-	s.securityEvent(c.UserContext(), evRateLimited, slog.String("address", s.clientIP(c)),
+	s.sec.Event(c.UserContext(), seclog.RateLimited, slog.String("address", s.clientIP(c)),
 		slog.String("limit", name), slog.String("subject", limitSubjects[name]))
-	return &apiError{status: fiber.StatusTooManyRequests, code: "rate_limited",
-		message:    "too many requests; retry after " + strconv.FormatFloat(retryAfter.Seconds(), 'f', 1, 64) + " s",
-		retryAfter: int(math.Ceil(retryAfter.Seconds()))}
+	return &api.Error{Status: fiber.StatusTooManyRequests, Code: "rate_limited",
+		Message:    "too many requests; retry after " + strconv.FormatFloat(retryAfter.Seconds(), 'f', 1, 64) + " s",
+		RetryAfter: int(math.Ceil(retryAfter.Seconds()))}
 }
 
 // limitSubjects names what each limit counts by, for the log.
@@ -140,13 +142,13 @@ func (s *Server) loginGate(c *fiber.Ctx, account string) (settle func(failed boo
 	pair := ratelimit.Check{Name: "login_pair", Slot: addr, Subject: account, Limit: lim.LoginPair}
 	idr, err := s.limiter.Peek(ctx, id)
 	if err != nil {
-		return nil, errors.Join(errDBUnavailable, err)
+		return nil, errors.Join(api.ErrUnavailable, err)
 	}
 	peeked := failures
 	peeked.PeekOnly = true
 	taken, err := s.limiter.Take(ctx, attempts, peeked, pair)
 	if err != nil {
-		return nil, errors.Join(errDBUnavailable, err)
+		return nil, errors.Join(api.ErrUnavailable, err)
 	}
 	for i, name := range []string{"login_attempts_ip", "login_ip", "login_pair"} {
 		if !taken[i].Allowed {

@@ -23,6 +23,7 @@ import (
 	"waitingroom/server/listener"
 	"waitingroom/server/pgstore"
 	"waitingroom/server/ratelimit"
+	"waitingroom/server/seclog"
 	"waitingroom/server/token"
 	"waitingroom/stream"
 )
@@ -63,7 +64,7 @@ type Server struct {
 	admitter  *queue.Admitter
 	hub       *stream.Hub
 	limiter   *ratelimit.Limiter
-	sec       secLog             // security events' log budget (seclog.go)
+	sec       *seclog.Log        // security events (package seclog)
 	adminFail adminThrottle      // failed admin authentications per address
 	checkout  *checkout.Checkout // the order use case
 	acl       *access.Lists      // deny, allow and bypass lists
@@ -99,6 +100,7 @@ func New(o Options) (*Server, error) {
 		m:        newMetrics(o.Registry),
 		log:      o.Logger,
 	}
+	s.sec = seclog.New(o.Logger, s.m.secEvents)
 	prefix := o.KeyPrefix
 	if prefix == "" {
 		prefix = queue.DefaultPrefix

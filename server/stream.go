@@ -15,6 +15,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"waitingroom/queue"
+	"waitingroom/server/api"
 	"waitingroom/server/token"
 	"waitingroom/stream"
 )
@@ -75,7 +76,7 @@ var replacedDoc = `"reason":"replaced","retryAfterMs":` + strconv.Itoa(replacedR
 const wsCloseReplaced = 4409
 
 // errTransportOff: the operator disabled this push transport (WR_TRANSPORTS).
-var errTransportOff = &apiError{status: 503, code: "unavailable", message: "this push transport is off here: use another one, or poll", retryAfter: 60}
+var errTransportOff = &api.Error{Status: 503, Code: "unavailable", Message: "this push transport is off here: use another one, or poll", RetryAfter: 60}
 
 // goneDoc is the data of a "gone" event: the contract's error form.
 var goneDoc = []byte(`{"error":"not_in_queue","message":"you are no longer in this queue (admitted window ended, left, or ordered): enter again"}`)
@@ -84,7 +85,7 @@ var goneDoc = []byte(`{"error":"not_in_queue","message":"you are no longer in th
 // Authorization header, the wr_queue cookie, or — on stream endpoints
 // only — the token query parameter (EventSource cannot set headers).
 func (s *Server) streamClaims(c *fiber.Ctx) (*token.Claims, string, error) {
-	raw := bearer(c)
+	raw := api.Bearer(c)
 	if raw == "" {
 		raw = c.Cookies(queueCookie)
 	}
@@ -92,7 +93,7 @@ func (s *Server) streamClaims(c *fiber.Ctx) (*token.Claims, string, error) {
 		raw = c.Query("token")
 	}
 	if raw == "" {
-		return nil, "", errUnauthorized
+		return nil, "", api.ErrUnauthorized
 	}
 	claims, err := s.tokens.Parse(raw, token.KindQueue)
 	if err != nil {
@@ -365,7 +366,7 @@ func (s *Server) wsUpgrade(c *fiber.Ctx) error {
 		return errTransportOff
 	}
 	if !websocket.IsWebSocketUpgrade(c) {
-		return &apiError{status: fiber.StatusUpgradeRequired, code: "upgrade_required", message: "this endpoint speaks WebSocket"}
+		return &api.Error{Status: fiber.StatusUpgradeRequired, Code: "upgrade_required", Message: "this endpoint speaks WebSocket"}
 	}
 	claims, room, err := s.streamClaims(c)
 	if err != nil {

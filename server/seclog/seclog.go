@@ -1,8 +1,11 @@
-package server
+// Package seclog is the security log: the events an operator needs to see
+// an attack, each counted and logged within a per-event line budget.
+//
+// Imports: the standard library and the Prometheus client only.
+package seclog
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"strings"
 	"sync"
@@ -10,16 +13,14 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/gofiber/fiber/v2"
-
-	"waitingroom/server/token"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Security events: what an operator (or a SIEM reading the log) needs to
 // see an attack — failed logins, refused tokens and why, 429s by limit,
 // cross-site refusals, failed admin authentication. Each is one WARN line
-// with "event" set to a stable name (the constants below) and counted in
-// waitingroom_security_events_total{event}.
+// with "event" set to a stable name (the constants below) and counted by
+// the counter the Log is given (waitingroom_security_events_total{event}).
 //
 // An attacker decides how many events happen, so the log lines are rate
 // limited per event name: at most secLogPerSecond lines a second each, then
@@ -29,12 +30,12 @@ import (
 // are cut to secValueMax bytes and control characters replaced, so a line
 // stays small and one line.
 const (
-	evLoginFailed = "login_failed"  // address, loginId (cut)
-	evTokenRefuse = "token_refused" // address, reason, path
-	evRateLimited = "rate_limited"  // address, limit, subject kind
-	evCrossSite   = "cross_site"    // address, origin, sec-fetch-site, method, path
-	evAdminAuth   = "admin_auth_failed"
-	evAdminThrot  = "admin_auth_throttled"
+	LoginFailed    = "login_failed"  // address, loginId (cut)
+	TokenRefused   = "token_refused" // address, reason, path
+	RateLimited    = "rate_limited"  // address, limit, subject kind
+	CrossSite      = "cross_site"    // address, origin, sec-fetch-site, method, path
+	AdminAuth      = "admin_auth_failed"
+	AdminThrottled = "admin_auth_throttled"
 )
 
 const (
@@ -42,10 +43,19 @@ const (
 	secValueMax     = 64
 )
 
-// secLog rate-limits security log lines per event name.
-type secLog struct {
+// Log writes security events. It is safe for concurrent use.
+type Log struct {
+	log     *slog.Logger
+	counter *prometheus.CounterVec // by "event"
+
 	mu     sync.Mutex
 	events map[string]*secWindow
+}
+
+// New returns a Log writing to log and counting into counter, whose one
+// label is the event name.
+func New(log *slog.Logger, counter *prometheus.CounterVec) *Log {
+	return &Log{log: log, counter: counter}
 }
 
 type secWindow struct {
@@ -56,7 +66,7 @@ type secWindow struct {
 
 // admit reports whether a line of event may be written now, and how many
 // were suppressed before it (to be reported first).
-func (l *secLog) admit(event string, now time.Time) (ok bool, suppressed int) {
+func (l *Log) admit(event string, now time.Time) (ok bool, suppressed int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.events == nil {
@@ -79,24 +89,24 @@ func (l *secLog) admit(event string, now time.Time) (ok bool, suppressed int) {
 	return true, suppressed
 }
 
-// securityEvent records one security event: counted always, logged at WARN
+// Event records one security event: counted always, logged at WARN
 // within its event's line budget.
-func (s *Server) securityEvent(ctx context.Context, event string, attrs ...slog.Attr) {
-	s.m.secEvents.WithLabelValues(event).Inc()
-	ok, suppressed := s.sec.admit(event, time.Now())
+func (l *Log) Event(ctx context.Context, event string, attrs ...slog.Attr) {
+	l.counter.WithLabelValues(event).Inc()
+	ok, suppressed := l.admit(event, time.Now())
 	if suppressed > 0 {
-		s.log.LogAttrs(ctx, slog.LevelWarn, "security events suppressed",
+		l.log.LogAttrs(ctx, slog.LevelWarn, "security events suppressed",
 			slog.String("event", event), slog.Int("suppressed", suppressed))
 	}
 	if !ok {
 		return
 	}
-	s.log.LogAttrs(ctx, slog.LevelWarn, "security event", append([]slog.Attr{slog.String("event", event)}, attrs...)...)
+	l.log.LogAttrs(ctx, slog.LevelWarn, "security event", append([]slog.Attr{slog.String("event", event)}, attrs...)...)
 }
 
-// logValue makes a request-supplied value safe for one log line: at most
+// Value makes a request-supplied value safe for one log line: at most
 // secValueMax bytes of valid UTF-8, control characters replaced by '?'.
-func logValue(v string) string {
+func Value(v string) string {
 	if len(v) > secValueMax {
 		v = v[:secValueMax]
 		for len(v) > 0 && !utf8.ValidString(v) {
@@ -110,22 +120,4 @@ func logValue(v string) string {
 		}
 		return r
 	}, v)
-}
-
-// noteRefusal records the security event of a handler's refusal, if it is
-// one: a refused token (with the reason, one of token.Reason's fixed words,
-// never the token or the request's bytes). Rate-limit refusals are recorded
-// where they are decided (limit), with the limit's name.
-func (s *Server) noteRefusal(c *fiber.Ctx, err error) {
-	var reason string
-	switch {
-	case errors.Is(err, token.ErrInvalid):
-		reason = token.Reason(err)
-	case errors.Is(err, errWrongRoom):
-		reason = "wrong_room"
-	default:
-		return
-	}
-	s.securityEvent(c.UserContext(), evTokenRefuse, slog.String("address", s.clientIP(c)),
-		slog.String("reason", reason), slog.String("method", c.Method()), slog.String("path", logValue(c.Path())))
 }

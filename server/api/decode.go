@@ -1,4 +1,4 @@
-package server
+package api
 
 import (
 	"bytes"
@@ -12,14 +12,12 @@ import (
 	"github.com/gofiber/fiber/v2"
 )
 
-// adminAppName is the management app's name; its bodies are decoded strictly.
-const adminAppName = "waitingroom-admin"
-
-// decodeJSON reads the request body as one JSON object into v. Malformed
+// Decode reads the request body as one JSON object into v, ignoring unknown
+// fields; DecodeStrict refuses them. Malformed
 // JSON, a wrong type or trailing data is a 400 that says what is wrong.
 //
 // The body is read raw: never inflated, whatever Content-Encoding says
-// (guardProtocol refuses such requests before any handler; this is the
+// (the protocol filter refuses such requests before any handler; this is the
 // second lock).
 //
 // Unknown fields: bodies sent to the management app are decoded strictly,
@@ -28,26 +26,20 @@ const adminAppName = "waitingroom-admin"
 // ignore unknown fields: a page or client newer than this instance, during
 // a rolling deploy, must not be refused, and every field they need is
 // checked for presence and range by its handler.
-func decodeJSON(c *fiber.Ctx, v any) error {
-	body := c.Request().Body()
-	if c.App().Config().AppName == adminAppName {
-		return decodeBodyStrict(body, v)
-	}
-	return decodeBody(body, v)
-}
+func Decode(c *fiber.Ctx, v any) error { return DecodeBody(c.Request().Body(), v) }
 
-// decodeBody is decodeJSON on a public body.
-func decodeBody(body []byte, v any) error { return decode(body, v, false) }
+// DecodeStrict is Decode for the management app: unknown fields are refused.
+func DecodeStrict(c *fiber.Ctx, v any) error { return decode(c.Request().Body(), v, true) }
 
-// decodeBodyStrict is decodeJSON on a management body: unknown fields are refused.
-func decodeBodyStrict(body []byte, v any) error { return decode(body, v, true) }
+// DecodeBody is Decode on a body already read.
+func DecodeBody(body []byte, v any) error { return decode(body, v, false) }
 
 // maxFieldEcho bounds an unknown field's name in the message.
 const maxFieldEcho = 64
 
 func decode(body []byte, v any, strict bool) error {
 	if len(bytes.TrimSpace(body)) == 0 {
-		return errBadRequest("a JSON body is required")
+		return BadRequest("a JSON body is required")
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if strict {
@@ -57,21 +49,21 @@ func decode(body []byte, v any, strict bool) error {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
 			if te.Field != "" {
-				return errBadRequest(fmt.Sprintf("%s must be %s", te.Field, jsonKind(te.Type)))
+				return BadRequest(fmt.Sprintf("%s must be %s", te.Field, jsonKind(te.Type)))
 			}
-			return errBadRequest("the body must be a JSON object")
+			return BadRequest("the body must be a JSON object")
 		}
 		// encoding/json has no typed error for an unknown field.
 		if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok && strict {
 			if len(name) > maxFieldEcho {
-				return errBadRequest("unknown field (its name is too long to show)")
+				return BadRequest("unknown field (its name is too long to show)")
 			}
-			return errBadRequest("unknown field " + name)
+			return BadRequest("unknown field " + name)
 		}
-		return errBadRequest("malformed JSON")
+		return BadRequest("malformed JSON")
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return errBadRequest("unexpected data after the JSON object")
+		return BadRequest("unexpected data after the JSON object")
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package server
+package api
 
 import (
 	"strings"
@@ -24,7 +24,7 @@ func TestDecodeNamesJSONKinds(t *testing.T) {
 		`{"f":"1"}`: "f must be a number", `{"s":1}`: "s must be a string", `{"b":0}`: "b must be true or false",
 		`{"a":{}}`: "a must be an array", `{"o":[]}`: "o must be an object", `{"m":3}`: "m must be an object",
 	} {
-		err := decodeBody([]byte(body), &v)
+		err := DecodeBody([]byte(body), &v)
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want %q", body, err, want)
 		}

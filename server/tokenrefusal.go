@@ -1,0 +1,29 @@
+package server
+
+import (
+	"errors"
+	"log/slog"
+
+	"github.com/gofiber/fiber/v2"
+
+	"waitingroom/server/seclog"
+	"waitingroom/server/token"
+)
+
+// noteRefusal records the security event of a handler's refusal, if it is
+// one: a refused token (with the reason, one of token.Reason's fixed words,
+// never the token or the request's bytes). Rate-limit refusals are recorded
+// where they are decided (limit), with the limit's name.
+func (s *Server) noteRefusal(c *fiber.Ctx, err error) {
+	var reason string
+	switch {
+	case errors.Is(err, token.ErrInvalid):
+		reason = token.Reason(err)
+	case errors.Is(err, errWrongRoom):
+		reason = "wrong_room"
+	default:
+		return
+	}
+	s.sec.Event(c.UserContext(), seclog.TokenRefused, slog.String("address", s.clientIP(c)),
+		slog.String("reason", reason), slog.String("method", c.Method()), slog.String("path", seclog.Value(c.Path())))
+}
