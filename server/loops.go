@@ -32,7 +32,7 @@ func (s *Server) Loops() []Loop {
 		{"admission", s.admitter.Run},
 		{"hub", s.hub.Run},
 		{"access", s.acl.Run},
-		{"presence", s.runPresence},
+		{"presence", s.presence.Run},
 		{"signals", func(ctx context.Context) { s.rec.Run(ctx, s.poolStats()) }},
 		{"controller", s.ctl.Run},
 		{"faults", s.faults.Run},

@@ -180,7 +180,7 @@ func (s *Server) position(c *fiber.Ctx) error {
 		return err
 	}
 	if st.State == queue.Waiting || st.State == queue.Closed {
-		s.presence.seen(room, claims.Subject)
+		s.presence.Seen(room, claims.Subject)
 	}
 	doc := s.statusDoc(room, st)
 	if st.Ticket != 0 && st.Ticket != claims.Seq {

@@ -17,6 +17,7 @@ import (
 	"waitingroom/queue"
 	"waitingroom/queue/adaptive"
 	"waitingroom/queue/loop"
+	"waitingroom/queue/presence"
 	"waitingroom/server/access"
 	"waitingroom/server/checkout"
 	"waitingroom/server/faults"
@@ -68,7 +69,7 @@ type Server struct {
 	adminFail adminThrottle      // failed admin authentications per address
 	checkout  *checkout.Checkout // the order use case
 	acl       *access.Lists      // deny, allow and bypass lists
-	presence  *presence
+	presence  *presence.Presence
 	rec       *adaptive.Recorder   // order signals for adaptive admission
 	ctl       *adaptive.Controller // the admission limit controller
 	faults    *faults.Faults       // injected order delay (WR_FAULT_INJECTION)
@@ -91,14 +92,13 @@ func New(o Options) (*Server, error) {
 		o.Logger = slog.Default()
 	}
 	s := &Server{
-		cfg:      o.Config,
-		rdb:      o.Redis,
-		q:        queue.New(o.Redis, queue.Options{Prefix: o.KeyPrefix, IdleTimeout: o.Config.IdleTimeout}),
-		presence: newPresence(),
-		store:    o.Store,
-		tokens:   token.New(token.Config{Secret: o.Config.JWTSecret, Previous: o.Config.JWTPrevious}),
-		m:        newMetrics(o.Registry),
-		log:      o.Logger,
+		cfg:    o.Config,
+		rdb:    o.Redis,
+		q:      queue.New(o.Redis, queue.Options{Prefix: o.KeyPrefix, IdleTimeout: o.Config.IdleTimeout}),
+		store:  o.Store,
+		tokens: token.New(token.Config{Secret: o.Config.JWTSecret, Previous: o.Config.JWTPrevious}),
+		m:      newMetrics(o.Registry),
+		log:    o.Logger,
 	}
 	s.sec = seclog.New(o.Logger, s.m.secEvents)
 	prefix := o.KeyPrefix
@@ -135,6 +135,7 @@ func New(o Options) (*Server, error) {
 		OnReplace:  s.m.streamRepl.Inc,
 		Logger:     o.Logger,
 	})
+	s.presence = presence.New(s.q, s.hub, o.Config.IdleTimeout)
 	if s.cfg.MaxConns == 0 {
 		// the database pool, Redis's, the management port and a few files
 		ceiling, err := listener.Ceiling(int(s.cfg.DBPool) + s.cfg.Redis.descriptors() + 16)
