@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/crypto/bcrypt"
 
+	"waitingroom/queue/loop"
 	"waitingroom/queue/queuetest"
 	"waitingroom/server"
 	"waitingroom/server/pgstore"
@@ -98,7 +99,7 @@ func startSmokeServerWith(t *testing.T, users int, env map[string]string) smokeS
 	}
 	// As cmd/waitingroom does: the loops (the admission loop among them)
 	// start before Serve and stop after it, then the store closes.
-	stopLoops := server.StartLoops(srv.Loops())
+	stopLoops := loop.Start(srv.Loops())
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, pub, adm) }()

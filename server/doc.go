@@ -34,7 +34,7 @@
 // owns its goroutines (the two listeners) and stops them before it returns.
 // The background loops (Loops: admission, hub, access, presence, signals,
 // controller, faults) are not Serve's: the composition root
-// (cmd/waitingroom, and the tests' harnesses) starts them with StartLoops
+// (cmd/waitingroom) starts them with loop.Start
 // before Serve and stops them after it, then closes Redis and Postgres.
 //
 // Imports: queue, stream, web and server's own sub-packages; never cmd.

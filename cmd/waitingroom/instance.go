@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"waitingroom/queue/loop"
 	"waitingroom/server"
 	"waitingroom/server/pgstore"
 )
@@ -23,6 +25,12 @@ import (
 type Main struct {
 	Config server.Config
 	Log    *slog.Logger
+	// Redis, when set, is used instead of a client opened from the
+	// configuration, and Close leaves it open (the tests share one).
+	Redis redis.UniversalClient
+	// KeyPrefix of every Redis key; queue.DefaultPrefix when empty (the
+	// tests give each test a prefix of its own).
+	KeyPrefix string
 
 	rdb       redis.UniversalClient
 	store     *pgstore.Store
@@ -33,11 +41,15 @@ type Main struct {
 // Open connects Redis and Postgres (within 30 s), builds the server and
 // starts its loops. After an error, Close releases what was opened.
 func (m *Main) Open(ctx context.Context) error {
-	rdb, err := server.OpenRedis(m.Config)
-	if err != nil {
-		return err
+	if m.Redis != nil {
+		m.rdb = m.Redis
+	} else {
+		rdb, err := server.OpenRedis(m.Config)
+		if err != nil {
+			return err
+		}
+		m.rdb = rdb
 	}
-	m.rdb = rdb
 	octx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	reg := prometheus.NewRegistry()
@@ -46,18 +58,26 @@ func (m *Main) Open(ctx context.Context) error {
 		return fmt.Errorf("DATABASE_URL: %w", err)
 	}
 	m.store = store
-	srv, err := server.New(server.Options{Config: m.Config, Redis: m.rdb, Store: m.store, Logger: m.Log, Registry: reg})
+	srv, err := server.New(server.Options{Config: m.Config, Redis: m.rdb, Store: m.store, Logger: m.Log, Registry: reg, KeyPrefix: m.KeyPrefix})
 	if err != nil {
 		return err
 	}
 	m.srv = srv
-	m.stopLoops = server.StartLoops(srv.Loops())
+	m.stopLoops = loop.Start(srv.Loops())
 	return nil
 }
 
 // Run listens on WR_HTTP_ADDR and WR_ADMIN_ADDR and serves until ctx is
 // done; it returns once the streams and HTTP have shut down.
 func (m *Main) Run(ctx context.Context) error { return m.srv.Run(ctx) }
+
+// Serve is Run on listeners of the caller's (the tests' loopback ports).
+func (m *Main) Serve(ctx context.Context, public, admin net.Listener) error {
+	return m.srv.Serve(ctx, public, admin)
+}
+
+// Server is the instance's server, once Open has succeeded.
+func (m *Main) Server() *server.Server { return m.srv }
 
 // Close stops the loops (waiting at most WR_SHUTDOWN_TIMEOUT for them),
 // then closes Postgres and Redis. It closes only what Open opened.
@@ -71,7 +91,7 @@ func (m *Main) Close() error {
 	if m.store != nil {
 		m.store.Close()
 	}
-	if m.rdb != nil {
+	if m.rdb != nil && m.Redis == nil {
 		_ = m.rdb.Close()
 	}
 	return err

@@ -8,17 +8,6 @@ import (
 	"testing"
 )
 
-// TestMain runs the command itself when WR_TEST_MAIN=1 (the tests start
-// this binary as the command, with its arguments).
-func TestMain(m *testing.M) {
-	if os.Getenv("WR_TEST_MAIN") == "1" {
-		os.Args = append([]string{"waitingroom"}, strings.Fields(os.Getenv("WR_TEST_ARGS"))...)
-		main()
-		os.Exit(0)
-	}
-	os.Exit(m.Run())
-}
-
 func run(t *testing.T, args string) (stdout, stderr string, code int) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")

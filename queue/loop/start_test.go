@@ -1,4 +1,4 @@
-package server_test
+package loop
 
 import (
 	"context"
@@ -6,13 +6,11 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"waitingroom/server"
 )
 
-// TestStartLoops: every loop runs until stop, which waits for all of them;
+// TestStart: every loop runs until stop, which waits for all of them;
 // a loop that does not return in time is named in the error.
-func TestStartLoops(t *testing.T) {
+func TestStart(t *testing.T) {
 	var running atomic.Int64
 	started := make(chan struct{}, 2)
 	work := func(ctx context.Context) {
@@ -21,7 +19,7 @@ func TestStartLoops(t *testing.T) {
 		<-ctx.Done()
 		running.Add(-1)
 	}
-	stop := server.StartLoops([]server.Loop{{Name: "a", Run: work}, {Name: "b", Run: work}})
+	stop := Start([]Loop{{Name: "a", Run: work}, {Name: "b", Run: work}})
 	<-started
 	<-started
 	if err := stop(t.Context()); err != nil {
@@ -32,7 +30,7 @@ func TestStartLoops(t *testing.T) {
 	}
 
 	release := make(chan struct{})
-	stuck := server.StartLoops([]server.Loop{
+	stuck := Start([]Loop{
 		{Name: "quick", Run: func(ctx context.Context) { <-ctx.Done() }},
 		{Name: "stuck", Run: func(context.Context) { <-release }},
 	})

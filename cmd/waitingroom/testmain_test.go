@@ -1,4 +1,4 @@
-package server_test
+package main
 
 import (
 	"context"
@@ -8,15 +8,14 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
 	"waitingroom/server"
-	"waitingroom/server/pgstore"
 )
 
 // TestMain fails the package when any goroutine outlives the tests:
@@ -25,9 +24,15 @@ import (
 // updater, and its worker pool's cleaner, which notices a stopped server
 // only after its idle period (10 s) and then exits.
 //
-// With WR_TEST_CHILD=serve the test binary is instead a server process of
-// its own (see TestConnectionCeiling).
+// With WR_TEST_MAIN=1 the test binary is instead the command itself, with
+// the arguments in WR_TEST_ARGS (TestHelp); with WR_TEST_CHILD=serve it is a
+// server process of its own (see TestConnectionCeiling).
 func TestMain(m *testing.M) {
+	if os.Getenv("WR_TEST_MAIN") == "1" {
+		os.Args = append([]string{"waitingroom"}, strings.Fields(os.Getenv("WR_TEST_ARGS"))...)
+		main()
+		os.Exit(0)
+	}
 	if os.Getenv("WR_TEST_CHILD") == "serve" {
 		if err := serveChild(); err != nil {
 			fmt.Fprintln(os.Stderr, "child:", err)
@@ -62,25 +67,9 @@ func serveChild() error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
-	rdb, err := server.OpenRedis(cfg)
-	if err != nil {
-		return err
+	m := &Main{Config: cfg, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), KeyPrefix: os.Getenv("WR_TEST_PREFIX")}
+	if err := m.Open(ctx); err != nil {
+		return errors.Join(err, m.Close())
 	}
-	defer rdb.Close()
-	reg := prometheus.NewRegistry()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	store, err := pgstore.Open(ctx, cfg.DatabaseURL, pgstore.Options{PoolSize: cfg.DBPool, Registerer: reg, Logger: log})
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	srv, err := server.New(server.Options{Config: cfg, Redis: rdb, Store: store, Logger: log, KeyPrefix: os.Getenv("WR_TEST_PREFIX"), Registry: reg})
-	if err != nil {
-		return err
-	}
-	stopLoops := server.StartLoops(srv.Loops())
-	err = srv.Run(ctx)
-	lctx, cancel := context.WithTimeout(context.Background(), cfg.Shutdown)
-	defer cancel()
-	return errors.Join(err, stopLoops(lctx))
+	return errors.Join(m.Run(ctx), m.Close())
 }

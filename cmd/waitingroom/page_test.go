@@ -1,4 +1,4 @@
-package server_test
+package main
 
 // End-to-end tests of the waiting-room page (web/) in headless Chromium,
 // against a real server with real Redis and Postgres. Other users are driven

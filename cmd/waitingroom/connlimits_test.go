@@ -1,4 +1,4 @@
-package server_test
+package main
 
 // Connection and stream hoarding: one client address, or one user, cannot
 // take an instance from everyone else. Clients act as different addresses by

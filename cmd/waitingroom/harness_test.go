@@ -1,9 +1,10 @@
-package server_test
+package main
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -16,7 +17,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/crypto/bcrypt"
 
@@ -154,28 +154,24 @@ func (e *env) start(vars map[string]string) *instance {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := prometheus.NewRegistry()
+	cfg.DatabaseURL = e.dbURL
 	logs := &syncBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	store, err := pgstore.Open(context.Background(), e.dbURL, pgstore.Options{PoolSize: cfg.DBPool, Registerer: reg, Logger: log})
-	if err != nil {
-		t.Fatal(err)
+	// The instance as the command composes it (Main), on e's Redis client
+	// and key prefix and on loopback ports.
+	m := &Main{Config: cfg, Log: log, Redis: e.rdb, KeyPrefix: e.prefix}
+	if err := m.Open(context.Background()); err != nil {
+		t.Fatal(errors.Join(err, m.Close()))
 	}
-	srv, err := server.New(server.Options{Config: cfg, Redis: e.rdb, Store: store, Logger: log, KeyPrefix: e.prefix, Registry: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv := m.Server()
 	if err := srv.EnsureRooms(context.Background()); err != nil {
-		t.Fatal(err)
+		t.Fatal(errors.Join(err, m.Close()))
 	}
 	pub, _ := net.Listen("tcp", "127.0.0.1:0")
 	adm, _ := net.Listen("tcp", "127.0.0.1:0")
-	// As cmd/waitingroom does: the loops start before Serve and stop after
-	// it, then the store closes.
-	stopLoops := server.StartLoops(srv.Loops())
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, pub, adm) }()
+	go func() { done <- m.Serve(ctx, pub, adm) }()
 	stop := sync.OnceFunc(func() {
 		// Connections the client dialed but never used count as "new" to
 		// the server, which waits 5 s for them at shutdown: close them.
@@ -184,12 +180,9 @@ func (e *env) start(vars map[string]string) *instance {
 		if err := <-done; err != nil {
 			t.Errorf("serve: %v", err)
 		}
-		lctx, lcancel := context.WithTimeout(context.Background(), cfg.Shutdown)
-		defer lcancel()
-		if err := stopLoops(lctx); err != nil {
-			t.Errorf("loops: %v", err)
+		if err := m.Close(); err != nil {
+			t.Errorf("close: %v", err)
 		}
-		store.Close()
 	})
 	t.Cleanup(stop)
 	return &instance{t: t, srv: srv, base: "http://" + pub.Addr().String(), admin: "http://" + adm.Addr().String(), logs: logs, stop: stop}
