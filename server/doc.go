@@ -23,8 +23,8 @@
 // cap, the first-request deadline, the header-line guard), token (the
 // JWTs: claims, issue and verify, the verified cache, key rotation),
 // pgstore (Postgres), ratelimit (GCRA limits in Redis). They never import server; server holds
-// their HTTP side (middleware, handlers, the admin API). Periodic loops use
-// queue/loop.
+// their public HTTP side (middleware, handlers). Periodic loops use
+// queue/loop. admin is the management app, whole: routes, auth, throttle, dashboard, admin API.
 //
 // Errors: handlers return errors; errors.go maps the packages' sentinel
 // errors to the contract's statuses and JSON form in one table. Anything

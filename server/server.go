@@ -19,6 +19,7 @@ import (
 	"waitingroom/queue/loop"
 	"waitingroom/queue/presence"
 	"waitingroom/server/access"
+	"waitingroom/server/admin"
 	"waitingroom/server/checkout"
 	"waitingroom/server/faults"
 	"waitingroom/server/listener"
@@ -53,26 +54,24 @@ type Options struct {
 // Server is one app instance: the public API and page, the management
 // endpoints, and the background loops it hands to its caller (Loops).
 type Server struct {
-	cfg       Config
-	rdb       redis.UniversalClient
-	q         *queue.Queue
-	store     Store
-	tokens    *token.Issuer
-	m         *metrics
-	log       *slog.Logger
-	public    *fiber.App
-	admin     *fiber.App
-	admitter  *queue.Admitter
-	hub       *stream.Hub
-	limiter   *ratelimit.Limiter
-	sec       *seclog.Log        // security events (package seclog)
-	adminFail adminThrottle      // failed admin authentications per address
-	checkout  *checkout.Checkout // the order use case
-	acl       *access.Lists      // deny, allow and bypass lists
-	presence  *presence.Presence
-	rec       *adaptive.Recorder   // order signals for adaptive admission
-	ctl       *adaptive.Controller // the admission limit controller
-	faults    *faults.Faults       // injected order delay (WR_FAULT_INJECTION)
+	cfg      Config
+	q        *queue.Queue
+	store    Store
+	tokens   *token.Issuer
+	m        *metrics
+	log      *slog.Logger
+	public   *fiber.App
+	admin    *fiber.App
+	admitter *queue.Admitter
+	hub      *stream.Hub
+	limiter  *ratelimit.Limiter
+	sec      *seclog.Log        // security events (package seclog)
+	checkout *checkout.Checkout // the order use case
+	acl      *access.Lists      // deny, allow and bypass lists
+	presence *presence.Presence
+	rec      *adaptive.Recorder   // order signals for adaptive admission
+	ctl      *adaptive.Controller // the admission limit controller
+	faults   *faults.Faults       // injected order delay (WR_FAULT_INJECTION)
 	// fwdStreams: open streams per forwarded client address (holdStream).
 	fwdStreams listener.Counts
 
@@ -93,7 +92,6 @@ func New(o Options) (*Server, error) {
 	}
 	s := &Server{
 		cfg:    o.Config,
-		rdb:    o.Redis,
 		q:      queue.New(o.Redis, queue.Options{Prefix: o.KeyPrefix, IdleTimeout: o.Config.IdleTimeout}),
 		store:  o.Store,
 		tokens: token.New(token.Config{Secret: o.Config.JWTSecret, Previous: o.Config.JWTPrevious}),
@@ -158,8 +156,32 @@ func New(o Options) (*Server, error) {
 	// Outermost, before Fiber's routing: every complete request, whatever
 	// its route, lifts its connection's first-request deadline.
 	s.public.Server().Handler = markServed(s.public.Server().Handler)
-	s.admin = s.newAdminApp()
+	s.admin = s.newAdminApp(o)
 	return s, nil
+}
+
+// newAdminApp builds the management app (package admin) over the server's
+// queue, controller, lists and faults.
+func (s *Server) newAdminApp(o Options) *fiber.App {
+	return admin.New(admin.Options{
+		Token:        s.cfg.AdminToken,
+		BodyLimit:    s.cfg.BodyLimit,
+		Logger:       s.log,
+		Sec:          s.sec,
+		Guard:        s.guardProtocol,
+		Metrics:      s.m.reg,
+		Queue:        s.q,
+		Controller:   s.ctl,
+		Rule:         s.limitRule(),
+		Window:       s.cfg.AdaptiveWindow,
+		Access:       s.acl,
+		Faults:       s.faults,
+		RoomDefaults: s.roomDefaults(),
+		PingRedis:    func(ctx context.Context) error { return o.Redis.Ping(ctx).Err() },
+		PingPostgres: o.Store.Ping,
+		ClientKey:    s.clientKey,
+		ClientIP:     s.clientIP,
+	})
 }
 
 // Public returns the public app (API and page).

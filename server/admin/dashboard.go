@@ -1,4 +1,4 @@
-package server
+package admin
 
 import (
 	"strings"
@@ -9,7 +9,7 @@ import (
 	"waitingroom/web"
 )
 
-// dashboardCSP is pageCSP for the operator dashboard: its own files only,
+// dashboardCSP is api.PageCSP for the operator dashboard: its own files only,
 // no inline script or style, fetches to its own origin only.
 const dashboardCSP = api.PageCSP
 
@@ -31,11 +31,11 @@ const dashboardCSP = api.PageCSP
 // localStorage. A token the server refuses is dropped and asked for again.
 // No cookie means no ambient authority, so a cross-site form cannot act on
 // the admin API on the operator's behalf.
-func (s *Server) mountDashboard(app *fiber.App) {
+func mountDashboard(app *fiber.App) {
 	files := api.LoadStatic(web.AdminFS())
 	index, ok := files["index.html"]
 	if !ok {
-		panic("server: web.AdminFS has no index.html")
+		panic("admin: web.AdminFS has no index.html")
 	}
 	headers := func(c *fiber.Ctx) {
 		c.Set(fiber.HeaderContentSecurityPolicy, dashboardCSP)

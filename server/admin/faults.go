@@ -1,4 +1,4 @@
-package server
+package admin
 
 import (
 	"encoding/json"
@@ -11,9 +11,9 @@ import (
 	"waitingroom/server/faults"
 )
 
-// Fault injection (package faults: an order delay shared through Redis) at
-// the HTTP layer: the admin API that shows and sets it. Refusing to set it
-// on an instance without WR_FAULT_INJECTION=on is errors.go's mapping of
+// Fault injection (package faults: an order delay shared through Redis) in
+// the admin API, which shows and sets it. Refusing to set it on an
+// instance without WR_FAULT_INJECTION=on is api's mapping of
 // faults.ErrDisabled.
 
 // faultsDoc is the faults as the admin API shows them.
@@ -23,14 +23,14 @@ type faultsDoc struct {
 	OrderDelayMs int64  `json:"orderDelayMs"`
 }
 
-// adminGetFaults shows the faults in force cluster-wide (read from Redis)
-// and whether this instance may apply them.
-func (s *Server) adminGetFaults(c *fiber.Ctx) error {
-	d, err := s.faults.Read(c.UserContext())
+// getFaults shows the faults in force cluster-wide (read from Redis) and
+// whether this instance may apply them.
+func (a *app) getFaults(c *fiber.Ctx) error {
+	d, err := a.Faults.Read(c.UserContext())
 	if err != nil {
 		return errors.Join(api.ErrUnavailable, err)
 	}
-	return c.JSON(faultsDoc{Enabled: s.faults.Enabled(), OrderDelay: d.String(), OrderDelayMs: d.Milliseconds()})
+	return c.JSON(faultsDoc{Enabled: a.Faults.Enabled(), OrderDelay: d.String(), OrderDelayMs: d.Milliseconds()})
 }
 
 // faultsPut is the body of PUT /admin/faults: {"orderDelay":"300ms"}; "0s"
@@ -39,8 +39,8 @@ type faultsPut struct {
 	OrderDelay json.RawMessage `json:"orderDelay"`
 }
 
-func (s *Server) adminPutFaults(c *fiber.Ctx) error {
-	if !s.faults.Enabled() {
+func (a *app) putFaults(c *fiber.Ctx) error {
+	if !a.Faults.Enabled() {
 		return faults.ErrDisabled // before reading the body, whatever it holds
 	}
 	var req faultsPut
@@ -54,10 +54,10 @@ func (s *Server) adminPutFaults(c *fiber.Ctx) error {
 	if err != nil {
 		return api.BadRequest(err.Error())
 	}
-	if err := s.faults.SetOrderDelay(c.UserContext(), d); err != nil {
+	if err := a.Faults.SetOrderDelay(c.UserContext(), d); err != nil {
 		return errors.Join(api.ErrUnavailable, err)
 	}
-	s.log.Warn("fault injection changed by admin", "orderDelay", d)
+	a.Logger.Warn("fault injection changed by admin", "orderDelay", d)
 	return c.JSON(faultsDoc{Enabled: true, OrderDelay: d.String(), OrderDelayMs: d.Milliseconds()})
 }
 

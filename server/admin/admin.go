@@ -1,0 +1,124 @@
+package admin
+
+import (
+	"context"
+	"crypto/subtle"
+	"log/slog"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/adaptor"
+	"github.com/gofiber/fiber/v2/middleware/pprof"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"waitingroom/queue"
+	"waitingroom/queue/adaptive"
+	"waitingroom/server/access"
+	"waitingroom/server/api"
+	"waitingroom/server/faults"
+	"waitingroom/server/seclog"
+)
+
+// Options are what the management app needs.
+type Options struct {
+	// Token is WR_ADMIN_TOKEN; empty, the admin API refuses everyone.
+	Token     string
+	BodyLimit int // WR_BODY_LIMIT
+	Logger    *slog.Logger
+	Sec       *seclog.Log // security events: failed and throttled authentications
+	// Guard is installed on the app first, before any Fiber middleware
+	// (the server's protocol filter); nil for none.
+	Guard func(app *fiber.App)
+	// Metrics is served at /metrics.
+	Metrics prometheus.Gatherer
+	Queue   *queue.Queue
+	// Controller reads a room's adaptive state; Rule is its limit rule
+	// (the bounds a room falls back to); Window is WR_ADAPTIVE_WINDOW,
+	// shown while a room has no evaluated window.
+	Controller *adaptive.Controller
+	Rule       adaptive.Rule
+	Window     time.Duration
+	Access     *access.Lists
+	Faults     *faults.Faults
+	// RoomDefaults configure a room that PUT /admin/rooms/{room} creates.
+	RoomDefaults queue.RoomConfig
+	// PingRedis and PingPostgres are /readyz's checks.
+	PingRedis, PingPostgres func(ctx context.Context) error
+	// ClientKey is the subject of the throttle (the client address's key);
+	// ClientIP is the client address as logged.
+	ClientKey, ClientIP func(c *fiber.Ctx) string
+}
+
+// app is the management app's state: its options and the throttle.
+type app struct {
+	Options
+	fails throttle // failed admin authentications per address
+}
+
+// New builds the management app.
+func New(o Options) *fiber.App {
+	a := &app{Options: o}
+	f := fiber.New(api.FiberConfig("waitingroom-admin", o.BodyLimit, o.Logger))
+	if o.Guard != nil {
+		o.Guard(f) // first: nothing in Fiber runs before it
+	}
+	f.Get("/metrics", adaptor.HTTPHandler(promhttp.HandlerFor(o.Metrics, promhttp.HandlerOpts{})))
+	f.Get("/healthz", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"status": "ok"}) })
+	f.Get("/readyz", a.readyz)
+	// Profiles, for operators measuring memory and CPU under load.
+	f.Use("/debug/pprof", a.auth)
+	f.Use(pprof.New())
+	mountDashboard(f) // before the /admin group: the page itself needs no token
+	adm := f.Group("/admin", a.auth, api.NoStore)
+	adm.Get("/rooms", a.rooms)
+	adm.Get("/rooms/:room", a.room)
+	adm.Put("/rooms/:room", a.putRoom)
+	adm.Get("/faults", a.getFaults)
+	adm.Put("/faults", a.putFaults)
+	adm.Get("/access", a.getAccess)
+	adm.Put("/access", a.putAccess)
+	return f
+}
+
+// readyz is 200 when Redis and Postgres each answer within a second
+// (checked in parallel, so one slow dependency does not fail the other).
+func (a *app) readyz(c *fiber.Ctx) error {
+	check := func(ping func(context.Context) error) <-chan string {
+		out := make(chan string, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			if err := ping(ctx); err != nil {
+				out <- err.Error()
+				return
+			}
+			out <- "ok"
+		}()
+		return out
+	}
+	rc := check(a.PingRedis)
+	pc := check(a.PingPostgres)
+	checks := fiber.Map{"redis": <-rc, "postgres": <-pc}
+	if checks["redis"] != "ok" || checks["postgres"] != "ok" {
+		return c.Status(fiber.StatusServiceUnavailable).JSON(fiber.Map{"status": "unavailable", "checks": checks})
+	}
+	return c.JSON(fiber.Map{"status": "ok", "checks": checks})
+}
+
+// auth requires "Authorization: Bearer $WR_ADMIN_TOKEN" (compared in
+// constant time). Without WR_ADMIN_TOKEN the admin API refuses everyone.
+// Failures are logged as security events and throttled per address
+// (throttle.go): past the allowance, 429 before the token is compared.
+func (a *app) auth(c *fiber.Ctx) error {
+	if err := a.throttled(c); err != nil {
+		return err
+	}
+	want := a.Token
+	got := api.Bearer(c)
+	if want == "" || subtle.ConstantTimeCompare([]byte(got), []byte(want)) != 1 {
+		a.failed(c, got != "")
+		return &api.Error{Status: 401, Code: "unauthorized", Message: "the admin API needs Authorization: Bearer $WR_ADMIN_TOKEN"}
+	}
+	return c.Next()
+}

@@ -1,0 +1,69 @@
+package admin
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// parseOpensAt reads an opening time: an RFC 3339 string, or null or ""
+// to clear it (returned as the zero time).
+func parseOpensAt(raw json.RawMessage) (time.Time, error) {
+	var str *string
+	if err := json.Unmarshal(raw, &str); err != nil {
+		return time.Time{}, errors.New("opensAt must be an RFC 3339 time such as \"2026-11-29T10:00:00+09:00\", or null to clear it")
+	}
+	if str == nil || *str == "" {
+		return time.Time{}, nil
+	}
+	at, err := time.Parse(time.RFC3339, *str)
+	if err != nil || at.Year() < 2000 || at.Year() > 9999 {
+		return time.Time{}, fmt.Errorf("opensAt %q is not an RFC 3339 time such as \"2026-11-29T10:00:00+09:00\"", *str)
+	}
+	return at, nil
+}
+
+// parseTTL reads a room's entryTtl: "90s" or a number of seconds, from
+// 1s to 24h.
+func parseTTL(raw json.RawMessage) (time.Duration, error) {
+	return parseDurationField(raw, "entryTtl", "90s", time.Second, time.Second, 24*time.Hour)
+}
+
+// parseDurationField reads a JSON duration string (like example) or a
+// number of unit, within [lo, hi]; errors name the field.
+func parseDurationField(raw json.RawMessage, field, example string, unit, lo, hi time.Duration) (time.Duration, error) {
+	var d time.Duration
+	var str string
+	var n float64
+	unitName := map[time.Duration]string{time.Millisecond: "milliseconds", time.Second: "seconds"}[unit]
+	switch {
+	case json.Unmarshal(raw, &str) == nil:
+		v, err := time.ParseDuration(str)
+		if err != nil {
+			return 0, fmt.Errorf("%s %q is not a duration like %s", field, str, example)
+		}
+		d = v
+	case json.Unmarshal(raw, &n) == nil:
+		d = time.Duration(n * float64(unit))
+	default:
+		return 0, fmt.Errorf("%s must be a duration string (%q) or a number of %s", field, example, unitName)
+	}
+	if d < lo || d > hi {
+		return 0, fmt.Errorf("%s must be from %s to %s", field, fmtDuration(lo), fmtDuration(hi))
+	}
+	return d, nil
+}
+
+// fmtDuration writes whole hours and minutes as "24h" and "10m", not "24h0m0s".
+func fmtDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-2]
+	}
+	return s
+}

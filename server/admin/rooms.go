@@ -1,0 +1,236 @@
+package admin
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"waitingroom/queue"
+	"waitingroom/server/api"
+)
+
+// roomDoc is a room as the admin API shows it.
+type roomDoc struct {
+	Room            string  `json:"room"`
+	TargetActive    int64   `json:"targetActive"`
+	EntryTTL        string  `json:"entryTtl"`
+	EntryTTLSeconds float64 `json:"entryTtlSeconds"`
+	Paused          bool    `json:"paused"`
+	Waiting         int64   `json:"waiting"`
+	Active          int64   `json:"active"`
+	AdmissionRate   float64 `json:"admissionRate"`
+	ServingTicket   int64   `json:"servingTicket"`
+	Entered         int64   `json:"entered"`
+	Admitted        int64   `json:"admitted"`
+	Expired         int64   `json:"expired"`
+	Left            int64   `json:"left"`
+	Abandoned       int64   `json:"abandoned"`
+	// Mode is "fixed" or "adaptive"; MinActive and MaxActive bound the
+	// adaptive limit (the room's own, else WR_ADAPTIVE_MIN/MAX).
+	Mode       string          `json:"mode"`
+	MinActive  int64           `json:"minActive"`
+	MaxActive  int64           `json:"maxActive"`
+	Signals    signalsDoc      `json:"signals"`
+	LastChange *limitChangeDoc `json:"lastChange"`
+	// Method is fifo, random, passthrough or reject.
+	Method string `json:"method"`
+	// OpensAt is the scheduled opening (RFC 3339), null when none.
+	OpensAt *time.Time `json:"opensAt"`
+	// PreQueue counts users waiting for the opening (read-only).
+	PreQueue int64 `json:"preQueue"`
+	// ShuffleSeed is the seed of the last random opening (null when none):
+	// with the arrival order it reproduces the shuffle (queue.Permutation).
+	ShuffleSeed *string `json:"shuffleSeed"`
+}
+
+func toRoomDoc(r queue.RoomInfo) roomDoc {
+	d := roomDoc{
+		Room: r.Name, TargetActive: r.Target, EntryTTL: r.EntryTTL.String(), EntryTTLSeconds: r.EntryTTL.Seconds(),
+		Paused: r.Paused, Waiting: r.Waiting, Active: r.Active, AdmissionRate: r.Rate, ServingTicket: r.Serving,
+		Entered: r.Entered, Admitted: r.Admitted, Expired: r.Expired, Left: r.Left, Abandoned: r.Abandoned,
+		Method: string(r.Method), PreQueue: r.PreQueue,
+	}
+	if !r.OpensAt.IsZero() {
+		at := r.OpensAt
+		d.OpensAt = &at
+	}
+	if r.ShuffleSeed != "" {
+		seed := r.ShuffleSeed
+		d.ShuffleSeed = &seed
+	}
+	return d
+}
+
+func (a *app) rooms(c *fiber.Ctx) error {
+	names, err := a.Queue.Rooms(c.UserContext())
+	if err != nil {
+		return err
+	}
+	out := make([]roomDoc, 0, len(names))
+	for _, n := range names {
+		r, err := a.Queue.Room(c.UserContext(), n)
+		if errors.Is(err, queue.ErrRoomNotFound) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		d, err := a.roomDoc(c, r)
+		if err != nil {
+			return err
+		}
+		out = append(out, d)
+	}
+	return c.JSON(fiber.Map{"rooms": out})
+}
+
+// roomParam returns the {room} path parameter as a string of its own:
+// Fiber reuses the request's memory after the handler returns.
+func roomParam(c *fiber.Ctx) string { return strings.Clone(c.Params("room")) }
+
+// roomName is the path's room name; an invalid one is a 400 (not a 404:
+// no such room could ever exist, the request is wrong).
+func roomName(c *fiber.Ctx) (string, error) {
+	room := roomParam(c)
+	if !queue.ValidRoom(room) {
+		return "", api.BadRequest("room names are 1-64 of a-z 0-9 - _")
+	}
+	return room, nil
+}
+
+func (a *app) room(c *fiber.Ctx) error {
+	room, err := roomName(c)
+	if err != nil {
+		return err
+	}
+	r, err := a.Queue.Room(c.UserContext(), room)
+	if err != nil {
+		return err
+	}
+	d, err := a.roomDoc(c, r)
+	if err != nil {
+		return err
+	}
+	return c.JSON(d)
+}
+
+// roomPut is the body of PUT /admin/rooms/{room}; absent fields stay.
+type roomPut struct {
+	TargetActive *int64          `json:"targetActive"`
+	EntryTTL     json.RawMessage `json:"entryTtl"` // "90s" or a number of seconds
+	Paused       *bool           `json:"paused"`
+	Mode         *string         `json:"mode"`      // "fixed" or "adaptive"
+	MinActive    *int64          `json:"minActive"` // 0: back to WR_ADAPTIVE_MIN
+	MaxActive    *int64          `json:"maxActive"` // 0: back to WR_ADAPTIVE_MAX
+	Method       *string         `json:"method"`
+	OpensAt      json.RawMessage `json:"opensAt"` // RFC 3339; null or "" clears
+}
+
+// putRoom changes a room live (every instance's next admission run reads
+// it) or creates it with the configured defaults.
+func (a *app) putRoom(c *fiber.Ctx) error {
+	room, err := roomName(c)
+	if err != nil {
+		return err
+	}
+	var req roomPut
+	if err := api.DecodeStrict(c, &req); err != nil {
+		return err
+	}
+	u, err := a.roomUpdate(c, room, req)
+	if err != nil {
+		return err
+	}
+	r, err := a.Queue.UpdateRoom(c.UserContext(), room, u, true, a.RoomDefaults)
+	if err != nil {
+		return err
+	}
+	a.Logger.Info("room changed by admin", "room", r.Name, "targetActive", r.Target, "entryTtl", r.EntryTTL, "paused", r.Paused,
+		"mode", r.Mode, "minActive", r.MinActive, "maxActive", r.MaxActive, "method", r.Method, "opensAt", r.OpensAt)
+	d, err := a.roomDoc(c, r)
+	if err != nil {
+		return err
+	}
+	return c.JSON(d)
+}
+
+// roomUpdate validates req, in the order its fields are documented, into
+// the change of room.
+func (a *app) roomUpdate(c *fiber.Ctx, room string, req roomPut) (queue.RoomUpdate, error) {
+	var u queue.RoomUpdate
+	if req.TargetActive != nil {
+		if *req.TargetActive < 0 || *req.TargetActive > 1_000_000 {
+			return u, api.BadRequest("targetActive must be from 0 to 1000000")
+		}
+		u.Target = req.TargetActive
+	}
+	if len(req.EntryTTL) > 0 {
+		d, err := parseTTL(req.EntryTTL)
+		if err != nil {
+			return u, api.BadRequest(err.Error())
+		}
+		u.EntryTTL = &d
+	}
+	u.Paused = req.Paused
+	if req.Mode != nil {
+		m := queue.Mode(*req.Mode)
+		if !queue.ValidMode(m) {
+			return u, api.BadRequest(`mode must be "fixed" or "adaptive"`)
+		}
+		u.Mode = &m
+	}
+	if err := a.checkBounds(c, room, req, &u); err != nil {
+		return u, err
+	}
+	if req.Method != nil {
+		m, ok := queue.ParseMethod(*req.Method)
+		if !ok {
+			return u, api.BadRequest("method must be one of fifo, random, passthrough, reject")
+		}
+		u.Method = &m
+	}
+	if len(req.OpensAt) > 0 {
+		at, err := parseOpensAt(req.OpensAt)
+		if err != nil {
+			return u, api.BadRequest(err.Error())
+		}
+		u.OpensAt = &at
+	}
+	return u, nil
+}
+
+// checkBounds validates minActive/maxActive (each 0 for the default, else
+// 1 to 1000000) and that the bounds in force after the change keep min ≤ max.
+func (a *app) checkBounds(c *fiber.Ctx, room string, req roomPut, u *queue.RoomUpdate) error {
+	if req.MinActive == nil && req.MaxActive == nil {
+		return nil
+	}
+	for _, v := range []*int64{req.MinActive, req.MaxActive} {
+		if v != nil && (*v < 0 || *v > 1_000_000) {
+			return api.BadRequest("minActive and maxActive must be from 1 to 1000000 (0: the configured default)")
+		}
+	}
+	var cur queue.RoomInfo
+	if req.MinActive == nil || req.MaxActive == nil {
+		r, err := a.Queue.Room(c.UserContext(), room)
+		if err != nil && !errors.Is(err, queue.ErrRoomNotFound) {
+			return err
+		}
+		cur = r
+	}
+	lo, hi := cur.MinActive, cur.MaxActive
+	if req.MinActive != nil {
+		lo = *req.MinActive
+	}
+	if req.MaxActive != nil {
+		hi = *req.MaxActive
+	}
+	if b := a.Rule.WithBounds(lo, hi); b.Min > b.Max {
+		return api.BadRequest("minActive must not be above maxActive")
+	}
+	u.MinActive, u.MaxActive = req.MinActive, req.MaxActive
+	return nil
+}
