@@ -1,20 +1,17 @@
 package server
 
 import (
-	"context"
 	"errors"
 	"log/slog"
 	"strconv"
 	"strings"
-	"time"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/gofiber/fiber/v2"
-	"golang.org/x/crypto/bcrypt"
 
 	"waitingroom/server/api"
-	"waitingroom/server/pgstore"
+	"waitingroom/server/login"
 	"waitingroom/server/seclog"
 	"waitingroom/server/token"
 )
@@ -24,14 +21,10 @@ type loginRequest struct {
 	Password string `json:"password"`
 }
 
-// login is the only place BCrypt runs. The user row is read and its pooled
-// connection returned BEFORE BCrypt runs; an unknown login id is verified
-// against a dummy hash so both answers take the same time. The limits
-// (ratelimits.go, loginGate) count failures and decide before BCrypt; a
-// malformed request is refused before any of them, and before any database
-// call.
+// login is the only place BCrypt runs (package login: the limits, the
+// credentials, BCrypt in a bounded slot). A malformed request is refused
+// here, before any limit and before any database call.
 func (s *Server) login(c *fiber.Ctx) error {
-	ctx := c.UserContext()
 	var req loginRequest
 	if err := api.Decode(c, &req); err != nil {
 		return err
@@ -42,22 +35,12 @@ func (s *Server) login(c *fiber.Ctx) error {
 	if req.Password == "" || len(req.Password) > 256 {
 		return api.BadRequest("password must be 1-256 characters")
 	}
-	settle, err := s.loginGate(c, req.LoginID)
+	id, err := s.logins.Verify(c.UserContext(), login.Attempt{
+		LoginID: req.LoginID, Password: req.Password, Address: s.clientKey(c),
+		Limited: s.cfg.RateLimits && !s.exempt(c, ""),
+	})
 	if err != nil {
-		return err
-	}
-	ok, id, err := s.checkPassword(ctx, req.LoginID, req.Password)
-	if settle != nil {
-		// No verdict (the database could not answer) is not a failure:
-		// nothing was verified, nothing learnt.
-		settle(err == nil && !ok)
-	}
-	if err != nil {
-		return err
-	}
-	if !ok {
-		s.sec.Event(ctx, seclog.LoginFailed, slog.String("address", s.clientIP(c)), slog.String("login_id", seclog.Value(req.LoginID)))
-		return errInvalidCreds
+		return s.loginError(c, req.LoginID, err)
 	}
 	tok, err := s.tokens.IssueAccess(userID(id), s.cfg.AccessTTL)
 	if err != nil {
@@ -66,19 +49,31 @@ func (s *Server) login(c *fiber.Ctx) error {
 	return c.JSON(fiber.Map{"accessToken": tok, "tokenType": "Bearer", "expiresIn": int(s.cfg.AccessTTL.Seconds())})
 }
 
-// checkPassword reads the user's credentials and verifies password, against
-// a dummy hash when the login id is unknown (same time either way).
-func (s *Server) checkPassword(ctx context.Context, loginID, password string) (ok bool, id int64, err error) {
-	id, hash, err := s.store.Credentials(ctx, loginID)
+// errLoginBusy: every BCrypt slot stayed taken for two seconds.
+var errLoginBusy = &api.Error{Status: 503, Code: "unavailable", RetryAfter: 2,
+	Message: "logins are busy right now; retry in a moment (a place in a queue is not affected)"}
+
+// loginError is the answer to login.Verify's errors: wrong credentials are
+// a 401 and a login_failed security event; a limit's refusal is its 429
+// (refuse); the limiter or the database down is a 503.
+func (s *Server) loginError(c *fiber.Ctx, loginID string, err error) error {
+	var refused *login.RefusedError
+	var limiter *login.LimiterError
+	var store *login.StoreError
 	switch {
-	case errors.Is(err, pgstore.ErrUserNotFound):
-		_, err := s.verifyPassword(ctx, s.dummy(), password)
-		return false, 0, err
-	case err != nil:
-		return false, 0, api.StoreError(err)
+	case errors.Is(err, login.ErrInvalidCredentials):
+		s.sec.Event(c.UserContext(), seclog.LoginFailed, slog.String("address", s.clientIP(c)), slog.String("login_id", seclog.Value(loginID)))
+		return errInvalidCreds
+	case errors.As(err, &refused):
+		return s.refuse(c, refused.Limit, refused.RetryAfter)
+	case errors.Is(err, login.ErrBusy):
+		return errLoginBusy
+	case errors.As(err, &limiter):
+		return errors.Join(api.ErrUnavailable, limiter.Err)
+	case errors.As(err, &store):
+		return api.StoreError(store.Err)
 	}
-	ok, err = s.verifyPassword(ctx, hash, password)
-	return ok, id, err
+	return err
 }
 
 // validLoginID accepts 1-128 bytes of valid UTF-8 without control
@@ -93,57 +88,6 @@ func validLoginID(id string) error {
 		return api.BadRequest("loginId must be valid UTF-8 without control characters")
 	}
 	return nil
-}
-
-// bcryptWait is how long a login waits for a BCrypt slot before it is
-// answered 503 with Retry-After.
-const bcryptWait = 2 * time.Second
-
-// errLoginBusy: every BCrypt slot stayed taken for bcryptWait.
-var errLoginBusy = &api.Error{Status: 503, Code: "unavailable", RetryAfter: 2,
-	Message: "logins are busy right now; retry in a moment (a place in a queue is not affected)"}
-
-// verifyPassword runs one BCrypt verification in one of the instance's
-// BCrypt slots (WR_BCRYPT_CONCURRENCY, by default half the cores). The
-// per-address and per-account limits bound what one client can make
-// BCrypt do, but not what many addresses together can: the slots bound
-// the CPU that logins can take from everything else — polls, enters,
-// streams and orders keep the other cores whatever arrives at login. A
-// login that finds no slot free within bcryptWait gets errLoginBusy
-// (nothing was verified: it is not counted as a failure).
-func (s *Server) verifyPassword(ctx context.Context, hash []byte, password string) (bool, error) {
-	wait := time.NewTimer(bcryptWait)
-	defer wait.Stop()
-	select {
-	case s.bcryptSlots <- struct{}{}:
-	case <-ctx.Done():
-		return false, errLoginBusy
-	case <-wait.C:
-		s.m.bcryptBusy.Inc()
-		return false, errLoginBusy
-	}
-	defer func() { <-s.bcryptSlots }()
-	start := time.Now()
-	err := bcrypt.CompareHashAndPassword(hash, []byte(password))
-	s.m.bcrypt.Observe(time.Since(start).Seconds())
-	return err == nil, nil
-}
-
-// dummy returns a hash of the configured cost, made once.
-func (s *Server) dummy() []byte {
-	s.dummyOnce.Do(func() {
-		s.dummyHash, _ = bcrypt.GenerateFromPassword([]byte("not a password of anyone"), s.cfg.BcryptCost)
-	})
-	return s.dummyHash
-}
-
-// bearer returns the token of an "Authorization: Bearer" header, or "".
-func bearer(c *fiber.Ctx) string {
-	h := c.Get(fiber.HeaderAuthorization)
-	if len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
-		return strings.TrimSpace(h[7:])
-	}
-	return ""
 }
 
 // accessClaims verifies the request's access token.

@@ -18,7 +18,8 @@
 //
 // Sub-packages own what is not HTTP: access (the deny/allow/bypass lists,
 // their Redis keys and refresh loop), faults (fault injection, its Redis key
-// and refresh loop), checkout (the order use case), listener (the public
+// and refresh loop), checkout (the order use case), login (the login use
+// case: its limits, BCrypt in bounded slots), listener (the public
 // port's connections below HTTP: the connection ceiling, the per-address
 // cap, the first-request deadline, the header-line guard), token (the
 // JWTs: claims, issue and verify, the verified cache, key rotation),

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"runtime"
 	"sync"
 	"time"
 
@@ -23,6 +22,7 @@ import (
 	"waitingroom/server/checkout"
 	"waitingroom/server/faults"
 	"waitingroom/server/listener"
+	"waitingroom/server/login"
 	"waitingroom/server/pgstore"
 	"waitingroom/server/ratelimit"
 	"waitingroom/server/seclog"
@@ -74,10 +74,7 @@ type Server struct {
 	faults   *faults.Faults       // injected order delay (WR_FAULT_INJECTION)
 	// fwdStreams: open streams per forwarded client address (holdStream).
 	fwdStreams listener.Counts
-
-	bcryptSlots chan struct{} // one token per concurrent BCrypt (WR_BCRYPT_CONCURRENCY)
-	dummyOnce   sync.Once
-	dummyHash   []byte // BCrypt hash verified for unknown login ids
+	logins     *login.Login // the login use case
 }
 
 // New builds a Server. It does no I/O: the admission loop creates the
@@ -106,6 +103,7 @@ func New(o Options) (*Server, error) {
 	s.acl = access.New(o.Redis, prefix)
 	s.faults = faults.New(o.Redis, prefix, o.Config.FaultInjection)
 	s.limiter = ratelimit.New(o.Redis, prefix+"rl:")
+	s.logins = s.newLogin(o)
 	s.admitter = s.q.NewAdmitter(queue.AdmitterOptions{
 		Interval: o.Config.AdmitEvery,
 		OnAdmit:  s.observeAdmission,
@@ -148,10 +146,6 @@ func New(o Options) (*Server, error) {
 	for _, reason := range []string{listener.RefusedCeiling, listener.RefusedAddress} {
 		s.m.connRefused.WithLabelValues(reason) // present at 0 from the start
 	}
-	if s.cfg.BcryptConcurrency == 0 {
-		s.cfg.BcryptConcurrency = max(runtime.GOMAXPROCS(0)/2, 1)
-	}
-	s.bcryptSlots = make(chan struct{}, s.cfg.BcryptConcurrency)
 	s.public = s.newPublicApp()
 	// Outermost, before Fiber's routing: every complete request, whatever
 	// its route, lifts its connection's first-request deadline.
@@ -181,6 +175,20 @@ func (s *Server) newAdminApp(o Options) *fiber.App {
 		PingPostgres: o.Store.Ping,
 		ClientKey:    s.clientKey,
 		ClientIP:     s.clientIP,
+	})
+}
+
+// newLogin builds the login use case from the server's configuration.
+func (s *Server) newLogin(o Options) *login.Login {
+	lim := o.Config.Limits
+	return login.New(login.Options{
+		Config: login.Config{
+			BcryptCost: o.Config.BcryptCost, BcryptConcurrency: o.Config.BcryptConcurrency,
+			AttemptsIP: lim.LoginAttemptsIP, IP: lim.LoginIP, Pair: lim.LoginPair, ID: lim.LoginID,
+		},
+		Store: o.Store, Limiter: s.limiter, Logger: o.Logger,
+		OnVerify: func(d time.Duration) { s.m.bcrypt.Observe(d.Seconds()) },
+		OnBusy:   s.m.bcryptBusy.Inc,
 	})
 }
 
