@@ -10,8 +10,8 @@
 // An entry is an IP ("198.51.100.7"), a CIDR ("203.0.113.0/24") or
 // "user:<id>". The package owns the lists' Redis keys (keys.go), their
 // parsing (list.go) and the refresh loop (Lists.Run, once a second); the
-// server keeps only the HTTP side: the middleware that refuses and exempts,
-// and the admin handlers that call Lists.Replace.
+// HTTP side is elsewhere: package server's middleware refuses and exempts,
+// package admin's handlers read and replace the lists.
 //
 // Concurrency: a Lists is safe for concurrent use. Current returns an
 // immutable Snapshot, swapped atomically by Load; Run loads on the caller's
