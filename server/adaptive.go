@@ -10,15 +10,7 @@ import (
 // pool's acquire wait; the Controller steps every room once a window and
 // reports back through observeStep, which sets the metrics; the admin API
 // (package admin) shows a room's state and validates bounds with the rule
-// limitRule returns.
-
-// limitRule is the controller's rule from the configuration
-// (WR_ADAPTIVE_MIN, WR_ADAPTIVE_MAX, WR_ADAPTIVE_MIN_SAMPLES,
-// WR_ADAPTIVE_P90_CEILING).
-func (s *Server) limitRule() adaptive.Rule {
-	return adaptive.Rule{Min: s.cfg.AdaptiveMin, Max: s.cfg.AdaptiveMax,
-		MinSamples: s.cfg.AdaptiveMinSamples, Ceiling: s.cfg.AdaptiveCeiling}
-}
+// of Config.Adaptive.
 
 // poolStats is the Store's pool figures for the signals, nil when the
 // Store has none (pgstore.Store has them; test fakes need not).

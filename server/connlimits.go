@@ -14,15 +14,12 @@ import (
 // listenerConfig is the public listener's configuration: the caps and
 // deadline from Config, and the server's metrics, exemptions and log.
 func (s *Server) listenerConfig() listener.Config {
-	return listener.Config{
-		MaxConns:     s.cfg.MaxConns,
-		PerAddr:      s.cfg.MaxConnsPerIP,
-		FirstRequest: s.cfg.FirstRequestTimeout,
-		Exempt:       s.connExempt,
-		Refused:      func(reason string) { s.m.connRefused.WithLabelValues(reason).Inc() },
-		IdleClosed:   s.m.idleClosed.Inc,
-		Logger:       s.log,
-	}
+	c := s.cfg.Listener
+	c.Exempt = s.connExempt
+	c.Refused = func(reason string) { s.m.connRefused.WithLabelValues(reason).Inc() }
+	c.IdleClosed = s.m.idleClosed.Inc
+	c.Logger = s.log
+	return c
 }
 
 // connExempt says which peers the listener does not cap per address:
@@ -53,7 +50,7 @@ const streamAddrLimit = "streams_per_address"
 // route metrics and alerts). The returned release gives the slot back
 // (call it once, when the stream ends; a no-op when nothing was counted).
 func (s *Server) holdStream(c *fiber.Ctx) (release func(), err error) {
-	if len(s.cfg.TrustedProxies) == 0 || s.cfg.MaxConnsPerIP <= 0 || !s.trusted(c.Context().RemoteIP()) {
+	if len(s.cfg.TrustedProxies) == 0 || s.cfg.Listener.PerAddr <= 0 || !s.trusted(c.Context().RemoteIP()) {
 		return func() {}, nil
 	}
 	addr := s.clientAddr(c)
@@ -61,10 +58,10 @@ func (s *Server) holdStream(c *fiber.Ctx) (release func(), err error) {
 		return func() {}, nil
 	}
 	key := listener.AddrKey(addr)
-	if !s.fwdStreams.Acquire(key, s.cfg.MaxConnsPerIP) {
+	if !s.fwdStreams.Acquire(key, s.cfg.Listener.PerAddr) {
 		s.m.rateLimited.WithLabelValues(streamAddrLimit).Inc()
 		return nil, &api.Error{Status: fiber.StatusTooManyRequests, Code: "rate_limited",
-			Message:    "too many open streams from your address (at most " + strconv.Itoa(s.cfg.MaxConnsPerIP) + "); close some, or poll",
+			Message:    "too many open streams from your address (at most " + strconv.Itoa(s.cfg.Listener.PerAddr) + "); close some, or poll",
 			RetryAfter: 5}
 	}
 	return sync.OnceFunc(func() { s.fwdStreams.Release(key) }), nil

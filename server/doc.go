@@ -1,42 +1,45 @@
-// Package server is the HTTP face of the waiting room: the public API and
-// page (Fiber, WR_HTTP_ADDR) and the management endpoints (/metrics,
-// /healthz, /readyz, /admin on WR_ADMIN_ADDR, never on the public port).
+// Package server is the public HTTP face of the waiting room: the API and
+// the page on WR_HTTP_ADDR, served by Fiber. It adapts HTTP to the use cases
+// and back — each handler decodes, checks the token, calls one package and
+// maps its answer — and builds, from Config, the components those handlers
+// call. It serves the management app (package admin) on WR_ADMIN_ADDR.
 //
-// It wires the three layers of the system for one app instance:
+// The routes, as the contract's table lists them:
 //
-//   - identity: login is the only place BCrypt runs, after the user row's
-//     pooled connection is back in the pool; it issues an HS256 access
-//     token. Enter issues a queue token (room, ticket) that every later
-//     call — poll, leave, order — accepts instead: no BCrypt, no SQL there;
-//   - the queue (package queue): enter, position, leave, and the admission
-//     loop every WR_ADMIT_INTERVAL in every instance;
-//   - orders (package checkout, over pgstore and queue): the entry token is
-//     consumed atomically before the transaction; the active slot is
-//     released when the transaction ends with a business outcome and the
-//     token restored after an infrastructure failure, so the user can retry.
-//     The handler decodes, calls checkout.Place and maps its result.
+//	POST /api/v1/auth/login          login.go      → package login (BCrypt, login limits)
+//	POST /api/v1/rooms/{r}/enter     queueapi.go   → queue.Enter, a queue token
+//	GET  /api/v1/rooms/{r}/position  queueapi.go   → the hub's memory, or queue.Status
+//	POST /api/v1/rooms/{r}/leave     queueapi.go   → queue.Leave
+//	GET  /api/v1/rooms/{r}/events    stream.go     → SSE over a stream.Hub subscription
+//	GET  /api/v1/rooms/{r}/ws        stream.go     → WebSocket, the same
+//	POST /api/v1/orders              orders.go     → package checkout
+//	GET  /api/v1/products/{id}       orders.go     → package checkout
+//	GET  /, /rooms/{r}, /static/*    publicapp.go  → the embedded page (package web)
 //
-// Sub-packages own what is not HTTP: access (the deny/allow/bypass lists,
-// their Redis keys and refresh loop), faults (fault injection, its Redis key
-// and refresh loop), checkout (the order use case), login (the login use
-// case: its limits, BCrypt in bounded slots), listener (the public
-// port's connections below HTTP: the connection ceiling, the per-address
-// cap, the first-request deadline, the header-line guard), token (the
-// JWTs: claims, issue and verify, the verified cache, key rotation),
-// pgstore (Postgres), ratelimit (GCRA limits in Redis). They never import server; server holds
-// their public HTTP side (middleware, handlers). Periodic loops use
-// queue/loop. admin is the management app, whole: routes, auth, throttle, dashboard, admin API.
+// Around the handlers, in the order a request meets them: the public
+// listener (package listener: the connection ceiling, the per-address cap,
+// the first-request deadline), the protocol filter (protocolfilter.go:
+// compressed bodies, ambiguous framing, unknown methods), the access lists'
+// deny check (access.go), the cross-site gate and the cookie (origin.go),
+// and layer 1's limits (ratelimits.go, over package ratelimit; login's own
+// are package login's). Errors are returned by handlers and written by
+// package api in the contract's form; tokenrefusal.go records refused
+// tokens as security events (package seclog).
 //
-// Errors: handlers return errors; errors.go maps the packages' sentinel
-// errors to the contract's statuses and JSON form in one table. Anything
-// unknown is a 500 with a generic message and the detail in the log.
+// What is not HTTP lives elsewhere, each concept in a package that owns its
+// data, its Redis keys and its loop: queue (rooms, the admission loop),
+// queue/adaptive, queue/presence, stream (the push hub), and under server:
+// access, faults, checkout, login, token, ratelimit, pgstore, listener,
+// admin (the management app), api (the error form and request decoding
+// both apps share), seclog (the security log). None of them imports server.
 //
 // Concurrency: a Server is safe for concurrent use by Fiber's handlers. Serve
 // owns its goroutines (the two listeners) and stops them before it returns.
-// The background loops (Loops: admission, hub, access, presence, signals,
-// controller, faults) are not Serve's: the composition root
-// (cmd/waitingroom) starts them with loop.Start
-// before Serve and stops them after it, then closes Redis and Postgres.
+// The components' background loops (Loops: admission, hub, access,
+// presence, signals, controller, faults) are not Serve's: the composition
+// root (cmd/waitingroom) starts them with loop.Start before Serve and stops
+// them after it, then closes Redis and Postgres.
 //
-// Imports: queue, stream, web and server's own sub-packages; never cmd.
+// Imports: queue and its sub-packages, stream, web and server's own
+// sub-packages; never cmd.
 package server

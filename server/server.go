@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -87,61 +89,35 @@ func New(o Options) (*Server, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	s := &Server{
-		cfg:    o.Config,
-		q:      queue.New(o.Redis, queue.Options{Prefix: o.KeyPrefix, IdleTimeout: o.Config.IdleTimeout}),
-		store:  o.Store,
-		tokens: token.New(token.Config{Secret: o.Config.JWTSecret, Previous: o.Config.JWTPrevious}),
-		m:      newMetrics(o.Registry),
-		log:    o.Logger,
+	if o.Config.Listener.MaxConns <= 0 {
+		return nil, errors.New("server: Config.Listener.MaxConns must be positive")
 	}
+	s := &Server{cfg: o.Config, store: o.Store, m: newMetrics(o.Registry), log: o.Logger}
 	s.sec = seclog.New(o.Logger, s.m.secEvents)
+	s.tokens = token.New(o.Config.Tokens)
+	qo := o.Config.Queue
+	qo.Prefix = o.KeyPrefix
+	s.q = queue.New(o.Redis, qo)
 	prefix := o.KeyPrefix
 	if prefix == "" {
 		prefix = queue.DefaultPrefix
 	}
 	s.acl = access.New(o.Redis, prefix)
 	s.faults = faults.New(o.Redis, prefix, o.Config.FaultInjection)
-	s.limiter = ratelimit.New(o.Redis, prefix+"rl:")
+	s.limiter = ratelimit.New(o.Redis, prefix)
 	s.logins = s.newLogin(o)
-	s.admitter = s.q.NewAdmitter(queue.AdmitterOptions{
-		Interval: o.Config.AdmitEvery,
-		OnAdmit:  s.observeAdmission,
-		Rooms:    o.Config.Rooms,
-		Defaults: s.roomDefaults(),
-		Logger:   o.Logger,
-	})
-	s.rec = adaptive.NewRecorder(o.Redis, s.q, o.Config.AdaptiveWindow)
-	s.checkout = checkout.New(checkout.Options{
-		Store: o.Store, Slots: s.q, Recorder: s.rec, Timeout: o.Config.OrderTimeout,
-		Delay: s.faults.OrderDelay, Logger: o.Logger,
-	})
-	s.ctl = adaptive.NewController(o.Redis, s.q, adaptive.Options{
-		Window:   o.Config.AdaptiveWindow,
-		Rule:     s.limitRule(),
-		Owner:    randomHex(8),
-		OnStep:   s.observeStep,
-		OnChange: func(room string, st adaptive.Step) { s.m.limitChanges.WithLabelValues(room, st.Reason).Inc() },
-		Logger:   o.Logger,
-	})
-	s.hub = stream.New(stream.Options{
-		Source:     s.q,
-		OnDrop:     s.m.streamDrops.Inc,
-		MaxPerUser: o.Config.MaxStreamsPerUser,
-		OnReplace:  s.m.streamRepl.Inc,
-		Logger:     o.Logger,
-	})
-	s.presence = presence.New(s.q, s.hub, o.Config.IdleTimeout)
-	if s.cfg.MaxConns == 0 {
-		// the database pool, Redis's, the management port and a few files
-		ceiling, err := listener.Ceiling(int(s.cfg.DBPool) + s.cfg.Redis.descriptors() + 16)
-		if err != nil {
-			return nil, err
-		}
-		s.cfg.MaxConns = ceiling
-	}
-	if s.cfg.MaxConnsPerIP == 0 {
-		s.cfg.MaxConnsPerIP = listener.PerAddressCap(s.cfg.MaxConns)
+	s.admitter = s.newAdmitter()
+	s.rec = adaptive.NewRecorder(o.Redis, s.q, o.Config.Adaptive.Window)
+	co := o.Config.Checkout
+	co.Store, co.Slots, co.Recorder, co.Delay, co.Logger = o.Store, s.q, s.rec, s.faults.OrderDelay, o.Logger
+	s.checkout = checkout.New(co)
+	s.ctl = s.newController(o)
+	ho := o.Config.Streams
+	ho.Source, ho.OnDrop, ho.OnReplace, ho.Logger = s.q, s.m.streamDrops.Inc, s.m.streamRepl.Inc, o.Logger
+	s.hub = stream.New(ho)
+	s.presence = presence.New(s.q, s.hub, o.Config.Queue.IdleTimeout)
+	if s.cfg.Listener.PerAddr == 0 {
+		s.cfg.Listener.PerAddr = listener.PerAddressCap(s.cfg.Listener.MaxConns)
 	}
 	for _, reason := range []string{listener.RefusedCeiling, listener.RefusedAddress} {
 		s.m.connRefused.WithLabelValues(reason) // present at 0 from the start
@@ -166,11 +142,11 @@ func (s *Server) newAdminApp(o Options) *fiber.App {
 		Metrics:      s.m.reg,
 		Queue:        s.q,
 		Controller:   s.ctl,
-		Rule:         s.limitRule(),
-		Window:       s.cfg.AdaptiveWindow,
+		Rule:         s.cfg.Adaptive.Rule,
+		Window:       s.cfg.Adaptive.Window,
 		Access:       s.acl,
 		Faults:       s.faults,
-		RoomDefaults: s.roomDefaults(),
+		RoomDefaults: s.cfg.Admission.Defaults,
 		PingRedis:    func(ctx context.Context) error { return o.Redis.Ping(ctx).Err() },
 		PingPostgres: o.Store.Ping,
 		ClientKey:    s.clientKey,
@@ -178,18 +154,33 @@ func (s *Server) newAdminApp(o Options) *fiber.App {
 	})
 }
 
-// newLogin builds the login use case from the server's configuration.
+// newLogin builds the login use case from its configuration.
 func (s *Server) newLogin(o Options) *login.Login {
-	lim := o.Config.Limits
 	return login.New(login.Options{
-		Config: login.Config{
-			BcryptCost: o.Config.BcryptCost, BcryptConcurrency: o.Config.BcryptConcurrency,
-			AttemptsIP: lim.LoginAttemptsIP, IP: lim.LoginIP, Pair: lim.LoginPair, ID: lim.LoginID,
-		},
-		Store: o.Store, Limiter: s.limiter, Logger: o.Logger,
+		Config: o.Config.Login,
+		Store:  o.Store, Limiter: s.limiter, Logger: o.Logger,
 		OnVerify: func(d time.Duration) { s.m.bcrypt.Observe(d.Seconds()) },
 		OnBusy:   s.m.bcryptBusy.Inc,
 	})
+}
+
+// newAdmitter builds the admission loop from its configuration, reporting
+// every run to the metrics.
+func (s *Server) newAdmitter() *queue.Admitter {
+	ao := s.cfg.Admission
+	ao.OnAdmit, ao.Logger = s.observeAdmission, s.log
+	return s.q.NewAdmitter(ao)
+}
+
+// newController builds the adaptive limit controller from its
+// configuration, reporting its steps and changes to the metrics.
+func (s *Server) newController(o Options) *adaptive.Controller {
+	ao := o.Config.Adaptive
+	ao.Owner = ownerID()
+	ao.OnStep = s.observeStep
+	ao.OnChange = func(room string, st adaptive.Step) { s.m.limitChanges.WithLabelValues(room, st.Reason).Inc() }
+	ao.Logger = o.Logger
+	return adaptive.NewController(o.Redis, s.q, ao)
 }
 
 // Public returns the public app (API and page).
@@ -204,14 +195,10 @@ func (s *Server) Queue() *queue.Queue { return s.q }
 // Metrics exposes the server's metrics registry (tests and embedding).
 func (s *Server) Metrics() prometheus.Gatherer { return s.m.reg }
 
-func (s *Server) roomDefaults() queue.RoomConfig {
-	return queue.RoomConfig{Target: s.cfg.TargetActive, EntryTTL: s.cfg.EntryTTL}
-}
-
 // EnsureRooms creates the configured rooms (WR_ROOMS) unless they exist.
 func (s *Server) EnsureRooms(ctx context.Context) error {
-	for _, room := range s.cfg.Rooms {
-		if err := s.q.EnsureRoom(ctx, room, s.roomDefaults()); err != nil {
+	for _, room := range s.cfg.Admission.Rooms {
+		if err := s.q.EnsureRoom(ctx, room, s.cfg.Admission.Defaults); err != nil {
 			return err
 		}
 	}
@@ -263,8 +250,7 @@ func (s *Server) Serve(ctx context.Context, public, admin net.Listener) error {
 	wg.Go(func() { errc <- s.admin.Listener(admin) })
 	s.log.LogAttrs(ctx, slog.LevelInfo, "serving",
 		slog.String("public", public.Addr().String()), slog.String("admin", admin.Addr().String()),
-		slog.Int("maxConns", s.cfg.MaxConns), slog.Int("maxConnsPerIP", s.cfg.MaxConnsPerIP),
-		slog.String("redis", s.cfg.Redis.Kind()))
+		slog.Int("maxConns", s.cfg.Listener.MaxConns), slog.Int("maxConnsPerIP", s.cfg.Listener.PerAddr))
 
 	var err error
 	select {
@@ -302,4 +288,12 @@ func (s *Server) Serve(ctx context.Context, public, admin net.Listener) error {
 		err = errors.Join(err, errors.New("server: shutdown timed out"))
 	}
 	return err
+}
+
+// ownerID names this instance in the controller's lease: 16 random hex
+// digits (for debugging; uniqueness is all that matters).
+func ownerID() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }

@@ -15,19 +15,20 @@ func envOf(m map[string]string) func(string) string {
 }
 
 func TestLoadConfigDefaults(t *testing.T) {
-	c, err := server.LoadConfig(envOf(map[string]string{"WR_JWT_SECRET": testSecret}))
+	c, err := LoadConfig(envOf(map[string]string{"WR_JWT_SECRET": testSecret}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.HTTPAddr != ":8080" || c.AdminAddr != "127.0.0.1:8081" || c.TargetActive != 20 || c.AdmitEvery != 100*time.Millisecond ||
-		c.EntryTTL != 120*time.Second || c.BcryptCost != 10 || c.DBPool != 40 || len(c.Rooms) != 1 || c.Rooms[0] != "default" {
+	s := c.Server
+	if s.HTTPAddr != ":8080" || s.AdminAddr != "127.0.0.1:8081" || s.Admission.Defaults.Target != 20 || s.Admission.Interval != 100*time.Millisecond ||
+		s.Admission.Defaults.EntryTTL != 120*time.Second || s.Login.BcryptCost != 10 || c.DBPool != 40 || len(s.Admission.Rooms) != 1 || s.Admission.Rooms[0] != "default" {
 		t.Fatalf("defaults = %+v", c)
 	}
-	if c.AdaptiveMin != 2 || c.AdaptiveMax != 200 || c.AdaptiveWindow != 10*time.Second || c.AdaptiveCeiling != 2*time.Second ||
-		c.AdaptiveMinSamples != 20 || c.FaultInjection {
-		t.Fatalf("adaptive defaults = %+v", c)
+	if r := s.Adaptive.Rule; r.Min != 2 || r.Max != 200 || s.Adaptive.Window != 10*time.Second || r.Ceiling != 2*time.Second ||
+		r.MinSamples != 20 || s.FaultInjection {
+		t.Fatalf("adaptive defaults = %+v", s.Adaptive)
 	}
-	if got := c.PollBands.PollAfter(57); got != time.Second {
+	if got := s.PollBands.PollAfter(57); got != time.Second {
 		t.Fatalf("poll after at 57 = %v", got)
 	}
 }
@@ -58,8 +59,8 @@ func TestLoadConfigNamesTheBadVariable(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			env := map[string]string{"WR_JWT_SECRET": testSecret}
 			env[tc.key] = tc.value
-			_, err := server.LoadConfig(envOf(env))
-			var ce *server.ConfigError
+			_, err := LoadConfig(envOf(env))
+			var ce *ConfigError
 			if !errors.As(err, &ce) || ce.Var != tc.key {
 				t.Fatalf("err = %v, want a ConfigError naming %s", err, tc.key)
 			}
@@ -71,14 +72,14 @@ func TestLoadConfigNamesTheBadVariable(t *testing.T) {
 // does not show the token.
 func TestAdminTokenLength(t *testing.T) {
 	for token, ok := range map[string]bool{"dev-admin-token": false, "0123456789abcde": false, "0123456789abcdef": true, "dev-admin-token-local": true, "": true} {
-		c, err := server.LoadConfig(envOf(map[string]string{"WR_JWT_SECRET": testSecret, "WR_ADMIN_TOKEN": token}))
+		c, err := LoadConfig(envOf(map[string]string{"WR_JWT_SECRET": testSecret, "WR_ADMIN_TOKEN": token}))
 		if ok {
-			if err != nil || c.AdminToken != token {
+			if err != nil || c.Server.AdminToken != token {
 				t.Errorf("token %q: %v", token, err)
 			}
 			continue
 		}
-		var ce *server.ConfigError
+		var ce *ConfigError
 		if !errors.As(err, &ce) || ce.Var != "WR_ADMIN_TOKEN" || strings.Contains(err.Error(), token) {
 			t.Errorf("token %q: err = %v, want a ConfigError naming WR_ADMIN_TOKEN without its value", token, err)
 		}
@@ -86,12 +87,12 @@ func TestAdminTokenLength(t *testing.T) {
 }
 
 func TestDevModeGeneratesSecrets(t *testing.T) {
-	c, err := server.LoadConfig(envOf(map[string]string{"WR_DEV": "1"}))
+	c, err := LoadConfig(envOf(map[string]string{"WR_DEV": "1"}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(c.JWTSecret) < 32 || c.AdminToken == "" {
-		t.Fatalf("dev config = secret %d bytes, admin token %q", len(c.JWTSecret), c.AdminToken)
+	if len(c.Server.Tokens.Secret) < 32 || c.Server.AdminToken == "" {
+		t.Fatalf("dev config = secret %d bytes, admin token %q", len(c.Server.Tokens.Secret), c.Server.AdminToken)
 	}
 }
 
@@ -141,8 +142,8 @@ func TestRedisTopologyConfig(t *testing.T) {
 	for _, tc := range bad {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.env["WR_JWT_SECRET"] = testSecret
-			_, err := server.LoadConfig(envOf(tc.env))
-			var ce *server.ConfigError
+			_, err := LoadConfig(envOf(tc.env))
+			var ce *ConfigError
 			if !errors.As(err, &ce) || ce.Var != tc.want {
 				t.Fatalf("err = %v, want a ConfigError naming %s", err, tc.want)
 			}
@@ -157,12 +158,39 @@ func TestRedisTopologyConfig(t *testing.T) {
 				delete(m, "WR_REDIS_MASTER")
 			}
 		}
-		c, err := server.LoadConfig(envOf(m))
+		c, err := LoadConfig(envOf(m))
 		if err != nil || c.Redis.Kind() != kind {
 			t.Fatalf("%s: kind %q, %v; want %s", env, c.Redis.Kind(), err, kind)
 		}
 		if kind != "single" && (len(c.Redis.Cluster)+len(c.Redis.Sentinels) != 2 || slices.Contains(append(c.Redis.Cluster, c.Redis.Sentinels...), " 10.0.0.1:6379")) {
 			t.Fatalf("%s: addresses %v %v", env, c.Redis.Cluster, c.Redis.Sentinels)
+		}
+	}
+}
+
+func TestHoardingConfig(t *testing.T) {
+	env := func(vars map[string]string) func(string) string {
+		return func(k string) string {
+			if k == "WR_DEV" {
+				return "1"
+			}
+			return vars[k]
+		}
+	}
+	c, err := LoadConfig(env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := c.Server
+	if s.Listener.PerAddr != 0 || s.Listener.FirstRequest != 5*time.Second || s.Streams.MaxPerUser != 3 {
+		t.Fatalf("defaults: per IP %d (0: derived), first request %v, streams per user %d; want 0, 5s, 3",
+			s.Listener.PerAddr, s.Listener.FirstRequest, s.Streams.MaxPerUser)
+	}
+	for name, bad := range map[string]string{"WR_MAX_CONNS_PER_IP": "-1", "WR_FIRST_REQUEST_TIMEOUT": "10ms", "WR_MAX_STREAMS_PER_USER": "many"} {
+		_, err := LoadConfig(env(map[string]string{name: bad}))
+		var ce *ConfigError
+		if !errors.As(err, &ce) || ce.Var != name {
+			t.Errorf("%s=%s: %v, want a ConfigError naming it", name, bad, err)
 		}
 	}
 }

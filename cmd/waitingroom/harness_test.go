@@ -150,7 +150,7 @@ func (e *env) start(vars map[string]string) *instance {
 			"WR_BCRYPT_CONCURRENCY": "64",
 		}[k]
 	}
-	cfg, err := server.LoadConfig(getenv)
+	cfg, err := LoadConfig(getenv)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/fasthttp/websocket"
 
-	"waitingroom/server"
 	"waitingroom/server/token"
 )
 
@@ -438,17 +437,17 @@ func TestAdminAuthenticationIsThrottled(t *testing.T) {
 
 // TestLoginLimitsConfig: the login limits' defaults, and a bad value named.
 func TestLoginLimitsConfig(t *testing.T) {
-	c, err := server.LoadConfig(envOf(map[string]string{"WR_JWT_SECRET": testSecret}))
+	c, err := LoadConfig(envOf(map[string]string{"WR_JWT_SECRET": testSecret}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := c.Limits
-	if l.LoginIP.String() != "10/1m0s:10" || l.LoginID.String() != "10/1m0s:5" || l.LoginPair.String() != "5/5m0s:5" || l.LoginAttemptsIP.String() != "120/1m0s:60" {
-		t.Fatalf("login limits = ip %v, id %v, pair %v, attempts %v", l.LoginIP, l.LoginID, l.LoginPair, l.LoginAttemptsIP)
+	l := c.Server.Login
+	if l.IP.String() != "10/1m0s:10" || l.ID.String() != "10/1m0s:5" || l.Pair.String() != "5/5m0s:5" || l.AttemptsIP.String() != "120/1m0s:60" {
+		t.Fatalf("login limits = ip %v, id %v, pair %v, attempts %v", l.IP, l.ID, l.Pair, l.AttemptsIP)
 	}
 	for _, v := range []string{"WR_LIMIT_LOGIN_PAIR", "WR_LIMIT_LOGIN_ATTEMPTS_IP"} {
-		_, err := server.LoadConfig(envOf(map[string]string{"WR_JWT_SECRET": testSecret, v: "five"}))
-		var ce *server.ConfigError
+		_, err := LoadConfig(envOf(map[string]string{"WR_JWT_SECRET": testSecret, v: "five"}))
+		var ce *ConfigError
 		if !errors.As(err, &ce) || ce.Var != v {
 			t.Errorf("%s=five: %v, want a ConfigError naming it", v, err)
 		}

@@ -12,6 +12,7 @@ import (
 
 	"waitingroom/queue/loop"
 	"waitingroom/server"
+	"waitingroom/server/listener"
 	"waitingroom/server/pgstore"
 )
 
@@ -23,7 +24,7 @@ import (
 // the loops, then closes Redis and Postgres. That is the shutdown order:
 // streams first, then HTTP, then the loops, then Redis and Postgres.
 type Main struct {
-	Config server.Config
+	Config Config
 	Log    *slog.Logger
 	// Redis, when set, is used instead of a client opened from the
 	// configuration, and Close leaves it open (the tests share one).
@@ -44,7 +45,7 @@ func (m *Main) Open(ctx context.Context) error {
 	if m.Redis != nil {
 		m.rdb = m.Redis
 	} else {
-		rdb, err := server.OpenRedis(m.Config)
+		rdb, err := OpenRedis(m.Config)
 		if err != nil {
 			return err
 		}
@@ -58,7 +59,12 @@ func (m *Main) Open(ctx context.Context) error {
 		return fmt.Errorf("DATABASE_URL: %w", err)
 	}
 	m.store = store
-	srv, err := server.New(server.Options{Config: m.Config, Redis: m.rdb, Store: m.store, Logger: m.Log, Registry: reg, KeyPrefix: m.KeyPrefix})
+	m.Log.LogAttrs(ctx, slog.LevelInfo, "connected", slog.String("redis", m.Config.Redis.Kind()), slog.Int("dbPool", int(m.Config.DBPool)))
+	srvCfg, err := m.serverConfig()
+	if err != nil {
+		return err
+	}
+	srv, err := server.New(server.Options{Config: srvCfg, Redis: m.rdb, Store: m.store, Logger: m.Log, Registry: reg, KeyPrefix: m.KeyPrefix})
 	if err != nil {
 		return err
 	}
@@ -84,7 +90,7 @@ func (m *Main) Server() *server.Server { return m.srv }
 func (m *Main) Close() error {
 	var err error
 	if m.stopLoops != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), m.Config.Shutdown)
+		ctx, cancel := context.WithTimeout(context.Background(), m.Config.Server.Shutdown)
 		err = m.stopLoops(ctx)
 		cancel()
 	}
@@ -95,4 +101,21 @@ func (m *Main) Close() error {
 		_ = m.rdb.Close()
 	}
 	return err
+}
+
+// serverConfig is the server's configuration with what only the composition
+// root knows filled in: the connection ceiling, when WR_MAX_CONNS leaves it
+// to be derived from the descriptor limit less what the instance's own
+// clients hold — the database pool, Redis's pools, the management port and
+// a few files.
+func (m *Main) serverConfig() (server.Config, error) {
+	c := m.Config.Server
+	if c.Listener.MaxConns == 0 {
+		ceiling, err := listener.Ceiling(int(m.Config.DBPool) + m.Config.Redis.descriptors() + 16)
+		if err != nil {
+			return c, err
+		}
+		c.Listener.MaxConns = ceiling
+	}
+	return c, nil
 }

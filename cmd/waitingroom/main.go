@@ -26,7 +26,6 @@ import (
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/crypto/bcrypt"
 
-	"waitingroom/server"
 	"waitingroom/server/pgstore"
 )
 
@@ -124,21 +123,21 @@ func serve(ctx context.Context, log *slog.Logger, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	cfg, err := server.LoadConfig(os.Getenv)
+	cfg, err := LoadConfig(os.Getenv)
 	if err != nil {
 		return err
 	}
 	if *httpAddr != "" {
-		cfg.HTTPAddr = *httpAddr
+		cfg.Server.HTTPAddr = *httpAddr
 	}
 	if *adminAddr != "" {
-		cfg.AdminAddr = *adminAddr
+		cfg.Server.AdminAddr = *adminAddr
 	}
 	if cfg.Dev {
 		log.Warn("WR_DEV=1: development mode; unless set, the JWT secret is random (tokens die with the process)",
 			"adminToken", devAdminToken(cfg))
 	}
-	if cfg.AdminToken == "" {
+	if cfg.Server.AdminToken == "" {
 		log.Warn("WR_ADMIN_TOKEN is empty: the admin API refuses every request")
 	}
 
@@ -153,11 +152,11 @@ func serve(ctx context.Context, log *slog.Logger, args []string) error {
 
 // devAdminToken shows the admin token in development only when it was
 // generated (an operator-chosen one is never logged).
-func devAdminToken(cfg server.Config) string {
+func devAdminToken(cfg Config) string {
 	if os.Getenv("WR_ADMIN_TOKEN") != "" {
 		return "(from WR_ADMIN_TOKEN)"
 	}
-	return cfg.AdminToken
+	return cfg.Server.AdminToken
 }
 
 // redisLog sends the Redis client's own messages (one per failed dial, many
@@ -181,7 +180,7 @@ func seed(ctx context.Context, log *slog.Logger, args []string) error {
 	if *users < 0 || *products < 0 || *stock < 0 || *password == "" {
 		return errors.New("seed: --users, --products and --stock must be >= 0 and --password non-empty")
 	}
-	cfg, err := server.LoadConfig(func(k string) string {
+	cfg, err := LoadConfig(func(k string) string {
 		if k == "WR_DEV" && os.Getenv("WR_JWT_SECRET") == "" {
 			return "1" // seeding needs no JWT secret
 		}
@@ -198,7 +197,7 @@ func seed(ctx context.Context, log *slog.Logger, args []string) error {
 	}
 	defer store.Close()
 	// One hash for everyone: 10,000 users seed in well under a second.
-	hash, err := bcrypt.GenerateFromPassword([]byte(*password), cfg.BcryptCost)
+	hash, err := bcrypt.GenerateFromPassword([]byte(*password), cfg.Server.Login.BcryptCost)
 	if err != nil {
 		return fmt.Errorf("seed: hash password: %w", err)
 	}

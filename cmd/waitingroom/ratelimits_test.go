@@ -14,7 +14,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"waitingroom/queue/queuetest"
-	"waitingroom/server"
 	"waitingroom/server/token"
 )
 
@@ -252,7 +251,7 @@ func TestCORS(t *testing.T) {
 	if h := preflight(on, "https://evil.example"); h.Get("Access-Control-Allow-Origin") != "" {
 		t.Fatalf("another origin allowed: %v", h)
 	}
-	if _, err := server.LoadConfig(envOf(map[string]string{"WR_JWT_SECRET": testSecret, "WR_CORS_ORIGINS": "*"})); err == nil {
+	if _, err := LoadConfig(envOf(map[string]string{"WR_JWT_SECRET": testSecret, "WR_CORS_ORIGINS": "*"})); err == nil {
 		t.Fatal("WR_CORS_ORIGINS=* accepted")
 	}
 }

@@ -14,8 +14,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
-
-	"waitingroom/server"
 )
 
 // TestMain fails the package when any goroutine outlives the tests:
@@ -61,7 +59,7 @@ func serveChild() error {
 	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &syscall.Rlimit{Cur: n, Max: n}); err != nil {
 		return err
 	}
-	cfg, err := server.LoadConfig(os.Getenv)
+	cfg, err := LoadConfig(os.Getenv)
 	if err != nil {
 		return err
 	}

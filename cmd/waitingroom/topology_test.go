@@ -14,7 +14,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"waitingroom/queue/queuetest"
-	"waitingroom/server"
 )
 
 // openTopology opens a client the way the server does, from environment
@@ -26,11 +25,11 @@ func openTopology(t *testing.T, vars ...string) redis.UniversalClient {
 		k, v, _ := strings.Cut(kv, "=")
 		env[k] = v
 	}
-	cfg, err := server.LoadConfig(func(k string) string { return env[k] })
+	cfg, err := LoadConfig(func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
 	}
-	rdb, err := server.OpenRedis(cfg)
+	rdb, err := OpenRedis(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

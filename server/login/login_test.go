@@ -36,7 +36,7 @@ func newFixture(t *testing.T, cfg login.Config) *fixture {
 	}
 	f := &fixture{store: store}
 	cfg.BcryptCost = bcrypt.MinCost
-	f.l = login.New(login.Options{Config: cfg, Store: store, Limiter: ratelimit.New(rdb, prefix+"rl:"),
+	f.l = login.New(login.Options{Config: cfg, Store: store, Limiter: ratelimit.New(rdb, prefix),
 		OnVerify: func(time.Duration) { f.verifies++ }})
 	return f
 }

@@ -73,9 +73,10 @@ type Limiter struct {
 	prefix string
 }
 
-// New returns a Limiter whose keys start with prefix (e.g. "wr:rl:").
+// New returns a Limiter whose keys live under the instance's key prefix
+// (e.g. "wr:"), in the package's own namespace: prefix + "rl:".
 func New(rdb redis.Scripter, prefix string) *Limiter {
-	return &Limiter{rdb: rdb, prefix: prefix}
+	return &Limiter{rdb: rdb, prefix: prefix + "rl:"}
 }
 
 // Result is one decision.

@@ -1,0 +1,310 @@
+package main
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"waitingroom/queue"
+	"waitingroom/queue/adaptive"
+	"waitingroom/server"
+	"waitingroom/server/access"
+	"waitingroom/server/checkout"
+	"waitingroom/server/listener"
+	"waitingroom/server/login"
+	"waitingroom/server/ratelimit"
+	"waitingroom/server/token"
+	"waitingroom/stream"
+)
+
+// Config is the instance's whole configuration, read from the environment
+// (12-factor) by LoadConfig: the clients' settings, composed here, and the
+// server's, which holds each component's own (server.Config).
+type Config struct {
+	RedisURL string // REDIS_URL, default "redis://127.0.0.1:6379/0"
+	// Redis is the topology OpenRedis connects to; see RedisTopology.
+	Redis       RedisTopology
+	DatabaseURL string // DATABASE_URL, default "postgres://postgres@127.0.0.1:5432/waitingroom?sslmode=disable"
+	DBPool      int32  // WR_DB_POOL (40)
+	Dev         bool   // WR_DEV=1: generated JWT secret and admin token, with a warning
+	Server      server.Config
+}
+
+// MinAdminTokenLen is the shortest WR_ADMIN_TOKEN accepted, in bytes.
+const MinAdminTokenLen = 16
+
+// ConfigError names the variable that is wrong.
+type ConfigError struct {
+	Var, Value, Reason string
+}
+
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("config: %s=%q: %s", e.Var, e.Value, e.Reason)
+}
+
+// LoadConfig reads the configuration through getenv (os.Getenv in main).
+// The first invalid variable fails with a *ConfigError naming it.
+func LoadConfig(getenv func(string) string) (Config, error) {
+	p := envParser{getenv: getenv}
+	c := Config{
+		RedisURL:    p.str("REDIS_URL", "redis://127.0.0.1:6379/0"),
+		DatabaseURL: p.str("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/waitingroom?sslmode=disable"),
+		DBPool:      int32(p.int("WR_DB_POOL", 40, 1, 10_000)),
+		Dev:         p.flag("WR_DEV"),
+	}
+	c.Redis = p.redisTopology(c.RedisURL)
+	c.Server = server.Config{
+		HTTPAddr:     p.str("WR_HTTP_ADDR", ":8080"),
+		AdminAddr:    p.str("WR_ADMIN_ADDR", "127.0.0.1:8081"),
+		AdminToken:   getenv("WR_ADMIN_TOKEN"),
+		BodyLimit:    int(p.int("WR_BODY_LIMIT", 16<<10, 1<<10, 16<<20)),
+		Shutdown:     p.duration("WR_SHUTDOWN_TIMEOUT", 15*time.Second, time.Second, 10*time.Minute),
+		CookieSecure: p.flag("WR_COOKIE_SECURE"),
+		MaxQuantity:  int(p.int("WR_MAX_QUANTITY", 10, 1, 1_000_000)),
+		AccessTTL:    p.duration("WR_ACCESS_TTL", time.Hour, time.Minute, 30*24*time.Hour),
+		QueueTTL:     p.duration("WR_QUEUE_TTL", 6*time.Hour, time.Minute, 7*24*time.Hour),
+		Tokens:       token.Config{Secret: getenv("WR_JWT_SECRET"), Previous: getenv("WR_JWT_SECRET_PREVIOUS")},
+		Queue:        queue.Options{IdleTimeout: p.durationOrZero("WR_IDLE_TIMEOUT", 60*time.Second, 5*time.Second, 24*time.Hour)},
+		Checkout:     checkout.Options{Timeout: p.duration("WR_ORDER_TIMEOUT", 5*time.Second, 100*time.Millisecond, 5*time.Minute)},
+	}
+	s := &c.Server
+	p.connections(s)
+	p.layer1(s)
+	p.login(s)
+	p.admission(s)
+	p.adaptive(s)
+	p.secrets(&c)
+	return c, p.err
+}
+
+// connections reads the connection caps and the push transports. A
+// MaxConns of 0 (derived from the descriptor limit) is resolved by Main.
+func (p *envParser) connections(c *server.Config) {
+	c.Listener = listener.Config{
+		MaxConns:     int(p.int("WR_MAX_CONNS", 0, 0, 10_000_000)),
+		PerAddr:      int(p.int("WR_MAX_CONNS_PER_IP", 0, 0, 10_000_000)),
+		FirstRequest: p.duration("WR_FIRST_REQUEST_TIMEOUT", 5*time.Second, 500*time.Millisecond, 10*time.Minute),
+	}
+	c.Streams = stream.Options{MaxPerUser: int(p.int("WR_MAX_STREAMS_PER_USER", 3, 0, 1000))}
+	transports := p.str("WR_TRANSPORTS", "sse,ws")
+	for _, t := range strings.Split(transports, ",") {
+		switch strings.TrimSpace(t) {
+		case "sse":
+			c.SSE = true
+		case "ws":
+			c.WS = true
+		case "", "none":
+		default:
+			p.fail("WR_TRANSPORTS", transports, "want a list of sse and ws, or none")
+		}
+	}
+}
+
+// layer1 reads the rate limits, the trusted proxies and the CORS origins.
+func (p *envParser) layer1(c *server.Config) {
+	c.RateLimits = p.onOff("WR_RATE_LIMITS", true)
+	c.Limits = server.Limits{
+		EnterIP:   p.limit("WR_LIMIT_ENTER_IP", "120/1m:60"),
+		EnterUser: p.limit("WR_LIMIT_ENTER_USER", "20/1m:10"),
+		Stream:    p.limit("WR_LIMIT_STREAM", "20/1m:10"),
+		OrderRoom: p.limit("WR_LIMIT_ORDER_ROOM", "1000/1s:200"),
+		OrderUser: p.limit("WR_LIMIT_ORDER_USER", "10/1m:5"),
+	}
+	c.ClientIPHeader = p.str("WR_CLIENT_IP_HEADER", "X-Real-IP")
+	if v := p.str("WR_TRUSTED_PROXIES", ""); v != "" {
+		for _, cidr := range strings.Split(v, ",") {
+			n, err := access.ParseNet(strings.TrimSpace(cidr))
+			if err != nil {
+				p.fail("WR_TRUSTED_PROXIES", v, "want comma-separated IPs or CIDRs")
+				break
+			}
+			c.TrustedProxies = append(c.TrustedProxies, n)
+		}
+	}
+	if v := p.str("WR_CORS_ORIGINS", ""); v != "" {
+		for _, o := range strings.Split(v, ",") {
+			o = strings.TrimRight(strings.TrimSpace(o), "/")
+			u, err := url.Parse(o)
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" || u.RawQuery != "" {
+				p.fail("WR_CORS_ORIGINS", v, "want exact origins like https://shop.example (no wildcard, no path)")
+				break
+			}
+			c.CORSOrigins = append(c.CORSOrigins, o)
+		}
+	}
+}
+
+// login reads the BCrypt settings and the four login limits.
+func (p *envParser) login(c *server.Config) {
+	c.Login = login.Config{
+		BcryptCost:        int(p.int("WR_BCRYPT_COST", 10, 4, 31)),
+		BcryptConcurrency: int(p.int("WR_BCRYPT_CONCURRENCY", 0, 0, 1024)),
+		IP:                p.limit("WR_LIMIT_LOGIN_IP", "10/1m:10"),
+		ID:                p.limit("WR_LIMIT_LOGIN_ID", "10/1m:5"),
+		Pair:              p.limit("WR_LIMIT_LOGIN_PAIR", "5/5m:5"),
+		AttemptsIP:        p.limit("WR_LIMIT_LOGIN_ATTEMPTS_IP", "120/1m:60"),
+	}
+}
+
+// adaptive reads adaptive admission and fault injection.
+func (p *envParser) adaptive(c *server.Config) {
+	r := adaptive.Rule{
+		Min:        p.int("WR_ADAPTIVE_MIN", 2, 1, 1_000_000),
+		Max:        p.int("WR_ADAPTIVE_MAX", 200, 1, 1_000_000),
+		Ceiling:    p.duration("WR_ADAPTIVE_P90_CEILING", 2*time.Second, time.Millisecond, 10*time.Minute),
+		MinSamples: p.int("WR_ADAPTIVE_MIN_SAMPLES", 20, 1, 1_000_000),
+	}
+	if r.Max < r.Min {
+		p.fail("WR_ADAPTIVE_MAX", strconv.FormatInt(r.Max, 10), "must not be below WR_ADAPTIVE_MIN")
+	}
+	c.Adaptive = adaptive.Options{Rule: r,
+		Window: p.duration("WR_ADAPTIVE_WINDOW", 10*time.Second, 100*time.Millisecond, 10*time.Minute)}
+	c.FaultInjection = p.onOff("WR_FAULT_INJECTION", false)
+}
+
+// admission reads the admission loop, the configured rooms with their
+// defaults, and the poll bands.
+func (p *envParser) admission(c *server.Config) {
+	c.Admission = queue.AdmitterOptions{
+		Interval: p.duration("WR_ADMIT_INTERVAL", 100*time.Millisecond, 10*time.Millisecond, time.Minute),
+		Defaults: queue.RoomConfig{
+			Target:   p.int("WR_TARGET_ACTIVE", 20, 0, 1_000_000),
+			EntryTTL: p.duration("WR_ENTRY_TTL", 120*time.Second, time.Second, 24*time.Hour),
+		},
+	}
+	rooms := p.str("WR_ROOMS", "default")
+	for _, r := range strings.Split(rooms, ",") {
+		r = strings.TrimSpace(r)
+		if !queue.ValidRoom(r) {
+			p.fail("WR_ROOMS", rooms, fmt.Sprintf("room %q: names are 1-64 of a-z 0-9 - _", r))
+			break
+		}
+		c.Admission.Rooms = append(c.Admission.Rooms, r)
+	}
+	bands := p.str("WR_POLL_BANDS", server.DefaultBands)
+	if b, err := server.ParseBands(bands); err != nil {
+		p.fail("WR_POLL_BANDS", bands, err.Error())
+	} else {
+		c.PollBands = b
+	}
+}
+
+// secrets checks the JWT secrets and the admin token, generated in WR_DEV.
+func (p *envParser) secrets(cfg *Config) {
+	c := &cfg.Server
+	switch {
+	case c.Tokens.Secret == "" && cfg.Dev:
+		c.Tokens.Secret = randomHex(32)
+	case c.Tokens.Secret == "":
+		p.fail("WR_JWT_SECRET", "", "required (at least 32 bytes); or set WR_DEV=1 for a generated one")
+	case len(c.Tokens.Secret) < 32:
+		p.fail("WR_JWT_SECRET", "(hidden)", "too short: use at least 32 bytes")
+	}
+	if c.Tokens.Previous != "" && len(c.Tokens.Previous) < 32 {
+		p.fail("WR_JWT_SECRET_PREVIOUS", "(hidden)", "too short: use at least 32 bytes")
+	}
+	if c.AdminToken == "" && cfg.Dev {
+		c.AdminToken = randomHex(16)
+	}
+	// The admin API changes who gets in: a short token is guessable.
+	if c.AdminToken != "" && len(c.AdminToken) < MinAdminTokenLen {
+		p.fail("WR_ADMIN_TOKEN", "(hidden)", fmt.Sprintf("too short: use at least %d bytes", MinAdminTokenLen))
+	}
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+type envParser struct {
+	getenv func(string) string
+	err    error
+}
+
+func (p *envParser) fail(name, value, reason string) {
+	if p.err == nil {
+		p.err = &ConfigError{Var: name, Value: value, Reason: reason}
+	}
+}
+
+func (p *envParser) str(name, def string) string {
+	if v := strings.TrimSpace(p.getenv(name)); v != "" {
+		return v
+	}
+	return def
+}
+
+func (p *envParser) flag(name string) bool {
+	switch v := strings.ToLower(strings.TrimSpace(p.getenv(name))); v {
+	case "", "0", "false", "no", "off":
+		return false
+	case "1", "true", "yes", "on":
+		return true
+	default:
+		p.fail(name, v, "want 1 or 0")
+		return false
+	}
+}
+
+func (p *envParser) onOff(name string, def bool) bool {
+	switch v := strings.ToLower(strings.TrimSpace(p.getenv(name))); v {
+	case "":
+		return def
+	case "on", "1", "true", "yes":
+		return true
+	case "off", "0", "false", "no":
+		return false
+	default:
+		p.fail(name, v, "want on or off")
+		return def
+	}
+}
+
+func (p *envParser) limit(name, def string) ratelimit.Limit {
+	v := p.str(name, def)
+	l, err := ratelimit.Parse(v)
+	if err != nil {
+		p.fail(name, v, err.Error())
+	}
+	return l
+}
+
+func (p *envParser) int(name string, def, lo, hi int64) int64 {
+	v := strings.TrimSpace(p.getenv(name))
+	if v == "" {
+		return def
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < lo || n > hi {
+		p.fail(name, v, fmt.Sprintf("want an integer in [%d, %d]", lo, hi))
+		return def
+	}
+	return n
+}
+
+// durationOrZero is duration that also accepts 0 (off).
+func (p *envParser) durationOrZero(name string, def, lo, hi time.Duration) time.Duration {
+	if v := strings.TrimSpace(p.getenv(name)); v == "0" || v == "0s" {
+		return 0
+	}
+	return p.duration(name, def, lo, hi)
+}
+
+func (p *envParser) duration(name string, def, lo, hi time.Duration) time.Duration {
+	v := strings.TrimSpace(p.getenv(name))
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < lo || d > hi {
+		p.fail(name, v, fmt.Sprintf("want a duration in [%v, %v], e.g. 100ms or 2m", lo, hi))
+		return def
+	}
+	return d
+}
