@@ -5,27 +5,22 @@ import (
 	"io"
 	"log/slog"
 	"maps"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/crypto/bcrypt"
 
-	"waitingroom/queue/loop"
 	"waitingroom/queue/queuetest"
-	"waitingroom/server"
 	"waitingroom/server/pgstore"
 	"waitingroom/server/pgstore/pgtest"
 )
 
-// The smoke runs drive a real server — Redis, a fresh Postgres database,
-// the admission loop every 100 ms — started in this process, and assert
-// counts only, never timings.
+// The smoke runs drive a real server — the command (binary_test.go) on a
+// Redis of its own, a fresh Postgres database, the admission loop every
+// 100 ms — and assert counts only, never timings.
 
 const (
 	smokeSecret   = "smoke-secret-smoke-secret-smoke-secret-01"
@@ -46,19 +41,10 @@ func startSmokeServer(t *testing.T) smokeServer {
 // users; env's variables replace or add to the smoke defaults.
 func startSmokeServerWith(t *testing.T, users int, env map[string]string) smokeServer {
 	t.Helper()
-	rdb, prefix := queuetest.Redis(t)
+	commandPath(t) // a failed build fails the test before anything starts
+	redisURL := queuetest.Server(t)
 	dbURL := pgtest.URL(t)
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	seedStore, err := pgstore.Open(context.Background(), dbURL, pgstore.Options{PoolSize: 2, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hash, _ := bcrypt.GenerateFromPassword([]byte(smokePassword), bcrypt.MinCost)
-	_, err = seedStore.Seed(context.Background(), pgstore.SeedOptions{Users: users, PasswordHash: hash, Products: 1, Stock: 1_000_000})
-	seedStore.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	seedSmoke(t, dbURL, users)
 
 	vars := map[string]string{
 		"WR_JWT_SECRET":       smokeSecret,
@@ -73,49 +59,28 @@ func startSmokeServerWith(t *testing.T, users int, env map[string]string) smokeS
 		"WR_ORDER_TIMEOUT": "60s",
 	}
 	maps.Copy(vars, env)
-	cfg, err := server.LoadConfig(func(k string) string { return vars[k] })
+	pub, adm := freeAddr(t), freeAddr(t)
+	vars["WR_HTTP_ADDR"], vars["WR_ADMIN_ADDR"] = pub, adm
+	vars["REDIS_URL"], vars["DATABASE_URL"] = redisURL, dbURL
+	s := smokeServer{base: "http://" + pub, admin: "http://" + adm}
+	startChild(t, vars, s)
+	return s
+}
+
+// seedSmoke creates users users (password smokePassword) and one product
+// in the database at dbURL.
+func seedSmoke(t *testing.T, dbURL string, users int) {
+	t.Helper()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	store, err := pgstore.Open(context.Background(), dbURL, pgstore.Options{PoolSize: 2, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := prometheus.NewRegistry()
-	store, err := pgstore.Open(context.Background(), dbURL, pgstore.Options{PoolSize: cfg.DBPool, Registerer: reg, Logger: quiet})
-	if err != nil {
+	defer store.Close()
+	hash, _ := bcrypt.GenerateFromPassword([]byte(smokePassword), bcrypt.MinCost)
+	if _, err := store.Seed(context.Background(), pgstore.SeedOptions{Users: users, PasswordHash: hash, Products: 1, Stock: 1_000_000}); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.New(server.Options{Config: cfg, Redis: rdb, Store: store, Logger: quiet, KeyPrefix: prefix, Registry: reg})
-	if err != nil {
-		store.Close()
-		t.Fatal(err)
-	}
-	if err := srv.EnsureRooms(context.Background()); err != nil {
-		store.Close()
-		t.Fatal(err)
-	}
-	pub, err1 := net.Listen("tcp", "127.0.0.1:0")
-	adm, err2 := net.Listen("tcp", "127.0.0.1:0")
-	if err1 != nil || err2 != nil {
-		store.Close()
-		t.Fatal(err1, err2)
-	}
-	// As cmd/waitingroom does: the loops (the admission loop among them)
-	// start before Serve and stop after it, then the store closes.
-	stopLoops := loop.Start(srv.Loops())
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, pub, adm) }()
-	t.Cleanup(sync.OnceFunc(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-		lctx, lcancel := context.WithTimeout(context.Background(), cfg.Shutdown)
-		defer lcancel()
-		if err := stopLoops(lctx); err != nil {
-			t.Errorf("loops: %v", err)
-		}
-		store.Close()
-	}))
-	return smokeServer{base: "http://" + pub.Addr().String(), admin: "http://" + adm.Addr().String()}
 }
 
 func (s smokeServer) args(extra ...string) []string {

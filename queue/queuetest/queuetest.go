@@ -3,6 +3,9 @@
 // Tests never mock Redis. Each test gets a unique key prefix, so tests share
 // one Redis without seeing each other's keys, and the keys are deleted when
 // the test ends.
+//
+// Code that uses the default key prefix (a child process configured through
+// REDIS_URL) gets a redis-server of its own instead: Server starts one.
 package queuetest
 
 import (
