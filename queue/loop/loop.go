@@ -1,6 +1,7 @@
 // Package loop runs the background loops of the waiting room: a function
 // called every period, or paced by the wait it returns, until a context is
-// done.
+// done; and Start, the supervisor that runs an instance's loops and stops
+// them all at shutdown, naming any that do not stop in time.
 //
 // It lives under queue because queue is the bottom of the import graph
 // (stream and server import it, it imports neither): a package here can be
@@ -10,7 +11,8 @@
 //
 // Concurrency: each call runs fn on the caller's goroutine, one call at a
 // time, and returns once ctx is done (never while fn runs: a running fn is
-// stopped by the same ctx). The caller owns the goroutine and waits for it.
+// stopped by the same ctx). The caller owns the goroutine and waits for it;
+// Start owns the goroutines of the loops it runs, one each.
 package loop
 
 import (
