@@ -46,7 +46,7 @@
 // they change, and only fields the room's document has: a control for a
 // field the server does not report (mode, method, opensAt) stays hidden.
 // The admin token is typed by the operator and kept in sessionStorage (see
-// server/dashboard.go for why the page itself needs no token). Failed
+// server/admin/dashboard.go for why the page itself needs no token). Failed
 // samples show "unreachable" and break the lines; sampling goes on and the
 // page recovers by itself.
 //
