@@ -34,7 +34,7 @@ import (
 //
 // Errors fasthttp's parser reports itself (duplicate Content-Length, bad
 // header names, oversized headers, timeouts) go through the app's
-// ErrorHandler, which answers a fixed text per status (errors.go): the
+// ErrorHandler, which answers a fixed text per status (package api): the
 // parser's messages quote the raw request, cookies and Authorization
 // included. SecureErrorLogMessage keeps them out of the errors too.
 //

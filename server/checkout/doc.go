@@ -19,7 +19,7 @@
 // the error says why an order was not placed: the packages' sentinels,
 // this package's (ErrNoEntryToken, ErrUnavailable, ErrEntryLost,
 // ErrUnknownUser), a *RefusedError or a *StoreError; the server maps them
-// to the contract in errors.go.
+// to the contract (package api's table, and server/errors.go for the last two).
 //
 // Concurrency: a Checkout is safe for concurrent use; Place holds no lock
 // while it waits on Redis or Postgres.

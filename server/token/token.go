@@ -40,7 +40,7 @@ type Claims struct {
 }
 
 // Config is the tokens' keys. The server fills it from WR_JWT_SECRET and
-// WR_JWT_SECRET_PREVIOUS (LoadConfig checks their length).
+// WR_JWT_SECRET_PREVIOUS (cmd/waitingroom's LoadConfig checks their length).
 type Config struct {
 	// Secret signs every new token and verifies them.
 	Secret string
