@@ -34,6 +34,26 @@ type Config struct {
 	Server      server.Config
 }
 
+// defaultDatabaseURL is DATABASE_URL's default: the local demo database.
+const defaultDatabaseURL = "postgres://postgres@127.0.0.1:5432/waitingroom?sslmode=disable"
+
+// seedConfig is what the seed command reads: the database and the BCrypt
+// cost of the hash it stores — no secret, no address, nothing else.
+type seedConfig struct {
+	databaseURL string // DATABASE_URL
+	bcryptCost  int    // WR_BCRYPT_COST
+}
+
+// loadSeedConfig reads the seed command's configuration.
+func loadSeedConfig(getenv func(string) string) (seedConfig, error) {
+	p := envParser{getenv: getenv}
+	c := seedConfig{databaseURL: p.str("DATABASE_URL", defaultDatabaseURL), bcryptCost: p.bcryptCost()}
+	return c, p.err
+}
+
+// bcryptCost reads WR_BCRYPT_COST (10; 4 to 31).
+func (p *envParser) bcryptCost() int { return int(p.int("WR_BCRYPT_COST", 10, 4, 31)) }
+
 // MinAdminTokenLen is the shortest WR_ADMIN_TOKEN accepted, in bytes.
 const MinAdminTokenLen = 16
 
@@ -52,7 +72,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	p := envParser{getenv: getenv}
 	c := Config{
 		RedisURL:    p.str("REDIS_URL", "redis://127.0.0.1:6379/0"),
-		DatabaseURL: p.str("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/waitingroom?sslmode=disable"),
+		DatabaseURL: p.str("DATABASE_URL", defaultDatabaseURL),
 		DBPool:      int32(p.int("WR_DB_POOL", 40, 1, 10_000)),
 		Dev:         p.flag("WR_DEV"),
 	}
@@ -141,7 +161,7 @@ func (p *envParser) layer1(c *server.Config) {
 // login reads the BCrypt settings and the four login limits.
 func (p *envParser) login(c *server.Config) {
 	c.Login = login.Config{
-		BcryptCost:        int(p.int("WR_BCRYPT_COST", 10, 4, 31)),
+		BcryptCost:        p.bcryptCost(),
 		BcryptConcurrency: int(p.int("WR_BCRYPT_CONCURRENCY", 0, 0, 1024)),
 		IP:                p.limit("WR_LIMIT_LOGIN_IP", "10/1m:10"),
 		ID:                p.limit("WR_LIMIT_LOGIN_ID", "10/1m:5"),

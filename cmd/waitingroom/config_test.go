@@ -194,3 +194,17 @@ func TestHoardingConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestSeedConfigNeedsNoSecret: seeding reads the database and the BCrypt
+// cost only — no JWT secret, no development mode — and names a bad cost.
+func TestSeedConfigNeedsNoSecret(t *testing.T) {
+	c, err := loadSeedConfig(envOf(map[string]string{"DATABASE_URL": "postgres://x@y/z"}))
+	if err != nil || c.databaseURL != "postgres://x@y/z" || c.bcryptCost != 10 {
+		t.Fatalf("seed config = %+v, %v", c, err)
+	}
+	_, err = loadSeedConfig(envOf(map[string]string{"WR_BCRYPT_COST": "3"}))
+	var ce *ConfigError
+	if !errors.As(err, &ce) || ce.Var != "WR_BCRYPT_COST" {
+		t.Fatalf("WR_BCRYPT_COST=3: %v, want a ConfigError naming it", err)
+	}
+}

@@ -188,24 +188,19 @@ func seed(ctx context.Context, log *slog.Logger, args []string) error {
 	if *users < 0 || *products < 0 || *stock < 0 || *password == "" {
 		return errors.New("seed: --users, --products and --stock must be >= 0 and --password non-empty")
 	}
-	cfg, err := LoadConfig(func(k string) string {
-		if k == "WR_DEV" && os.Getenv("WR_JWT_SECRET") == "" {
-			return "1" // seeding needs no JWT secret
-		}
-		return os.Getenv(k)
-	})
+	cfg, err := loadSeedConfig(os.Getenv)
 	if err != nil {
 		return err
 	}
 	octx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	store, err := pgstore.Open(octx, cfg.DatabaseURL, pgstore.Options{PoolSize: 4, Logger: log})
+	store, err := pgstore.Open(octx, cfg.databaseURL, pgstore.Options{PoolSize: 4, Logger: log})
 	if err != nil {
 		return fmt.Errorf("DATABASE_URL: %w", err)
 	}
 	defer store.Close()
 	// One hash for everyone: 10,000 users seed in well under a second.
-	hash, err := bcrypt.GenerateFromPassword([]byte(*password), cfg.Server.Login.BcryptCost)
+	hash, err := bcrypt.GenerateFromPassword([]byte(*password), cfg.bcryptCost)
 	if err != nil {
 		return fmt.Errorf("seed: hash password: %w", err)
 	}
