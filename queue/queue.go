@@ -364,6 +364,27 @@ func (q *Queue) Restore(ctx context.Context, c Claim, grace time.Duration) (bool
 	return n == 1, nil
 }
 
+// Hold keeps the active slot of c's user — a consumed entry token that
+// opened a session (a gateway pass in mode "session") — for idle more from
+// now, but never past end. It returns the slot's deadline, or ok false when
+// the session no longer holds one (pruned, left, expired, or admitted
+// again): the visitor then needs a new place in the queue.
+func (q *Queue) Hold(ctx context.Context, c Claim, idle time.Duration, end time.Time) (deadline time.Time, ok bool, err error) {
+	if !ValidRoom(c.Room) {
+		return time.Time{}, false, nil
+	}
+	k := q.keys(c.Room)
+	v, err := holdScript.Run(ctx, q.rdb, []string{k.active, k.tokens}, c.User, idle.Milliseconds(), end.UnixMilli()).Result()
+	if err != nil {
+		return time.Time{}, false, unavailable("hold", err)
+	}
+	r := asReply("hold", v)
+	if r.int(0) != 1 {
+		return time.Time{}, false, r.err
+	}
+	return msTime(r.int(1)), true, r.err
+}
+
 // AdmitResult is the outcome of one admission run for one room.
 type AdmitResult struct {
 	Room      string

@@ -521,3 +521,47 @@ func TestAbandonedUsersAreRemoved(t *testing.T) {
 		t.Fatalf("re-enter after abandoning = %+v", st)
 	}
 }
+
+// TestHoldKeepsASessionsSlot: a consumed token that opened a session keeps
+// its slot while held, never past the session's end, and not once the
+// slot is released or the user admitted again.
+func TestHoldKeepsASessionsSlot(t *testing.T) {
+	q, _ := mustQueue(t, 1, time.Minute)
+	ctx := context.Background()
+	mustEnter(t, q, "alice")
+	mustEnter(t, q, "bob")
+	mustAdmit(t, q, 8)
+	st, _ := q.Status(ctx, "r1", "alice")
+	c, err := q.Consume(ctx, "r1", "alice", st.EntryToken, 200*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := time.Now().Add(time.Hour)
+	d, ok, err := q.Hold(ctx, c, 10*time.Minute, end)
+	if err != nil || !ok || time.Until(d) < 9*time.Minute || d.After(end) {
+		t.Fatalf("hold = %v, %v, %v; want a deadline about 10 min away", d, ok, err)
+	}
+	// Held past the in-flight allowance: still active, bob still waits.
+	time.Sleep(300 * time.Millisecond)
+	if res := mustAdmit(t, q, 8); len(res.Admitted) != 0 || res.Active != 1 {
+		t.Fatalf("admit while held = %+v, want nobody admitted and active 1", res)
+	}
+	// Capped by the session's end.
+	soon := time.Now().Add(2 * time.Second)
+	if d, ok, _ := q.Hold(ctx, c, 10*time.Minute, soon); !ok || d.After(soon.Add(time.Millisecond)) {
+		t.Fatalf("hold capped at %v = %v, %v", soon, d, ok)
+	}
+	// An end already past: no longer held.
+	if _, ok, _ := q.Hold(ctx, c, time.Minute, time.Now().Add(-time.Second)); ok {
+		t.Fatal("held past the session's end")
+	}
+	if _, err := q.Release(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := q.Hold(ctx, c, time.Minute, end); ok {
+		t.Fatal("held after release")
+	}
+	if _, ok, _ := q.Hold(ctx, queue.Claim{Room: "{bad", User: "alice"}, time.Minute, end); ok {
+		t.Fatal("held in an invalid room")
+	}
+}

@@ -27,6 +27,7 @@ var (
 	consumeScript  = mustScript("consume")
 	releaseScript  = mustScript("release")
 	restoreScript  = mustScript("restore")
+	holdScript     = mustScript("hold")
 	leaveScript    = mustScript("leave")
 	snapshotScript = mustScript("snapshot")
 	grantScript    = mustScript("grant")
