@@ -1,0 +1,54 @@
+package pass
+
+import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// keyEncodings are the base64 forms ParseKey accepts, padded forms first.
+var keyEncodings = []*base64.Encoding{
+	base64.StdEncoding, base64.URLEncoding, base64.RawStdEncoding, base64.RawURLEncoding,
+}
+
+// ParseKey reads an Ed25519 private key from s, the base64 (standard or URL
+// alphabet, padded or not) of its 32-byte seed; surrounding white space is
+// ignored. Its errors say what is wrong and never contain s.
+func ParseKey(s string) (ed25519.PrivateKey, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return nil, errors.New("pass key: empty")
+	}
+	for _, enc := range keyEncodings {
+		seed, err := enc.DecodeString(s)
+		if err != nil {
+			continue
+		}
+		if len(seed) != ed25519.SeedSize {
+			return nil, fmt.Errorf("pass key: decodes to %d bytes, want %d (an Ed25519 seed; make one with openssl rand -base64 32)",
+				len(seed), ed25519.SeedSize)
+		}
+		return ed25519.NewKeyFromSeed(seed), nil
+	}
+	return nil, errors.New("pass key: not base64 (standard or URL alphabet, padded or not)")
+}
+
+// GenerateKey returns a fresh random key in the form ParseKey reads (the
+// same as `openssl rand -base64 32`): for development mode, and for
+// operators who would rather not use openssl.
+func GenerateKey() string {
+	seed := make([]byte, ed25519.SeedSize)
+	rand.Read(seed) // never fails: crypto/rand crashes the program instead
+	return base64.StdEncoding.EncodeToString(seed)
+}
+
+// keyID is a public key's id: the first 8 bytes of its SHA-256, in hex.
+func keyID(pub ed25519.PublicKey) string {
+	sum := sha256.Sum256(pub)
+	return hex.EncodeToString(sum[:8])
+}
