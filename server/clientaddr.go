@@ -3,6 +3,8 @@ package server
 import (
 	"net"
 
+	"github.com/valyala/fasthttp"
+
 	"github.com/gofiber/fiber/v2"
 
 	"waitingroom/server/access"
@@ -19,10 +21,13 @@ func (s *Server) clientIP(c *fiber.Ctx) string { return s.clientAddr(c).String()
 // clientAddr is the socket's peer, unless that peer is a trusted proxy
 // (WR_TRUSTED_PROXIES) that names the client in WR_CLIENT_IP_HEADER.
 // X-Forwarded-For from anyone else is never read.
-func (s *Server) clientAddr(c *fiber.Ctx) net.IP {
-	peer := c.Context().RemoteIP()
+func (s *Server) clientAddr(c *fiber.Ctx) net.IP { return s.clientAddrOf(c.Context()) }
+
+// clientAddrOf is clientAddr below Fiber (the gateway's requests).
+func (s *Server) clientAddrOf(ctx *fasthttp.RequestCtx) net.IP {
+	peer := ctx.RemoteIP()
 	if len(s.cfg.TrustedProxies) > 0 && s.trusted(peer) {
-		if ip := net.ParseIP(c.Get(s.cfg.ClientIPHeader)); ip != nil {
+		if ip := net.ParseIP(string(ctx.Request.Header.Peek(s.cfg.ClientIPHeader))); ip != nil {
 			return ip
 		}
 	}

@@ -69,6 +69,10 @@ type Config struct {
 	// WR_ADAPTIVE_MAX, WR_ADAPTIVE_MIN_SAMPLES, WR_ADAPTIVE_P90_CEILING.
 	Adaptive       adaptive.Options
 	FaultInjection bool // WR_FAULT_INJECTION: PUT /admin/faults allowed
+	// Gateway: WR_UPSTREAM (off when empty), WR_UPSTREAM_CONNECT_TIMEOUT,
+	// WR_UPSTREAM_TIMEOUT, WR_UPSTREAM_BODY_LIMIT, WR_PROTECT, WR_PASS_KEY,
+	// WR_PASS_KEY_PREVIOUS, WR_VISITOR_TTL.
+	Gateway GatewayConfig
 }
 
 // Limits are layer 1's limits outside login (login.Config has those), each

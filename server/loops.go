@@ -18,8 +18,9 @@ import (
 //	signals     flushes the order signals for adaptive admission
 //	controller  steps the adaptive limit of the rooms that use it
 //	faults      reloads the injected faults twice a second
+//	gateway     reloads the rooms' gateway settings every second (gateway mode)
 func (s *Server) Loops() []loop.Loop {
-	return []loop.Loop{
+	loops := []loop.Loop{
 		{Name: "admission", Run: s.admitter.Run},
 		{Name: "hub", Run: s.hub.Run},
 		{Name: "access", Run: s.acl.Run},
@@ -28,4 +29,8 @@ func (s *Server) Loops() []loop.Loop {
 		{Name: "controller", Run: s.ctl.Run},
 		{Name: "faults", Run: s.faults.Run},
 	}
+	if s.gwSettings != nil {
+		loops = append(loops, loop.Loop{Name: "gateway", Run: s.gwSettings.Run})
+	}
+	return loops
 }

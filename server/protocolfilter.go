@@ -50,13 +50,31 @@ func (s *Server) guardProtocol(app *fiber.App) {
 	srv.SecureErrorLogMessage = true
 	next := srv.Handler
 	srv.Handler = func(ctx *fasthttp.RequestCtx) {
-		if r := checkProtocol(&ctx.Request.Header); r != nil {
+		toOrigin := s.gw != nil && !ownPath(ctx.Path())
+		if r := checkProtocol(&ctx.Request.Header, toOrigin); r != nil {
 			s.m.protocolRefused.WithLabelValues(r.reason).Inc()
 			r.write(ctx)
 			return
 		}
-		next(ctx)
+		switch {
+		case toOrigin:
+			s.toOrigin(ctx)
+		case s.gw != nil && len(ctx.Request.Body()) > s.cfg.BodyLimit:
+			refuseTooLarge.write(ctx) // the origin's limit let it in; the waiting room's does not
+		default:
+			next(ctx)
+		}
 	}
+}
+
+// toOrigin hands a request for the origin to the gateway, unless its
+// address is denied.
+func (s *Server) toOrigin(ctx *fasthttp.RequestCtx) {
+	if d := &s.acl.Current().Deny; d.HasNets() && d.HasIP(s.clientAddrOf(ctx)) {
+		refuseDenied.write(ctx)
+		return
+	}
+	s.gw.Handle(ctx)
 }
 
 // protocolRefusal is one answer of the filter, encoded once.
@@ -79,6 +97,9 @@ var (
 		"a request must not carry both Content-Length and Transfer-Encoding", true)
 	refuseMethod = newRefusal("method", fiber.StatusBadRequest, "invalid_request",
 		"unsupported request method", false)
+	// Gateway mode's: not counted as protocol refusals.
+	refuseTooLarge = newRefusal("", fiber.StatusRequestEntityTooLarge, "payload_too_large", "the request body is too large", false)
+	refuseDenied   = newRefusal("", fiber.StatusForbidden, "denied", "access denied", false)
 )
 
 func (r *protocolRefusal) write(ctx *fasthttp.RequestCtx) {
@@ -94,8 +115,9 @@ func (r *protocolRefusal) write(ctx *fasthttp.RequestCtx) {
 }
 
 // checkProtocol returns the refusal for a request the filter refuses, nil
-// for any other.
-func checkProtocol(h *fasthttp.RequestHeader) *protocolRefusal {
+// for any other. A request for the origin (gateway mode) may carry a
+// compressed body: the gateway forwards it as it is, never inflates it.
+func checkProtocol(h *fasthttp.RequestHeader, toOrigin bool) *protocolRefusal {
 	if !knownMethod(h.Method()) {
 		return refuseMethod
 	}
@@ -114,7 +136,7 @@ func checkProtocol(h *fasthttp.RequestHeader) *protocolRefusal {
 		case bytes.EqualFold(key, []byte(fiber.HeaderTransferEncoding)):
 			chunked = true
 		case bytes.EqualFold(key, []byte(fiber.HeaderContentEncoding)):
-			if !identityOnly(value) {
+			if !toOrigin && !identityOnly(value) {
 				return refuseEncoding
 			}
 		}

@@ -17,11 +17,17 @@ import (
 )
 
 func (s *Server) newPublicApp() *fiber.App {
-	app := fiber.New(api.FiberConfig("waitingroom", s.cfg.BodyLimit, s.log))
+	bodyLimit := s.cfg.BodyLimit
+	if s.gw != nil {
+		// The origin's bodies are larger; the waiting room's own are
+		// checked against WR_BODY_LIMIT by the dispatch (guardProtocol).
+		bodyLimit = max(bodyLimit, s.cfg.Gateway.Upstream.BodyLimit)
+	}
+	app := fiber.New(api.FiberConfig("waitingroom", bodyLimit, s.log))
 	s.guardProtocol(app) // first: nothing in Fiber runs before it
 	app.Use(s.observe, api.SecurityHeaders)
 
-	api := app.Group("/api/v1", api.NoStore, s.denyIPs, s.apiGate)
+	api := app.Group(s.prefix+"/api/v1", api.NoStore, s.denyIPs, s.apiGate)
 	if len(s.cfg.CORSOrigins) > 0 {
 		api.Use(cors.New(cors.Config{
 			AllowOrigins:     strings.Join(s.cfg.CORSOrigins, ","),
@@ -39,6 +45,9 @@ func (s *Server) newPublicApp() *fiber.App {
 	api.Get("/rooms/:room/ws", s.wsUpgrade, websocket.New(s.ws))
 	api.Post("/orders", s.order)
 	api.Get("/products/:id", s.product)
+	if s.gw != nil {
+		app.Get(s.prefix+"/.well-known/jwks.json", s.jwks)
+	}
 
 	s.mountPage(app)
 	return app
@@ -77,12 +86,16 @@ func (s *Server) observe(c *fiber.Ctx) error {
 }
 
 // mountPage serves the waiting-room page at / and /rooms/{room}, and its
-// assets under /static/.
+// assets under /static/ — all under /_wr in gateway mode, where the page
+// is told so (data-base and data-gateway on its root element).
 func (s *Server) mountPage(app *fiber.App) {
 	files := api.LoadStatic(web.FS())
 	index, ok := files["index.html"]
 	if !ok {
 		panic("server: web.FS has no index.html")
+	}
+	if s.gw != nil {
+		index.Body = gatewayPage(index.Body, s.prefix)
 	}
 	page := func(c *fiber.Ctx) error {
 		c.Set(fiber.HeaderContentSecurityPolicy, api.PageCSP)
@@ -90,9 +103,9 @@ func (s *Server) mountPage(app *fiber.App) {
 		c.Set(fiber.HeaderContentType, "text/html; charset=utf-8")
 		return c.Send(index.Body)
 	}
-	app.Get("/", page)
-	app.Get("/rooms/:room", page)
-	app.Get("/static/*", func(c *fiber.Ctx) error {
+	app.Get(s.prefix+"/", page)
+	app.Get(s.prefix+"/rooms/:room", page)
+	app.Get(s.prefix+"/static/*", func(c *fiber.Ctx) error {
 		name := c.Params("*")
 		f, ok := files[name]
 		if !ok || strings.Contains(name, "..") {
@@ -103,4 +116,13 @@ func (s *Server) mountPage(app *fiber.App) {
 		c.Set(fiber.HeaderContentType, f.ContentType)
 		return c.Send(f.Body)
 	})
+}
+
+// gatewayPage is the page for gateway mode: its assets under prefix, and
+// its root element saying where the API is and that visitors are
+// anonymous.
+func gatewayPage(body []byte, prefix string) []byte {
+	r := strings.NewReplacer(`href="/static/`, `href="`+prefix+`/static/`, `src="/static/`, `src="`+prefix+`/static/`,
+		`<html lang="en">`, `<html lang="en" data-base="`+prefix+`" data-gateway="1">`)
+	return []byte(r.Replace(string(body)))
 }

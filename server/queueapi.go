@@ -71,25 +71,25 @@ func (s *Server) statusDoc(room string, st queue.Status) QueueStatus {
 // enter puts the caller in the room's queue (or reports where they are) and
 // issues the queue token, also set as the HttpOnly wr_queue cookie.
 func (s *Server) enter(c *fiber.Ctx) error {
-	claims, err := s.accessClaims(c)
+	user, err := s.enterer(c)
 	if err != nil {
 		return err
 	}
 	room := roomParam(c)
 	ctx := c.UserContext()
-	if err := s.limit(c, "enter_ip", s.clientKey(c), claims.Subject, s.cfg.Limits.EnterIP, true); err != nil {
+	if err := s.limit(c, "enter_ip", s.clientKey(c), user, s.cfg.Limits.EnterIP, true); err != nil {
 		return err
 	}
-	if err := s.limit(c, "enter_user", claims.Subject, claims.Subject, s.cfg.Limits.EnterUser, true); err != nil {
+	if err := s.limit(c, "enter_user", user, user, s.cfg.Limits.EnterUser, true); err != nil {
 		return err
 	}
 	var st queue.Status
-	if s.acl.Current().Bypass.HasUser(claims.Subject) {
-		st, err = s.q.Grant(ctx, room, claims.Subject)
+	if s.acl.Current().Bypass.HasUser(user) {
+		st, err = s.q.Grant(ctx, room, user)
 		s.log.LogAttrs(ctx, slog.LevelWarn, "audit: queue bypass", slog.String("room", room),
-			slog.String("user", claims.Subject), slog.String("ip", s.clientIP(c)))
+			slog.String("user", user), slog.String("ip", s.clientIP(c)))
 	} else {
-		st, err = s.q.Enter(ctx, room, claims.Subject)
+		st, err = s.q.Enter(ctx, room, user)
 	}
 	if err != nil {
 		return err
@@ -100,19 +100,33 @@ func (s *Server) enter(c *fiber.Ctx) error {
 			s.m.admitted.WithLabelValues(room).Inc() // passthrough
 		}
 	}
-	tok, err := s.setQueueToken(c, claims.Subject, room, st.Ticket)
+	tok, err := s.setQueueToken(c, user, room, st.Ticket)
 	if err != nil {
 		return err
 	}
+	s.setEntryCookie(c, room, st)
 	doc := s.statusDoc(room, st)
 	doc.QueueToken = tok
 	return c.JSON(doc)
 }
 
+// enterer is who enters: the user of the access token, or in gateway mode
+// without one, the anonymous visitor (visitor).
+func (s *Server) enterer(c *fiber.Ctx) (string, error) {
+	if s.gw != nil && c.Get(fiber.HeaderAuthorization) == "" {
+		return s.visitor(c)
+	}
+	claims, err := s.accessClaims(c)
+	if err != nil {
+		return "", err
+	}
+	return claims.Subject, nil
+}
+
 // setQueueToken issues a queue token for user's ticket in room and sets it
 // as the HttpOnly queue cookie: over HTTPS (secureRequest) Secure and named
 // __Host-wr_queue with Path=/ (the prefix requires it), else wr_queue with
-// Path=/api/v1. SameSite=Lax either way; origin.go refuses what Lax lets
+// Path=/api/v1 (Path=/ in gateway mode). SameSite=Lax either way; origin.go refuses what Lax lets
 // through.
 func (s *Server) setQueueToken(c *fiber.Ctx, user, room string, ticket int64) (string, error) {
 	tok, err := s.tokens.IssueQueue(user, room, ticket, s.cfg.QueueTTL)
@@ -127,7 +141,7 @@ func (s *Server) setQueueToken(c *fiber.Ctx, user, room string, ticket int64) (s
 
 // queueCookieAt is the queue cookie's name, path and flags for this request.
 func (s *Server) queueCookieAt(c *fiber.Ctx) *fiber.Cookie {
-	ck := &fiber.Cookie{Name: queueCookie, Path: "/api/v1", HTTPOnly: true, SameSite: fiber.CookieSameSiteLaxMode}
+	ck := &fiber.Cookie{Name: queueCookie, Path: s.queueCookiePath(), HTTPOnly: true, SameSite: fiber.CookieSameSiteLaxMode}
 	if s.secureRequest(c) {
 		ck.Name, ck.Path, ck.Secure = queueCookieHost, "/", true
 	}
@@ -146,8 +160,17 @@ func (s *Server) clearQueueCookie(c *fiber.Ctx) {
 	ck := s.queueCookieAt(c)
 	c.Cookie(gone(ck))
 	if ck.Name != queueCookie {
-		c.Cookie(gone(&fiber.Cookie{Name: queueCookie, Path: "/api/v1", HTTPOnly: true, SameSite: fiber.CookieSameSiteLaxMode, Secure: true}))
+		c.Cookie(gone(&fiber.Cookie{Name: queueCookie, Path: s.queueCookiePath(), HTTPOnly: true, SameSite: fiber.CookieSameSiteLaxMode, Secure: true}))
 	}
+}
+
+// queueCookiePath is the plain queue cookie's path: the API's, or in
+// gateway mode every path (the gateway reads it on the origin's).
+func (s *Server) queueCookiePath() string {
+	if s.gw != nil {
+		return "/"
+	}
+	return "/api/v1"
 }
 
 // roomParam returns the {room} path parameter as a string of its own:
@@ -183,6 +206,7 @@ func (s *Server) position(c *fiber.Ctx) error {
 		s.presence.Seen(room, claims.Subject)
 	}
 	doc := s.statusDoc(room, st)
+	s.setEntryCookie(c, room, st)
 	if st.Ticket != 0 && st.Ticket != claims.Seq {
 		// The ticket was given after the token (at a scheduled opening): a
 		// token carrying it lets later polls be answered from memory.

@@ -3,7 +3,7 @@ package server
 import (
 	"context"
 	"crypto/rand"
-	"encoding/hex"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -23,8 +23,10 @@ import (
 	"waitingroom/server/admin"
 	"waitingroom/server/checkout"
 	"waitingroom/server/faults"
+	"waitingroom/server/gateway"
 	"waitingroom/server/listener"
 	"waitingroom/server/login"
+	"waitingroom/server/pass"
 	"waitingroom/server/pgstore"
 	"waitingroom/server/ratelimit"
 	"waitingroom/server/seclog"
@@ -77,6 +79,11 @@ type Server struct {
 	// fwdStreams: open streams per forwarded client address (holdStream).
 	fwdStreams listener.Counts
 	logins     *login.Login // the login use case
+	// Gateway mode (gatewaymode.go); nil and "" when it is off.
+	gw         *gateway.Gateway
+	gwSettings *gateway.Store
+	passes     *pass.Signer
+	prefix     string // where the page and API live: "" or gateway.Prefix
 }
 
 // New builds a Server. It does no I/O: the admission loop creates the
@@ -121,6 +128,9 @@ func New(o Options) (*Server, error) {
 	}
 	for _, reason := range []string{listener.RefusedCeiling, listener.RefusedAddress} {
 		s.m.connRefused.WithLabelValues(reason) // present at 0 from the start
+	}
+	if err := s.newGateway(o, prefix); err != nil {
+		return nil, err
 	}
 	s.public = s.newPublicApp()
 	// Outermost, before Fiber's routing: every complete request, whatever
@@ -176,7 +186,7 @@ func (s *Server) newAdmitter() *queue.Admitter {
 // configuration, reporting its steps and changes to the metrics.
 func (s *Server) newController(o Options) *adaptive.Controller {
 	ao := o.Config.Adaptive
-	ao.Owner = ownerID()
+	ao.Owner = randomID()
 	ao.OnStep = s.observeStep
 	ao.OnChange = func(room string, st adaptive.Step) { s.m.limitChanges.WithLabelValues(room, st.Reason).Inc() }
 	ao.Logger = o.Logger
@@ -290,10 +300,10 @@ func (s *Server) Serve(ctx context.Context, public, admin net.Listener) error {
 	return err
 }
 
-// ownerID names this instance in the controller's lease: 16 random hex
-// digits (for debugging; uniqueness is all that matters).
-func ownerID() string {
-	b := make([]byte, 8)
+// randomID is 128 random bits, base64url: ids nobody can guess (visitors)
+// or that must not collide (the controller's lease owner).
+func randomID() string {
+	b := make([]byte, 16)
 	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
+	return base64.RawURLEncoding.EncodeToString(b)
 }

@@ -14,8 +14,10 @@ import (
 	"waitingroom/server"
 	"waitingroom/server/access"
 	"waitingroom/server/checkout"
+	"waitingroom/server/gateway"
 	"waitingroom/server/listener"
 	"waitingroom/server/login"
+	"waitingroom/server/pass"
 	"waitingroom/server/ratelimit"
 	"waitingroom/server/token"
 	"waitingroom/stream"
@@ -97,6 +99,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	p.login(s)
 	p.admission(s)
 	p.adaptive(s)
+	p.gateway(s)
 	p.secrets(&c)
 	return c, p.err
 }
@@ -213,8 +216,67 @@ func (p *envParser) admission(c *server.Config) {
 	}
 }
 
+// gateway reads gateway mode: the origin, its limits, the protected routes
+// and the pass keys (checked in secrets).
+func (p *envParser) gateway(c *server.Config) {
+	g := &c.Gateway
+	g.Upstream = gateway.UpstreamConfig{
+		URL:            p.str("WR_UPSTREAM", ""),
+		ConnectTimeout: p.duration("WR_UPSTREAM_CONNECT_TIMEOUT", 2*time.Second, 100*time.Millisecond, time.Minute),
+		Timeout:        p.duration("WR_UPSTREAM_TIMEOUT", 30*time.Second, time.Second, 10*time.Minute),
+		BodyLimit:      int(p.int("WR_UPSTREAM_BODY_LIMIT", 32<<20, 1<<10, 1<<30)),
+	}
+	g.VisitorTTL = p.duration("WR_VISITOR_TTL", 24*time.Hour, time.Minute, 30*24*time.Hour)
+	if g.Upstream.URL != "" {
+		if _, _, err := gateway.ParseUpstream(g.Upstream.URL); err != nil {
+			p.fail("WR_UPSTREAM", g.Upstream.URL, err.Error())
+		}
+	}
+	protect := p.str("WR_PROTECT", "")
+	routes, err := gateway.ParseRoutes(protect)
+	switch {
+	case err != nil:
+		p.fail("WR_PROTECT", protect, err.Error()+`; want e.g. "POST /api/orders=sale, GET /checkout/*=sale"`)
+	case len(routes) > 0 && g.Upstream.URL == "":
+		p.fail("WR_PROTECT", protect, "protects routes of an origin: set WR_UPSTREAM too")
+	}
+	g.Protect = routes
+}
+
+// passKeys reads WR_PASS_KEY (generated in WR_DEV) and WR_PASS_KEY_PREVIOUS
+// (comma-separated), in gateway mode only.
+func (p *envParser) passKeys(cfg *Config) {
+	g := &cfg.Server.Gateway
+	if !g.Enabled() {
+		return
+	}
+	raw := p.getenv("WR_PASS_KEY")
+	if raw == "" && cfg.Dev {
+		raw = pass.GenerateKey()
+	}
+	if raw == "" {
+		p.fail("WR_PASS_KEY", "", "required with WR_UPSTREAM: the base64 of 32 random bytes (openssl rand -base64 32); or set WR_DEV=1 for a generated one")
+		return
+	}
+	key, err := pass.ParseKey(raw)
+	if err != nil {
+		p.fail("WR_PASS_KEY", "(hidden)", err.Error())
+		return
+	}
+	g.Passes.Key = key
+	for _, prev := range addrList(p.getenv("WR_PASS_KEY_PREVIOUS")) {
+		k, err := pass.ParseKey(prev)
+		if err != nil {
+			p.fail("WR_PASS_KEY_PREVIOUS", "(hidden)", err.Error())
+			return
+		}
+		g.Passes.Previous = append(g.Passes.Previous, k)
+	}
+}
+
 // secrets checks the JWT secrets and the admin token, generated in WR_DEV.
 func (p *envParser) secrets(cfg *Config) {
+	p.passKeys(cfg)
 	c := &cfg.Server
 	switch {
 	case c.Tokens.Secret == "" && cfg.Dev:

@@ -10,11 +10,15 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 )
 
-// Token kinds: an access token (from login) is refused where a queue token
-// is required, and vice versa.
+// Token kinds: a token of one kind is refused where another is required.
+// Access (from login) and queue (from enter) are the API's; visitor (an
+// anonymous visitor's identity) and session (a gateway pass in mode
+// "session") are gateway mode's, carried in HttpOnly cookies.
 const (
-	KindAccess = "access"
-	KindQueue  = "queue"
+	KindAccess  = "access"
+	KindQueue   = "queue"
+	KindVisitor = "visitor"
+	KindSession = "session"
 )
 
 const (
@@ -119,6 +123,20 @@ func (t *Issuer) IssueQueue(user, room string, seq int64, ttl time.Duration) (st
 	return t.sign(c)
 }
 
+// IssueVisitor returns the identity token of an anonymous visitor.
+func (t *Issuer) IssueVisitor(visitor string, ttl time.Duration) (string, error) {
+	return t.sign(t.claims(KindVisitor, visitor, ttl))
+}
+
+// IssueSession returns the token of user's gateway session in room: id
+// names it (the pass id), start and end bound it (iat and exp).
+func (t *Issuer) IssueSession(user, room, id string, start, end time.Time) (string, error) {
+	c := t.claims(KindSession, user, 0)
+	c.Room, c.ID = room, id
+	c.IssuedAt, c.ExpiresAt = jwt.NewNumericDate(start), jwt.NewNumericDate(end)
+	return t.sign(c)
+}
+
 // Parse verifies raw as a token of kind: HS256 only, a known kid, exp
 // required, iat not in the future, issuer, audience and kind checked.
 // The returned claims are shared and must not be modified.
@@ -142,8 +160,8 @@ func (t *Issuer) Parse(raw, kind string) (*Claims, error) {
 	if c.Kind != kind {
 		return nil, fmt.Errorf("%w: %w: kind %q, want %q", ErrInvalid, errWrongKind, c.Kind, kind)
 	}
-	if kind == KindQueue && c.Room == "" {
-		return nil, fmt.Errorf("%w: %w: queue token without room", ErrInvalid, errWrongKind)
+	if (kind == KindQueue || kind == KindSession) && c.Room == "" {
+		return nil, fmt.Errorf("%w: %w: %s token without room", ErrInvalid, errWrongKind, kind)
 	}
 	return c, nil
 }

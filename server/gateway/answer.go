@@ -1,0 +1,139 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/valyala/fasthttp"
+)
+
+// The cookies of gateway mode, per room: the entry token of an admitted
+// visitor (set by the waiting room's API when it answers READY, spent by
+// the first protected request in mode "once") and the session of mode
+// "session". Both are HttpOnly, SameSite=Lax, Path=/ (the origin's paths
+// need them), Secure over HTTPS; the origin never sees them.
+func EntryCookie(room string) string   { return "wr_entry_" + room }
+func SessionCookie(room string) string { return "wr_session_" + room }
+
+// entryToken is the request's entry token for room: X-Entry-Token (API
+// clients), else the entry cookie.
+func entryToken(ctx *fasthttp.RequestCtx, room string) string {
+	if v := ctx.Request.Header.Peek("X-Entry-Token"); len(v) > 0 {
+		ctx.Request.Header.Del("X-Entry-Token")
+		return string(v)
+	}
+	return string(ctx.Request.Header.Cookie(EntryCookie(room)))
+}
+
+func setCookie(ctx *fasthttp.RequestCtx, name, value string, ttl time.Duration, secure bool) {
+	c := fasthttp.AcquireCookie()
+	defer fasthttp.ReleaseCookie(c)
+	c.SetKey(name)
+	c.SetValue(value)
+	c.SetPath("/")
+	c.SetHTTPOnly(true)
+	c.SetSameSite(fasthttp.CookieSameSiteLaxMode)
+	c.SetMaxAge(int(ttl.Seconds()))
+	c.SetSecure(secure)
+	ctx.Response.Header.SetCookie(c)
+}
+
+func clearCookie(ctx *fasthttp.RequestCtx, name string) {
+	if len(ctx.Request.Header.Cookie(name)) == 0 {
+		return
+	}
+	c := fasthttp.AcquireCookie()
+	defer fasthttp.ReleaseCookie(c)
+	c.SetKey(name)
+	c.SetPath("/")
+	c.SetHTTPOnly(true)
+	c.SetSameSite(fasthttp.CookieSameSiteLaxMode)
+	c.SetExpire(fasthttp.CookieExpireDelete)
+	ctx.Response.Header.SetCookie(c)
+}
+
+// failure is one of the gateway's own answers, in the contract's form.
+type failure struct {
+	status     int
+	code, msg  string
+	retryAfter int
+}
+
+var (
+	errBadGateway     = failure{fasthttp.StatusBadGateway, "bad_gateway", "the site could not answer this request; if you held a pass it is kept: retry shortly", 1}
+	errGatewayTimeout = failure{fasthttp.StatusGatewayTimeout, "gateway_timeout", "the site did not answer in time; if you held a pass it is kept: retry shortly", 1}
+	errUnavailable    = failure{fasthttp.StatusServiceUnavailable, "unavailable", "the waiting room is briefly unavailable; your place is kept, retry shortly", 1}
+)
+
+func writeError(ctx *fasthttp.RequestCtx, f failure) {
+	writeJSON(ctx, f.status, f.retryAfter, map[string]string{"error": f.code, "message": f.msg})
+}
+
+func writeJSON(ctx *fasthttp.RequestCtx, status, retryAfter int, v any) {
+	body, _ := json.Marshal(v)
+	ctx.Response.Reset()
+	ctx.SetStatusCode(status)
+	ctx.SetContentType("application/json")
+	ctx.Response.Header.Set("Cache-Control", "no-store")
+	ctx.Response.Header.Set("X-Content-Type-Options", "nosniff")
+	if retryAfter > 0 {
+		ctx.Response.Header.Set("Retry-After", strconv.Itoa(retryAfter))
+	}
+	ctx.SetBody(body)
+}
+
+// PageURL is the waiting page of room, returning to back (a path with its
+// query on this site) once admitted.
+func PageURL(room, back string) string {
+	return Prefix + "/rooms/" + room + "?return=" + url.QueryEscape(back)
+}
+
+// refuse answers a protected request that holds no pass. A browser's page
+// navigation (GET or HEAD accepting text/html) is sent to the waiting page
+// with 303 See Other, which brings it back to the same URL once admitted;
+// any other request gets 403 pass_required in the contract's JSON with the
+// room and the page's URL, so a single-page app can send its user there.
+func (g *Gateway) refuse(ctx *fasthttp.RequestCtx, room string) {
+	page := PageURL(room, string(ctx.URI().RequestURI()))
+	if (ctx.IsGet() || ctx.IsHead()) && acceptsHTML(ctx.Request.Header.Peek("Accept")) {
+		// A relative Location: behind a TLS-terminating proxy the gateway
+		// may not know the scheme or name the visitor used.
+		ctx.Response.Reset()
+		ctx.Response.Header.Set("Cache-Control", "no-store")
+		ctx.Response.Header.Set("Location", page)
+		ctx.SetStatusCode(fasthttp.StatusSeeOther)
+		return
+	}
+	writeJSON(ctx, fasthttp.StatusForbidden, 0, map[string]string{"error": "pass_required",
+		"message": "this request needs a pass from the waiting room: join the queue at pageUrl", "room": room, "pageUrl": page})
+}
+
+// acceptsHTML reports whether an Accept header asks for a page.
+func acceptsHTML(accept []byte) bool {
+	return len(accept) > 0 && (bytes.Contains(accept, []byte("text/html")) || bytes.Contains(accept, []byte("application/xhtml+xml")))
+}
+
+// gatewayMetrics are the gateway's own series.
+type gatewayMetrics struct {
+	requests *prometheus.CounterVec
+	upstream *prometheus.HistogramVec
+}
+
+func newGatewayMetrics(reg prometheus.Registerer) gatewayMetrics {
+	m := gatewayMetrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "waitingroom_gateway_requests_total",
+			Help: "Requests for the origin, by kind (protected, unprotected) and outcome (forwarded, no_pass, timeout, bad_gateway)."},
+			[]string{"kind", "outcome"}),
+		upstream: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "waitingroom_gateway_upstream_seconds",
+			Help:    "Time the origin took to answer a forwarded request (failures included), by kind.",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}}, []string{"kind"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.requests, m.upstream)
+	}
+	return m
+}

@@ -1,0 +1,146 @@
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/valyala/fasthttp"
+
+	"waitingroom/queue"
+	"waitingroom/server/pass"
+	"waitingroom/server/token"
+)
+
+// Prefix is where the waiting room's own page and API live in gateway
+// mode; everything else is the origin's.
+const Prefix = reservedPrefix
+
+// Slots are the queue operations behind a pass (queue.Queue).
+type Slots interface {
+	Consume(ctx context.Context, room, user, token string, inFlight time.Duration) (queue.Claim, error)
+	Release(ctx context.Context, c queue.Claim) (bool, error)
+	Restore(ctx context.Context, c queue.Claim, grace time.Duration) (bool, error)
+	Hold(ctx context.Context, c queue.Claim, idle time.Duration, end time.Time) (time.Time, bool, error)
+}
+
+// Signer signs passes for the origin (pass.Signer).
+type Signer interface {
+	Sign(pass.Claims) (string, error)
+}
+
+// Recorder takes each protected request's latency and whether the origin
+// failed it (adaptive.Recorder: admission follows the origin).
+type Recorder interface {
+	Order(room string, latency time.Duration, failed bool, now time.Time)
+}
+
+// Identity is what the server knows of a request: who is asking, over
+// which scheme, and with which queue token.
+type Identity interface {
+	Forwarded(ctx *fasthttp.RequestCtx) Forwarded
+	// QueueUser is the subject of the request's queue token when it is a
+	// valid token for room, else "".
+	QueueUser(ctx *fasthttp.RequestCtx, room string) string
+	// OwnCookie reports whether a cookie is the waiting room's (never
+	// forwarded to the origin).
+	OwnCookie(name []byte) bool
+}
+
+// Options are a Gateway's parts.
+type Options struct {
+	Upstream *Upstream
+	Settings *Store
+	Slots    Slots
+	Signer   Signer
+	Tokens   *token.Issuer // session cookies
+	Recorder Recorder
+	Identity Identity
+	Logger   *slog.Logger
+	// Registerer receives the gateway's metrics (nil: none registered).
+	Registerer prometheus.Registerer
+}
+
+// Gateway answers every request of the public port outside Prefix: it
+// forwards unprotected ones at once, and protected ones with a pass.
+type Gateway struct {
+	o Options
+	m gatewayMetrics
+}
+
+// New returns a Gateway. It does no I/O.
+func New(o Options) *Gateway {
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return &Gateway{o: o, m: newGatewayMetrics(o.Registerer)}
+}
+
+// Handle answers one request: the fasthttp handler of the origin's paths.
+func (g *Gateway) Handle(ctx *fasthttp.RequestCtx) {
+	room, protected := g.o.Settings.Routes().Match(string(ctx.Method()), string(ctx.Path()))
+	if !protected {
+		g.forward(ctx, "unprotected", "")
+		return
+	}
+	st := g.o.Settings.Get(room)
+	var done bool
+	if st.Pass == PassSession {
+		done = g.session(ctx, room, st)
+	} else {
+		done = g.once(ctx, room)
+	}
+	if !done {
+		g.m.requests.WithLabelValues("protected", "no_pass").Inc()
+		g.refuse(ctx, room)
+	}
+}
+
+// forward sends the request on with pass (may be "") and answers the
+// origin's answer or the failure. It returns how it went, for the caller
+// to settle a pass.
+func (g *Gateway) forward(ctx *fasthttp.RequestCtx, kind, p string) (failed bool, latency time.Duration) {
+	prepareRequest(&ctx.Request, g.o.Identity.Forwarded(ctx), g.o.Identity.OwnCookie)
+	if p != "" {
+		ctx.Request.Header.Set(pass.HeaderName, p)
+	}
+	start := time.Now()
+	err := g.o.Upstream.Forward(ctx)
+	latency = time.Since(start)
+	g.m.upstream.WithLabelValues(kind).Observe(latency.Seconds())
+	switch {
+	case errors.Is(err, ErrTimeout):
+		g.m.requests.WithLabelValues(kind, "timeout").Inc()
+		writeError(ctx, errGatewayTimeout)
+		return true, latency
+	case err != nil:
+		g.m.requests.WithLabelValues(kind, "bad_gateway").Inc()
+		g.o.Logger.LogAttrs(ctx, slog.LevelDebug, "gateway: origin failed", slog.String("error", err.Error()))
+		writeError(ctx, errBadGateway)
+		return true, latency
+	}
+	g.m.requests.WithLabelValues(kind, "forwarded").Inc()
+	return ctx.Response.StatusCode() >= 500, latency
+}
+
+// passID is a pass's random id (jti).
+func passID() string {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// sign signs a pass, or answers 503 and returns "".
+func (g *Gateway) sign(ctx *fasthttp.RequestCtx, c pass.Claims) string {
+	p, err := g.o.Signer.Sign(c)
+	if err != nil {
+		g.o.Logger.LogAttrs(ctx, slog.LevelError, "gateway: signing a pass", slog.String("error", err.Error()))
+		writeError(ctx, errUnavailable)
+		return ""
+	}
+	return p
+}

@@ -1,0 +1,190 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"waitingroom/queue"
+	"waitingroom/queue/loop"
+)
+
+// Challenge and pass modes of a room.
+const (
+	ChallengeOff = "off"
+	ChallengePoW = "pow"
+	PassOnce     = "once"
+	PassSession  = "session"
+)
+
+// Settings are one room's gateway settings, shared by every instance
+// through Redis and changed live by the admin API.
+type Settings struct {
+	// Challenge: ChallengeOff, or ChallengePoW (enter needs a solved
+	// proof-of-work challenge of Difficulty leading zero bits).
+	Challenge  string `json:"challenge"`
+	Difficulty int    `json:"difficulty"`
+	// Pass: PassOnce (the first protected request consumes the entry
+	// token) or PassSession (protected requests for SessionTTL after the
+	// last one, up to SessionMax after the first).
+	Pass       string        `json:"pass"`
+	SessionTTL time.Duration `json:"sessionTtl"`
+	SessionMax time.Duration `json:"sessionMaxTtl"`
+	// Protect, when set, replaces the room's routes from WR_PROTECT: each
+	// "METHOD /pattern" (the room is this one).
+	Protect []string `json:"protect"`
+}
+
+// Bounds of the settings.
+const (
+	MinDifficulty = 1
+	MaxDifficulty = 32
+	minSession    = 10 * time.Second
+	maxSession    = 7 * 24 * time.Hour
+)
+
+// Default are the settings of a room nobody has changed. difficulty is
+// the proof of work's default (package pow).
+func Default(difficulty int) Settings {
+	return Settings{Challenge: ChallengeOff, Difficulty: difficulty, Pass: PassOnce,
+		SessionTTL: 10 * time.Minute, SessionMax: time.Hour}
+}
+
+// Check validates s and returns its routes for room.
+func (s Settings) Check(room string) ([]Route, error) {
+	switch {
+	case s.Challenge != ChallengeOff && s.Challenge != ChallengePoW:
+		return nil, errors.New("challenge must be off or pow")
+	case s.Difficulty < MinDifficulty || s.Difficulty > MaxDifficulty:
+		return nil, fmt.Errorf("difficulty must be %d to %d (leading zero bits)", MinDifficulty, MaxDifficulty)
+	case s.Pass != PassOnce && s.Pass != PassSession:
+		return nil, errors.New("pass must be once or session")
+	case s.SessionTTL < minSession || s.SessionTTL > maxSession:
+		return nil, fmt.Errorf("sessionTtl must be %v to %v", minSession, maxSession)
+	case s.SessionMax < s.SessionTTL || s.SessionMax > maxSession:
+		return nil, fmt.Errorf("sessionMaxTtl must be sessionTtl to %v", maxSession)
+	}
+	var routes []Route
+	for _, spec := range s.Protect {
+		r, err := ParseRoute(spec, room)
+		if err != nil {
+			return nil, fmt.Errorf("protect %q: %w", spec, err)
+		}
+		routes = append(routes, r)
+	}
+	return routes, nil
+}
+
+// snapshot is every room's settings and the route table at one moment.
+type snapshot struct {
+	rooms map[string]Settings // rooms with settings of their own
+	table *Table
+}
+
+// Store keeps the rooms' settings in one Redis hash (room → JSON) and
+// their last copy in memory, with the routes they imply.
+type Store struct {
+	rdb      redis.UniversalClient
+	key      string
+	defaults []Route // WR_PROTECT
+	base     Settings
+	cur      atomic.Pointer[snapshot]
+}
+
+// NewStore returns the settings stored under prefix (the instance's key
+// prefix). Until the first Load every room has base settings and the
+// routes are defaults. It does no I/O.
+func NewStore(rdb redis.UniversalClient, prefix string, defaults []Route, base Settings) *Store {
+	st := &Store{rdb: rdb, key: prefix + "gw:rooms", defaults: defaults, base: base}
+	st.cur.Store(st.build(nil))
+	return st
+}
+
+// build compiles the route table: a room with its own Protect replaces
+// its WR_PROTECT routes.
+func (st *Store) build(rooms map[string]Settings) *snapshot {
+	var routes []Route
+	for _, r := range st.defaults {
+		if s, ok := rooms[r.Room]; !ok || s.Protect == nil {
+			routes = append(routes, r)
+		}
+	}
+	for room, s := range rooms {
+		own, err := s.Check(room)
+		if err == nil && s.Protect != nil {
+			routes = append(routes, own...)
+		}
+	}
+	return &snapshot{rooms: rooms, table: NewTable(routes)}
+}
+
+// Routes returns the route table in force.
+func (st *Store) Routes() *Table { return st.cur.Load().table }
+
+// Get returns room's settings in force (base settings unless changed).
+func (st *Store) Get(room string) Settings {
+	if s, ok := st.cur.Load().rooms[room]; ok {
+		return s
+	}
+	return st.base
+}
+
+// Load reads every room's settings from Redis into memory. Entries that
+// do not parse or validate (written by a newer version, say) are skipped.
+func (st *Store) Load(ctx context.Context) error {
+	all, err := st.rdb.HGetAll(ctx, st.key).Result()
+	if err != nil {
+		return err
+	}
+	rooms := make(map[string]Settings, len(all))
+	for room, raw := range all {
+		s := st.base
+		if json.Unmarshal([]byte(raw), &s) != nil || !queue.ValidRoom(room) {
+			continue
+		}
+		if _, err := s.Check(room); err != nil {
+			continue
+		}
+		rooms[room] = s
+	}
+	st.cur.Store(st.build(rooms))
+	return nil
+}
+
+// RefreshEvery is how often Run reads the settings: a change made on one
+// instance is in force on every instance within this time.
+const RefreshEvery = time.Second
+
+// Run loads the settings at once and then every RefreshEvery until ctx is
+// done; a failed load keeps the last settings in force.
+func (st *Store) Run(ctx context.Context) {
+	loop.NowAndEvery(ctx, RefreshEvery, func(ctx context.Context) { _ = st.Load(ctx) })
+}
+
+// ErrInvalid wraps a refused settings change; its text says why.
+var ErrInvalid = errors.New("invalid gateway settings")
+
+// Put validates and stores room's settings, then reloads them here (other
+// instances follow within RefreshEvery). Concurrent puts to one room: the
+// last one wins whole.
+func (st *Store) Put(ctx context.Context, room string, s Settings) (Settings, error) {
+	if !queue.ValidRoom(room) {
+		return Settings{}, fmt.Errorf("%w: the room name must be 1-64 of a-z 0-9 - _", ErrInvalid)
+	}
+	if _, err := s.Check(room); err != nil {
+		return Settings{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	raw, err := json.Marshal(s)
+	if err != nil {
+		return Settings{}, err
+	}
+	if err := st.rdb.HSet(ctx, st.key, room, raw).Err(); err != nil {
+		return Settings{}, err
+	}
+	return s, st.Load(ctx)
+}

@@ -1,0 +1,142 @@
+package server
+
+import (
+	"bytes"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/valyala/fasthttp"
+
+	"waitingroom/queue"
+	"waitingroom/server/gateway"
+	"waitingroom/server/pass"
+	"waitingroom/server/token"
+)
+
+// Gateway mode (package gateway): with WR_UPSTREAM set, the public port is
+// a reverse proxy in front of that origin. The waiting room's own page and
+// API move under gateway.Prefix (/_wr/...); every other path is the
+// origin's, answered by the gateway below Fiber: unprotected requests are
+// forwarded at once (no Redis call), protected ones (WR_PROTECT and the
+// rooms' own routes) need a pass. Visitors are anonymous: enter without an
+// access token gives them a signed identity in an HttpOnly cookie.
+
+// GatewayConfig is gateway mode's configuration; Upstream.URL empty: off.
+type GatewayConfig struct {
+	Upstream gateway.UpstreamConfig
+	Protect  []gateway.Route // WR_PROTECT
+	Passes   pass.Config     // WR_PASS_KEY, WR_PASS_KEY_PREVIOUS
+	// VisitorTTL is how long an anonymous visitor keeps its identity (and
+	// so its place) without coming back.
+	VisitorTTL time.Duration
+}
+
+// Enabled reports whether gateway mode is on.
+func (g GatewayConfig) Enabled() bool { return g.Upstream.URL != "" }
+
+// visitorCookie holds an anonymous visitor's identity (token.KindVisitor).
+const visitorCookie = "wr_visitor"
+
+// gatewayIdentity is what the gateway asks of the server about a request.
+type gatewayIdentity struct{ s *Server }
+
+func (g gatewayIdentity) Forwarded(ctx *fasthttp.RequestCtx) gateway.Forwarded {
+	s := g.s
+	peer := ctx.RemoteIP()
+	f := gateway.Forwarded{Client: s.clientAddrOf(ctx), Peer: peer, Proto: "http", Host: string(ctx.Host())}
+	trusted := len(s.cfg.TrustedProxies) > 0 && s.trusted(peer)
+	if trusted {
+		f.Chain = strings.TrimSpace(string(ctx.Request.Header.Peek(fiber.HeaderXForwardedFor)))
+	}
+	if s.cfg.CookieSecure || ctx.IsTLS() || (trusted && strings.EqualFold(strings.TrimSpace(string(ctx.Request.Header.Peek(fiber.HeaderXForwardedProto))), "https")) {
+		f.Proto = "https"
+	}
+	return f
+}
+
+func (g gatewayIdentity) QueueUser(ctx *fasthttp.RequestCtx, room string) string {
+	raw := ctx.Request.Header.Cookie(queueCookieHost)
+	if len(raw) == 0 {
+		raw = ctx.Request.Header.Cookie(queueCookie)
+	}
+	if len(raw) == 0 {
+		return ""
+	}
+	c, err := g.s.tokens.Parse(string(raw), token.KindQueue)
+	if err != nil || c.Room != room || g.s.checkUser(c.Subject) != nil {
+		return ""
+	}
+	return c.Subject
+}
+
+func (gatewayIdentity) OwnCookie(name []byte) bool {
+	return bytes.HasPrefix(name, []byte("wr_")) || bytes.HasPrefix(name, []byte("__Host-wr_"))
+}
+
+// newGateway builds gateway mode's parts, or nothing when it is off.
+func (s *Server) newGateway(o Options, prefix string) error {
+	g := o.Config.Gateway
+	if !g.Enabled() {
+		return nil
+	}
+	up, err := gateway.NewUpstream(g.Upstream)
+	if err != nil {
+		return err
+	}
+	if s.passes, err = pass.New(g.Passes); err != nil {
+		return err
+	}
+	s.gwSettings = gateway.NewStore(o.Redis, prefix, g.Protect, gateway.Default(defaultDifficulty))
+	s.gw = gateway.New(gateway.Options{
+		Upstream: up, Settings: s.gwSettings, Slots: s.q, Signer: s.passes, Tokens: s.tokens,
+		Recorder: s.rec, Identity: gatewayIdentity{s}, Logger: o.Logger, Registerer: s.m.reg,
+	})
+	s.prefix = gateway.Prefix
+	return nil
+}
+
+// defaultDifficulty is a new room's proof-of-work difficulty.
+const defaultDifficulty = 18
+
+// ownPath reports whether a path is the waiting room's own in gateway mode.
+func ownPath(path []byte) bool {
+	p := []byte(gateway.Prefix)
+	return bytes.Equal(path, p) || (bytes.HasPrefix(path, p) && path[len(p)] == '/')
+}
+
+// visitor is the anonymous visitor of an enter without an access token: the
+// identity of its cookie, or a new one (set as the cookie). Only in
+// gateway mode; elsewhere enter needs an access token.
+func (s *Server) visitor(c *fiber.Ctx) (string, error) {
+	if raw := c.Cookies(visitorCookie); raw != "" {
+		if v, err := s.tokens.Parse(raw, token.KindVisitor); err == nil {
+			return v.Subject, s.checkUser(v.Subject)
+		}
+	}
+	id := "v-" + randomID()
+	tok, err := s.tokens.IssueVisitor(id, s.cfg.Gateway.VisitorTTL)
+	if err != nil {
+		return "", err
+	}
+	c.Cookie(&fiber.Cookie{Name: visitorCookie, Value: tok, Path: gateway.Prefix, HTTPOnly: true,
+		SameSite: fiber.CookieSameSiteLaxMode, Secure: s.secureRequest(c), MaxAge: int(s.cfg.Gateway.VisitorTTL.Seconds())})
+	return id, nil
+}
+
+// setEntryCookie hands an admitted visitor's entry token to the gateway:
+// the entry cookie, read on the origin's protected paths.
+func (s *Server) setEntryCookie(c *fiber.Ctx, room string, st queue.Status) {
+	if s.gw == nil || st.State != queue.Ready || st.EntryToken == "" {
+		return
+	}
+	c.Cookie(&fiber.Cookie{Name: gateway.EntryCookie(room), Value: st.EntryToken, Path: "/", HTTPOnly: true,
+		SameSite: fiber.CookieSameSiteLaxMode, Secure: s.secureRequest(c), MaxAge: max(int(time.Until(st.EntryExpires).Seconds()), 1)})
+}
+
+// jwks publishes the pass keys (gateway mode).
+func (s *Server) jwks(c *fiber.Ctx) error {
+	c.Set(fiber.HeaderCacheControl, "public, max-age=300")
+	c.Set(fiber.HeaderContentType, "application/jwk-set+json")
+	return c.Send(s.passes.JWKS())
+}
