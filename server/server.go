@@ -283,6 +283,9 @@ func (s *Server) Serve(ctx context.Context, public, admin net.Listener) error {
 	if e != nil {
 		err = errors.Join(err, fmt.Errorf("server: public shutdown: %w", e))
 	}
+	if s.gw != nil {
+		s.gw.Close()
+	}
 	if e := s.admin.ShutdownWithContext(sctx); e != nil {
 		err = errors.Join(err, fmt.Errorf("server: admin shutdown: %w", e))
 	}

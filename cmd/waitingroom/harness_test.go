@@ -97,6 +97,7 @@ func (e *env) exec(sql string, args ...any) {
 // instance is one running server on loopback ports.
 type instance struct {
 	t     testing.TB
+	env   *env
 	srv   *server.Server
 	base  string // public, e.g. http://127.0.0.1:39211
 	admin string // management
@@ -185,7 +186,7 @@ func (e *env) start(vars map[string]string) *instance {
 		}
 	})
 	t.Cleanup(stop)
-	return &instance{t: t, srv: srv, base: "http://" + pub.Addr().String(), admin: "http://" + adm.Addr().String(), logs: logs, stop: stop}
+	return &instance{t: t, env: e, srv: srv, base: "http://" + pub.Addr().String(), admin: "http://" + adm.Addr().String(), logs: logs, stop: stop}
 }
 
 // response is a decoded HTTP response.

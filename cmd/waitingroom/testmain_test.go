@@ -18,9 +18,10 @@ import (
 
 // TestMain fails the package when any goroutine outlives the tests:
 // every server, stream, hub and admission loop must stop completely.
-// Two goroutines of fasthttp itself are ignored: its process-wide date
-// updater, and its worker pool's cleaner, which notices a stopped server
-// only after its idle period (10 s) and then exits.
+// Goroutines of fasthttp itself are ignored: its process-wide date
+// updater and dialer cache cleaner, and the cleaners of its worker pool and
+// of the gateway's origin client, which notice a stopped server or closed
+// connections only after their idle period and then exit.
 //
 // With WR_TEST_MAIN=1 the test binary is instead the command itself, with
 // the arguments in WR_TEST_ARGS (TestHelp); with WR_TEST_CHILD=serve it is a
@@ -42,6 +43,12 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m,
 		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.updateServerDate.func1"),
 		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*workerPool).Start.func2"),
+		// The gateway's origin client: its idle-connection cleaner ends on
+		// its own once the connections it watches are closed (at shutdown)
+		// and its idle period has passed; the dialer's address cache
+		// cleaner is process-wide, like the date updater.
+		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*HostClient).connsCleaner"),
+		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*TCPDialer).tcpAddrsClean"),
 	)
 }
 

@@ -28,7 +28,9 @@ func Start(loops []Loop) (stop func(ctx context.Context) error) {
 		running = map[string]bool{}
 	)
 	for _, l := range loops {
-		running[l.Name] = true
+		running[l.Name] = true // all named before any starts: a loop may return at once
+	}
+	for _, l := range loops {
 		wg.Go(func() {
 			l.Run(ctx)
 			mu.Lock()

@@ -42,3 +42,16 @@ func TestStart(t *testing.T) {
 		t.Fatalf("stop with a stuck loop: %v, want a timeout naming stuck only", err)
 	}
 }
+
+// TestStartLoopsThatReturnAtOnce: a loop with nothing to do returns at
+// once (presence without an idle timeout) while the others are started.
+func TestStartLoopsThatReturnAtOnce(t *testing.T) {
+	var loops []Loop
+	for i := range 20 {
+		loops = append(loops, Loop{Name: string(rune('a' + i)), Run: func(context.Context) {}})
+	}
+	stop := Start(loops)
+	if err := stop(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+}

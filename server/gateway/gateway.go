@@ -80,6 +80,10 @@ func New(o Options) *Gateway {
 	return &Gateway{o: o, m: newGatewayMetrics(o.Registerer)}
 }
 
+// Close closes the idle connections to the origin (after the public
+// port's shutdown).
+func (g *Gateway) Close() { g.o.Upstream.Close() }
+
 // Handle answers one request: the fasthttp handler of the origin's paths.
 func (g *Gateway) Handle(ctx *fasthttp.RequestCtx) {
 	room, protected := g.o.Settings.Routes().Match(string(ctx.Method()), string(ctx.Path()))

@@ -36,11 +36,11 @@ func ParseRoutes(s string) ([]Route, error) {
 		if entry == "" {
 			continue
 		}
-		spec, room, ok := strings.Cut(entry, "=")
-		if !ok {
+		i := strings.LastIndexByte(entry, '=') // a room name holds no "="
+		if i < 0 {
 			return nil, fmt.Errorf("%q: want METHOD /path=room", entry)
 		}
-		r, err := ParseRoute(strings.TrimSpace(spec), strings.TrimSpace(room))
+		r, err := ParseRoute(strings.TrimSpace(entry[:i]), strings.TrimSpace(entry[i+1:]))
 		if err != nil {
 			return nil, fmt.Errorf("%q: %w", entry, err)
 		}

@@ -70,6 +70,9 @@ func NewUpstream(c UpstreamConfig) (*Upstream, error) {
 	return &Upstream{hc: hc, timeout: c.Timeout}, nil
 }
 
+// Close closes the idle connections to the origin (at shutdown).
+func (u *Upstream) Close() { u.hc.CloseIdleConnections() }
+
 // Failure kinds of a forward: the origin did not answer in time, or could
 // not be reached or answered something unusable.
 var (

@@ -1,0 +1,273 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"waitingroom/server/pass"
+	"waitingroom/server/pass/passcheck"
+)
+
+// origin is a small site behind the gateway: it echoes what it received,
+// and verifies the pass header with passcheck like a real origin would.
+type origin struct {
+	srv      *httptest.Server
+	check    *passcheck.Checker
+	requests atomic.Int64
+	last     atomic.Pointer[http.Request]
+}
+
+func startOrigin(t *testing.T) *origin {
+	t.Helper()
+	o := &origin{}
+	o.srv = httptest.NewServer(http.HandlerFunc(o.serve))
+	t.Cleanup(o.srv.Close)
+	return o
+}
+
+func (o *origin) serve(w http.ResponseWriter, r *http.Request) {
+	o.requests.Add(1)
+	body, _ := io.ReadAll(r.Body)
+	o.last.Store(r.Clone(context.Background()))
+	switch r.URL.Path {
+	case "/checkout/fail":
+		w.WriteHeader(http.StatusInternalServerError)
+	case "/checkout/slow":
+		time.Sleep(3 * time.Second)
+	case "/big":
+		_, _ = w.Write([]byte(strings.Repeat("x", 200<<10)))
+		return
+	}
+	room, subject := "", ""
+	if raw := r.Header.Get(passcheck.HeaderName); raw != "" && o.check != nil {
+		c, err := o.check.Verify(raw)
+		if err != nil {
+			http.Error(w, "bad pass: "+err.Error(), http.StatusForbidden)
+			return
+		}
+		room, subject = c.Room, c.Subject+"/"+c.Mode
+	}
+	_ = json.NewEncoder(w).Encode(map[string]any{"method": r.Method, "uri": r.URL.RequestURI(), "len": len(body),
+		"room": room, "subject": subject, "xff": r.Header.Get("X-Forwarded-For"), "cookie": r.Header.Get("Cookie"),
+		"foo": r.Header.Get("X-Foo"), "encoding": r.Header.Get("Content-Encoding"), "fwd": r.Header.Get("Forwarded")})
+}
+
+// gatewayInstance starts an instance in front of o protecting /checkout/*
+// for room "sale" (admissions every 20 ms).
+func gatewayInstance(t *testing.T, o *origin, vars map[string]string) *instance {
+	t.Helper()
+	e := newEnv(t)
+	v := map[string]string{"WR_UPSTREAM": o.srv.URL, "WR_PROTECT": "GET /checkout/*=sale, POST /checkout/*=sale",
+		"WR_PASS_KEY": pass.GenerateKey(), "WR_ROOMS": "default,sale", "WR_ADMIT_INTERVAL": "20ms",
+		"WR_UPSTREAM_TIMEOUT": "1s", "WR_UPSTREAM_BODY_LIMIT": "65536"}
+	for k, val := range vars {
+		v[k] = val
+	}
+	in := e.start(v)
+	check, err := passcheck.New(passcheck.Options{JWKSURL: in.base + "/_wr/.well-known/jwks.json", Rooms: []string{"sale"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.check = check
+	return in
+}
+
+// visitor is a browser-like client: a cookie jar, no redirects followed.
+func visitor(t *testing.T) *http.Client {
+	jar, _ := cookiejar.New(nil)
+	return &http.Client{Jar: jar, Timeout: 20 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+func call(t *testing.T, c *http.Client, method, url, body string, headers ...string) (int, http.Header, map[string]any) {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, strings.NewReader(body))
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	res, err := c.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	var m map[string]any
+	_ = json.Unmarshal(raw, &m)
+	return res.StatusCode, res.Header, m
+}
+
+// admitted enters room anonymously and polls until READY (the entry
+// cookie is then set).
+func admitted(t *testing.T, in *instance, c *http.Client, room string) {
+	t.Helper()
+	if code, _, m := call(t, c, "POST", in.base+"/_wr/api/v1/rooms/"+room+"/enter", ""); code != 200 {
+		t.Fatalf("anonymous enter: %d %v", code, m)
+	}
+	waitFor(t, "READY", func() bool {
+		_, _, m := call(t, c, "GET", in.base+"/_wr/api/v1/rooms/"+room+"/position", "")
+		return m["status"] == "READY"
+	})
+}
+
+// TestGatewayForwardsUnprotected: method, path, query and body reach the
+// origin; hop-by-hop headers, the waiting room's cookies and a client's
+// own pass header do not; the forwarding headers say who asked.
+func TestGatewayForwardsUnprotected(t *testing.T) {
+	o := startOrigin(t)
+	in := gatewayInstance(t, o, nil)
+	c := visitor(t)
+	code, _, m := call(t, c, "PUT", in.base+"/api/items/7?x=1&y=%20z", `{"a":1}`,
+		"Connection", "X-Foo", "X-Foo", "bar", "X-Forwarded-For", "6.6.6.6", passcheck.HeaderName, "forged",
+		"Cookie", "wr_queue=secret; __Host-wr_queue=secret; theirs=1")
+	if code != 200 || m["method"] != "PUT" || m["uri"] != "/api/items/7?x=1&y=%20z" || m["len"] != float64(7) {
+		t.Fatalf("forwarded: %d %v", code, m)
+	}
+	if m["foo"] != "" || m["xff"] != "127.0.0.1" || m["cookie"] != "theirs=1" || m["subject"] != "" ||
+		!strings.HasPrefix(m["fwd"].(string), "for=127.0.0.1;proto=http;host=") {
+		t.Fatalf("headers at the origin: %v", m)
+	}
+	// A compressed body goes to the origin as it is; the waiting room's own
+	// API still refuses one.
+	if code, _, m := call(t, c, "POST", in.base+"/upload", "\x1f\x8b", "Content-Encoding", "gzip"); code != 200 || m["encoding"] != "gzip" {
+		t.Fatalf("compressed body to the origin: %d %v", code, m)
+	}
+	if code, _, _ := call(t, c, "POST", in.base+"/_wr/api/v1/auth/login", "\x1f\x8b", "Content-Encoding", "gzip"); code != 415 {
+		t.Fatalf("compressed body to /_wr/: %d, want 415", code)
+	}
+	// The origin's bodies may be larger than the waiting room's own.
+	big := strings.Repeat("y", 20<<10)
+	if code, _, m := call(t, c, "POST", in.base+"/upload", big); code != 200 || m["len"] != float64(len(big)) {
+		t.Fatalf("20 KiB body to the origin: %d %v", code, m)
+	}
+	if code, _, m := call(t, c, "POST", in.base+"/_wr/api/v1/auth/login", big); code != 413 || m["error"] != "payload_too_large" {
+		t.Fatalf("20 KiB body to /_wr/: %d %v, want 413", code, m)
+	}
+	// A response past WR_UPSTREAM_BODY_LIMIT is the origin's fault: 502.
+	if code, _, m := call(t, c, "GET", in.base+"/big", ""); code != 502 || m["error"] != "bad_gateway" {
+		t.Fatalf("oversized answer: %d %v, want 502 bad_gateway", code, m)
+	}
+}
+
+// TestGatewayWithoutAPass: a page navigation goes to the waiting page and
+// back; anything else gets 403 pass_required with the room and the page.
+func TestGatewayWithoutAPass(t *testing.T) {
+	o := startOrigin(t)
+	in := gatewayInstance(t, o, nil)
+	c := visitor(t)
+	code, h, _ := call(t, c, "GET", in.base+"/checkout/cart?step=2", "", "Accept", "text/html,application/xhtml+xml")
+	if code != 303 || h.Get("Location") != "/_wr/rooms/sale?return=%2Fcheckout%2Fcart%3Fstep%3D2" || h.Get("Cache-Control") != "no-store" {
+		t.Fatalf("navigation: %d %v", code, h)
+	}
+	code, _, m := call(t, c, "POST", in.base+"/checkout/pay", `{}`, "Accept", "application/json")
+	if code != 403 || m["error"] != "pass_required" || m["room"] != "sale" || m["pageUrl"] != "/_wr/rooms/sale?return=%2Fcheckout%2Fpay" {
+		t.Fatalf("API request: %d %v", code, m)
+	}
+	if o.requests.Load() != 0 {
+		t.Fatalf("the origin saw %d protected requests without a pass", o.requests.Load())
+	}
+	// The waiting page is there, with its assets under /_wr/.
+	res, err := c.Get(in.base + "/_wr/rooms/sale?return=%2Fcheckout%2Fcart")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != 200 || !strings.Contains(string(page), `src="/_wr/static/app.js"`) || !strings.Contains(string(page), `data-base="/_wr"`) {
+		t.Fatalf("waiting page: %d %.300s", res.StatusCode, page)
+	}
+}
+
+// TestGatewayOncePass: an admitted visitor's first protected request
+// carries a pass the origin verifies; the pass is then spent. An origin
+// that fails or times out does not spend it.
+func TestGatewayOncePass(t *testing.T) {
+	o := startOrigin(t)
+	in := gatewayInstance(t, o, nil)
+	c := visitor(t)
+	admitted(t, in, c, "sale")
+	if code, _, m := call(t, c, "GET", in.base+"/checkout/fail", ""); code != 500 {
+		t.Fatalf("origin 500: %d %v", code, m)
+	}
+	if code, _, m := call(t, c, "GET", in.base+"/checkout/slow", ""); code != 504 || m["error"] != "gateway_timeout" {
+		t.Fatalf("origin too slow: %d %v, want 504", code, m)
+	}
+	code, _, m := call(t, c, "GET", in.base+"/checkout/cart", "")
+	if code != 200 || m["room"] != "sale" || !strings.HasSuffix(m["subject"].(string), "/once") || !strings.HasPrefix(m["subject"].(string), "v-") {
+		t.Fatalf("with the pass (kept after the failures): %d %v", code, m)
+	}
+	if code, _, m := call(t, c, "GET", in.base+"/checkout/cart", ""); code != 403 || m["error"] != "pass_required" {
+		t.Fatalf("second request: %d %v, want 403 pass_required (the pass is spent)", code, m)
+	}
+	// Another visitor's forged cookie gets nothing.
+	other := visitor(t)
+	if code, _, _ := call(t, other, "GET", in.base+"/checkout/cart", "", "Cookie", "wr_entry_sale=forged; wr_queue=forged"); code != 403 {
+		t.Fatalf("forged cookies: %d, want 403", code)
+	}
+}
+
+// TestGatewaySessionPass: in mode session, an admitted visitor uses the
+// protected routes repeatedly, with the same pass id, while the slot is
+// held toward targetActive.
+func TestGatewaySessionPass(t *testing.T) {
+	o := startOrigin(t)
+	in := gatewayInstance(t, o, map[string]string{"WR_TARGET_ACTIVE": "1"})
+	setSettings(t, in, "sale", `{"challenge":"off","difficulty":18,"pass":"session","sessionTtl":60000000000,"sessionMaxTtl":3600000000000,"protect":null}`)
+	a := visitor(t)
+	admitted(t, in, a, "sale")
+	for i := range 3 {
+		if code, _, m := call(t, a, "GET", in.base+fmt.Sprintf("/checkout/step%d", i), ""); code != 200 || !strings.HasSuffix(m["subject"].(string), "/session") {
+			t.Fatalf("session request %d: %d %v", i, code, m)
+		}
+	}
+	// The session holds the room's one slot: a second visitor waits.
+	b := visitor(t)
+	if code, _, _ := call(t, b, "POST", in.base+"/_wr/api/v1/rooms/sale/enter", ""); code != 200 {
+		t.Fatal("second visitor's enter")
+	}
+	time.Sleep(200 * time.Millisecond) // ten admission ticks
+	if _, _, m := call(t, b, "GET", in.base+"/_wr/api/v1/rooms/sale/position", ""); m["status"] != "WAITING" {
+		t.Fatalf("second visitor while the session holds the slot: %v, want WAITING", m)
+	}
+}
+
+// setSettings writes a room's gateway settings as the admin API would; every
+// instance reloads them within a second.
+func setSettings(t *testing.T, in *instance, room, raw string) {
+	t.Helper()
+	e := in.env
+	if err := e.rdb.HSet(context.Background(), e.prefix+"gw:rooms", room, raw).Err(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1200 * time.Millisecond)
+}
+
+// TestGatewayOriginDown: an origin that is gone is 502 in the contract's
+// JSON, and a once pass is kept for the retry.
+func TestGatewayOriginDown(t *testing.T) {
+	o := startOrigin(t)
+	l, _ := net.Listen("tcp", "127.0.0.1:0")
+	dead := "http://" + l.Addr().String()
+	l.Close()
+	in := gatewayInstance(t, o, map[string]string{"WR_UPSTREAM": dead})
+	c := visitor(t)
+	if code, _, m := call(t, c, "GET", in.base+"/", ""); code != 502 || m["error"] != "bad_gateway" {
+		t.Fatalf("origin down: %d %v, want 502", code, m)
+	}
+	admitted(t, in, c, "sale")
+	if code, _, _ := call(t, c, "GET", in.base+"/checkout/cart", ""); code != 502 {
+		t.Fatalf("protected, origin down: %d, want 502", code)
+	}
+	if code, _, _ := call(t, c, "GET", in.base+"/checkout/cart", ""); code != 502 {
+		t.Fatalf("retry, origin still down: %d, want 502 (not 403: the pass was kept)", code)
+	}
+}
