@@ -45,12 +45,19 @@ import (
 // What must happen before fasthttp parses anything (a header line without
 // a colon, the connection caps) is the listener package's, on the
 // connection.
-func (s *Server) guardProtocol(app *fiber.App) {
+func (s *Server) guardProtocol(app *fiber.App) { s.guard(app, false) }
+
+// guardPublic is guardProtocol for the public app: in gateway mode it
+// also hands every request outside gateway.Prefix to the gateway, and
+// holds the waiting room's own requests to WR_BODY_LIMIT.
+func (s *Server) guardPublic(app *fiber.App) { s.guard(app, s.gw != nil) }
+
+func (s *Server) guard(app *fiber.App, gatewayMode bool) {
 	srv := app.Server()
 	srv.SecureErrorLogMessage = true
 	next := srv.Handler
 	srv.Handler = func(ctx *fasthttp.RequestCtx) {
-		toOrigin := s.gw != nil && !ownPath(ctx.Path())
+		toOrigin := gatewayMode && !ownPath(ctx.Path())
 		if r := checkProtocol(&ctx.Request.Header, toOrigin); r != nil {
 			s.m.protocolRefused.WithLabelValues(r.reason).Inc()
 			r.write(ctx)
@@ -59,7 +66,7 @@ func (s *Server) guardProtocol(app *fiber.App) {
 		switch {
 		case toOrigin:
 			s.toOrigin(ctx)
-		case s.gw != nil && len(ctx.Request.Body()) > s.cfg.BodyLimit:
+		case gatewayMode && len(ctx.Request.Body()) > s.cfg.BodyLimit:
 			refuseTooLarge.write(ctx) // the origin's limit let it in; the waiting room's does not
 		default:
 			next(ctx)

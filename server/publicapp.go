@@ -24,7 +24,7 @@ func (s *Server) newPublicApp() *fiber.App {
 		bodyLimit = max(bodyLimit, s.cfg.Gateway.Upstream.BodyLimit)
 	}
 	app := fiber.New(api.FiberConfig("waitingroom", bodyLimit, s.log))
-	s.guardProtocol(app) // first: nothing in Fiber runs before it
+	s.guardPublic(app) // first: nothing in Fiber runs before it
 	app.Use(s.observe, api.SecurityHeaders)
 
 	api := app.Group(s.prefix+"/api/v1", api.NoStore, s.denyIPs, s.apiGate)

@@ -156,6 +156,7 @@ func (s *Server) newAdminApp(o Options) *fiber.App {
 		Window:       s.cfg.Adaptive.Window,
 		Access:       s.acl,
 		Faults:       s.faults,
+		Gateway:      s.gwSettings,
 		RoomDefaults: s.cfg.Admission.Defaults,
 		PingRedis:    func(ctx context.Context) error { return o.Redis.Ping(ctx).Err() },
 		PingPostgres: o.Store.Ping,

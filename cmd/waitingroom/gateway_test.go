@@ -221,7 +221,7 @@ func TestGatewayOncePass(t *testing.T) {
 func TestGatewaySessionPass(t *testing.T) {
 	o := startOrigin(t)
 	in := gatewayInstance(t, o, map[string]string{"WR_TARGET_ACTIVE": "1"})
-	setSettings(t, in, "sale", `{"challenge":"off","difficulty":18,"pass":"session","sessionTtl":60000000000,"sessionMaxTtl":3600000000000,"protect":null}`)
+	setGateway(t, in, "sale", map[string]any{"pass": "session", "sessionTtl": "1m", "sessionMaxTtl": 3600})
 	a := visitor(t)
 	admitted(t, in, a, "sale")
 	for i := range 3 {
@@ -240,15 +240,53 @@ func TestGatewaySessionPass(t *testing.T) {
 	}
 }
 
-// setSettings writes a room's gateway settings as the admin API would; every
-// instance reloads them within a second.
-func setSettings(t *testing.T, in *instance, room, raw string) {
+// setGateway changes a room's gateway settings through the admin API; every
+// instance reloads them within a second (this one at once).
+func setGateway(t *testing.T, in *instance, room string, settings map[string]any) response {
 	t.Helper()
-	e := in.env
-	if err := e.rdb.HSet(context.Background(), e.prefix+"gw:rooms", room, raw).Err(); err != nil {
-		t.Fatal(err)
+	r := do(t, "PUT", in.admin+"/admin/rooms/"+room, testAdminToken, map[string]any{"gateway": settings})
+	if r.status != 200 {
+		t.Fatalf("PUT gateway settings %v: %d %s", settings, r.status, r.raw)
 	}
-	time.Sleep(1200 * time.Millisecond)
+	return r
+}
+
+// TestGatewayAdminSettings: a room's gateway settings are read and changed
+// through the admin API; a bad value is a 400 naming it, and changes nothing.
+func TestGatewayAdminSettings(t *testing.T) {
+	o := startOrigin(t)
+	in := gatewayInstance(t, o, nil)
+	g := in.adminRoom("sale").body["gateway"].(map[string]any)
+	if g["challenge"] != "off" || g["pass"] != "once" || g["protectFrom"] != "WR_PROTECT" || len(g["protect"].([]any)) != 2 {
+		t.Fatalf("defaults: %v", g)
+	}
+	r := setGateway(t, in, "sale", map[string]any{"challenge": "pow", "difficulty": 12, "protect": []string{"POST /api/orders"}})
+	g = r.body["gateway"].(map[string]any)
+	if g["challenge"] != "pow" || g["difficulty"] != float64(12) || g["protectFrom"] != "room" || g["protect"].([]any)[0] != "POST /api/orders" {
+		t.Fatalf("after PUT: %v", g)
+	}
+	// The new routes are in force: /checkout/ is no longer protected, orders are.
+	c := visitor(t)
+	if code, _, _ := call(t, c, "GET", in.base+"/checkout/cart", ""); code != 200 {
+		t.Fatalf("/checkout/cart after the change: %d, want 200 (unprotected)", code)
+	}
+	if code, _, m := call(t, c, "POST", in.base+"/api/orders", "{}"); code != 403 || m["error"] != "pass_required" {
+		t.Fatalf("POST /api/orders after the change: %d %v", code, m)
+	}
+	for _, bad := range []map[string]any{{"challenge": "captcha"}, {"difficulty": 99}, {"pass": "forever"},
+		{"sessionTtl": "1s"}, {"protect": []string{"GET /_wr/x"}}, {"protect": "GET /x"}, {"colour": "red"}} {
+		r := do(t, "PUT", in.admin+"/admin/rooms/sale", testAdminToken, map[string]any{"gateway": bad})
+		if r.status != 400 {
+			t.Errorf("PUT %v: %d %s, want 400", bad, r.status, r.raw)
+		}
+	}
+	if g := in.adminRoom("sale").body["gateway"].(map[string]any); g["challenge"] != "pow" || g["difficulty"] != float64(12) {
+		t.Fatalf("a refused PUT changed the settings: %v", g)
+	}
+	// Back to WR_PROTECT's routes.
+	if g := setGateway(t, in, "sale", map[string]any{"protect": nil}).body["gateway"].(map[string]any); g["protectFrom"] != "WR_PROTECT" {
+		t.Fatalf("protect null: %v", g)
+	}
 }
 
 // TestGatewayOriginDown: an origin that is gone is 502 in the contract's

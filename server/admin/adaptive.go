@@ -65,5 +65,6 @@ func (a *app) roomDoc(c *fiber.Ctx, r queue.RoomInfo) (roomDoc, error) {
 	}
 	d := toRoomDoc(r)
 	a.adaptiveDoc(&d, r, st)
+	d.Gateway = a.gatewayDocOf(r.Name)
 	return d, nil
 }

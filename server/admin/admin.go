@@ -17,6 +17,7 @@ import (
 	"waitingroom/server/access"
 	"waitingroom/server/api"
 	"waitingroom/server/faults"
+	"waitingroom/server/gateway"
 	"waitingroom/server/seclog"
 )
 
@@ -41,6 +42,8 @@ type Options struct {
 	Window     time.Duration
 	Access     *access.Lists
 	Faults     *faults.Faults
+	// Gateway is the rooms' gateway settings; nil outside gateway mode.
+	Gateway *gateway.Store
 	// RoomDefaults configure a room that PUT /admin/rooms/{room} creates.
 	RoomDefaults queue.RoomConfig
 	// PingRedis and PingPostgres are /readyz's checks.

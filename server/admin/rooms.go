@@ -44,6 +44,9 @@ type roomDoc struct {
 	// ShuffleSeed is the seed of the last random opening (null when none):
 	// with the arrival order it reproduces the shuffle (queue.Permutation).
 	ShuffleSeed *string `json:"shuffleSeed"`
+	// Gateway: the room's gateway settings (gateway mode only; absent
+	// otherwise).
+	Gateway *gatewayDoc `json:"gateway,omitempty"`
 }
 
 func toRoomDoc(r queue.RoomInfo) roomDoc {
@@ -127,6 +130,7 @@ type roomPut struct {
 	MaxActive    *int64          `json:"maxActive"` // 0: back to WR_ADAPTIVE_MAX
 	Method       *string         `json:"method"`
 	OpensAt      json.RawMessage `json:"opensAt"` // RFC 3339; null or "" clears
+	Gateway      *gatewayPut     `json:"gateway"` // gateway mode only
 }
 
 // putRoom changes a room live (every instance's next admission run reads
@@ -142,6 +146,9 @@ func (a *app) putRoom(c *fiber.Ctx) error {
 	}
 	u, err := a.roomUpdate(c, room, req)
 	if err != nil {
+		return err
+	}
+	if err := a.putGateway(c, room, req.Gateway); err != nil {
 		return err
 	}
 	r, err := a.Queue.UpdateRoom(c.UserContext(), room, u, true, a.RoomDefaults)
