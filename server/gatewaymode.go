@@ -2,6 +2,9 @@ package server
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"errors"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -9,8 +12,11 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"waitingroom/queue"
+	"waitingroom/server/api"
 	"waitingroom/server/gateway"
 	"waitingroom/server/pass"
+	"waitingroom/server/pow"
+	"waitingroom/server/seclog"
 	"waitingroom/server/token"
 )
 
@@ -35,8 +41,12 @@ type GatewayConfig struct {
 // Enabled reports whether gateway mode is on.
 func (g GatewayConfig) Enabled() bool { return g.Upstream.URL != "" }
 
-// visitorCookie holds an anonymous visitor's identity (token.KindVisitor).
-const visitorCookie = "wr_visitor"
+// visitorCookie holds an anonymous visitor's identity (token.KindVisitor);
+// a visitor's id starts with visitorPrefix (a user's is a number).
+const (
+	visitorCookie = "wr_visitor"
+	visitorPrefix = "v-"
+)
 
 // gatewayIdentity is what the gateway asks of the server about a request.
 type gatewayIdentity struct{ s *Server }
@@ -87,7 +97,9 @@ func (s *Server) newGateway(o Options, prefix string) error {
 	if s.passes, err = pass.New(g.Passes); err != nil {
 		return err
 	}
-	s.gwSettings = gateway.NewStore(o.Redis, prefix, g.Protect, gateway.Default(defaultDifficulty))
+	s.gwSettings = gateway.NewStore(o.Redis, prefix, g.Protect, gateway.Default(pow.DefaultDifficulty))
+	powKey := sha256.Sum256([]byte("pow:" + o.Config.Tokens.Secret)) // shared by every instance, like the secret
+	s.pow = pow.New(o.Redis, prefix, powKey[:], pow.DefaultTTL)
 	s.gw = gateway.New(gateway.Options{
 		Upstream: up, Settings: s.gwSettings, Slots: s.q, Signer: s.passes, Tokens: s.tokens,
 		Recorder: s.rec, Identity: gatewayIdentity{s}, Logger: o.Logger, Registerer: s.m.reg,
@@ -95,9 +107,6 @@ func (s *Server) newGateway(o Options, prefix string) error {
 	s.prefix = gateway.Prefix
 	return nil
 }
-
-// defaultDifficulty is a new room's proof-of-work difficulty.
-const defaultDifficulty = 18
 
 // ownPath reports whether a path is the waiting room's own in gateway mode.
 func ownPath(path []byte) bool {
@@ -114,7 +123,7 @@ func (s *Server) visitor(c *fiber.Ctx) (string, error) {
 			return v.Subject, s.checkUser(v.Subject)
 		}
 	}
-	id := "v-" + randomID()
+	id := visitorPrefix + randomID()
 	tok, err := s.tokens.IssueVisitor(id, s.cfg.Gateway.VisitorTTL)
 	if err != nil {
 		return "", err
@@ -139,4 +148,67 @@ func (s *Server) jwks(c *fiber.Ctx) error {
 	c.Set(fiber.HeaderCacheControl, "public, max-age=300")
 	c.Set(fiber.HeaderContentType, "application/jwk-set+json")
 	return c.Send(s.passes.JWKS())
+}
+
+// challengeRequest is enter's body in a room that asks for a proof of work.
+type challengeRequest struct {
+	Challenge string `json:"challenge"`
+	Solution  string `json:"solution"`
+}
+
+var (
+	errChallengeRequired = &api.Error{Status: fiber.StatusForbidden, Code: "challenge_required",
+		Message: "this room asks for a proof of work: GET its challenge, solve it, and send challenge and solution with enter"}
+	errChallengeInvalid = &api.Error{Status: fiber.StatusForbidden, Code: "challenge_invalid",
+		Message: "the challenge is unknown, expired, already used, not yours or not solved: get a new one"}
+)
+
+// challenge issues a proof-of-work challenge bound to the visitor and the
+// room (GET /_wr/api/v1/rooms/{room}/challenge): {"required": false} when
+// the room asks for none.
+func (s *Server) challenge(c *fiber.Ctx) error {
+	room := roomParam(c)
+	if !queue.ValidRoom(room) {
+		return queue.ErrRoomNotFound
+	}
+	st := s.gwSettings.Get(room)
+	if st.Challenge != gateway.ChallengePoW {
+		return c.JSON(fiber.Map{"required": false})
+	}
+	user, err := s.visitor(c)
+	if err != nil {
+		return err
+	}
+	ch := s.pow.Issue(room, user, st.Difficulty)
+	return c.JSON(fiber.Map{"required": true, "challenge": ch.Token, "difficulty": ch.Difficulty, "expiresAt": ch.ExpiresAt})
+}
+
+// checkChallenge applies a room's proof of work to a visitor's enter: a
+// visitor already in the queue (a reload, a second tab) keeps its place
+// without one; anyone else sends a solved challenge, spent once.
+func (s *Server) checkChallenge(c *fiber.Ctx, room, user string) error {
+	if s.gw == nil || !strings.HasPrefix(user, visitorPrefix) || s.gwSettings.Get(room).Challenge != gateway.ChallengePoW {
+		return nil
+	}
+	if _, err := s.q.Status(c.UserContext(), room, user); !errors.Is(err, queue.ErrNotInQueue) {
+		return err // nil: in the queue already; else Redis's error
+	}
+	var req challengeRequest
+	if len(bytes.TrimSpace(c.Body())) > 0 {
+		if err := api.Decode(c, &req); err != nil {
+			return err
+		}
+	}
+	err := s.pow.Verify(c.UserContext(), room, user, req.Challenge, req.Solution)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, pow.ErrRequired):
+		return errChallengeRequired
+	case errors.Is(err, pow.ErrUnavailable):
+		return errors.Join(api.ErrUnavailable, err)
+	}
+	s.sec.Event(c.UserContext(), seclog.ChallengeRefused, slog.String("address", s.clientIP(c)),
+		slog.String("room", room), slog.String("reason", pow.Reason(err)))
+	return errChallengeInvalid
 }

@@ -108,7 +108,7 @@ func (m *metrics) registerHTTP() {
 		[]float64{.01, .025, .05, .075, .1, .15, .25, .5, 1, 2.5})
 	m.bcryptBusy = m.counter("waitingroom_bcrypt_busy_total", "Logins answered 503 because every BCrypt slot (WR_BCRYPT_CONCURRENCY) stayed taken for 2 s.")
 	m.rateLimited = m.counterVec("waitingroom_rate_limited_total", "Requests refused with 429 by layer 1, by limit.", "limit")
-	m.secEvents = m.counterVec("waitingroom_security_events_total", "Security events by name (login_failed, token_refused, rate_limited, cross_site, admin_auth_failed, admin_auth_throttled), counted whether or not their log line was suppressed.", "event")
+	m.secEvents = m.counterVec("waitingroom_security_events_total", "Security events by name (login_failed, token_refused, rate_limited, cross_site, admin_auth_failed, admin_auth_throttled, challenge_refused), counted whether or not their log line was suppressed.", "event")
 	m.connRefused = m.counterVec("waitingroom_connections_refused_total", "Public connections refused with 503 at accept, by reason: ceiling (WR_MAX_CONNS) or per_address (WR_MAX_CONNS_PER_IP).", "reason")
 	m.protocolRefused = m.counterVec("waitingroom_protocol_refused_total", "Requests refused at the HTTP protocol's edge before any handler, by reason (content_encoding, length_and_chunked, method).", "reason")
 	m.idleClosed = m.counter("waitingroom_connections_idle_closed_total", "Public connections closed for not sending a complete first request within WR_FIRST_REQUEST_TIMEOUT.")

@@ -46,6 +46,7 @@ func (s *Server) newPublicApp() *fiber.App {
 	api.Post("/orders", s.order)
 	api.Get("/products/:id", s.product)
 	if s.gw != nil {
+		api.Get("/rooms/:room/challenge", s.challenge)
 		app.Get(s.prefix+"/.well-known/jwks.json", s.jwks)
 	}
 

@@ -83,6 +83,9 @@ func (s *Server) enter(c *fiber.Ctx) error {
 	if err := s.limit(c, "enter_user", user, user, s.cfg.Limits.EnterUser, true); err != nil {
 		return err
 	}
+	if err := s.checkChallenge(c, room, user); err != nil {
+		return err
+	}
 	var st queue.Status
 	if s.acl.Current().Bypass.HasUser(user) {
 		st, err = s.q.Grant(ctx, room, user)

@@ -28,6 +28,7 @@ import (
 	"waitingroom/server/login"
 	"waitingroom/server/pass"
 	"waitingroom/server/pgstore"
+	"waitingroom/server/pow"
 	"waitingroom/server/ratelimit"
 	"waitingroom/server/seclog"
 	"waitingroom/server/token"
@@ -83,6 +84,7 @@ type Server struct {
 	gw         *gateway.Gateway
 	gwSettings *gateway.Store
 	passes     *pass.Signer
+	pow        *pow.Pow
 	prefix     string // where the page and API live: "" or gateway.Prefix
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"waitingroom/server/pass"
 	"waitingroom/server/pass/passcheck"
+	"waitingroom/server/pow"
 )
 
 // origin is a small site behind the gateway: it echoes what it received,
@@ -307,5 +308,72 @@ func TestGatewayOriginDown(t *testing.T) {
 	}
 	if code, _, _ := call(t, c, "GET", in.base+"/checkout/cart", ""); code != 502 {
 		t.Fatalf("retry, origin still down: %d, want 502 (not 403: the pass was kept)", code)
+	}
+}
+
+// TestGatewayInFrontOfTheDemoShop: the demo shop — a waiting room instance
+// without a gateway — is the origin: its login goes straight through, and
+// its product API, protected, needs a pass.
+func TestGatewayInFrontOfTheDemoShop(t *testing.T) {
+	shop := newEnv(t).start(nil)
+	e := newEnv(t)
+	in := e.start(map[string]string{"WR_UPSTREAM": shop.base, "WR_PROTECT": "GET /api/v1/products/*=sale",
+		"WR_PASS_KEY": pass.GenerateKey(), "WR_ROOMS": "sale", "WR_ADMIT_INTERVAL": "20ms"})
+	c := visitor(t)
+	code, _, m := call(t, c, "POST", in.base+"/api/v1/auth/login", `{"loginId":"user1","password":"`+testPassword+`"}`,
+		"Content-Type", "application/json")
+	if code != 200 || m["accessToken"] == nil {
+		t.Fatalf("the shop's login through the gateway: %d %v", code, m)
+	}
+	if code, _, m := call(t, c, "GET", in.base+"/api/v1/products/1", ""); code != 403 || m["error"] != "pass_required" {
+		t.Fatalf("product without a pass: %d %v", code, m)
+	}
+	admitted(t, in, c, "sale")
+	if code, _, m := call(t, c, "GET", in.base+"/api/v1/products/1", ""); code != 200 || m["id"] != float64(1) {
+		t.Fatalf("product with a pass: %d %v", code, m)
+	}
+}
+
+// TestGatewayProofOfWork: in a room with challenge pow, an anonymous enter
+// needs a solved challenge bound to the visitor, spent once; a visitor
+// already in the queue (a reload) keeps its place without one.
+func TestGatewayProofOfWork(t *testing.T) {
+	o := startOrigin(t)
+	in := gatewayInstance(t, o, nil)
+	setGateway(t, in, "sale", map[string]any{"challenge": "pow", "difficulty": 8})
+	a := visitor(t)
+	enter := in.base + "/_wr/api/v1/rooms/sale/enter"
+	if code, _, m := call(t, a, "POST", enter, ""); code != 403 || m["error"] != "challenge_required" {
+		t.Fatalf("enter without a solution: %d %v", code, m)
+	}
+	code, _, ch := call(t, a, "GET", in.base+"/_wr/api/v1/rooms/sale/challenge", "")
+	if code != 200 || ch["required"] != true || ch["difficulty"] != float64(8) {
+		t.Fatalf("challenge: %d %v", code, ch)
+	}
+	tok := ch["challenge"].(string)
+	body := fmt.Sprintf(`{"challenge":%q,"solution":%q}`, tok, pow.Solve(tok, 8))
+	// Another visitor cannot use it: it is bound to the one it was issued to.
+	if code, _, m := call(t, visitor(t), "POST", enter, body, "Content-Type", "application/json"); code != 403 || m["error"] != "challenge_invalid" {
+		t.Fatalf("someone else's challenge: %d %v", code, m)
+	}
+	if code, _, m := call(t, a, "POST", enter, `{"challenge":"`+tok+`","solution":"0"}`, "Content-Type", "application/json"); code != 403 || m["error"] != "challenge_invalid" {
+		t.Fatalf("unsolved challenge: %d %v", code, m)
+	}
+	if code, _, m := call(t, a, "POST", enter, body, "Content-Type", "application/json"); code != 200 || m["status"] == nil {
+		t.Fatalf("solved: %d %v", code, m)
+	}
+	// A reload: already in the queue, no new work asked.
+	if code, _, m := call(t, a, "POST", enter, ""); code != 200 {
+		t.Fatalf("enter again while in the queue: %d %v", code, m)
+	}
+	// Left, the same solution is spent.
+	if code, _, _ := call(t, a, "POST", in.base+"/_wr/api/v1/rooms/sale/leave", ""); code != 204 {
+		t.Fatalf("leave: %d", code)
+	}
+	if code, _, m := call(t, a, "POST", enter, body, "Content-Type", "application/json"); code != 403 || m["error"] != "challenge_invalid" {
+		t.Fatalf("replayed solution: %d %v", code, m)
+	}
+	if n := in.metric("waitingroom_security_events_total"); n < 3 {
+		t.Fatalf("security events: %v, want the refused challenges counted", n)
 	}
 }

@@ -36,6 +36,9 @@ const (
 	CrossSite      = "cross_site"    // address, origin, sec-fetch-site, method, path
 	AdminAuth      = "admin_auth_failed"
 	AdminThrottled = "admin_auth_throttled"
+	// ChallengeRefused: an enter with a proof of work that was refused
+	// (address, room, reason: pow.Reason's word).
+	ChallengeRefused = "challenge_refused"
 )
 
 const (
