@@ -84,13 +84,13 @@ func gatewayInstance(t *testing.T, o *origin, vars map[string]string) *instance 
 }
 
 // visitor is a browser-like client: a cookie jar, no redirects followed.
-func visitor(t *testing.T) *http.Client {
+func visitor(t testing.TB) *http.Client {
 	jar, _ := cookiejar.New(nil)
 	return &http.Client{Jar: jar, Timeout: 20 * time.Second,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
 
-func call(t *testing.T, c *http.Client, method, url, body string, headers ...string) (int, http.Header, map[string]any) {
+func call(t testing.TB, c *http.Client, method, url, body string, headers ...string) (int, http.Header, map[string]any) {
 	t.Helper()
 	req, _ := http.NewRequest(method, url, strings.NewReader(body))
 	for i := 0; i+1 < len(headers); i += 2 {
@@ -109,7 +109,7 @@ func call(t *testing.T, c *http.Client, method, url, body string, headers ...str
 
 // admitted enters room anonymously and polls until READY (the entry
 // cookie is then set).
-func admitted(t *testing.T, in *instance, c *http.Client, room string) {
+func admitted(t testing.TB, in *instance, c *http.Client, room string) {
 	t.Helper()
 	if code, _, m := call(t, c, "POST", in.base+"/_wr/api/v1/rooms/"+room+"/enter", ""); code != 200 {
 		t.Fatalf("anonymous enter: %d %v", code, m)
