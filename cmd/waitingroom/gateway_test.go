@@ -48,6 +48,17 @@ func (o *origin) serve(w http.ResponseWriter, r *http.Request) {
 	case "/big":
 		_, _ = w.Write([]byte(strings.Repeat("x", 200<<10)))
 		return
+	case "/checkout/reset", "/checkout/malformed":
+		// Mid-response: a promised body cut short, or no HTTP at all.
+		conn, buf, _ := w.(http.Hijacker).Hijack()
+		if r.URL.Path == "/checkout/reset" {
+			_, _ = buf.WriteString("HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\npartial")
+		} else {
+			_, _ = buf.WriteString("NOT HTTP AT ALL\r\n\r\n")
+		}
+		_ = buf.Flush()
+		conn.Close()
+		return
 	}
 	room, subject := "", ""
 	if raw := r.Header.Get(passcheck.HeaderName); raw != "" && o.check != nil {
@@ -201,6 +212,11 @@ func TestGatewayOncePass(t *testing.T) {
 	}
 	if code, _, m := call(t, c, "GET", in.base+"/checkout/slow", ""); code != 504 || m["error"] != "gateway_timeout" {
 		t.Fatalf("origin too slow: %d %v, want 504", code, m)
+	}
+	for _, path := range []string{"/checkout/reset", "/checkout/malformed"} {
+		if code, _, m := call(t, c, "GET", in.base+path, ""); code != 502 || m["error"] != "bad_gateway" {
+			t.Fatalf("%s: %d %v, want 502", path, code, m)
+		}
 	}
 	code, _, m := call(t, c, "GET", in.base+"/checkout/cart", "")
 	if code != 200 || m["room"] != "sale" || !strings.HasSuffix(m["subject"].(string), "/once") || !strings.HasPrefix(m["subject"].(string), "v-") {
@@ -376,4 +392,26 @@ func TestGatewayProofOfWork(t *testing.T) {
 	if n := in.metric("waitingroom_security_events_total"); n < 3 {
 		t.Fatalf("security events: %v, want the refused challenges counted", n)
 	}
+}
+
+// TestGatewayFeedsAdaptiveAdmission: the latency and failures of protected
+// requests, as the gateway sees them, are an adaptive room's signals — no
+// instrumentation of the origin.
+func TestGatewayFeedsAdaptiveAdmission(t *testing.T) {
+	o := startOrigin(t)
+	in := gatewayInstance(t, o, map[string]string{"WR_ADAPTIVE_WINDOW": "200ms"})
+	setGateway(t, in, "sale", map[string]any{"pass": "session"})
+	if r := do(t, "PUT", in.admin+"/admin/rooms/sale", testAdminToken, map[string]any{"mode": "adaptive"}); r.status != 200 {
+		t.Fatalf("adaptive mode: %d %s", r.status, r.raw)
+	}
+	c := visitor(t)
+	admitted(t, in, c, "sale")
+	waitFor(t, "the gateway's requests in the room's signals", func() bool {
+		for range 5 {
+			call(t, c, "GET", in.base+"/checkout/cart", "")
+		}
+		call(t, c, "GET", in.base+"/checkout/fail", "")
+		sig, _ := in.adminRoom("sale").body["signals"].(map[string]any)
+		return sig["orders"].(float64) >= 5 && sig["errors"].(float64) >= 1
+	})
 }
