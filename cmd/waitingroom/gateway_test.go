@@ -48,6 +48,9 @@ func (o *origin) serve(w http.ResponseWriter, r *http.Request) {
 	case "/big":
 		_, _ = w.Write([]byte(strings.Repeat("x", 200<<10)))
 		return
+	case "/huge-headers":
+		w.Header().Set("X-Huge", strings.Repeat("h", 100<<10))
+		return
 	case "/checkout/reset", "/checkout/malformed":
 		// Mid-response: a promised body cut short, or no HTTP at all.
 		conn, buf, _ := w.(http.Hijacker).Hijack()
@@ -164,9 +167,19 @@ func TestGatewayForwardsUnprotected(t *testing.T) {
 	if code, _, m := call(t, c, "POST", in.base+"/_wr/api/v1/auth/login", big); code != 413 || m["error"] != "payload_too_large" {
 		t.Fatalf("20 KiB body to /_wr/: %d %v, want 413", code, m)
 	}
-	// A response past WR_UPSTREAM_BODY_LIMIT is the origin's fault: 502.
-	if code, _, m := call(t, c, "GET", in.base+"/big", ""); code != 502 || m["error"] != "bad_gateway" {
-		t.Fatalf("oversized answer: %d %v, want 502 bad_gateway", code, m)
+	// Responses are streamed whatever their size (a download is not a
+	// request body); headers past 64 KiB are the origin's fault: 502.
+	res, err := c.Get(in.base + "/big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, _ := io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	if res.StatusCode != 200 || n != 200<<10 {
+		t.Fatalf("a 200 KiB answer (4× WR_UPSTREAM_BODY_LIMIT): %d, %d bytes", res.StatusCode, n)
+	}
+	if code, _, m := call(t, c, "GET", in.base+"/huge-headers", ""); code != 502 || m["error"] != "bad_gateway" {
+		t.Fatalf("100 KiB of headers: %d %v, want 502 bad_gateway", code, m)
 	}
 }
 

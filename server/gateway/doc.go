@@ -29,9 +29,15 @@
 // body go to the origin; hop-by-hop headers, the waiting room's cookies and
 // any client-sent pass header do not. X-Forwarded-For (a trusted proxy's
 // chain plus the peer), X-Forwarded-Proto, X-Forwarded-Host and Forwarded
-// are set; Host is kept. Bodies are buffered, up to WR_UPSTREAM_BODY_LIMIT
-// each way. WebSocket upgrades and other protocol switches are not
-// passed through (the origin answers them as ordinary requests).
+// are set; Host is kept. Request bodies are read whole first, up to
+// WR_UPSTREAM_BODY_LIMIT (413 beyond); responses are streamed to the
+// visitor as the origin sends them, whatever their size (a download is
+// not held in memory), after headers of at most 64 KiB (502 beyond). An
+// origin that fails before its headers is 502 or 504; one that fails
+// while its body streams has its connection to the visitor closed (the
+// status was already sent). WebSocket upgrades and other protocol
+// switches are not passed through (the origin answers them as ordinary
+// requests).
 //
 // The package owns the rooms' gateway settings (Settings, Store: one Redis
 // hash under the instance's prefix, "gw:rooms", reloaded every second by

@@ -21,12 +21,16 @@ type Upstream struct {
 	timeout time.Duration
 }
 
+// responseHeaderLimit bounds the origin's status line and headers: an
+// origin sending more is answered 502.
+const responseHeaderLimit = 64 << 10
+
 // UpstreamConfig is the origin's address and limits.
 type UpstreamConfig struct {
 	URL            string        // WR_UPSTREAM: http://host:port or https://host:port, no path
 	ConnectTimeout time.Duration // WR_UPSTREAM_CONNECT_TIMEOUT
 	Timeout        time.Duration // WR_UPSTREAM_TIMEOUT: the origin's whole answer
-	BodyLimit      int           // WR_UPSTREAM_BODY_LIMIT: request and response bodies
+	BodyLimit      int           // WR_UPSTREAM_BODY_LIMIT: request bodies (responses are streamed)
 }
 
 // ParseUpstream checks WR_UPSTREAM's form and returns its address (host:port,
@@ -61,11 +65,12 @@ func NewUpstream(c UpstreamConfig) (*Upstream, error) {
 		},
 		ReadTimeout:                   c.Timeout,
 		WriteTimeout:                  c.Timeout,
-		MaxResponseBodySize:           c.BodyLimit,
+		ReadBufferSize:                responseHeaderLimit,
 		MaxIdleConnDuration:           30 * time.Second,
 		MaxIdemponentCallAttempts:     2, // one retry of an idempotent request on a stale connection
 		DisableHeaderNamesNormalizing: true,
 		NoDefaultUserAgentHeader:      true,
+		StreamResponseBody:            true,
 	}
 	return &Upstream{hc: hc, timeout: c.Timeout}, nil
 }
