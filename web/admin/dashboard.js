@@ -9,7 +9,9 @@
 // Every second it samples GET /admin/rooms and keeps ten minutes of history
 // per room in memory. Fields a server does not report (older or newer
 // versions) show as "—" and their controls stay hidden; a control sends only
-// the fields it changes, and only fields the room's document contains.
+// the fields it changes, and only fields the room's document contains. The
+// Gateway panel shows only for rooms whose document has a gateway object
+// (gateway mode, WR_UPSTREAM set).
 (() => {
   'use strict';
 
@@ -255,6 +257,7 @@
     renderSummary(r ? r.doc : null, r ? r.samples : []);
     for (const c of charts) c.draw(r ? r.samples : [], r ? r.doc : null);
     renderControls(r ? r.doc : null);
+    renderGateway(r ? r.doc : null);
   }
 
   function renderRooms() {
@@ -559,8 +562,9 @@
     return Number.isInteger(n) ? n : NaN;
   }
 
-  function say(text, isError) {
-    const m = $('control-msg');
+  // say reports in a panel's live region: control-msg, or gateway-msg.
+  function say(text, isError, id = 'control-msg') {
+    const m = $(id);
     m.textContent = text;
     m.classList.toggle('error', !!isError);
     m.setAttribute('role', isError ? 'alert' : 'status');
@@ -582,25 +586,36 @@
     await send(r.doc.room, body, inputs);
   }
 
-  async function send(room, body, inputs) {
-    const buttons = [...document.querySelectorAll('#controls button')];
+  async function send(room, body, inputs, msg = 'control-msg') {
+    const buttons = [...document.querySelectorAll('#controls button, #gateway button')];
     buttons.forEach((b) => (b.disabled = true));
     try {
       const doc = await api('PUT', roomPath(room), body);
       for (const id of inputs) state.dirty.delete(id);
       const r = state.rooms.get(room);
       if (r && doc && doc.room === room) r.doc = doc;
-      say('Saved ' + room + ': ' + Object.entries(body).map(([k, v]) => k + ' = ' + (v === null ? 'none' : v)).join(', ') + '.');
+      say('Saved ' + room + ': ' + saved(body) + '.', false, msg);
       render();
     } catch (e) {
       if (e.status === 401) {
         refused(e.message);
       } else {
-        say('Not saved: ' + e.message + (e.status ? ' (' + e.status + ')' : '') + '.', true);
+        say('Not saved: ' + e.message + (e.status ? ' (' + e.status + ')' : '') + '.', true, msg);
       }
     } finally {
       buttons.forEach((b) => (b.disabled = false));
     }
+  }
+
+  // saved words a sent body: "targetActive = 2"; a gateway object by its
+  // fields, "challenge = pow, difficulty = 10".
+  function saved(body) {
+    return Object.entries(body).map(([k, v]) => {
+      if (k === 'gateway' && v && typeof v === 'object') return saved(v);
+      if (Array.isArray(v)) return k + ' = ' + (v.length ? v.join('; ') : 'none');
+      if (k === 'protect' && v === null) return k + " = WR_PROTECT's routes";
+      return k + ' = ' + (v === null ? 'none' : v);
+    }).join(', ');
   }
 
   function onSubmit(id, handler) {
@@ -611,7 +626,7 @@
   }
 
   function wire() {
-    for (const input of document.querySelectorAll('#controls input, #controls select')) {
+    for (const input of document.querySelectorAll('#controls input, #controls select, #gateway input, #gateway select, #gateway textarea')) {
       input.addEventListener('input', () => state.dirty.add(input.id));
     }
     onSubmit('target-form', () => {
@@ -653,6 +668,7 @@
       put({ opensAt: null }, ['opens-input'], 'the schedule');
     });
 
+    wireGateway();
     $('room-select').addEventListener('change', (ev) => selectRoom(ev.target.value));
     $('window-select').addEventListener('change', (ev) => {
       state.windowMs = Number(ev.target.value) * 1000;
@@ -696,12 +712,137 @@
     });
   }
 
+  // ---- gateway (gateway mode only) -------------------------------------------
+
+  const gatewayOf = (d) => (has(d, 'gateway') && d.gateway && typeof d.gateway === 'object' ? d.gateway : null);
+  const routesOf = (v) => (Array.isArray(v) ? v.filter((s) => typeof s === 'string') : null);
+  const sameRoutes = (a, b) => [...a].sort().join('\n') === [...b].sort().join('\n');
+
+  // durText words a duration as the server gives it: "10m (600 s)".
+  function durText(text, seconds) {
+    if (typeof text !== 'string' || !text) return dash;
+    return num(seconds) === null ? text : text + ' (' + fmt(seconds) + ' s)';
+  }
+
+  function renderGateway(d) {
+    const g = gatewayOf(d);
+    $('gateway').hidden = !g;
+    if (!g) return;
+    setText('g-challenge', has(g, 'challenge') ? (g.challenge === 'pow' ? 'pow (proof of work)' : String(g.challenge)) : dash);
+    setText('g-difficulty', num(g.difficulty) === null ? dash : fmt(g.difficulty) + ' bits');
+    setText('g-pass', has(g, 'pass') ? String(g.pass) : dash);
+    setText('g-session-ttl', durText(g.sessionTtl, g.sessionTtlSeconds));
+    setText('g-session-max', durText(g.sessionMaxTtl, g.sessionMaxTtlSeconds));
+    setText('g-protect-from', { WR_PROTECT: "WR_PROTECT (the server's)", room: "this room's own" }[g.protectFrom] || (has(g, 'protectFrom') ? String(g.protectFrom) : dash));
+    const routes = routesOf(g.protect);
+    renderRoutes(routes);
+
+    $('challenge-form').hidden = !has(g, 'challenge');
+    $('difficulty-field').hidden = !has(g, 'difficulty');
+    $('pass-form').hidden = !has(g, 'pass');
+    $('session-ttl-field').hidden = !has(g, 'sessionTtl');
+    $('session-max-field').hidden = !has(g, 'sessionMaxTtl');
+    $('protect-form').hidden = !routes;
+    fill('challenge-input', g.challenge);
+    fill('difficulty-input', num(g.difficulty));
+    fill('pass-input', g.pass);
+    fill('session-ttl-input', g.sessionTtl);
+    fill('session-max-input', g.sessionMaxTtl);
+    fill('protect-input', routes ? routes.join('\n') : '');
+  }
+
+  // renderRoutes lists the protected routes; the list is rebuilt only when
+  // they change.
+  function renderRoutes(routes) {
+    const dd = $('g-protect');
+    const key = routes ? routes.join('\n') : dash;
+    if (dd.dataset.key === key) return;
+    dd.dataset.key = key;
+    if (!routes || !routes.length) {
+      dd.textContent = routes ? 'none' : dash;
+      return;
+    }
+    const ul = document.createElement('ul');
+    for (const r of routes) {
+      const li = document.createElement('li');
+      const code = document.createElement('code');
+      code.textContent = r;
+      li.append(code);
+      ul.append(li);
+    }
+    dd.replaceChildren(ul);
+  }
+
+  // sameGateway tells whether v is already the room's gateway setting k.
+  function sameGateway(g, k, v) {
+    if (k === 'protect') {
+      if (v === null) return g.protectFrom === 'WR_PROTECT';
+      return g.protectFrom !== 'WR_PROTECT' && sameRoutes(routesOf(g.protect) || [], v);
+    }
+    if (k === 'sessionTtl' || k === 'sessionMaxTtl') return v === g[k] || v === g[k + 'Seconds'];
+    return g[k] === v;
+  }
+
+  // putGateway sends, as the room's "gateway" object, only the given fields
+  // that differ from the room's and that its gateway object has.
+  async function putGateway(fields, inputs, what) {
+    const r = currentRoom();
+    const g = r ? gatewayOf(r.doc) : null;
+    if (!g) return;
+    const body = {};
+    for (const [k, v] of Object.entries(fields)) {
+      if (has(g, k) && !sameGateway(g, k, v)) body[k] = v;
+    }
+    if (!Object.keys(body).length) {
+      say('Nothing to change: ' + what + ' is already as shown.', false, 'gateway-msg');
+      for (const id of inputs) state.dirty.delete(id);
+      return;
+    }
+    await send(r.doc.room, { gateway: body }, inputs, 'gateway-msg');
+  }
+
+  // durationOf reads a session time: a number of seconds, or a duration
+  // such as "10m" sent as typed (the server checks it and names the field).
+  function durationOf(id) {
+    const s = $(id).value.trim();
+    if (s === '') return null;
+    return /^\d+$/.test(s) ? Number(s) : s;
+  }
+
+  function wireGateway() {
+    const sayGw = (text) => say(text, true, 'gateway-msg');
+    onSubmit('challenge-form', () => {
+      const fields = { challenge: $('challenge-input').value };
+      const n = intOf('difficulty-input');
+      if (Number.isNaN(n)) return sayGw('The difficulty must be a whole number.');
+      if (n !== null) fields.difficulty = n;
+      putGateway(fields, ['challenge-input', 'difficulty-input'], 'the challenge');
+    });
+    onSubmit('pass-form', () => {
+      const fields = { pass: $('pass-input').value };
+      for (const [id, key] of [['session-ttl-input', 'sessionTtl'], ['session-max-input', 'sessionMaxTtl']]) {
+        const v = durationOf(id);
+        if (v !== null) fields[key] = v;
+      }
+      putGateway(fields, ['pass-input', 'session-ttl-input', 'session-max-input'], 'the pass');
+    });
+    onSubmit('protect-form', () => {
+      const routes = $('protect-input').value.split('\n').map((s) => s.trim()).filter(Boolean);
+      putGateway({ protect: routes }, ['protect-input'], 'the protected routes');
+    });
+    $('protect-reset').addEventListener('click', () => {
+      state.dirty.delete('protect-input');
+      putGateway({ protect: null }, ['protect-input'], "the routes' source");
+    });
+  }
+
   function selectRoom(name) {
     if (name === state.room) return;
     state.room = name;
     state.dirty.clear();
     history.replaceState(null, '', '#room=' + encodeURIComponent(name));
     say('');
+    say('', false, 'gateway-msg');
     render();
   }
 
