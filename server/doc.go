@@ -15,6 +15,15 @@
 //	POST /api/v1/orders              orders.go     → package checkout
 //	GET  /api/v1/products/{id}       orders.go     → package checkout
 //	GET  /, /rooms/{r}, /static/*    publicapp.go  → the embedded page (package web)
+//	GET  /api/v1/rooms/{r}/challenge gatewaymode.go → package pow (gateway mode)
+//	GET  /.well-known/jwks.json      gatewaymode.go → package pass (gateway mode)
+//
+// In gateway mode (WR_UPSTREAM; gatewaymode.go) all of the above lives
+// under /_wr, and every other path is the origin's: the protocol filter
+// hands it to package gateway below Fiber. Enter then also takes anonymous
+// visitors (a signed identity in the wr_visitor cookie) and, in a room
+// that asks for it, a solved proof of work; a READY answer sets the entry
+// cookie the gateway spends.
 //
 // Around the handlers, in the order a request meets them: the public
 // listener (package listener: the connection ceiling, the per-address cap,
@@ -30,8 +39,9 @@
 // data, its Redis keys and its loop: queue (rooms, the admission loop),
 // queue/adaptive, queue/presence, stream (the push hub), and under server:
 // access, faults, checkout, login, token, ratelimit, pgstore, listener,
-// admin (the management app), api (the error form and request decoding
-// both apps share), seclog (the security log). None of them imports server.
+// gateway, pass, pow, admin (the management app), api (the error form and
+// request decoding both apps share), seclog (the security log). None of
+// them imports server.
 //
 // Concurrency: a Server is safe for concurrent use by Fiber's handlers. Serve
 // owns its goroutines (the two listeners) and stops them before it returns.
