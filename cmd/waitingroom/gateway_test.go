@@ -9,10 +9,13 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/fasthttp/websocket"
 
 	"waitingroom/server/pass"
 	"waitingroom/server/pass/passcheck"
@@ -38,6 +41,10 @@ func startOrigin(t *testing.T) *origin {
 
 func (o *origin) serve(w http.ResponseWriter, r *http.Request) {
 	o.requests.Add(1)
+	if r.URL.Path == "/ws/echo" || r.URL.Path == "/checkout/ws" {
+		echoWebSocket(w, r)
+		return
+	}
 	body, _ := io.ReadAll(r.Body)
 	o.last.Store(r.Clone(context.Background()))
 	switch r.URL.Path {
@@ -427,4 +434,73 @@ func TestGatewayFeedsAdaptiveAdmission(t *testing.T) {
 		sig, _ := in.adminRoom("sale").body["signals"].(map[string]any)
 		return sig["orders"].(float64) >= 5 && sig["errors"].(float64) >= 1
 	})
+}
+
+// echoWebSocket answers a WebSocket with the pass it was given, then
+// echoes every message.
+func echoWebSocket(w http.ResponseWriter, r *http.Request) {
+	up := websocket.Upgrader{CheckOrigin: func(*http.Request) bool { return true }}
+	conn, err := up.Upgrade(w, r, nil)
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	_ = conn.WriteMessage(websocket.TextMessage, []byte("pass="+strconv.FormatBool(r.Header.Get(passcheck.HeaderName) != "")))
+	for {
+		kind, msg, err := conn.ReadMessage()
+		if err != nil {
+			return
+		}
+		_ = conn.WriteMessage(kind, msg)
+	}
+}
+
+// TestGatewayWebSocket: a WebSocket upgrade is joined to the origin — on an
+// unprotected path at once, on a protected one with a pass.
+func TestGatewayWebSocket(t *testing.T) {
+	o := startOrigin(t)
+	in := gatewayInstance(t, o, nil)
+	ws := "ws" + strings.TrimPrefix(in.base, "http")
+	dial := func(c *http.Client, path string) (*websocket.Conn, int) {
+		d := websocket.Dialer{HandshakeTimeout: 5 * time.Second}
+		if c != nil {
+			d.Jar = c.Jar
+		}
+		conn, res, err := d.Dial(ws+path, nil)
+		if err != nil {
+			if res != nil {
+				return nil, res.StatusCode
+			}
+			t.Fatalf("dial %s: %v", path, err)
+		}
+		return conn, 101
+	}
+	echo := func(conn *websocket.Conn, wantPass string) {
+		defer conn.Close()
+		_, first, err := conn.ReadMessage()
+		if err != nil || string(first) != "pass="+wantPass {
+			t.Fatalf("first message %q, %v; want pass=%s", first, err, wantPass)
+		}
+		if err := conn.WriteMessage(websocket.TextMessage, []byte("hello")); err != nil {
+			t.Fatal(err)
+		}
+		if _, back, err := conn.ReadMessage(); err != nil || string(back) != "hello" {
+			t.Fatalf("echo %q, %v", back, err)
+		}
+	}
+	conn, code := dial(nil, "/ws/echo")
+	if code != 101 {
+		t.Fatalf("unprotected upgrade: %d", code)
+	}
+	echo(conn, "false")
+	if _, code := dial(nil, "/checkout/ws"); code != 403 {
+		t.Fatalf("protected upgrade without a pass: %d, want 403", code)
+	}
+	c := visitor(t)
+	admitted(t, in, c, "sale")
+	conn, code = dial(c, "/checkout/ws")
+	if code != 101 {
+		t.Fatalf("protected upgrade with a pass: %d", code)
+	}
+	echo(conn, "true")
 }

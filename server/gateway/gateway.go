@@ -107,10 +107,23 @@ func (g *Gateway) Handle(ctx *fasthttp.RequestCtx) {
 // forward sends the request on with pass (may be "") and answers the
 // origin's answer or the failure. It returns how it went, for the caller
 // to settle a pass.
+//
+// A WebSocket upgrade is joined to the origin instead (tunnel.go); its
+// latency is reported as -1: nothing to learn about the origin's speed.
 func (g *Gateway) forward(ctx *fasthttp.RequestCtx, kind, p string) (failed bool, latency time.Duration) {
+	upgrade := isUpgrade(&ctx.Request.Header)
 	prepareRequest(&ctx.Request, g.o.Identity.Forwarded(ctx), g.o.Identity.OwnCookie)
 	if p != "" {
 		ctx.Request.Header.Set(pass.HeaderName, p)
+	}
+	if upgrade {
+		if err := g.o.Upstream.Tunnel(ctx); err != nil {
+			g.m.requests.WithLabelValues(kind, "bad_gateway").Inc()
+			writeError(ctx, errBadGateway)
+			return true, -1
+		}
+		g.m.requests.WithLabelValues(kind, "upgraded").Inc()
+		return false, -1
 	}
 	start := time.Now()
 	err := g.o.Upstream.Forward(ctx)
@@ -129,6 +142,13 @@ func (g *Gateway) forward(ctx *fasthttp.RequestCtx, kind, p string) (failed bool
 	}
 	g.m.requests.WithLabelValues(kind, "forwarded").Inc()
 	return ctx.Response.StatusCode() >= 500, latency
+}
+
+// record gives a protected request's outcome to the adaptive signals.
+func (g *Gateway) record(room string, latency time.Duration, failed bool) {
+	if latency >= 0 {
+		g.o.Recorder.Order(room, latency, failed, time.Now())
+	}
 }
 
 // passID is a pass's random id (jti).

@@ -51,7 +51,7 @@ func (g *Gateway) once(ctx *fasthttp.RequestCtx, room string) bool {
 		return true
 	}
 	failed, latency := g.forward(ctx, "protected", p)
-	g.o.Recorder.Order(room, latency, failed, time.Now())
+	g.record(room, latency, failed)
 	g.settle(ctx, claim, failed)
 	if !failed {
 		clearCookie(ctx, EntryCookie(room))
@@ -141,5 +141,5 @@ func (g *Gateway) openSession(ctx *fasthttp.RequestCtx, room string, st Settings
 // end nothing (the session holds its slot until it ends or goes idle).
 func (g *Gateway) forwardSession(ctx *fasthttp.RequestCtx, room, p string) {
 	failed, latency := g.forward(ctx, "protected", p)
-	g.o.Recorder.Order(room, latency, failed, time.Now())
+	g.record(room, latency, failed)
 }

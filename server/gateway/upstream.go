@@ -19,6 +19,12 @@ import (
 type Upstream struct {
 	hc      *fasthttp.HostClient
 	timeout time.Duration
+	// For protocol switches (tunnel.go): the origin's address, name and
+	// scheme, the connect timeout, and the joined connections.
+	addr, host string
+	tls        bool
+	connect    time.Duration
+	open       tunnels
 }
 
 // responseHeaderLimit bounds the origin's status line and headers: an
@@ -72,11 +78,16 @@ func NewUpstream(c UpstreamConfig) (*Upstream, error) {
 		NoDefaultUserAgentHeader:      true,
 		StreamResponseBody:            true,
 	}
-	return &Upstream{hc: hc, timeout: c.Timeout}, nil
+	host, _, _ := net.SplitHostPort(addr)
+	return &Upstream{hc: hc, timeout: c.Timeout, addr: addr, host: host, tls: tls, connect: connect}, nil
 }
 
-// Close closes the idle connections to the origin (at shutdown).
-func (u *Upstream) Close() { u.hc.CloseIdleConnections() }
+// Close closes the idle connections to the origin and every joined
+// (WebSocket) connection (at shutdown).
+func (u *Upstream) Close() {
+	u.hc.CloseIdleConnections()
+	u.open.closeAll()
+}
 
 // Failure kinds of a forward: the origin did not answer in time, or could
 // not be reached or answered something unusable.
