@@ -1,5 +1,11 @@
 // Waiting-room page: sign in, enter the queue, wait, order. Plain DOM, no build step.
 // Screens are <section>s toggled with the hidden attribute; text is updated in place.
+//
+// Gateway mode (the server marks the root element data-gateway="1" and
+// data-base="/_wr"): the page and its API live under that base, visitors are
+// anonymous (no sign-in, no order form), the room's proof of work is solved
+// in a Web Worker before entering, and at READY the visitor goes back to the
+// site's URL it came from (?return=).
 'use strict';
 
 const CURRENCY = 'USD'; // product prices are integer cents
@@ -42,6 +48,10 @@ const TEXT = {
     closedH: 'This sale is closed', closedP: 'Sorry — the sale has closed or sold out. Thank you for your interest.',
     closedKept: 'You keep your place (#{n}) in case it reopens; this page updates by itself.',
     closedKeptPre: 'You keep your place in case it reopens; this page updates by itself.',
+    verifyH: 'Checking your browser…', verifyP: 'This takes a moment and keeps the queue fair. You join it right after; keep this page open.',
+    verifyFailed: 'Your browser could not be checked. Please try again.',
+    noWorker: 'This browser cannot run the check this page needs. Please try another browser.',
+    backH: 'Your turn — taking you back…', backLink: 'Continue to the site',
   },
   ko: {
     title: '대기실', language: '언어', room: '대기실: {room}',
@@ -79,11 +89,15 @@ const TEXT = {
     closedH: '판매가 종료되었습니다', closedP: '죄송합니다. 판매가 종료되었거나 품절되었습니다. 관심 가져 주셔서 감사합니다.',
     closedKept: '다시 열릴 경우를 위해 순서({n}번째)는 유지됩니다. 이 페이지는 자동으로 갱신됩니다.',
     closedKeptPre: '다시 열릴 경우를 위해 순서는 유지됩니다. 이 페이지는 자동으로 갱신됩니다.',
+    verifyH: '브라우저를 확인하는 중…', verifyP: '대기열을 공정하게 유지하기 위한 확인이며 잠시면 끝납니다. 확인 후 바로 대기열에 들어가니 이 페이지를 열어 두세요.',
+    verifyFailed: '브라우저를 확인하지 못했습니다. 다시 시도하세요.',
+    noWorker: '이 브라우저에서는 이 페이지에 필요한 확인을 실행할 수 없습니다. 다른 브라우저를 사용해 주세요.',
+    backH: '내 차례입니다 — 사이트로 돌아가는 중…', backLink: '사이트로 이동',
   },
 };
 
 const $ = (id) => document.getElementById(id);
-const SCREENS = ['login', 'enter', 'prequeue', 'queue', 'closed', 'ready', 'order-result', 'ended'];
+const SCREENS = ['login', 'enter', 'verify', 'prequeue', 'queue', 'closed', 'ready', 'back', 'order-result', 'ended'];
 // Statuses of a user who holds a place and follows it live.
 const HOLDING = ['PREQUEUE', 'WAITING', 'CLOSED'];
 
@@ -96,6 +110,13 @@ function stored(area, key, value) {
   } catch { /* storage unavailable: keep the value in memory only */ }
   return null;
 }
+
+// BASE prefixes every URL of the waiting room's own ('' outside gateway mode).
+const BASE = document.documentElement.dataset.base || '';
+const GATEWAY = document.documentElement.dataset.gateway === '1';
+// A refused proof of work gets a new challenge at most this many times.
+const CHALLENGE_RETRIES = 3;
+const CHALLENGE_ERRORS = ['challenge_required', 'challenge_invalid'];
 
 const room = roomFromURL();
 const PLACE_KEY = 'wr.place.' + room;
@@ -116,6 +137,9 @@ const S = {
   access: stored('sessionStorage', 'wr.access'), accessExp: Number(stored('sessionStorage', 'wr.accessExp')) || 0,
   screen: '', msg: null, last: null, stop: null, role: '', skew: 0, announced: 0,
   entry: null, entryEnd: NaN, products: [], ordering: false, endedKey: '', order: null, opensEnd: NaN,
+  // Gateway mode: a join under way; the entry token the entry cookie holds
+  // (set by a READY answer of enter or GET position); on the way back.
+  joining: false, cookieEntry: null, leaving: false,
 };
 
 function parse(json) {
@@ -123,7 +147,8 @@ function parse(json) {
 }
 
 function roomFromURL() {
-  const m = location.pathname.match(/^\/rooms\/([^/]+)/);
+  const own = BASE && location.pathname.startsWith(BASE + '/');
+  const m = (own ? location.pathname.slice(BASE.length) : location.pathname).match(/^\/rooms\/([^/]+)/);
   let r = m ? m[1] : new URLSearchParams(location.search).get('room');
   try { r = m ? decodeURIComponent(r) : r; } catch { /* keep it as written */ }
   return r || 'default';
@@ -133,6 +158,9 @@ const roomPath = (what) => '/rooms/' + encodeURIComponent(room) + '/' + what;
 const savePlace = () => stored('sessionStorage', PLACE_KEY, JSON.stringify(place));
 const clearPlace = () => { place = {}; S.entry = null; stored('sessionStorage', PLACE_KEY, null); };
 const hasAccess = () => Boolean(S.access) && Date.now() < S.accessExp - 5000;
+// startScreen is where a user without a place begins: visitors are anonymous in gateway mode.
+const startScreen = () => (GATEWAY || hasAccess() ? 'enter' : 'login');
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const jitter = (ms, f = 0.2) => ms * (1 - f + 2 * f * Math.random());
 // backoff is the delay before reconnect attempt n (0, 1, …): exponential, capped, jittered.
 const backoff = (n) => jitter(Math.min(30000, 1000 * 2 ** n), 0.5);
@@ -287,6 +315,7 @@ function showTier() {
 }
 
 function ready(qs) {
+  if (GATEWAY) return back(qs);
   stopFollow();
   S.entry = qs.entryToken;
   S.entryEnd = Date.parse(qs.entryExpiresAt);
@@ -337,13 +366,15 @@ function tick() {
 async function api(method, path, { token, body, headers = {} } = {}) {
   if (token) headers.Authorization = 'Bearer ' + token;
   if (body) headers['Content-Type'] = 'application/json';
-  const res = await fetch('/api/v1' + path, {
+  const res = await fetch(BASE + '/api/v1' + path, {
     method, headers, body: body && JSON.stringify(body), credentials: 'same-origin', cache: 'no-store',
     signal: AbortSignal.timeout ? AbortSignal.timeout(TIMEOUT_MS) : undefined,
   });
   const date = Date.parse(res.headers.get('Date'));
   if (date) S.skew = Math.abs(date - Date.now()) > 2000 ? date - Date.now() : 0; // ignore sub-second noise
   const data = res.status === 204 ? {} : await res.json().catch(() => ({}));
+  // A READY answer (enter, GET position) also set the entry cookie in gateway mode.
+  if (res.ok && data && data.status === 'READY' && data.entryToken) S.cookieEntry = data.entryToken;
   return { status: res.status, ok: res.ok, data: data || {}, wait: retryAfter(res.headers.get('Retry-After')) };
 }
 
@@ -432,7 +463,7 @@ const TRANSPORTS = {
   // sse: EventSource on the same origin; the HttpOnly wr_queue cookie carries
   // the queue token, so no token is ever put in the URL.
   sse: pushTier((on) => {
-    const es = new EventSource('/api/v1' + roomPath('events'));
+    const es = new EventSource(BASE + '/api/v1' + roomPath('events'));
     es.addEventListener('status', (e) => on.status(parse(e.data)));
     es.addEventListener('gone', on.gone);
     es.addEventListener('degraded', (e) => on.degraded(parse(e.data)));
@@ -452,7 +483,7 @@ const TRANSPORTS = {
   // restarts; {"type":"reconnect","reason":"replaced"} then close 4409 = a
   // newer stream of this user took over.
   ws: pushTier((on) => {
-    const ws = new WebSocket((location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host + '/api/v1' + roomPath('ws'));
+    const ws = new WebSocket((location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host + BASE + '/api/v1' + roomPath('ws'));
     let done = false;
     ws.onmessage = (e) => {
       const m = parse(e.data);
@@ -644,14 +675,7 @@ async function enter(ev) {
   const res = await busyWhile(ev.currentTarget, () =>
     api('POST', roomPath('enter'), { token: S.access }).catch(() => null));
   if (!res) return say('network', {}, true);
-  if (res.ok) {
-    place.token = res.data.queueToken || place.token;
-    place.at = place.at || Date.now();
-    savePlace();
-    render(res.data);
-    if (HOLDING.includes(res.data.status)) follow(res.data);
-    return;
-  }
+  if (res.ok) return entered(res.data);
   if (res.status === 401) needLogin('signinAgain');
   else if (res.status === 404) say('roomNotFound', {}, true);
   else if (res.status === 423 && res.data.error === 'room_closed') { S.last = null; closed(null); }
@@ -672,10 +696,24 @@ async function leave(ev) {
   else sayError(res);
 }
 
+// entered keeps the place an enter answered and follows it.
+function entered(qs) {
+  place.token = qs.queueToken || place.token;
+  place.at = place.at || Date.now();
+  savePlace();
+  track(qs);
+}
+
+// track shows a status and keeps following it while the place is held.
+function track(qs) {
+  render(qs);
+  if (HOLDING.includes(qs.status)) follow(qs);
+}
+
 function leftQueue() {
   stopFollow();
   clearPlace();
-  show(hasAccess() ? 'enter' : 'login');
+  show(startScreen());
   document.title = t('title');
   say('leftQueue');
 }
@@ -745,6 +783,195 @@ function ordered(o) {
   announce(`${t('doneH')}. ${doneText(o)}`, true);
 }
 
+// --- gateway mode -------------------------------------------------------------
+
+// enterClick enters the queue: with the access token, or anonymously in gateway mode.
+function enterClick(ev) {
+  if (GATEWAY) return busyWhile(ev.currentTarget, join);
+  return enter(ev);
+}
+
+// arrive starts a visit in gateway mode. A visitor who already holds a place
+// (a reload, a second tab: the HttpOnly queue cookie goes with GET position)
+// resumes it without entering again; anyone else joins the queue.
+async function arrive() {
+  say('checking');
+  for (let n = 0; ; n++) {
+    const res = await api('GET', roomPath('position'), { token: place.token }).catch(() => null);
+    if (res && res.ok) return track(res.data);
+    if (res && res.status < 500 && res.status !== 429) { // no place here (401, 403, 404)
+      clearPlace();
+      return join();
+    }
+    if (res && res.status === 429) tooMany(res);
+    else say('network', {}, true);
+    await sleep(res && res.wait !== null ? res.wait : backoff(n));
+  }
+}
+
+// join enters the queue as an anonymous visitor, with the room's proof of
+// work when it asks for one. A refused solution (challenge_required,
+// challenge_invalid) gets a new challenge, at most CHALLENGE_RETRIES times.
+async function join() {
+  if (S.joining) return;
+  S.joining = true;
+  try {
+    let proof = null, refused = 0;
+    for (let n = 0; ; n++) {
+      proof = proof || await prove();
+      if (!proof) return; // prove said why
+      const res = await api('POST', roomPath('enter'), { body: proof.challenge ? proof : undefined }).catch(() => null);
+      if (res && res.ok) return entered(res.data);
+      if (res && res.status === 403 && CHALLENGE_ERRORS.includes(res.data.error)) {
+        proof = null;
+        if (++refused > CHALLENGE_RETRIES) return giveUp('verifyFailed');
+        continue;
+      }
+      const wait = refusal(res, n);
+      if (wait < 0) return;
+      await sleep(wait);
+    }
+  } finally {
+    S.joining = false;
+  }
+}
+
+// prove gets the room's challenge and solves it: {} when the room asks for
+// none, {challenge, solution}, or null when it cannot (the page says why).
+// A challenge that expires before it is solved is replaced by a new one.
+async function prove() {
+  for (let n = 0, failed = 0; ;) {
+    const res = await api('GET', roomPath('challenge')).catch(() => null);
+    if (res && res.ok && !res.data.required) return {};
+    if (res && res.ok) {
+      verifying(0);
+      const got = await solve(res.data);
+      if (got.solution) return { challenge: res.data.challenge, solution: got.solution };
+      if (got.unsupported) return giveUp('noWorker');
+      if (got.failed && ++failed > CHALLENGE_RETRIES) return giveUp('verifyFailed');
+      continue;
+    }
+    const wait = refusal(res, n++);
+    if (wait < 0) return null;
+    await sleep(wait);
+  }
+}
+
+// solve runs a challenge in a Web Worker, so the page stays responsive, and
+// resolves with {solution}, {expired} (the challenge ran out first),
+// {failed} or {unsupported} (no workers here).
+function solve(ch) {
+  return new Promise((resolve) => {
+    let worker = null, timer = 0;
+    try {
+      worker = new Worker(BASE + '/static/pow-worker.js');
+    } catch {
+      return resolve({ unsupported: true });
+    }
+    const done = (result) => {
+      clearTimeout(timer);
+      worker.terminate();
+      resolve(result);
+    };
+    // By the server's clock; a second early, so the solution still arrives in time.
+    const left = Date.parse(ch.expiresAt) - (Date.now() + S.skew) - 1000;
+    timer = setTimeout(() => done({ expired: true }), Number.isFinite(left) ? Math.max(left, 0) : 60000);
+    worker.onmessage = (e) => {
+      const m = e.data || {};
+      if (typeof m.solution === 'string') {
+        verifying(1);
+        done({ solution: m.solution });
+      } else if (m.error) done({ failed: true });
+      else if (m.expected > 0) verifying(Math.min(0.95, m.progress / m.expected));
+    };
+    worker.onerror = () => done({ failed: true });
+    worker.postMessage({ token: ch.challenge, difficulty: ch.difficulty });
+  });
+}
+
+// verifying shows the proof of work's progress (0 to 1); the hashes a
+// solution takes vary, so the bar stops at 95 % until one is found.
+function verifying(frac) {
+  const first = S.screen !== 'verify';
+  show('verify');
+  const pct = Math.round(frac * 100);
+  $('verify-bar').setAttribute('aria-valuenow', String(pct));
+  $('verify-progress').value = pct;
+  if (!first) return;
+  document.title = t('verifyH');
+  announce(t('verifyH'), true);
+}
+
+// refusal says why a challenge or an enter was refused, and returns how
+// long to wait before trying again, or -1 to stop (the user can retry).
+function refusal(res, n) {
+  if (!res || res.status >= 500) {
+    if (res) sayError(res);
+    else say('network', {}, true);
+    return res && res.wait !== null ? res.wait : backoff(n);
+  }
+  if (res.status === 429) {
+    tooMany(res);
+    return res.wait !== null ? res.wait : backoff(n);
+  }
+  if (res.status === 423 && res.data.error === 'room_closed') {
+    S.last = null;
+    closed(null);
+    return -1;
+  }
+  show('enter');
+  if (res.status === 404) say('roomNotFound', {}, true);
+  else if (res.status === 423) say('paused', {}, true);
+  else sayError(res);
+  return -1;
+}
+
+function giveUp(key) {
+  show('enter');
+  say(key, {}, true);
+  return null;
+}
+
+// backTo is where an admitted visitor goes: ?return= when it is a path on
+// this site outside the waiting room's own (/_wr/), else "/".
+function backTo() {
+  const r = new URLSearchParams(location.search).get('return') || '';
+  if (!r.startsWith('/') || r.startsWith('//') || r.startsWith('/\\')) return '/';
+  let u;
+  try {
+    u = new URL(r, location.origin);
+  } catch {
+    return '/';
+  }
+  if (u.origin !== location.origin || /^\/_wr(\/|$)/.test(u.pathname) || (BASE && u.pathname.startsWith(BASE + '/'))) return '/';
+  return u.pathname + u.search + u.hash;
+}
+
+// back takes an admitted visitor back to the site once the entry cookie is
+// set: enter and GET position set it when they answer READY; a READY that
+// came over a stream (or from another tab) needs one GET position first.
+async function back(qs) {
+  if (S.leaving) return; // already on the way
+  S.leaving = true;
+  stopFollow();
+  const to = backTo();
+  $('back-link').href = to;
+  show('back');
+  document.title = t('backH');
+  setText($('alert'), t('backH'));
+  for (let n = 0; !qs.entryToken || S.cookieEntry !== qs.entryToken; n++) {
+    const res = await api('GET', roomPath('position'), { token: place.token }).catch(() => null);
+    if (res && res.ok && res.data.status === 'READY') break;
+    if (res && (res.ok || (res.status < 500 && res.status !== 429))) {
+      S.leaving = false;
+      return res.ok ? track(res.data) : end('expired');
+    }
+    await sleep(res && res.wait !== null ? res.wait : backoff(n));
+  }
+  clearPlace();
+  location.replace(to);
+}
+
 // resume continues a stored place, or asks the server (via the wr_queue cookie)
 // whether this browser already holds one.
 async function resume() {
@@ -752,18 +979,15 @@ async function resume() {
     say('checking');
     return follow(null);
   }
-  show(hasAccess() ? 'enter' : 'login');
+  show(startScreen());
   const res = await api('GET', roomPath('position')).catch(() => null);
-  if (res && res.ok && (S.screen === 'enter' || S.screen === 'login')) {
-    render(res.data);
-    if (HOLDING.includes(res.data.status)) follow(res.data);
-  }
+  if (res && res.ok && (S.screen === 'enter' || S.screen === 'login')) track(res.data);
 }
 
 function init() {
   $('login-form').addEventListener('submit', login);
-  $('enter-btn').addEventListener('click', enter);
-  $('reenter-btn').addEventListener('click', enter);
+  $('enter-btn').addEventListener('click', enterClick);
+  $('reenter-btn').addEventListener('click', enterClick);
   $('leave-btn').addEventListener('click', leave);
   $('order-form').addEventListener('submit', order);
   $('product').addEventListener('change', limitQuantity);
@@ -771,7 +995,8 @@ function init() {
   if (chan) chan.onmessage = shared;
   setLang(lang);
   setInterval(tick, 1000);
-  resume();
+  if (GATEWAY) arrive();
+  else resume();
 }
 
 init();
