@@ -26,16 +26,41 @@ func (s *Server) accessClaims(c *fiber.Ctx) (*token.Claims, error) {
 }
 
 // queueCookie is the HttpOnly cookie that enter sets with the queue token
-// over plain HTTP; over HTTPS it is queueCookieHost (origin.go), which the
-// /api/v1 gate hands to every handler under this name.
+// over plain HTTP; over HTTPS its name has the __Host- prefix (origin.go).
+// In gateway mode there is one per room, "wr_queue_<room>": a visitor may
+// wait in several rooms of one site, and the gateway reads the one of the
+// room a protected path belongs to.
 const queueCookie = "wr_queue"
 
-// queueClaims verifies the request's queue token, from the Authorization
-// header or the queue cookie.
-func (s *Server) queueClaims(c *fiber.Ctx) (*token.Claims, error) {
+// queueCookieName is the queue cookie's plain name for room.
+func (s *Server) queueCookieName(room string) string {
+	if s.gw != nil && room != "" {
+		return queueCookie + "_" + room
+	}
+	return queueCookie
+}
+
+// queueCookieValue is the request's queue cookie for room, the __Host- one
+// when both come.
+func (s *Server) queueCookieValue(cookie func(name string) []byte, room string) string {
+	name := s.queueCookieName(room)
+	if v := cookie("__Host-" + name); len(v) > 0 {
+		return string(v)
+	}
+	return string(cookie(name))
+}
+
+// requestCookie reads a cookie of a Fiber request.
+func requestCookie(c *fiber.Ctx) func(string) []byte {
+	return func(name string) []byte { return c.Request().Header.Cookie(name) }
+}
+
+// queueClaims verifies the request's queue token for room ("" outside a
+// room: the order API), from the Authorization header or the queue cookie.
+func (s *Server) queueClaims(c *fiber.Ctx, room string) (*token.Claims, error) {
 	raw := api.Bearer(c)
 	if raw == "" {
-		raw = c.Cookies(queueCookie)
+		raw = s.queueCookieValue(requestCookie(c), room)
 	}
 	if raw == "" {
 		return nil, api.ErrUnauthorized

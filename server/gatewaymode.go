@@ -66,14 +66,11 @@ func (g gatewayIdentity) Forwarded(ctx *fasthttp.RequestCtx) gateway.Forwarded {
 }
 
 func (g gatewayIdentity) QueueUser(ctx *fasthttp.RequestCtx, room string) string {
-	raw := ctx.Request.Header.Cookie(queueCookieHost)
-	if len(raw) == 0 {
-		raw = ctx.Request.Header.Cookie(queueCookie)
-	}
-	if len(raw) == 0 {
+	raw := g.s.queueCookieValue(ctx.Request.Header.Cookie, room)
+	if raw == "" {
 		return ""
 	}
-	c, err := g.s.tokens.Parse(string(raw), token.KindQueue)
+	c, err := g.s.tokens.Parse(raw, token.KindQueue)
 	if err != nil || c.Room != room || g.s.checkUser(c.Subject) != nil {
 		return ""
 	}

@@ -19,7 +19,7 @@ type orderRequest struct {
 // checkout.Place (limits, product check, consume, place, release or
 // restore); this handler decodes, validates, calls it and maps the result.
 func (s *Server) order(c *fiber.Ctx) error {
-	claims, err := s.queueClaims(c)
+	claims, err := s.queueClaims(c, "")
 	if err != nil {
 		return err
 	}

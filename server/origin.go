@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"log/slog"
 	"net/url"
 	"strings"
@@ -40,11 +41,23 @@ import (
 var errCrossSite = &api.Error{Status: fiber.StatusForbidden, Code: "cross_site",
 	Message: "this request must come from the waiting room's own pages or an allowed origin"}
 
-// queueCookieHost is the queue cookie's name over HTTPS: the __Host- prefix
-// makes the browser accept it only if Secure, with Path=/ and no Domain, so
-// neither a sibling subdomain nor a network attacker on plain HTTP can
-// plant or overwrite it. Both names are read; __Host- wins when both come.
-const queueCookieHost = "__Host-" + queueCookie
+// Over HTTPS the queue cookie's name has the __Host- prefix: the browser
+// accepts it only if Secure, with Path=/ and no Domain, so neither a
+// sibling subdomain nor a network attacker on plain HTTP can plant or
+// overwrite it. Both names are read; __Host- wins when both come.
+
+// hasQueueCookie reports whether the request carries a queue cookie of any
+// room, under either name.
+func hasQueueCookie(c *fiber.Ctx) bool {
+	found := false
+	c.Request().Header.VisitAllCookie(func(k, _ []byte) {
+		k = bytes.TrimPrefix(k, []byte("__Host-"))
+		if bytes.HasPrefix(k, []byte(queueCookie)) {
+			found = true
+		}
+	})
+	return found
+}
 
 // secureRequest reports whether the request reached us over HTTPS: TLS on
 // this socket, X-Forwarded-Proto: https from a WR_TRUSTED_PROXIES peer
@@ -57,15 +70,11 @@ func (s *Server) secureRequest(c *fiber.Ctx) bool {
 	return s.trusted(c.Context().RemoteIP()) && strings.EqualFold(strings.TrimSpace(c.Get(fiber.HeaderXForwardedProto)), "https")
 }
 
-// apiGate runs before every /api/v1 handler, after denyIPs: it makes
-// the __Host- cookie the one every handler reads, refuses cross-site
-// requests, and records the security events of the handler's refusals.
+// apiGate runs before every /api/v1 handler, after denyIPs: it refuses
+// cross-site requests and records the security events of the handler's
+// refusals. (Handlers read the queue cookie with queueCookieValue, the
+// __Host- one first.)
 func (s *Server) apiGate(c *fiber.Ctx) error {
-	// Handlers read the cookie under its plain name (c.Cookies(queueCookie)),
-	// so the __Host- cookie, when sent, is given that name here, once.
-	if v := c.Cookies(queueCookieHost); v != "" {
-		c.Request().Header.SetCookie(queueCookie, v)
-	}
 	if err := s.checkCrossSite(c); err != nil {
 		return err
 	}
@@ -83,7 +92,7 @@ func (s *Server) checkCrossSite(c *fiber.Ctx) error {
 		case fiber.MethodGet, fiber.MethodHead, fiber.MethodOptions:
 			return nil
 		}
-		if c.Cookies(queueCookie) == "" || c.Get(fiber.HeaderAuthorization) != "" {
+		if !hasQueueCookie(c) || c.Get(fiber.HeaderAuthorization) != "" {
 			return nil
 		}
 	}

@@ -136,17 +136,18 @@ func (s *Server) setQueueToken(c *fiber.Ctx, user, room string, ticket int64) (s
 	if err != nil {
 		return "", err
 	}
-	ck := s.queueCookieAt(c)
+	ck := s.queueCookieAt(c, room)
 	ck.Value, ck.MaxAge = tok, int(s.cfg.QueueTTL.Seconds())
 	c.Cookie(ck)
 	return tok, nil
 }
 
 // queueCookieAt is the queue cookie's name, path and flags for this request.
-func (s *Server) queueCookieAt(c *fiber.Ctx) *fiber.Cookie {
-	ck := &fiber.Cookie{Name: queueCookie, Path: s.queueCookiePath(), HTTPOnly: true, SameSite: fiber.CookieSameSiteLaxMode}
+func (s *Server) queueCookieAt(c *fiber.Ctx, room string) *fiber.Cookie {
+	name := s.queueCookieName(room)
+	ck := &fiber.Cookie{Name: name, Path: s.queueCookiePath(), HTTPOnly: true, SameSite: fiber.CookieSameSiteLaxMode}
 	if s.secureRequest(c) {
-		ck.Name, ck.Path, ck.Secure = queueCookieHost, "/", true
+		ck.Name, ck.Path, ck.Secure = "__Host-"+name, "/", true
 	}
 	return ck
 }
@@ -155,15 +156,15 @@ func (s *Server) queueCookieAt(c *fiber.Ctx) *fiber.Cookie {
 // when name, path (and, for __Host-, Secure) match the ones it was set
 // with. The plain cookie is cleared at its path whatever the scheme (it may
 // date from before HTTPS was in front), the __Host- one over HTTPS.
-func (s *Server) clearQueueCookie(c *fiber.Ctx) {
+func (s *Server) clearQueueCookie(c *fiber.Ctx, room string) {
 	gone := func(ck *fiber.Cookie) *fiber.Cookie {
 		ck.Value, ck.MaxAge, ck.Expires = "", -1, time.Unix(0, 0)
 		return ck
 	}
-	ck := s.queueCookieAt(c)
+	ck := s.queueCookieAt(c, room)
 	c.Cookie(gone(ck))
-	if ck.Name != queueCookie {
-		c.Cookie(gone(&fiber.Cookie{Name: queueCookie, Path: s.queueCookiePath(), HTTPOnly: true, SameSite: fiber.CookieSameSiteLaxMode, Secure: true}))
+	if plain := s.queueCookieName(room); ck.Name != plain {
+		c.Cookie(gone(&fiber.Cookie{Name: plain, Path: s.queueCookiePath(), HTTPOnly: true, SameSite: fiber.CookieSameSiteLaxMode, Secure: true}))
 	}
 }
 
@@ -183,11 +184,11 @@ func roomParam(c *fiber.Ctx) string { return strings.Clone(c.Params("room")) }
 
 // roomClaims verifies the queue token and that it belongs to the path's room.
 func (s *Server) roomClaims(c *fiber.Ctx) (*token.Claims, string, error) {
-	claims, err := s.queueClaims(c)
+	room := roomParam(c)
+	claims, err := s.queueClaims(c, room)
 	if err != nil {
 		return nil, "", err
 	}
-	room := roomParam(c)
 	if claims.Room != room {
 		return nil, "", errWrongRoom
 	}
@@ -237,6 +238,6 @@ func (s *Server) leave(c *fiber.Ctx) error {
 	if _, err := s.q.Leave(c.UserContext(), room, claims.Subject); err != nil {
 		return err
 	}
-	s.clearQueueCookie(c)
+	s.clearQueueCookie(c, room)
 	return c.SendStatus(fiber.StatusNoContent)
 }

@@ -87,7 +87,7 @@ var goneDoc = []byte(`{"error":"not_in_queue","message":"you are no longer in th
 func (s *Server) streamClaims(c *fiber.Ctx) (*token.Claims, string, error) {
 	raw := api.Bearer(c)
 	if raw == "" {
-		raw = c.Cookies(queueCookie)
+		raw = s.queueCookieValue(requestCookie(c), roomParam(c))
 	}
 	if raw == "" {
 		raw = c.Query("token")

@@ -96,7 +96,7 @@ func gatewayInstance(t *testing.T, o *origin, vars map[string]string) *instance 
 		v[k] = val
 	}
 	in := e.start(v)
-	check, err := passcheck.New(passcheck.Options{JWKSURL: in.base + "/_wr/.well-known/jwks.json", Rooms: []string{"sale"}})
+	check, err := passcheck.New(passcheck.Options{JWKSURL: in.base + "/_wr/.well-known/jwks.json", Rooms: []string{"sale", "vip"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -503,4 +503,19 @@ func TestGatewayWebSocket(t *testing.T) {
 		t.Fatalf("protected upgrade with a pass: %d", code)
 	}
 	echo(conn, "true")
+}
+
+// TestGatewayTwoRooms: one visitor waiting in two rooms of one site holds a
+// queue cookie per room; each room's pass works.
+func TestGatewayTwoRooms(t *testing.T) {
+	o := startOrigin(t)
+	in := gatewayInstance(t, o, map[string]string{"WR_PROTECT": "GET /checkout/*=sale, GET /vip/*=vip", "WR_ROOMS": "sale,vip"})
+	c := visitor(t)
+	admitted(t, in, c, "sale")
+	admitted(t, in, c, "vip")
+	for _, path := range []string{"/checkout/a", "/vip/b"} {
+		if code, _, m := call(t, c, "GET", in.base+path, ""); code != 200 || m["room"] == "" {
+			t.Fatalf("%s: %d %v", path, code, m)
+		}
+	}
 }
