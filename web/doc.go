@@ -5,7 +5,10 @@
 //
 // The server serves index.html at "/" and at "/rooms/{room}" (or
 // "/?room={room}"), and the assets at "/static/app.js" and
-// "/static/style.css". The page holds no inline script or style, so it runs
+// "/static/style.css"; in gateway mode all of it under "/_wr", the root
+// element carrying data-base="/_wr" and data-gateway="1", where the page
+// queues anonymous visitors (solving the room's proof of work in
+// static/pow-worker.js) and sends them back to ?return= at READY. The page holds no inline script or style, so it runs
 // under a Content-Security-Policy of default-src 'self'.
 //
 // What the page does (static/app.js):
