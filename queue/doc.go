@@ -12,7 +12,9 @@
 //     pops that many users in ticket order, stores their entry tokens
 //     (generated in Go, passed as ARGV), records them active and publishes one
 //     event, all atomically: active never exceeds target and nobody is popped
-//     without a token;
+//     without a token; it also drops waiting users unseen for the idle
+//     timeout and remembers them for a day (the idle set), so Status can
+//     answer ErrIdle instead of a bare ErrNotInQueue until they enter again;
 //   - consume spends an entry token with compare-then-delete, bound to its user;
 //     release frees the slot when the order ends; restore gives the token back
 //     after an infrastructure failure;
@@ -23,7 +25,11 @@
 //     shuffled with a seed drawn then and recorded (random; Permutation
 //     reproduces it) or in arrival order — giving fresh contiguous tickets
 //     and publishing one "open" event. It is idempotent: concurrent runs
-//     find the pre-queue empty.
+//     find the pre-queue empty;
+//   - what waiting users are told — the pause and the operator's message,
+//     with the method and the opening time — is published as one "config"
+//     event when it changes, and carried by every waiting status; a room's
+//     display name and description are configuration only (RoomConfigs).
 //
 // All keys of a room share the hash tag {room}, so each script touches one
 // Redis Cluster slot. Time inside scripts is Redis's TIME, never an app

@@ -36,6 +36,10 @@ import (
 //	opened    integer   users moved out of the pre-queue (open only; not read)
 //	sched     integer   the room's schedule number (open, config)
 //	closed    boolean   the method is reject (config only)
+//	paused    boolean   the room is paused (config only; absent from an
+//	                    older publisher)
+//	message   string    the operator's message to waiting users, "" for
+//	                    none (config only; absent from an older publisher)
 //
 // Instances of the old and the new version publish to and read from the
 // same channels during a rolling deploy, so the channel names stay and the
@@ -55,7 +59,8 @@ const (
 	// EventOpen: the pre-queue became the queue at a scheduled opening,
 	// with fresh tickets above every earlier one (open).
 	EventOpen EventKind = "open"
-	// EventConfig: the method or the opening time changed (schedule).
+	// EventConfig: the method, the opening time, the pause or the
+	// operator's message changed (schedule).
 	EventConfig EventKind = "config"
 )
 
@@ -84,6 +89,12 @@ type Event struct {
 	Sched int64
 	// Closed is whether the method is now reject (EventConfig only).
 	Closed *bool
+	// Paused is whether the room is now paused, and Message the
+	// operator's message to waiting users ("": none) (EventConfig only;
+	// nil from a publisher of an older version, which leaves them as
+	// they were).
+	Paused  *bool
+	Message *string
 }
 
 // wireEvent is an Event as the scripts encode it.
@@ -99,6 +110,8 @@ type wireEvent struct {
 	Rate     string   `json:"rate"`
 	Sched    int64    `json:"sched"`
 	Closed   *bool    `json:"closed"`
+	Paused   *bool    `json:"paused"`
+	Message  *string  `json:"message"`
 }
 
 // parseEvent reads one event as published on a room's channel. An event
@@ -115,7 +128,7 @@ func parseEvent(payload string) (Event, error) {
 	e := Event{
 		Kind: EventKind(w.Kind), Room: w.Room, Ev: w.Ev, At: time.UnixMilli(w.TS),
 		Serving: w.Serving, Waiting: w.Waiting, Admitted: w.Admitted, Left: w.Left,
-		Sched: w.Sched, Closed: w.Closed,
+		Sched: w.Sched, Closed: w.Closed, Paused: w.Paused, Message: w.Message,
 	}
 	if w.Rate != "" {
 		r, err := strconv.ParseFloat(w.Rate, 64)

@@ -24,7 +24,8 @@ func (q *Queue) RoomKey(room, name string) string {
 }
 
 // ConfigKey is the name (for RoomKey) of a room's configuration hash:
-// target, ttl_ms, paused, mode, min_active, max_active, method, opens_at.
+// target, ttl_ms, paused, mode, min_active, max_active, method, opens_at,
+// message, display_name, description.
 // The adaptive controller's script sets its target.
 const ConfigKey = "cfg"
 
@@ -33,6 +34,11 @@ type keys struct {
 	cfg, seq, queue, active, tokens, stats, gone, seen, channel string
 	// prequeue holds users who arrived before a scheduled opening.
 	prequeue string
+	// idle remembers the waiting users the admission run dropped as idle
+	// (member: user, score: when, ms), so the not-in-queue answer can say
+	// why; entering again forgets it. Entries older than idleMemory go,
+	// and the key expires idleMemory after the last drop.
+	idle string
 }
 
 func (q *Queue) keys(room string) keys {
@@ -48,6 +54,7 @@ func (q *Queue) keys(room string) keys {
 		seen:     base + "seen",
 		channel:  base + "events",
 		prequeue: base + "prequeue",
+		idle:     base + "idle",
 	}
 }
 

@@ -23,6 +23,10 @@ var (
 	ErrRoomClosed = errors.New("room closed")
 	// ErrNotInQueue: neither waiting nor holding a live entry token.
 	ErrNotInQueue = errors.New("not in queue")
+	// ErrIdle is ErrNotInQueue (errors.Is holds for both) for a user the
+	// admission run dropped as idle — neither polling nor holding a stream
+	// for the idle timeout — who has not entered again since.
+	ErrIdle = fmt.Errorf("%w: dropped as idle", ErrNotInQueue)
 	// ErrEntryTokenInvalid: the entry token is unknown, spent, expired or
 	// belongs to another user.
 	ErrEntryTokenInvalid = errors.New("entry token invalid")
@@ -93,6 +97,12 @@ type Status struct {
 	// Sched is the room's schedule number when read (PreQueue and Closed
 	// without a ticket): a pushed stream re-reads the status when it grows.
 	Sched int64
+	// Paused: the room is paused (Waiting, PreQueue, Closed): nobody is
+	// admitted, the place is kept.
+	Paused bool
+	// Message is the operator's message to the room's waiting users
+	// (Waiting, PreQueue, Closed; "" when none).
+	Message string
 }
 
 // Options configure a Queue.
@@ -105,9 +115,15 @@ type Options struct {
 	RateWindow time.Duration
 	// IdleTimeout: a waiting user neither polling nor holding a stream for
 	// this long has abandoned the queue and is removed by the admission run
-	// (WR_IDLE_TIMEOUT). 0 keeps everyone.
+	// (WR_IDLE_TIMEOUT). 0 keeps everyone. The drop is remembered for
+	// idleMemory (Status then says ErrIdle) unless the user enters again.
 	IdleTimeout time.Duration
 }
+
+// idleMemory is how long a drop for idleness is remembered: a day, longer
+// than the default queue token (6 h), so a page that comes back with its
+// token hears why its place is gone.
+const idleMemory = 24 * time.Hour
 
 // Queue is the Redis model of all rooms. It is safe for concurrent use.
 type Queue struct {
@@ -217,7 +233,7 @@ func (q *Queue) Enter(ctx context.Context, room, user string) (Status, error) {
 		return Status{}, ErrRoomNotFound
 	}
 	k := q.keys(room)
-	v, err := enterScript.Run(ctx, q.rdb, []string{k.cfg, k.seq, k.queue, k.active, k.tokens, k.stats, k.seen, k.prequeue}, user, newEntryToken()).Result()
+	v, err := enterScript.Run(ctx, q.rdb, []string{k.cfg, k.seq, k.queue, k.active, k.tokens, k.stats, k.seen, k.prequeue, k.idle}, user, newEntryToken()).Result()
 	if err != nil {
 		return Status{}, unavailable("enter", err)
 	}
@@ -235,7 +251,8 @@ func (q *Queue) Enter(ctx context.Context, room, user string) (Status, error) {
 
 // Status reads user's standing in room. A user admitted between two reads
 // sees Ready, never NotInQueue: admission pops and issues the token in one
-// script. Errors: ErrNotInQueue, ErrUnavailable.
+// script. Errors: ErrNotInQueue (ErrIdle when dropped as idle),
+// ErrUnavailable.
 func (q *Queue) Status(ctx context.Context, room, user string) (Status, error) {
 	if !ValidRoom(room) {
 		return Status{}, ErrNotInQueue
@@ -249,7 +266,7 @@ func (q *Queue) Status(ctx context.Context, room, user string) (Status, error) {
 }
 
 func (q *Queue) statusKeys(k keys) []string {
-	return []string{k.queue, k.active, k.tokens, k.stats, k.cfg, k.prequeue}
+	return []string{k.queue, k.active, k.tokens, k.stats, k.cfg, k.prequeue, k.idle}
 }
 
 // decodeStatus reads a status or enter script reply (the same shapes).
@@ -258,6 +275,9 @@ func decodeStatus(v any) (Status, error) {
 	var st Status
 	switch tag := r.str(0); tag {
 	case "NONE":
+		if r.err == nil && len(r.v) > 1 && r.str(1) == "idle" {
+			return Status{}, ErrIdle
+		}
 		if r.err == nil {
 			return Status{}, ErrNotInQueue
 		}
@@ -265,12 +285,13 @@ func decodeStatus(v any) (Status, error) {
 		st = Status{State: Ready, EntryToken: r.str(1), EntryExpires: msTime(r.int(2)), New: r.optInt(3) == 1}
 	case "WAITING":
 		st = Status{State: Waiting, Ticket: r.int(1), Position: r.int(2), Waiting: r.int(3), Rate: r.float(4), Target: r.int(5),
-			New: r.int(7) == 1, Flow: r.flow(8)}
+			New: r.int(7) == 1, Flow: r.flow(8), Paused: r.int(12) == 1, Message: r.str(13)}
 		if r.int(6) == 1 {
 			st.State = Closed
 		}
 	case "PREQUEUE":
-		st = Status{State: PreQueue, Position: r.int(1), Waiting: r.int(2), Sched: r.int(4), New: r.int(6) == 1}
+		st = Status{State: PreQueue, Position: r.int(1), Waiting: r.int(2), Sched: r.int(4), New: r.int(6) == 1,
+			Paused: r.int(8) == 1, Message: r.str(9)}
 		if at := r.int(3); at > 0 {
 			st.OpensAt = msTime(at)
 			st.OpensIn = max(0, time.Duration(at-r.int(7))*time.Millisecond)
@@ -289,6 +310,9 @@ type LeaveResult struct {
 	WasWaiting bool
 	Ticket     int64
 	SlotFreed  bool
+	// Idle: there was nothing to give up because the admission run had
+	// dropped the user as idle (see ErrIdle).
+	Idle bool
 }
 
 // Leave removes user from room's queue, or gives up their entry window. An
@@ -298,12 +322,12 @@ func (q *Queue) Leave(ctx context.Context, room, user string) (LeaveResult, erro
 		return LeaveResult{}, nil
 	}
 	k := q.keys(room)
-	v, err := leaveScript.Run(ctx, q.rdb, []string{k.queue, k.active, k.tokens, k.stats, k.gone, k.seen, k.prequeue}, user, k.channel, room).Result()
+	v, err := leaveScript.Run(ctx, q.rdb, []string{k.queue, k.active, k.tokens, k.stats, k.gone, k.seen, k.prequeue, k.idle}, user, k.channel, room).Result()
 	if err != nil {
 		return LeaveResult{}, unavailable("leave", err)
 	}
 	r := asReply("leave", v)
-	res := LeaveResult{WasWaiting: r.int(0) == 1, Ticket: r.int(1), SlotFreed: r.int(2) == 1}
+	res := LeaveResult{WasWaiting: r.int(0) == 1, Ticket: r.int(1), SlotFreed: r.int(2) == 1, Idle: r.int(3) == 1}
 	return res, r.err
 }
 
@@ -414,12 +438,12 @@ func newEntryToken() string {
 // ErrUnavailable.
 func (q *Queue) Admit(ctx context.Context, room string, tokens int) (AdmitResult, error) {
 	k := q.keys(room)
-	args := make([]any, 0, 4+tokens)
-	args = append(args, k.channel, room, q.rateWindow.Milliseconds(), q.idle.Milliseconds())
+	args := make([]any, 0, 5+tokens)
+	args = append(args, k.channel, room, q.rateWindow.Milliseconds(), q.idle.Milliseconds(), idleMemory.Milliseconds())
 	for range tokens {
 		args = append(args, newEntryToken())
 	}
-	v, err := admitScript.Run(ctx, q.rdb, []string{k.cfg, k.queue, k.active, k.tokens, k.stats, k.gone, k.seen, k.prequeue}, args...).Result()
+	v, err := admitScript.Run(ctx, q.rdb, []string{k.cfg, k.queue, k.active, k.tokens, k.stats, k.gone, k.seen, k.prequeue, k.idle}, args...).Result()
 	if err != nil {
 		return AdmitResult{}, unavailable("admit", err)
 	}
@@ -453,7 +477,7 @@ func (q *Queue) Grant(ctx context.Context, room, user string) (Status, error) {
 		return Status{}, ErrRoomNotFound
 	}
 	k := q.keys(room)
-	v, err := grantScript.Run(ctx, q.rdb, []string{k.queue, k.active, k.tokens, k.cfg, k.prequeue}, user, newEntryToken()).Result()
+	v, err := grantScript.Run(ctx, q.rdb, []string{k.queue, k.active, k.tokens, k.cfg, k.prequeue, k.idle}, user, newEntryToken()).Result()
 	if err != nil {
 		return Status{}, unavailable("grant", err)
 	}

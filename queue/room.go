@@ -48,6 +48,12 @@ type RoomConfig struct {
 	// OpensAt is the scheduled opening (zero: none). Before it, arrivals
 	// wait in the pre-queue and nobody is admitted.
 	OpensAt time.Time
+	// Message is the operator's message to the room's waiting users ("":
+	// none). It is carried by their statuses, polled and pushed.
+	Message string
+	// DisplayName and Description are what the waiting-room page shows
+	// of the room ("": the page falls back to the room's name).
+	DisplayName, Description string
 }
 
 // RoomUpdate changes some fields of a RoomConfig; nil fields stay.
@@ -62,6 +68,51 @@ type RoomUpdate struct {
 	// OpensAt sets the opening time; a zero time clears it (the next
 	// admission run then opens the room if its pre-queue holds anyone).
 	OpensAt *time.Time
+	// Message, DisplayName, Description: "" clears.
+	Message, DisplayName, Description *string
+}
+
+// fields returns the configuration fields u sets and those it clears
+// (an empty text). Method and OpensAt are the schedule script's.
+func (u RoomUpdate) fields() (set []any, clear []string) {
+	if u.Target != nil {
+		set = append(set, "target", *u.Target)
+	}
+	if u.EntryTTL != nil {
+		set = append(set, "ttl_ms", u.EntryTTL.Milliseconds())
+	}
+	if u.Paused != nil {
+		set = append(set, "paused", boolField(*u.Paused))
+	}
+	if u.Mode != nil {
+		set = append(set, "mode", string(*u.Mode))
+	}
+	if u.MinActive != nil {
+		set = append(set, "min_active", *u.MinActive)
+	}
+	if u.MaxActive != nil {
+		set = append(set, "max_active", *u.MaxActive)
+	}
+	for _, t := range []struct {
+		field string
+		v     *string
+	}{{"message", u.Message}, {"display_name", u.DisplayName}, {"description", u.Description}} {
+		switch {
+		case t.v == nil:
+		case *t.v == "":
+			clear = append(clear, t.field)
+		default:
+			set = append(set, t.field, *t.v)
+		}
+	}
+	return set, clear
+}
+
+// told reports whether u changes what waiting users are told — the method,
+// the opening time, the pause or the message — which the schedule script
+// publishes as one config event.
+func (u RoomUpdate) told() bool {
+	return u.Method != nil || u.OpensAt != nil || u.Paused != nil || u.Message != nil
 }
 
 // RoomInfo is a room's configuration and live figures.
@@ -104,14 +155,14 @@ func (q *Queue) EnsureRoom(ctx context.Context, room string, cfg RoomConfig) err
 		p.HSetNX(ctx, k.cfg, "target", cfg.Target)
 		p.HSetNX(ctx, k.cfg, "ttl_ms", cfg.EntryTTL.Milliseconds())
 		p.HSetNX(ctx, k.cfg, "paused", boolField(cfg.Paused))
-		if cfg.Mode != "" {
-			p.HSetNX(ctx, k.cfg, "mode", string(cfg.Mode))
-		}
-		if cfg.Method != "" {
-			p.HSetNX(ctx, k.cfg, "method", string(cfg.Method))
-		}
 		if !cfg.OpensAt.IsZero() {
 			p.HSetNX(ctx, k.cfg, "opens_at", cfg.OpensAt.UnixMilli())
+		}
+		for field, v := range map[string]string{"mode": string(cfg.Mode), "method": string(cfg.Method),
+			"message": cfg.Message, "display_name": cfg.DisplayName, "description": cfg.Description} {
+			if v != "" {
+				p.HSetNX(ctx, k.cfg, field, v)
+			}
 		}
 		p.SAdd(ctx, q.roomsKey(), room)
 		return nil
@@ -123,7 +174,10 @@ func (q *Queue) EnsureRoom(ctx context.Context, room string, cfg RoomConfig) err
 }
 
 // UpdateRoom changes room's configuration. With create, a missing room is
-// created from defaults first; without, it is ErrRoomNotFound.
+// created from defaults first; without, it is ErrRoomNotFound. A change of
+// what waiting users are told (method, opening time, pause, message) is
+// published as one config event once stored, so every instance's streams
+// show it at once.
 func (q *Queue) UpdateRoom(ctx context.Context, room string, u RoomUpdate, create bool, defaults RoomConfig) (RoomInfo, error) {
 	if !ValidRoom(room) {
 		return RoomInfo{}, ErrRoomNotFound
@@ -142,36 +196,51 @@ func (q *Queue) UpdateRoom(ctx context.Context, room string, u RoomUpdate, creat
 			return RoomInfo{}, ErrRoomNotFound
 		}
 	}
-	var fields []any
-	if u.Target != nil {
-		fields = append(fields, "target", *u.Target)
-	}
-	if u.EntryTTL != nil {
-		fields = append(fields, "ttl_ms", u.EntryTTL.Milliseconds())
-	}
-	if u.Paused != nil {
-		fields = append(fields, "paused", boolField(*u.Paused))
-	}
-	if u.Mode != nil {
-		fields = append(fields, "mode", string(*u.Mode))
-	}
-	if u.MinActive != nil {
-		fields = append(fields, "min_active", *u.MinActive)
-	}
-	if u.MaxActive != nil {
-		fields = append(fields, "max_active", *u.MaxActive)
-	}
-	if len(fields) > 0 {
-		if err := q.rdb.HSet(ctx, k.cfg, fields...).Err(); err != nil {
+	set, clear := u.fields()
+	if len(set) > 0 || len(clear) > 0 {
+		_, err := q.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			if len(set) > 0 {
+				p.HSet(ctx, k.cfg, set...)
+			}
+			if len(clear) > 0 {
+				p.HDel(ctx, k.cfg, clear...)
+			}
+			return nil
+		})
+		if err != nil {
 			return RoomInfo{}, unavailable("update room", err)
 		}
 	}
-	if u.Method != nil || u.OpensAt != nil {
+	if u.told() {
 		if err := q.schedule(ctx, room, u.Method, u.OpensAt); err != nil {
 			return RoomInfo{}, err
 		}
 	}
 	return q.Room(ctx, room)
+}
+
+// parseConfig reads a room's configuration hash (empty fields: defaults).
+func parseConfig(c map[string]string) RoomConfig {
+	var cfg RoomConfig
+	cfg.Target, _ = strconv.ParseInt(c["target"], 10, 64)
+	ttl, _ := strconv.ParseInt(c["ttl_ms"], 10, 64)
+	cfg.EntryTTL = time.Duration(ttl) * time.Millisecond
+	cfg.Paused = c["paused"] == "1"
+	cfg.Mode = ModeFixed
+	if m := Mode(c["mode"]); ValidMode(m) {
+		cfg.Mode = m
+	}
+	cfg.MinActive, _ = strconv.ParseInt(c["min_active"], 10, 64)
+	cfg.MaxActive, _ = strconv.ParseInt(c["max_active"], 10, 64)
+	cfg.Method = MethodFIFO
+	if m, ok := ParseMethod(c["method"]); ok {
+		cfg.Method = m
+	}
+	if at, err := strconv.ParseInt(c["opens_at"], 10, 64); err == nil {
+		cfg.OpensAt = msTime(at)
+	}
+	cfg.Message, cfg.DisplayName, cfg.Description = c["message"], c["display_name"], c["description"]
+	return cfg
 }
 
 // Room returns room's configuration and live figures.
@@ -199,25 +268,7 @@ func (q *Queue) Room(ctx context.Context, room string) (RoomInfo, error) {
 	if len(c) == 0 {
 		return RoomInfo{}, ErrRoomNotFound
 	}
-	info := RoomInfo{Name: room, Waiting: waiting.Val(), Active: active.Val()}
-	info.Target, _ = strconv.ParseInt(c["target"], 10, 64)
-	ttl, _ := strconv.ParseInt(c["ttl_ms"], 10, 64)
-	info.EntryTTL = time.Duration(ttl) * time.Millisecond
-	info.Paused = c["paused"] == "1"
-	info.Mode = ModeFixed
-	if m := Mode(c["mode"]); ValidMode(m) {
-		info.Mode = m
-	}
-	info.MinActive, _ = strconv.ParseInt(c["min_active"], 10, 64)
-	info.MaxActive, _ = strconv.ParseInt(c["max_active"], 10, 64)
-	info.Method = MethodFIFO
-	if m, ok := ParseMethod(c["method"]); ok {
-		info.Method = m
-	}
-	if at, err := strconv.ParseInt(c["opens_at"], 10, 64); err == nil {
-		info.OpensAt = msTime(at)
-	}
-	info.PreQueue = pre.Val()
+	info := RoomInfo{Name: room, RoomConfig: parseConfig(c), Waiting: waiting.Val(), Active: active.Val(), PreQueue: pre.Val()}
 	s := stats.Val()
 	num := func(i int) float64 {
 		if i < len(s) {
@@ -243,6 +294,34 @@ func (q *Queue) Room(ctx context.Context, room string) (RoomInfo, error) {
 		info.OpenedAt = msTime(at)
 	}
 	return info, nil
+}
+
+// RoomConfigs returns every room's configuration, without live figures, by
+// name: one read of the room set and one pipeline of one read per room. It
+// is what the public room endpoint serves from memory (refreshed at most
+// once a second per instance), so a crowd of pages costs Redis nothing.
+func (q *Queue) RoomConfigs(ctx context.Context) (map[string]RoomConfig, error) {
+	names, err := q.Rooms(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cmds := make([]*redis.MapStringStringCmd, len(names))
+	_, err = q.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, n := range names {
+			cmds[i] = p.HGetAll(ctx, q.keys(n).cfg)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, unavailable("room configs", err)
+	}
+	out := make(map[string]RoomConfig, len(names))
+	for i, n := range names {
+		if c := cmds[i].Val(); len(c) > 0 {
+			out[n] = parseConfig(c)
+		}
+	}
+	return out, nil
 }
 
 // Rooms returns the names of all rooms, sorted.

@@ -20,7 +20,9 @@ type RoomSnapshot struct {
 	Target  int64
 	Flow            // counters for the ETA
 	Closed  bool    // the method is reject: waiting users see CLOSED
-	Sched   int64   // schedule number: grows at each opening and method/time change
+	Sched   int64   // schedule number: grows at each opening and config event
+	Paused  bool    // the room is paused: nobody is admitted
+	Message string  // the operator's message to waiting users ("": none)
 	Gone    []int64 // tickets above Serving whose users left, ascending
 }
 
@@ -41,8 +43,8 @@ func (q *Queue) Snapshots(ctx context.Context, rooms []string) ([]RoomSnapshot, 
 	for i, c := range cmds {
 		r := asReply("snapshot", c.Val())
 		s := RoomSnapshot{Room: rooms[i], Serving: r.int(0), Ev: r.int(1), Waiting: r.int(2), Rate: r.float(3), Target: r.int(4),
-			Closed: r.int(5) == 1, Sched: r.int(6), Flow: r.flow(7)}
-		for j := 11; j < len(r.v); j++ {
+			Closed: r.int(5) == 1, Sched: r.int(6), Flow: r.flow(7), Paused: r.int(11) == 1, Message: r.str(12)}
+		for j := 13; j < len(r.v); j++ {
 			s.Gone = append(s.Gone, r.int(j))
 		}
 		if r.err != nil {

@@ -9,12 +9,15 @@
 -- KEYS[6] gone    ZSET  tickets of waiting users who left (score = ticket)
 -- KEYS[7] seen    ZSET  member = waiting user id, score = last seen (ms)
 -- KEYS[8] prequeue ZSET member = user id, score = arrival number
+-- KEYS[9] idle    ZSET  member = user id dropped as idle, score = when (ms)
 -- ARGV[1] pub/sub channel of the room
 -- ARGV[2] room name (goes into the event)
 -- ARGV[3] rate window in ms (admissions are measured over this much busy time)
 -- ARGV[4] idle timeout in ms: a waiting user not seen for this long (no
 --         poll, no stream) has abandoned the queue and is removed; 0: never
--- ARGV[5..] fresh entry tokens, one per user this run may admit
+-- ARGV[5] how long a drop for idleness is remembered, in ms (the idle set
+--         keeps entries this long and expires this long after the last drop)
+-- ARGV[6..] fresh entry tokens, one per user this run may admit
 --
 -- Steps: prune expired admissions -> capacity = target - active -> pop up to
 -- min(capacity, #tokens) users in ticket order -> store their tokens -> record
@@ -61,7 +64,9 @@ if pruned > 0 then
 end
 
 -- 1b. remove waiting users not seen for the idle timeout (bounded per run);
--- their tickets join the gone set so every instance's positions stay exact
+-- their tickets join the gone set so every instance's positions stay exact,
+-- and the idle set remembers them, so a later status read can say why they
+-- are no longer waiting (entering again forgets it)
 local idle = tonumber(ARGV[4])
 local left = {}
 if idle > 0 then
@@ -72,11 +77,19 @@ if idle > 0 then
     if ticket then
       redis.call('ZREM', KEYS[2], stale[i])
       redis.call('ZADD', KEYS[6], ticket, ticket)
+      redis.call('ZADD', KEYS[9], now, stale[i])
       left[#left + 1] = tonumber(ticket)
     end
   end
   if #left > 0 then
     redis.call('HINCRBY', KEYS[5], 'abandoned', #left)
+    -- forget drops older than the memory (bounded per run, like the adds)
+    local keep = tonumber(ARGV[5])
+    local old = redis.call('ZRANGEBYSCORE', KEYS[9], '-inf', now - keep, 'LIMIT', 0, 1000)
+    if #old > 0 then
+      redis.call('ZREM', KEYS[9], unpack(old))
+    end
+    redis.call('PEXPIRE', KEYS[9], keep)
   end
 end
 
@@ -89,7 +102,7 @@ if capacity < 0 then capacity = 0 end
 local waitingBefore = waiting
 local want = math.min(capacity, waiting)
 if held then want = 0 end
-local n = math.min(want, #ARGV - 4)
+local n = math.min(want, #ARGV - 5)
 
 local admitted = {}
 local serving = nil
@@ -100,7 +113,7 @@ if n > 0 then
     local user = popped[i]
     local k = (i + 1) / 2
     admitted[k] = user
-    redis.call('HSET', KEYS[4], user, ARGV[4 + k])
+    redis.call('HSET', KEYS[4], user, ARGV[5 + k])
     redis.call('ZREM', KEYS[7], user)
     redis.call('ZADD', KEYS[3], deadline, user)
     serving = popped[i + 1]

@@ -2,7 +2,7 @@
 -- opening), or report where they already are.
 --
 -- KEYS[1] cfg      HASH  room configuration (exists iff the room exists):
---                        target, paused, method, opens_at (ms)
+--                        target, paused, method, opens_at (ms), message
 -- KEYS[2] seq      STRING ticket counter
 -- KEYS[3] queue    ZSET  member = user id, score = ticket number
 -- KEYS[4] active   ZSET  member = user id, score = deadline (ms, Redis clock)
@@ -10,6 +10,7 @@
 -- KEYS[6] stats    HASH  measured admission rate, counters, preseq, late_from
 -- KEYS[7] seen     ZSET  member = waiting user id, score = last seen (ms)
 -- KEYS[8] prequeue ZSET  member = user id, score = arrival number (preseq)
+-- KEYS[9] idle     ZSET  users dropped as idle (entering forgets the drop)
 -- ARGV[1] user id
 -- ARGV[2] a fresh entry token, used only when the method is passthrough
 --
@@ -19,8 +20,12 @@
 --   {"REJECT"}                                  (not queued: method reject)
 --   {"READY", entryToken, deadlineMs, new(0|1)}
 --   {"WAITING", ticket, position, waiting, rate, target, closed(0|1), new(0|1),
---    admitted, expired, departed, ttlMs}   (counters and entry window for the ETA)
---   {"PREQUEUE", position, waiting, opensAtMs, sched, closed(0|1), new(0|1), nowMs}
+--    admitted, expired, departed, ttlMs,   (counters and entry window for the ETA)
+--    paused(0|1), message}
+--   {"PREQUEUE", position, waiting, opensAtMs, sched, closed(0|1), new(0|1), nowMs,
+--    paused(0|1), message}
+--     paused: the room is paused (a user already waiting keeps the place);
+--     message: the operator's message to waiting users ('' when none).
 --     position is the arrival-order place (method fifo) or 0 (random: not
 --     decided before the opening); waiting counts queue and pre-queue.
 -- Re-entering keeps the first place (ZADD NX); a user holding a live entry
@@ -33,8 +38,10 @@ if redis.call('EXISTS', KEYS[1]) == 0 then
   return {'NOROOM'}
 end
 local user = ARGV[1]
-local cfg = redis.call('HMGET', KEYS[1], 'target', 'paused', 'method', 'opens_at', 'ttl_ms')
+local cfg = redis.call('HMGET', KEYS[1], 'target', 'paused', 'method', 'opens_at', 'ttl_ms', 'message')
 local target = cfg[1] or '0'
+local paused = cfg[2] == '1' and 1 or 0
+local message = cfg[6] or ''
 local method = cfg[3] or 'fifo'
 local opensAt = tonumber(cfg[4])
 local closed = method == 'reject' and 1 or 0
@@ -53,14 +60,16 @@ local function prequeued(rank, new)
     pos = redis.call('ZCARD', KEYS[3]) + rank + 1
   end
   return {'PREQUEUE', pos, redis.call('ZCARD', KEYS[3]) + redis.call('ZCARD', KEYS[8]),
-          opensAt or 0, tonumber(redis.call('HGET', KEYS[6], 'sched') or '0'), closed, new, now}
+          opensAt or 0, tonumber(redis.call('HGET', KEYS[6], 'sched') or '0'), closed, new, now,
+          paused, message}
 end
 
 local rank = redis.call('ZRANK', KEYS[3], user)
 if rank then
   redis.call('ZADD', KEYS[7], now, user)
   local ticket = redis.call('ZSCORE', KEYS[3], user)
-  return {'WAITING', ticket, rank + 1, redis.call('ZCARD', KEYS[3]), rate, target, closed, 0, admitted, expired, departed, ttl}
+  return {'WAITING', ticket, rank + 1, redis.call('ZCARD', KEYS[3]), rate, target, closed, 0, admitted, expired, departed, ttl,
+          paused, message}
 end
 rank = redis.call('ZRANK', KEYS[8], user)
 if rank then
@@ -78,12 +87,15 @@ if token then
   redis.call('ZREM', KEYS[4], user)
 end
 
-if cfg[2] == '1' then
+if paused == 1 then
   return {'PAUSED'}
 end
 if closed == 1 then
   return {'REJECT'}
 end
+-- From here the user gets a new place: an earlier drop for idleness no
+-- longer explains anything.
+redis.call('ZREM', KEYS[9], user)
 
 local scheduled = opensAt and now < opensAt
 if scheduled or redis.call('ZCARD', KEYS[8]) > 0 then
@@ -111,4 +123,4 @@ redis.call('ZADD', KEYS[3], 'NX', ticket, user)
 redis.call('ZADD', KEYS[7], now, user)
 redis.call('HINCRBY', KEYS[6], 'entered', 1)
 rank = redis.call('ZRANK', KEYS[3], user)
-return {'WAITING', ticket, rank + 1, redis.call('ZCARD', KEYS[3]), rate, target, 0, 1, admitted, expired, departed, ttl}
+return {'WAITING', ticket, rank + 1, redis.call('ZCARD', KEYS[3]), rate, target, 0, 1, admitted, expired, departed, ttl, 0, message}

@@ -7,6 +7,7 @@
 -- KEYS[3] tokens  HASH  user id -> entry token
 -- KEYS[4] cfg     HASH  ttl_ms (exists iff the room exists)
 -- KEYS[5] prequeue ZSET member = user id, score = arrival number
+-- KEYS[6] idle    ZSET  users dropped as idle (a grant forgets the drop)
 -- ARGV[1] user id
 -- ARGV[2] fresh entry token
 --
@@ -24,6 +25,7 @@ end
 deadline = now + tonumber(redis.call('HGET', KEYS[4], 'ttl_ms') or '120000')
 redis.call('ZREM', KEYS[1], ARGV[1])
 redis.call('ZREM', KEYS[5], ARGV[1])
+redis.call('ZREM', KEYS[6], ARGV[1])
 redis.call('HSET', KEYS[3], ARGV[1], ARGV[2])
 redis.call('ZADD', KEYS[2], deadline, ARGV[1])
 return {'READY', ARGV[2], deadline}

@@ -7,11 +7,14 @@
 -- KEYS[5] gone    ZSET  tickets of waiting users who left (score = ticket)
 -- KEYS[6] seen    ZSET  member = waiting user id, score = last seen (ms)
 -- KEYS[7] prequeue ZSET member = user id, score = arrival number
+-- KEYS[8] idle    ZSET  users dropped as idle, score = when (ms)
 -- ARGV[1] user id
 -- ARGV[2] pub/sub channel of the room
 -- ARGV[3] room name (goes into the event)
 --
--- Returns {wasWaiting(0|1), ticket or 0, slotFreed(0|1)}. A user leaving the
+-- Returns {wasWaiting(0|1), ticket or 0, slotFreed(0|1), idle(0|1)}; idle:
+-- there was nothing to give up because the admission run had dropped the
+-- user as idle (the drop stays remembered). A user leaving the
 -- pre-queue has no ticket yet (0) and no event is published. An order already in
 -- flight keeps its slot until it finishes. A waiting user's ticket goes into
 -- the gone set and one event {room, ev, left, waiting, serving, ts} is
@@ -25,8 +28,13 @@ if pre == 1 then
   redis.call('HINCRBY', KEYS[4], 'left', 1)
 end
 local freed = 0
-if redis.call('HDEL', KEYS[3], ARGV[1]) == 1 then
+local hadToken = redis.call('HDEL', KEYS[3], ARGV[1])
+if hadToken == 1 then
   freed = redis.call('ZREM', KEYS[2], ARGV[1])
+end
+local idle = 0
+if waiting == 0 and pre == 0 and hadToken == 0 and redis.call('ZSCORE', KEYS[8], ARGV[1]) then
+  idle = 1
 end
 if waiting == 1 then
   redis.call('HINCRBY', KEYS[4], 'left', 1)
@@ -38,4 +46,4 @@ if waiting == 1 then
   redis.call('PUBLISH', ARGV[2], cjson.encode({room = ARGV[3], ev = ev, ts = now,
     left = {tonumber(ticket)}, waiting = redis.call('ZCARD', KEYS[1]), serving = serving}))
 end
-return {math.max(waiting, pre), ticket or 0, freed}
+return {math.max(waiting, pre), ticket or 0, freed, idle}

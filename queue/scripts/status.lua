@@ -4,29 +4,38 @@
 -- KEYS[2] active   ZSET  member = user id, score = deadline (ms, Redis clock)
 -- KEYS[3] tokens   HASH  user id -> entry token
 -- KEYS[4] stats    HASH  measured admission rate, counters, sched
--- KEYS[5] cfg      HASH  room configuration (target, method, opens_at, ttl_ms)
+-- KEYS[5] cfg      HASH  room configuration (target, method, opens_at, ttl_ms,
+--                        paused, message)
 -- KEYS[6] prequeue ZSET  member = user id, score = arrival number
+-- KEYS[7] idle     ZSET  users dropped as idle, score = when (ms)
 -- ARGV[1] user id
 --
 -- Returns one of (the same shapes as enter, with new = 0)
 --   {"WAITING", ticket, position, waiting, rate, target, closed(0|1), 0,
---    admitted, expired, departed, ttlMs}   (counters and entry window for the ETA)
---   {"PREQUEUE", position, waiting, opensAtMs, sched, closed(0|1), 0, nowMs}
+--    admitted, expired, departed, ttlMs,   (counters and entry window for the ETA)
+--    paused(0|1), message}
+--   {"PREQUEUE", position, waiting, opensAtMs, sched, closed(0|1), 0, nowMs,
+--    paused(0|1), message}
 --   {"READY", entryToken, deadlineMs, 0}
 --   {"NONE"}   neither waiting nor holding a live entry token
+--   {"NONE", "idle"}   the same, because the admission run dropped the user
+--                      as idle (and they have not entered again since)
 -- Admission pops a user and stores their token in one script, and the
 -- opening moves the pre-queue into the queue in one script, so between two
 -- status reads a user moves PREQUEUE -> WAITING -> READY with no gap.
 local user = ARGV[1]
-local cfg = redis.call('HMGET', KEYS[5], 'target', 'method', 'opens_at', 'ttl_ms')
+local cfg = redis.call('HMGET', KEYS[5], 'target', 'method', 'opens_at', 'ttl_ms', 'paused', 'message')
 local closed = cfg[2] == 'reject' and 1 or 0
+local paused = cfg[5] == '1' and 1 or 0
+local message = cfg[6] or ''
 local rank = redis.call('ZRANK', KEYS[1], user)
 if rank then
   local st = redis.call('HMGET', KEYS[4], 'rate', 'admitted', 'expired', 'left', 'abandoned')
   return {'WAITING', redis.call('ZSCORE', KEYS[1], user), rank + 1,
           redis.call('ZCARD', KEYS[1]), st[1] or '0', cfg[1] or '0', closed, 0,
           tonumber(st[2] or '0'), tonumber(st[3] or '0'),
-          tonumber(st[4] or '0') + tonumber(st[5] or '0'), tonumber(cfg[4] or '0')}
+          tonumber(st[4] or '0') + tonumber(st[5] or '0'), tonumber(cfg[4] or '0'),
+          paused, message}
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -37,7 +46,8 @@ if rank then
     pos = redis.call('ZCARD', KEYS[1]) + rank + 1
   end
   return {'PREQUEUE', pos, redis.call('ZCARD', KEYS[1]) + redis.call('ZCARD', KEYS[6]),
-          tonumber(cfg[3]) or 0, tonumber(redis.call('HGET', KEYS[4], 'sched') or '0'), closed, 0, now}
+          tonumber(cfg[3]) or 0, tonumber(redis.call('HGET', KEYS[4], 'sched') or '0'), closed, 0, now,
+          paused, message}
 end
 local token = redis.call('HGET', KEYS[3], user)
 if token then
@@ -45,5 +55,8 @@ if token then
   if deadline > now then
     return {'READY', token, deadline, 0}
   end
+end
+if redis.call('ZSCORE', KEYS[7], user) then
+  return {'NONE', 'idle'}
 end
 return {'NONE'}
