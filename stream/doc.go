@@ -58,6 +58,16 @@
 // "config" (new sched, and closed when the method is reject): waiting
 // streams then show CLOSED from memory, pre-queue streams re-read.
 //
+// # What the operator tells waiting users
+//
+// Pausing or resuming a room and setting or clearing the operator's
+// message publish a "config" event too, carrying paused and message (a
+// snapshot carries them as well). Waiting streams get a fresh status from
+// memory at once, whatever their band (the pause and message last
+// delivered are kept per connection); pre-queue streams re-read, as for
+// any config event. A user the admission run dropped as idle reads as
+// queue.ErrIdle: the stream ends with a gone update marked Idle.
+//
 // # Fan-out
 //
 // Connections are spread over shards by a hash of the connection, each with

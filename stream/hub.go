@@ -231,7 +231,8 @@ func (h *Hub) Resync(ctx context.Context) {
 			continue
 		}
 		p.Store(fromSnapshot(sn, now))
-		if old == nil || old.ev != sn.Ev || old.serving != sn.Serving || old.waiting != sn.Waiting {
+		if old == nil || old.ev != sn.Ev || old.serving != sn.Serving || old.waiting != sn.Waiting ||
+			old.paused != sn.Paused || old.message != sn.Message {
 			h.markDirty(sn.Room)
 		}
 	}

@@ -178,11 +178,15 @@ func (sh *shard) evaluateSub(s *Sub, st *roomState, now time.Time) (needsRedis b
 		return true
 	}
 	changed := pos != s.lastPos || st.closed != (s.state == queue.Closed)
-	if !changed && st.waiting == s.lastWaiting {
+	told := st.paused == s.lastPaused && st.message == s.lastMessage
+	if !changed && told && st.waiting == s.lastWaiting {
 		return false
 	}
 	every := sh.hub.o.Coalesce(pos)
-	if !changed {
+	switch {
+	case !told:
+		every = 0 // the operator paused, resumed or spoke: at once, every band
+	case !changed:
 		// Only the total changed: tell the top band at its own pace too.
 		every = max(every, time.Second)
 	}
@@ -190,6 +194,7 @@ func (sh *shard) evaluateSub(s *Sub, st *roomState, now time.Time) (needsRedis b
 		return false
 	}
 	s.lastPos, s.lastWaiting, s.lastSent = pos, st.waiting, now
+	s.lastPaused, s.lastMessage = st.paused, st.message
 	next := st.status(s.ticket, pos)
 	s.state = next.State
 	s.put(Update{Status: next, Published: st.ts}, now)
@@ -220,7 +225,7 @@ func (sh *shard) resolve(ctx context.Context, room string, subs []*Sub) {
 			// Redis unreachable: try again on a later sweep.
 		case errors.Is(errs[i], queue.ErrNotInQueue):
 			s.state = queue.NotInQueue
-			s.put(Update{Gone: true, Published: published}, now)
+			s.put(Update{Gone: true, Idle: errors.Is(errs[i], queue.ErrIdle), Published: published}, now)
 			gone = append(gone, s)
 		case errs[i] != nil:
 		default:
@@ -248,8 +253,10 @@ func (sh *shard) setStatus(s *Sub, st queue.Status, now, published time.Time) {
 			s.ticket = st.Ticket // 0 when closed in the pre-queue
 		}
 		s.sched = st.Sched
+		s.lastPaused, s.lastMessage = st.Paused, st.Message
 	case queue.PreQueue:
 		s.ticket, s.sched = 0, st.Sched
+		s.lastPaused, s.lastMessage = st.Paused, st.Message
 	}
 	s.lastSent = now
 	s.put(Update{Status: st, Published: published}, now)

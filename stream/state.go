@@ -21,6 +21,8 @@ type roomState struct {
 	ev      int64
 	closed  bool      // method reject: waiting users see CLOSED
 	sched   int64     // schedule number: pre-queue streams re-read when it grows
+	paused  bool      // the room is paused: waiting users are told, ETA withheld
+	message string    // the operator's message to waiting users ("": none)
 	ts      time.Time // when the last change was published (Redis clock)
 
 	stale      bool      // an event may be missing: re-read before trusting
@@ -43,7 +45,8 @@ func (s *roomState) position(t int64) (pos int64, ok bool) {
 // status returns the waiting status of ticket t at position pos.
 func (s *roomState) status(t, pos int64) queue.Status {
 	// The total may trail a user who entered after the last event or read.
-	st := queue.Status{State: queue.Waiting, Ticket: t, Position: pos, Waiting: max(s.waiting, pos), Rate: s.rate, Target: s.target, Flow: s.flow}
+	st := queue.Status{State: queue.Waiting, Ticket: t, Position: pos, Waiting: max(s.waiting, pos), Rate: s.rate, Target: s.target, Flow: s.flow,
+		Paused: s.paused, Message: s.message}
 	if s.closed {
 		st.State = queue.Closed
 	}
@@ -55,7 +58,7 @@ func fromSnapshot(sn queue.RoomSnapshot, now time.Time) *roomState {
 	return &roomState{
 		room: sn.Room, serving: sn.Serving, gone: sn.Gone, waiting: sn.Waiting,
 		rate: sn.Rate, target: sn.Target, flow: sn.Flow, ev: sn.Ev, ts: now, snapshotAt: now,
-		closed: sn.Closed, sched: sn.Sched,
+		closed: sn.Closed, sched: sn.Sched, paused: sn.Paused, message: sn.Message,
 	}
 }
 
@@ -80,6 +83,12 @@ func (s *roomState) apply(e queue.Event) *roomState {
 	}
 	if e.Closed != nil {
 		n.closed = *e.Closed
+	}
+	if e.Paused != nil {
+		n.paused = *e.Paused
+	}
+	if e.Message != nil {
+		n.message = *e.Message
 	}
 	gone := make([]int64, 0, len(s.gone)+len(e.Left))
 	for _, g := range s.gone {

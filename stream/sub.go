@@ -14,6 +14,9 @@ type Update struct {
 	// Gone: the user is no longer in the queue (left, window ended, or
 	// ordered); the stream ends with a "gone" event.
 	Gone bool
+	// Idle (with Gone): the admission run dropped the user as idle
+	// (queue.ErrIdle).
+	Idle bool
 	// Reconnect: this instance is shutting down; the stream ends with a
 	// retry hint so the client reconnects elsewhere.
 	Reconnect bool
@@ -47,6 +50,10 @@ type Sub struct {
 	state       queue.State
 	lastPos     int64
 	lastWaiting int64
+	// lastPaused and lastMessage are the pause and message last delivered
+	// (waiting states): a change is pushed at once, whatever the band.
+	lastPaused  bool
+	lastMessage string
 	lastSent    time.Time
 	expires     time.Time // READY: end of the entry window
 	sched       int64     // the room's schedule number when last read (pre-queue)
