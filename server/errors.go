@@ -1,10 +1,14 @@
 package server
 
 import (
+	"encoding/json"
 	"errors"
+	"strconv"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 
+	"waitingroom/queue"
 	"waitingroom/server/api"
 	"waitingroom/server/checkout"
 )
@@ -29,4 +33,49 @@ func checkoutError(err error) error {
 		return api.StoreError(se.Err)
 	}
 	return err
+}
+
+// idleRefusal is the body of 404 not_in_queue for a user the admission run
+// dropped as idle (queue.ErrIdle): the contract's error form plus the
+// reason and the idle timeout, so the page can say why the place is gone.
+type idleRefusal struct {
+	Error              string `json:"error"`
+	Message            string `json:"message"`
+	Reason             string `json:"reason"`
+	IdleTimeoutSeconds int64  `json:"idleTimeoutSeconds"`
+}
+
+// idleDoc is the idle refusal's JSON: the body of a 404 and the data of a
+// stream's gone event.
+func (s *Server) idleDoc() []byte {
+	timeout := s.cfg.Queue.IdleTimeout
+	j, _ := json.Marshal(idleRefusal{
+		Error: "not_in_queue",
+		Message: "your place was released after " + spokenDuration(timeout) +
+			" without this page checking in (it was closed, asleep or offline): enter again for a new place",
+		Reason: "idle", IdleTimeoutSeconds: int64(timeout / time.Second),
+	})
+	return j
+}
+
+// notInQueue answers err: a user dropped as idle gets the idle refusal
+// here; any other error goes back to the caller (and to api.Write).
+func (s *Server) notInQueue(c *fiber.Ctx, err error) error {
+	if !errors.Is(err, queue.ErrIdle) {
+		return err
+	}
+	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+	return c.Status(fiber.StatusNotFound).Send(s.idleDoc())
+}
+
+// spokenDuration says d in words: "5 minutes", "1 minute", "90 seconds".
+func spokenDuration(d time.Duration) string {
+	n, unit := int64(d/time.Second), "second"
+	if n%60 == 0 && n >= 60 {
+		n, unit = n/60, "minute"
+	}
+	if n != 1 {
+		unit += "s"
+	}
+	return strconv.FormatInt(n, 10) + " " + unit
 }

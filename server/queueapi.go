@@ -13,6 +13,13 @@ import (
 )
 
 // QueueStatus is the contract's status document (position and enter).
+//
+// A paused room is said by "paused": true beside the status, which stays
+// WAITING, PREQUEUE or CLOSED (clients that know only the statuses keep
+// working): nobody is admitted and the place is kept. While paused the ETA
+// is withheld: "etaKnown": false and no "etaSeconds". "message" is the
+// operator's message to the room's waiting users. Both are absent when
+// there is nothing to say, and neither is carried by READY.
 type QueueStatus struct {
 	Status     string `json:"status"`
 	Room       string `json:"room"`
@@ -31,6 +38,10 @@ type QueueStatus struct {
 	// on the client's clock.
 	OpensAt   *time.Time `json:"opensAt,omitempty"`
 	OpensInMs *int64     `json:"opensInMs,omitempty"`
+	// Paused (WAITING, PREQUEUE, CLOSED): the room is paused.
+	Paused bool `json:"paused,omitempty"`
+	// Message (WAITING, PREQUEUE, CLOSED): the operator's message.
+	Message string `json:"message,omitempty"`
 }
 
 // statusDoc turns a queue.Status into the contract's document.
@@ -43,10 +54,10 @@ func (s *Server) statusDoc(room string, st queue.Status) QueueStatus {
 	case queue.Waiting:
 		d.Position, d.Waiting = st.Position, st.Waiting
 		d.PollAfterMs = s.cfg.PollBands.PollAfter(st.Position).Milliseconds()
-		if secs, ok := st.ETA(); ok {
+		if secs, ok := st.ETA(); ok && !st.Paused {
 			d.ETASeconds = &secs
 		}
-		known := st.ETAKnown()
+		known := st.ETAKnown() && !st.Paused
 		d.ETAKnown = &known
 	case queue.PreQueue:
 		// Position is the arrival-order place (fifo) or absent (random:
@@ -64,6 +75,9 @@ func (s *Server) statusDoc(room string, st queue.Status) QueueStatus {
 		// nobody is admitted until the room reopens: poll slowly.
 		d.Position, d.Waiting = st.Position, st.Waiting
 		d.PollAfterMs = s.cfg.PollBands.PollAfter(math.MaxInt64).Milliseconds()
+	}
+	if st.State != queue.Ready {
+		d.Paused, d.Message = st.Paused, st.Message
 	}
 	return d
 }
@@ -204,7 +218,7 @@ func (s *Server) position(c *fiber.Ctx) error {
 	}
 	st, err := s.currentStatus(c.UserContext(), room, claims)
 	if err != nil {
-		return err
+		return s.notInQueue(c, err)
 	}
 	if st.State == queue.Waiting || st.State == queue.Closed {
 		s.presence.Seen(room, claims.Subject)
@@ -229,15 +243,21 @@ func (s *Server) position(c *fiber.Ctx) error {
 	return c.JSON(doc)
 }
 
-// leave gives up the caller's place or entry window.
+// leave gives up the caller's place or entry window. A caller the
+// admission run dropped as idle had nothing left to give up: 404 with the
+// reason (the cookie is cleared all the same).
 func (s *Server) leave(c *fiber.Ctx) error {
 	claims, room, err := s.roomClaims(c)
 	if err != nil {
 		return err
 	}
-	if _, err := s.q.Leave(c.UserContext(), room, claims.Subject); err != nil {
+	res, err := s.q.Leave(c.UserContext(), room, claims.Subject)
+	if err != nil {
 		return err
 	}
 	s.clearQueueCookie(c, room)
+	if res.Idle {
+		return s.notInQueue(c, queue.ErrIdle)
+	}
 	return c.SendStatus(fiber.StatusNoContent)
 }

@@ -81,6 +81,15 @@ var errTransportOff = &api.Error{Status: 503, Code: "unavailable", Message: "thi
 // goneDoc is the data of a "gone" event: the contract's error form.
 var goneDoc = []byte(`{"error":"not_in_queue","message":"you are no longer in this queue (admitted window ended, left, or ordered): enter again"}`)
 
+// goneData is the data of u's "gone" event: the idle refusal (with its
+// reason and timeout) when the user was dropped as idle, else goneDoc.
+func (s *Server) goneData(u stream.Update) []byte {
+	if u.Idle {
+		return s.idleDoc()
+	}
+	return goneDoc
+}
+
 // streamClaims verifies the queue token of a stream request: from the
 // Authorization header, the wr_queue cookie, or — on stream endpoints
 // only — the token query parameter (EventSource cannot set headers).
@@ -183,7 +192,7 @@ func (s *Server) events(c *fiber.Ctx) error {
 	}
 	st, err := s.currentStatus(c.UserContext(), room, claims)
 	if err != nil {
-		return err // 404 not_in_queue or 503, as JSON, before any streaming
+		return s.notInQueue(c, err) // 404 not_in_queue or 503, as JSON, before any streaming
 	}
 	release, err := s.holdStream(c)
 	if err != nil {
@@ -242,7 +251,7 @@ func (s *Server) writeSSE(w *bufio.Writer, conn net.Conn, room string, sub *stre
 			buf = append(buf, "\nevent: reconnect\ndata: {"+replacedDoc+"\n\n"...)
 		case u.Gone:
 			buf = append(buf, "event: gone\ndata: "...)
-			buf = append(buf, goneDoc...)
+			buf = append(buf, s.goneData(u)...)
 			buf = append(buf, "\n\n"...)
 		default:
 			id++
@@ -374,7 +383,7 @@ func (s *Server) wsUpgrade(c *fiber.Ctx) error {
 	}
 	st, err := s.currentStatus(c.UserContext(), room, claims)
 	if err != nil {
-		return err
+		return s.notInQueue(c, err)
 	}
 	release, err := s.holdStream(c)
 	if err != nil {
@@ -474,7 +483,7 @@ func (w *wsWriter) send(u stream.Update) bool {
 		return false
 	case u.Gone:
 		w.buf = append(w.buf[:0], `{"type":"gone",`...)
-		w.buf = append(w.buf, goneDoc[1:]...)
+		w.buf = append(w.buf, w.s.goneData(u)[1:]...)
 		w.write(websocket.TextMessage, w.buf)
 		w.closeWith(websocket.CloseNormalClosure, "not in queue")
 		return false
