@@ -38,6 +38,7 @@ func (s *Server) newPublicApp() *fiber.App {
 		}))
 	}
 	api.Post("/auth/login", s.login)
+	api.Get("/rooms/:room", s.roomInfo())
 	api.Post("/rooms/:room/enter", s.enter)
 	api.Get("/rooms/:room/position", s.position)
 	api.Post("/rooms/:room/leave", s.leave)
