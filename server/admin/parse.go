@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // parseOpensAt reads an opening time: an RFC 3339 string, or null or ""
@@ -66,4 +68,45 @@ func fmtDuration(d time.Duration) string {
 		s = s[:len(s)-2]
 	}
 	return s
+}
+
+// Bounds of the texts a room shows (characters, not bytes).
+const (
+	maxMessage     = 500
+	maxDisplayName = 80
+	maxDescription = 500
+)
+
+// parseText reads a text for the page: a JSON string (null or "" clears:
+// returned as ""), at most limit characters of valid UTF-8 without control
+// characters — newlines allowed when lines. Errors name the field.
+func parseText(raw json.RawMessage, field string, limit int, lines bool) (string, error) {
+	// Invalid UTF-8 inside a JSON string would be replaced silently when
+	// decoded: refuse it, and a decoded replacement character (from a
+	// lone surrogate such as "\ud800"), instead.
+	if !utf8.Valid(raw) {
+		return "", fmt.Errorf("%s must be valid UTF-8", field)
+	}
+	var str *string
+	if err := json.Unmarshal(raw, &str); err != nil {
+		return "", fmt.Errorf("%s must be a string (\"\" or null clears it)", field)
+	}
+	if str == nil {
+		return "", nil
+	}
+	if strings.ContainsRune(*str, utf8.RuneError) {
+		return "", fmt.Errorf("%s must be valid UTF-8 (no replacement characters or lone surrogates)", field)
+	}
+	if n := utf8.RuneCountInString(*str); n > limit {
+		return "", fmt.Errorf("%s must be at most %d characters (it has %d)", field, limit, n)
+	}
+	for _, r := range *str {
+		if unicode.IsControl(r) && (r != '\n' || !lines) {
+			if lines {
+				return "", fmt.Errorf("%s must not contain control characters other than newlines", field)
+			}
+			return "", fmt.Errorf("%s must be one line without control characters", field)
+		}
+	}
+	return *str, nil
 }

@@ -47,6 +47,12 @@ type roomDoc struct {
 	// Gateway: the room's gateway settings (gateway mode only; absent
 	// otherwise).
 	Gateway *gatewayDoc `json:"gateway,omitempty"`
+	// Message is the operator's message to the room's waiting users;
+	// DisplayName and Description are what the page shows of the room
+	// ("" when none).
+	Message     string `json:"message"`
+	DisplayName string `json:"displayName"`
+	Description string `json:"description"`
 }
 
 func toRoomDoc(r queue.RoomInfo) roomDoc {
@@ -55,6 +61,7 @@ func toRoomDoc(r queue.RoomInfo) roomDoc {
 		Paused: r.Paused, Waiting: r.Waiting, Active: r.Active, AdmissionRate: r.Rate, ServingTicket: r.Serving,
 		Entered: r.Entered, Admitted: r.Admitted, Expired: r.Expired, Left: r.Left, Abandoned: r.Abandoned,
 		Method: string(r.Method), PreQueue: r.PreQueue,
+		Message: r.Message, DisplayName: r.DisplayName, Description: r.Description,
 	}
 	if !r.OpensAt.IsZero() {
 		at := r.OpensAt
@@ -131,6 +138,10 @@ type roomPut struct {
 	Method       *string         `json:"method"`
 	OpensAt      json.RawMessage `json:"opensAt"` // RFC 3339; null or "" clears
 	Gateway      *gatewayPut     `json:"gateway"` // gateway mode only
+	// Texts for waiting users and the page; "" (or null) clears.
+	Message     json.RawMessage `json:"message"`     // at most 500 characters, newlines allowed
+	DisplayName json.RawMessage `json:"displayName"` // at most 80 characters, one line
+	Description json.RawMessage `json:"description"` // at most 500 characters, newlines allowed
 }
 
 // putRoom changes a room live (every instance's next admission run reads
@@ -206,7 +217,33 @@ func (a *app) roomUpdate(c *fiber.Ctx, room string, req roomPut) (queue.RoomUpda
 		}
 		u.OpensAt = &at
 	}
-	return u, nil
+	return u, textUpdate(req, &u)
+}
+
+// textUpdate validates the texts of req (message, displayName,
+// description) into u.
+func textUpdate(req roomPut, u *queue.RoomUpdate) error {
+	for _, t := range []struct {
+		raw   json.RawMessage
+		field string
+		max   int
+		lines bool
+		dst   **string
+	}{
+		{req.Message, "message", maxMessage, true, &u.Message},
+		{req.DisplayName, "displayName", maxDisplayName, false, &u.DisplayName},
+		{req.Description, "description", maxDescription, true, &u.Description},
+	} {
+		if len(t.raw) == 0 {
+			continue
+		}
+		v, err := parseText(t.raw, t.field, t.max, t.lines)
+		if err != nil {
+			return api.BadRequest(err.Error())
+		}
+		*t.dst = &v
+	}
+	return nil
 }
 
 // checkBounds validates minActive/maxActive (each 0 for the default, else
