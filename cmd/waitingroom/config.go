@@ -90,7 +90,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		AccessTTL:    p.duration("WR_ACCESS_TTL", time.Hour, time.Minute, 30*24*time.Hour),
 		QueueTTL:     p.duration("WR_QUEUE_TTL", 6*time.Hour, time.Minute, 7*24*time.Hour),
 		Tokens:       token.Config{Secret: getenv("WR_JWT_SECRET"), Previous: getenv("WR_JWT_SECRET_PREVIOUS")},
-		Queue:        queue.Options{IdleTimeout: p.durationOrZero("WR_IDLE_TIMEOUT", 60*time.Second, 5*time.Second, 24*time.Hour)},
+		Queue:        queue.Options{IdleTimeout: p.durationOrZero("WR_IDLE_TIMEOUT", 5*time.Minute, 5*time.Second, 24*time.Hour)},
 		Checkout:     checkout.Options{Timeout: p.duration("WR_ORDER_TIMEOUT", 5*time.Second, 100*time.Millisecond, 5*time.Minute)},
 	}
 	s := &c.Server
