@@ -18,17 +18,29 @@ const TEXT = {
     demoHint: 'Demo: user1 … user10000, password demo-pass',
     enterH: 'Join the queue', enterBtn: 'Enter the queue',
     enterP: 'You will get a place in line. Keep this page open; it updates by itself.',
-    queueH: 'You are in line', position: 'You are #{n}', waiting: '{n} people waiting',
+    queueH: 'You are in line', position: 'You are #{n}',
+    ahead: { zero: 'Nobody ahead of you — you are next', one: '1 person ahead of you', other: '{n} people ahead of you' },
+    behind: { zero: 'Nobody behind you yet', one: '1 person behind you', other: '{n} people behind you' },
     progress: 'Progress to the front', etaLabel: 'Estimated wait', elapsedLabel: 'Time waiting',
-    tierLabel: 'Connection', etaSoon: 'less than a minute', etaUnknown: 'not known yet', etaEstimating: 'estimating…', etaAbout: 'about {d}',
-    tier_sse: 'live', tier_ws: 'live-ws', tier_poll: 'polling', viaTab: '{tier}, via another tab',
+    updatedLabel: 'Last updated', refLabel: 'Your reference', refHint: 'Quote it if you contact us.',
+    keepOpen: 'Keep this page open — it updates by itself. If it is closed, or your phone sleeps for long, your place may be released.',
+    tierLabel: 'Connection', etaSoon: 'less than a minute', etaUnknown: 'not known yet', etaEstimating: 'estimating…',
+    etaAbout: 'about {d} — around {time}', etaPaused: 'on hold while the sale is paused',
+    tier_sse: 'Live updates', tier_ws: 'Live updates', tier_poll: 'Updating every few seconds', viaTab: '{tier}, through your other tab',
     liveOff: 'Live updates are unavailable here; retrying…',
-    leave: 'Leave the queue',
-    readyH: "It's your turn", left: '{t} left to order', product: 'Product',
+    pausedNote: 'The sale is paused — your place is kept.',
+    pausedRoom: 'The sale is paused right now. You can join the queue when it resumes.',
+    resumed: 'The sale has resumed.', noticeLabel: 'A message from the shop',
+    placeKept: 'Welcome back — your place was kept. Keep this page open: if it is closed or asleep for long, your place is released.',
+    leave: 'Leave the queue', leaveQ: 'Leave the queue? You will lose your place.', leaveYes: 'Yes, leave', leaveNo: 'Stay in line',
+    readyH: "It's your turn", left: '{t} left to order', product: 'Product', last30: '30 seconds left to place your order.',
     quantity: 'Quantity (1–10)', orderBtn: 'Order', stock: '{n} left', soldOutShort: 'sold out',
-    doneH: 'Order placed', doneP: 'Order {id}: {q} × {name}.',
+    doneH: 'Order placed', doneIntro: 'Thank you — your order is confirmed.',
+    orderNo: 'Order number', qtyLabel: 'Quantity', totalLabel: 'Total', placedLabel: 'Placed',
+    doneNext: 'Next: keep your order number — you need it if you contact us. You can close this page now.',
     endedH: 'Your place has ended', reenterBtn: 'Enter the queue again',
     expired: 'Your place expired: the wait or your turn ended. You can join the queue again.',
+    idle: 'You were away longer than {d}, so your place was released. You can join the queue again.',
     soldOut: 'Sorry, that item sold out before your order went through. You can join the queue again to try another.',
     windowEnded: 'Your turn ended before an order was placed. You can join the queue again.',
     checking: 'Checking your place…', reconnecting: 'Reconnecting…',
@@ -43,7 +55,9 @@ const TEXT = {
     noProducts: 'No products are available right now.', productGone: 'That product is no longer available.',
     error: 'Something went wrong ({code}). Please try again.', leftQueue: 'You left the queue.',
     preH: 'The sale has not started yet', opensIn: 'Opens in {t}', opensAt: 'Opening at {time}', opening: 'Opening now…',
-    preFifo: 'Your place in line: #{n}', preWaiting: '{n} people are waiting for the opening',
+    opensRoom: 'The sale opens {time}.',
+    preFifo: 'Your place in line: #{n}',
+    preWaiting: { one: '1 person is waiting for the opening', other: '{n} people are waiting for the opening' },
     preRandom: 'Everyone who arrives before the opening gets a fair, random place when it starts. Keep this page open.',
     closedH: 'This sale is closed', closedP: 'Sorry — the sale has closed or sold out. Thank you for your interest.',
     closedKept: 'You keep your place (#{n}) in case it reopens; this page updates by itself.',
@@ -59,17 +73,29 @@ const TEXT = {
     demoHint: '데모: user1 … user10000, 비밀번호 demo-pass',
     enterH: '대기열 참여', enterBtn: '대기열 입장',
     enterP: '대기 순번을 받습니다. 이 페이지를 열어 두세요. 자동으로 갱신됩니다.',
-    queueH: '대기 중입니다', position: '내 순서: {n}번째', waiting: '{n}명 대기 중',
+    queueH: '대기 중입니다', position: '내 순서: {n}번째',
+    ahead: { zero: '내 앞에 아무도 없습니다 — 다음 차례입니다', other: '내 앞에 {n}명' },
+    behind: { zero: '아직 내 뒤에는 아무도 없습니다', other: '내 뒤에 {n}명' },
     progress: '입장까지 진행률', etaLabel: '예상 대기 시간', elapsedLabel: '대기한 시간',
-    tierLabel: '연결 방식', etaSoon: '1분 미만', etaUnknown: '아직 알 수 없음', etaEstimating: '계산 중…', etaAbout: '약 {d}',
-    tier_sse: '실시간', tier_ws: '실시간 (WebSocket)', tier_poll: '주기적 확인', viaTab: '{tier}, 다른 탭에서 받는 중',
+    updatedLabel: '마지막 갱신', refLabel: '대기 번호', refHint: '문의하실 때 알려 주세요.',
+    keepOpen: '이 페이지를 열어 두세요. 자동으로 갱신됩니다. 페이지를 닫거나 휴대폰이 오래 잠들어 있으면 순번이 해제될 수 있습니다.',
+    tierLabel: '연결 방식', etaSoon: '1분 미만', etaUnknown: '아직 알 수 없음', etaEstimating: '계산 중…',
+    etaAbout: '약 {d} — {time}쯤', etaPaused: '판매 일시 중지 중에는 알 수 없음',
+    tier_sse: '실시간 업데이트', tier_ws: '실시간 업데이트', tier_poll: '몇 초마다 업데이트', viaTab: '{tier}, 다른 탭을 통해 받는 중',
     liveOff: '실시간 연결을 쓸 수 없어 다시 시도하는 중…',
-    leave: '대기열 나가기',
-    readyH: '내 차례입니다', left: '주문 가능 시간 {t} 남음', product: '상품',
+    pausedNote: '판매가 일시 중지되었습니다 — 순번은 그대로 유지됩니다.',
+    pausedRoom: '지금은 판매가 일시 중지되었습니다. 재개되면 대기열에 들어갈 수 있습니다.',
+    resumed: '판매가 재개되었습니다.', noticeLabel: '상점에서 알려 드립니다',
+    placeKept: '다시 오셨군요 — 순번이 유지되었습니다. 이 페이지를 열어 두세요. 페이지가 닫히거나 오래 잠들어 있으면 순번이 해제됩니다.',
+    leave: '대기열 나가기', leaveQ: '대기열에서 나가시겠습니까? 지금 순번이 사라집니다.', leaveYes: '네, 나가기', leaveNo: '계속 기다리기',
+    readyH: '내 차례입니다', left: '주문 가능 시간 {t} 남음', product: '상품', last30: '주문 가능 시간이 30초 남았습니다.',
     quantity: '수량 (1–10)', orderBtn: '주문하기', stock: '재고 {n}개', soldOutShort: '품절',
-    doneH: '주문 완료', doneP: '주문 번호 {id}: {name} {q}개.',
+    doneH: '주문 완료', doneIntro: '감사합니다 — 주문이 확정되었습니다.',
+    orderNo: '주문 번호', qtyLabel: '수량', totalLabel: '합계', placedLabel: '주문 시각',
+    doneNext: '다음 단계: 주문 번호를 보관해 두세요. 문의하실 때 필요합니다. 이제 이 페이지를 닫으셔도 됩니다.',
     endedH: '대기가 종료되었습니다', reenterBtn: '다시 대기열 입장',
     expired: '대기 순번이 만료되었습니다. 다시 대기열에 들어갈 수 있습니다.',
+    idle: '{d} 넘게 자리를 비우셔서 대기 순번이 해제되었습니다. 다시 대기열에 들어갈 수 있습니다.',
     soldOut: '죄송합니다. 주문이 처리되기 전에 상품이 품절되었습니다. 다시 대기열에 들어가 다른 상품을 주문할 수 있습니다.',
     windowEnded: '주문하기 전에 주문 가능 시간이 끝났습니다. 다시 대기열에 들어갈 수 있습니다.',
     checking: '대기 순번을 확인하는 중…', reconnecting: '다시 연결하는 중…',
@@ -84,7 +110,9 @@ const TEXT = {
     noProducts: '지금 주문할 수 있는 상품이 없습니다.', productGone: '해당 상품을 찾을 수 없습니다.',
     error: '문제가 발생했습니다 ({code}). 다시 시도하세요.', leftQueue: '대기열에서 나왔습니다.',
     preH: '아직 판매가 시작되지 않았습니다', opensIn: '{t} 후 시작', opensAt: '시작 시각: {time}', opening: '곧 시작합니다…',
-    preFifo: '내 대기 순서: {n}번째', preWaiting: '{n}명이 시작을 기다리는 중',
+    opensRoom: '판매 시작: {time}',
+    preFifo: '내 대기 순서: {n}번째',
+    preWaiting: { other: '{n}명이 시작을 기다리는 중' },
     preRandom: '시작 전에 도착한 모든 분은 시작할 때 공정하게 무작위로 순서를 받습니다. 이 페이지를 열어 두세요.',
     closedH: '판매가 종료되었습니다', closedP: '죄송합니다. 판매가 종료되었거나 품절되었습니다. 관심 가져 주셔서 감사합니다.',
     closedKept: '다시 열릴 경우를 위해 순서({n}번째)는 유지됩니다. 이 페이지는 자동으로 갱신됩니다.',
@@ -125,6 +153,10 @@ const TIERS = ['sse', 'ws', 'poll'];
 const FORCED = TIERS.includes(new URLSearchParams(location.search).get('transport'))
   ? new URLSearchParams(location.search).get('transport') : '';
 const FIRST_EVENT_MS = 10000; // a stream that says nothing this long is blocked (e.g. a buffering proxy)
+// Away this long (a hidden tab, a frozen or sleeping page, a dropped
+// connection), the page asks at once whether the place was kept, and says so.
+const GAP_MS = 15000;
+const ROOM_REFRESH_MS = 30000; // the room's document, while nobody holds a place
 let lang = stored('localStorage', 'wr.lang') || ((navigator.language || '').toLowerCase().startsWith('ko') ? 'ko' : 'en');
 let tier = FORCED || TIERS[0];
 // place: {token, start (position at entry), at (ms when entered)} for this room.
@@ -136,7 +168,11 @@ const LOCK = 'wr.lead.' + room;
 const S = {
   access: stored('sessionStorage', 'wr.access'), accessExp: Number(stored('sessionStorage', 'wr.accessExp')) || 0,
   screen: '', msg: null, last: null, stop: null, role: '', skew: 0, announced: 0,
-  entry: null, entryEnd: NaN, products: [], ordering: false, endedKey: '', order: null, opensEnd: NaN,
+  entry: null, entryEnd: NaN, products: [], ordering: false, ended: null, order: null, opensEnd: NaN,
+  // The room's public document (GET /rooms/{room}) and when it was asked for;
+  // when the last status came; whether the last 30 s were announced; since
+  // when the page was away (hidden) or its connection down; a check under way.
+  room: null, roomAt: 0, updated: 0, warned: false, awayAt: 0, downAt: 0, lastTick: Date.now(), checking: false,
   // Gateway mode: a join under way; the entry token the entry cookie holds
   // (set by a READY answer of enter or GET position); on the way back.
   joining: false, cookieEntry: null, leaving: false,
@@ -187,16 +223,78 @@ function clock(ms) {
   return (h ? h + ':' + pad(m) : m) + ':' + pad(s % 60);
 }
 
-// eta words a QueueStatus's wait: "estimating…" until the room has measured
-// its admission rate (etaKnown false), "not known" when the room admits nobody.
+// tn words a count with the language's plural rules (Intl.PluralRules):
+// the key's forms are {zero?, one?, other}; zero is used for 0 when given.
+function tn(key, n) {
+  const forms = TEXT[lang][key];
+  const form = n === 0 && forms.zero ? 'zero' : new Intl.PluralRules(lang).select(n);
+  return (forms[form] || forms.other).replace('{n}', fmtN(n));
+}
+
+// unit formats an amount of a unit ('minute', 'hour', 'second').
+const unit = (n, u, unitDisplay = 'long') => new Intl.NumberFormat(lang, { style: 'unit', unit: u, unitDisplay }).format(n);
+
+// duration words a whole number of seconds in its largest exact unit (300 → "5 minutes").
+function duration(sec) {
+  if (sec % 3600 === 0) return unit(sec / 3600, 'hour');
+  if (sec % 60 === 0) return unit(sec / 60, 'minute');
+  return unit(sec, 'second');
+}
+
+// roundedWait words a wait of sec ≥ 60 roughly: to the minute under 10,
+// to 5 minutes under 90, else to the hour.
+function roundedWait(sec) {
+  const min = sec / 60;
+  if (min < 10) return unit(Math.round(min), 'minute', 'short');
+  if (min < 90) return unit(Math.round(min / 5) * 5, 'minute', 'short');
+  return unit(Math.round(min / 60), 'hour', 'short');
+}
+
+// timeOf is a time of day on this device's clock (10:42).
+const timeOf = (ms, second) => new Date(ms).toLocaleTimeString(lang,
+  second ? { hour: 'numeric', minute: '2-digit', second: '2-digit' } : { hour: 'numeric', minute: '2-digit' });
+
+// when is a date and time with its time zone (an opening, an order).
+const when = (iso) => new Intl.DateTimeFormat(lang, {
+  year: 'numeric', month: 'short', day: 'numeric', hour: 'numeric', minute: '2-digit', timeZoneName: 'short',
+}).format(new Date(iso));
+
+// eta words a QueueStatus's wait: withheld while the room is paused,
+// "estimating…" until the room has measured its admission rate (etaKnown
+// false), "not known" when the room admits nobody, else a rounded duration
+// and the clock time it ends at ("about 4 min — around 10:42").
 function eta(qs) {
+  if (qs.paused) return t('etaPaused');
   if (qs.etaKnown === false) return t('etaEstimating');
   const sec = qs.etaSeconds;
   if (typeof sec !== 'number') return t('etaUnknown');
   if (sec < 60) return t('etaSoon');
-  const min = Math.round(sec / 60);
-  const [n, unit] = min < 90 ? [min, 'minute'] : [Math.round(min / 60), 'hour'];
-  return t('etaAbout', { d: new Intl.NumberFormat(lang, { style: 'unit', unit, unitDisplay: 'long' }).format(n) });
+  return t('etaAbout', { d: roundedWait(sec), time: timeOf(Date.now() + sec * 1000) });
+}
+
+// The queue reference: the room's first letters and the ticket (the queue
+// token's seq) in Crockford's base 32, e.g. SALE-003F — short enough to read
+// out, and enough for support to find the place.
+const B32 = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
+
+// ticketOf reads the ticket number (seq) from a queue token's payload; 0
+// when there is none. The payload is only read, never trusted.
+function ticketOf(token) {
+  try {
+    const p = String(token).split('.')[1].replace(/-/g, '+').replace(/_/g, '/');
+    const seq = JSON.parse(atob(p + '='.repeat((4 - (p.length % 4)) % 4))).seq;
+    return Number.isSafeInteger(seq) && seq > 0 ? seq : 0;
+  } catch {
+    return 0;
+  }
+}
+
+function reference(token) {
+  let n = ticketOf(token), code = '';
+  if (!n) return '';
+  for (; n > 0; n = Math.floor(n / 32)) code = B32[n % 32] + code;
+  const prefix = room.toUpperCase().replace(/[^A-Z0-9]/g, '').slice(0, 4) || 'WR';
+  return prefix + '-' + code.padStart(4, '0');
 }
 
 // say shows a message in the polite live region; say(null) clears it.
@@ -213,6 +311,15 @@ function announce(text, force) {
   setText($('announce'), text);
 }
 
+// shout says something at once (the assertive region): your turn, time running out.
+// The same words again are said again.
+function shout(text) {
+  const el = $('alert');
+  if (el.textContent !== text) return setText(el, text);
+  setText(el, '');
+  setTimeout(() => setText(el, text), 100);
+}
+
 function tooMany(res) {
   if (res.wait === null) say('tooManySoon', {}, true);
   else say('tooMany', { n: Math.ceil(res.wait / 1000) }, true);
@@ -227,16 +334,21 @@ function setLang(l) {
   document.querySelectorAll('[data-i18n]').forEach((el) => setText(el, t(el.dataset.i18n)));
   document.querySelectorAll('.lang').forEach((b) => b.setAttribute('aria-pressed', String(b.dataset.lang === lang)));
   document.querySelector('nav').setAttribute('aria-label', t('language'));
-  setText($('room'), t('room', { room }));
   document.title = t('title');
+  showRoom();
+  notices();
   if (S.msg) say(S.msg.key, S.msg.params, S.msg.error);
   if (['queue', 'prequeue', 'closed'].includes(S.screen)) render(S.last);
   if (S.screen === 'ready') { fillProducts(); tick(); }
-  setText($('ended-text'), S.endedKey ? t(S.endedKey) : '');
-  if (S.order) setText($('done-text'), doneText(S.order));
+  setText($('ended-text'), endedText());
+  if (S.order) summary(S.order);
 }
 
 // --- screens ----------------------------------------------------------------
+
+// Screens of a user who holds a place, and of one who has none yet.
+const HOLDING_SCREENS = ['queue', 'prequeue', 'closed'];
+const START_SCREENS = ['login', 'enter'];
 
 // show switches screens. Focus moves to the new heading only when the focused
 // element was just hidden, so status changes never pull focus away from the user.
@@ -245,68 +357,130 @@ function show(name) {
   S.screen = name;
   for (const id of SCREENS) $(id).hidden = id !== name;
   $('leave').hidden = !['queue', 'ready', 'prequeue'].includes(name) && !(name === 'closed' && place.token);
+  $('leave-confirm').hidden = true;
+  $('leave-btn').hidden = false;
   say(null);
+  notices();
   const had = document.activeElement;
   if (had && had.closest('[hidden]')) $(name).querySelector('h2').focus();
+}
+
+// showRoom names the room: its display name and description when the
+// operator set them, else its id.
+function showRoom() {
+  const r = S.room || {};
+  setText($('room'), r.displayName || t('room', { room }));
+  $('room').classList.toggle('room-name', Boolean(r.displayName));
+  setText($('room-desc'), r.description || '');
+  $('room-desc').hidden = !r.description;
+  const opens = r.opensAt && Date.parse(r.opensAt) > Date.now();
+  setText($('enter-opens'), opens ? t('opensRoom', { time: when(r.opensAt) }) : '');
+  $('enter-opens').hidden = !opens;
+}
+
+// loadRoom reads the room's public document (no token); a failure keeps the last one.
+async function loadRoom() {
+  S.roomAt = Date.now();
+  const res = await api('GET', '/rooms/' + encodeURIComponent(room)).catch(() => null);
+  if (!res || !res.ok) return;
+  S.room = res.data;
+  showRoom();
+  notices();
+}
+
+// notices shows the room's pause and the operator's message: from the last
+// status while a place is held, from the room's document before entering.
+function notices() {
+  const holding = HOLDING_SCREENS.includes(S.screen);
+  const src = (holding ? S.last : START_SCREENS.includes(S.screen) ? S.room : null) || {};
+  const paused = Boolean(src.paused), msg = typeof src.message === 'string' ? src.message : '';
+  setText($('paused-note'), paused ? t(holding ? 'pausedNote' : 'pausedRoom') : '');
+  $('paused-note').hidden = !paused;
+  setText($('notice-text'), msg);
+  $('notice').hidden = !msg;
+}
+
+// news is what a status changes of the pause and the message, to announce
+// ('' when nothing): a paused room, a resumed one, a new message.
+function news(prev, qs) {
+  const parts = [];
+  if (qs.paused && !(prev && prev.paused)) parts.push(t('pausedNote'));
+  else if (!qs.paused && prev && prev.paused) parts.push(t('resumed'));
+  if (qs.message && qs.message !== (prev && prev.message)) parts.push(`${t('noticeLabel')}: ${qs.message}`);
+  return parts.join(' ');
 }
 
 // render is the one sink for QueueStatus objects, whichever transport sent them.
 function render(qs) {
   if (!qs) return;
+  const prev = S.last;
   S.last = qs;
+  S.updated = Date.now();
   if (qs.queueToken && place.token) { // a ticket given at the opening
     place.token = qs.queueToken;
     savePlace();
   }
   if (qs.status === 'READY') return ready(qs);
-  if (qs.status === 'PREQUEUE') return prequeue(qs);
-  if (qs.status === 'CLOSED') return closed(qs);
-  if (qs.status !== 'WAITING') return;
+  const said = news(prev, qs);
+  if (qs.status === 'PREQUEUE') prequeue(qs, said);
+  else if (qs.status === 'CLOSED') closed(qs, said);
+  else if (qs.status === 'WAITING') waiting(qs, said);
+  notices();
+}
+
+// waiting shows the place in line: position, who is ahead and behind, the
+// wait, when it was last heard of, the connection and the reference.
+function waiting(qs, said) {
   place.start = Math.max(place.start || 0, qs.position);
   place.at = place.at || Date.now();
   savePlace();
   const first = S.screen !== 'queue';
   show('queue');
   setText($('position'), t('position', { n: qs.position }));
-  setText($('waiting'), t('waiting', { n: qs.waiting }));
+  setText($('ahead'), tn('ahead', Math.max(0, qs.position - 1)));
+  setText($('behind'), tn('behind', Math.max(0, (qs.waiting || 0) - qs.position)));
   setText($('eta'), eta(qs));
+  setText($('updated'), timeOf(S.updated, true));
   showTier();
+  const ref = reference(place.token);
+  setText($('ref'), ref);
+  $('ref-row').hidden = !ref;
   // From the position at entry (0) to the front (1).
   $('progress').value = place.start > 1 ? (place.start - qs.position) / (place.start - 1) : 1;
   document.title = `#${fmtN(qs.position)} · ${t('title')}`;
   tick();
-  announce(`${t('position', { n: qs.position })}. ${t('etaLabel')}: ${eta(qs)}.`, first);
+  announce(said || `${t('position', { n: qs.position })}. ${tn('ahead', Math.max(0, qs.position - 1))}. ${t('etaLabel')}: ${eta(qs)}.`, first || Boolean(said));
 }
 
 // prequeue shows the countdown to a scheduled opening. The time left comes
-// from the server (opensInMs), so a wrong client clock does not matter.
-function prequeue(qs) {
+// from the server (opensInMs), so a wrong client clock does not matter; the
+// opening time is shown with its time zone.
+function prequeue(qs, said) {
   place.at = place.at || Date.now();
   savePlace();
   const first = S.screen !== 'prequeue';
   if (typeof qs.opensInMs === 'number') S.opensEnd = Date.now() + qs.opensInMs;
   show('prequeue');
-  setText($('opens-at'), qs.opensAt
-    ? t('opensAt', { time: new Date(qs.opensAt).toLocaleString(lang, { dateStyle: 'medium', timeStyle: 'short' }) }) : '');
+  setText($('opens-at'), qs.opensAt ? t('opensAt', { time: when(qs.opensAt) }) : '');
   setText($('pre-place'), qs.position ? t('preFifo', { n: qs.position }) : t('preRandom'));
-  setText($('pre-waiting'), qs.waiting ? t('preWaiting', { n: qs.waiting }) : '');
+  setText($('pre-waiting'), qs.waiting ? tn('preWaiting', qs.waiting) : '');
   document.title = t('preH');
   tick();
-  announce(`${t('preH')}. ${$('opens-in').textContent}`, first);
+  announce(said || `${t('preH')}. ${$('opens-in').textContent}`, first || Boolean(said));
 }
 
 // closed is the friendly screen of a room that refuses entries; a user who
 // holds a place keeps it and keeps following, in case the room reopens.
-function closed(qs) {
+function closed(qs, said) {
   const first = S.screen !== 'closed';
   show('closed');
   $('closed-kept').hidden = !qs;
   if (qs) setText($('closed-kept'), qs.position ? t('closedKept', { n: qs.position }) : t('closedKeptPre'));
   document.title = t('closedH');
-  announce(`${t('closedH')}. ${t('closedP')}`, first);
+  announce(said || `${t('closedH')}. ${t('closedP')}`, first || Boolean(said));
 }
 
-// showTier names the connection in use; a following tab names its leader's.
+// showTier names the connection in plain words; a following tab names its leader's.
 function showTier() {
   const el = $('tier'), name = t('tier_' + tier);
   el.dataset.tier = tier;
@@ -314,28 +488,51 @@ function showTier() {
   setText(el, S.role === 'follower' ? t('viaTab', { tier: name }) : name);
 }
 
+// ready shows the order form: focus moves to its heading and "your turn" is
+// said at once, so no key pressed while waiting lands on anything else.
 function ready(qs) {
   if (GATEWAY) return back(qs);
   stopFollow();
+  const first = S.screen !== 'ready';
   S.entry = qs.entryToken;
   S.entryEnd = Date.parse(qs.entryExpiresAt);
+  // The last 30 s are announced once, when the window was longer than that.
+  if (first) S.warned = !(S.entryEnd - (Date.now() + S.skew) > 30000);
   $('progress').value = 1;
   show('ready');
   document.title = t('readyH');
   tick();
   if (S.screen !== 'ready') return; // the window had already ended
-  announce(`${t('readyH')}. ${$('countdown').textContent}`, true);
+  if (first) {
+    $('ready-h').focus();
+    shout(`${t('readyH')}. ${$('countdown').textContent}`);
+  }
   loadProducts();
 }
 
-function end(key) {
+// end shows why a place ended (key: expired, idle, soldOut, windowEnded;
+// secs: the idle timeout) and offers to enter again.
+function end(key, secs) {
   stopFollow();
   clearPlace();
-  S.endedKey = key;
-  setText($('ended-text'), t(key));
+  S.ended = { key, secs };
+  setText($('ended-text'), endedText());
   show('ended');
   document.title = t('title');
-  announce(t(key), true);
+  announce(endedText(), true);
+}
+
+function endedText() {
+  if (!S.ended) return '';
+  return S.ended.key === 'idle' ? t('idle', { d: duration(S.ended.secs) }) : t(S.ended.key);
+}
+
+// lost ends a place the server no longer holds, with the reason it gave:
+// dropped as idle (with the timeout), or expired.
+function lost(info) {
+  const secs = info && info.reason === 'idle' ? Number(info.idleTimeoutSeconds) : 0;
+  if (secs > 0) end('idle', secs);
+  else end('expired');
 }
 
 function needLogin(key) {
@@ -345,18 +542,67 @@ function needLogin(key) {
   if (key) say(key, {}, true);
 }
 
-// tick runs every second: time spent waiting, and the countdown while READY.
+// tick runs every second: time spent waiting, the countdowns, a gap in its
+// own beat while visible (the page was frozen or the device asleep; a hidden
+// tab's timers are slowed, and visibility() covers its return), the room's
+// document.
 function tick() {
-  if (S.screen === 'queue' && place.at) setText($('elapsed'), clock(Date.now() - place.at));
+  const now = Date.now();
+  if (now - S.lastTick > GAP_MS && document.visibilityState === 'visible') checkPlace();
+  S.lastTick = now;
+  if (START_SCREENS.includes(S.screen) && now - S.roomAt > ROOM_REFRESH_MS) loadRoom();
+  if (S.screen === 'queue' && place.at) setText($('elapsed'), clock(now - place.at));
   if (S.screen === 'prequeue') {
-    const left = S.opensEnd - Date.now();
+    const left = S.opensEnd - now;
     setText($('opens-in'), !Number.isFinite(left) ? '' : left > 0 ? t('opensIn', { t: clock(left) }) : t('opening'));
   }
   if (S.screen !== 'ready') return;
-  const left = S.entryEnd - (Date.now() + S.skew);
+  const left = S.entryEnd - (now + S.skew);
   if (left <= 0 && !S.ordering) return end('windowEnded');
   setText($('countdown'), Number.isFinite(left) ? t('left', { t: clock(left) }) : '');
   $('countdown').classList.toggle('urgent', left < 30000);
+  if (left <= 30000 && !S.warned) {
+    S.warned = true;
+    shout(t('last30'));
+  }
+}
+
+// --- presence -----------------------------------------------------------------
+
+// A hidden tab keeps its connection (on a desktop it stays open and counts as
+// presence). When the page comes back after a long gap — hidden, frozen,
+// asleep — it asks at once whether the place was kept, and says which.
+function visibility() {
+  if (document.visibilityState === 'hidden') {
+    S.awayAt = S.awayAt || Date.now();
+    return;
+  }
+  const away = S.awayAt ? Date.now() - S.awayAt : 0;
+  S.awayAt = 0;
+  if (away >= GAP_MS) checkPlace();
+}
+
+// checkPlace asks GET position about a held place after a gap: kept (the
+// page says so), or gone (with the reason).
+async function checkPlace() {
+  if (!HOLDING_SCREENS.includes(S.screen) || S.checking) return;
+  S.checking = true;
+  const res = await api('GET', roomPath('position'), { token: place.token }).catch(() => null);
+  S.checking = false;
+  if (!HOLDING_SCREENS.includes(S.screen)) return;
+  if (res && [401, 403, 404].includes(res.status)) {
+    share({ t: 'gone', info: res.data });
+    return lost(res.data);
+  }
+  if (!res || !res.ok) return;
+  render(res.data);
+  if (HOLDING.includes(res.data.status)) welcomeBack();
+}
+
+// welcomeBack says the place was kept, for a while.
+function welcomeBack() {
+  say('placeKept');
+  setTimeout(() => { if (S.msg && S.msg.key === 'placeKept') say(null); }, 60000);
 }
 
 // --- API --------------------------------------------------------------------
@@ -386,23 +632,23 @@ function retryAfter(h) {
 
 // --- transports -------------------------------------------------------------
 
-// A transport delivers QueueStatus objects to h.status, calls h.gone() when the
-// server holds no place for us, h.link(ok) when the connection drops or
+// A transport delivers QueueStatus objects to h.status, calls h.gone(info) when the
+// server holds no place for us (info: its refusal, with the reason if any), h.link(ok) when the connection drops or
 // recovers, h.degraded(d) when the server says it lost (d) or regained its
 // queue store, h.fail(status) when its tier does not work here (it returns
 // true if the caller moved on to the next tier), and h.replaced() when the
 // server ended the stream for a newer one of the same user (another tab,
 // browser or device). It returns a stop function.
 
-// probe asks GET position why a stream ended: {gone}, {status} or {} (down).
+// probe asks GET position why a stream ended: {gone, info}, {status} or {} (down).
 async function probe() {
   const res = await api('GET', roomPath('position'), { token: place.token }).catch(() => null);
-  if (res && [401, 403, 404].includes(res.status)) return { gone: true };
+  if (res && [401, 403, 404].includes(res.status)) return { gone: true, info: res.data };
   return res && res.ok ? { status: res.data } : {};
 }
 
 // pushTier makes a push transport from open(on), which connects and returns a
-// close function, and calls on.status(qs), on.gone(), on.restart() (the server
+// close function, and calls on.status(qs), on.gone(info), on.restart() (the server
 // is going away: come back soon), on.replaced() (a newer stream of ours took
 // over: do not come back) and on.broken() (dropped or refused). A
 // refusal (non-200, proxy error) closes an EventSource for good and a refused
@@ -422,7 +668,7 @@ function pushTier(open) {
         h.link(true);
         h.status(qs);
       },
-      gone() { if (!stopped) { shut(); h.gone(); } },
+      gone(info) { if (!stopped) { shut(); h.gone(info); } },
       degraded(m) { if (!stopped && m) h.degraded(!!m.degraded); },
       restart() { if (!stopped) { shut(); later(jitter(2000, 0.5)); } },
       replaced() { if (!stopped) { shut(); h.replaced(); } },
@@ -432,7 +678,7 @@ function pushTier(open) {
         shut();
         const p = await probe();
         if (stopped) return;
-        if (p.gone) return h.gone();
+        if (p.gone) return h.gone(p.info);
         if (!p.status) h.link(false);
         else {
           h.link(true);
@@ -465,7 +711,7 @@ const TRANSPORTS = {
   sse: pushTier((on) => {
     const es = new EventSource(BASE + '/api/v1' + roomPath('events'));
     es.addEventListener('status', (e) => on.status(parse(e.data)));
-    es.addEventListener('gone', on.gone);
+    es.addEventListener('gone', (e) => on.gone(parse(e.data)));
     es.addEventListener('degraded', (e) => on.degraded(parse(e.data)));
     // reconnect: the server restarts (come back), or a newer stream of this
     // user replaced this one ({"reason":"replaced"}: do not).
@@ -488,7 +734,7 @@ const TRANSPORTS = {
     ws.onmessage = (e) => {
       const m = parse(e.data);
       if (m && m.type === 'status') on.status(m);
-      else if (m && m.type === 'gone') { done = true; on.gone(); }
+      else if (m && m.type === 'gone') { done = true; on.gone(m); }
       else if (m && m.type === 'degraded') on.degraded(m);
       else if (m && m.type === 'reconnect' && m.reason === 'replaced') { done = true; on.replaced(); }
     };
@@ -518,7 +764,7 @@ const TRANSPORTS = {
         h.status(res.data);
         return later(jitter(res.data.pollAfterMs || 1000, 0.1));
       }
-      if (res && [401, 403, 404].includes(res.status)) return h.gone();
+      if (res && [401, 403, 404].includes(res.status)) return h.gone(res.data);
       if (!res || res.status >= 500) h.link(false);
       later(res && res.wait !== null ? res.wait + Math.random() * 1000 : backoff(fails++));
     }
@@ -548,7 +794,7 @@ function lead(signal, last) {
         share({ t: 'status', qs, tier, start: Math.max(place.start || 0, qs.position || 0), at: place.at });
         render(qs);
       },
-      gone() { share({ t: 'gone' }); end('expired'); },
+      gone(info) { share({ t: 'gone', info }); lost(info); },
       degraded(d) { share({ t: 'degraded', d }); degraded(d); },
       link,
       // Another tab, browser or device opened a newer stream for this place
@@ -581,8 +827,16 @@ function degraded(d) {
   else if (S.msg && S.msg.key === 'degraded') say(null);
 }
 
+// link shows a dropped connection, and when it comes back after a long
+// gap, says the place was kept (the server answered with a status).
 function link(ok) {
-  if (!ok) say('reconnecting');
+  if (!ok) {
+    S.downAt = S.downAt || Date.now();
+    return say('reconnecting');
+  }
+  const gap = S.downAt ? Date.now() - S.downAt : 0;
+  S.downAt = 0;
+  if (gap >= GAP_MS && HOLDING_SCREENS.includes(S.screen)) welcomeBack();
   else if (S.msg && (S.msg.key === 'reconnecting' || S.msg.key === 'liveOff')) say(null);
 }
 
@@ -630,7 +884,7 @@ function shared(ev) {
       if (m.at && (!place.at || m.at < place.at)) place.at = m.at;
       return render(m.qs);
     case 'gone':
-      if (S.role === 'follower') end('expired');
+      if (S.role === 'follower') lost(m.info);
       return;
     case 'degraded':
       if (S.role === 'follower') degraded(!!m.d);
@@ -679,9 +933,23 @@ async function enter(ev) {
   if (res.status === 401) needLogin('signinAgain');
   else if (res.status === 404) say('roomNotFound', {}, true);
   else if (res.status === 423 && res.data.error === 'room_closed') { S.last = null; closed(null); }
-  else if (res.status === 423) say('paused', {}, true);
+  else if (res.status === 423) { say('paused', {}, true); loadRoom(); }
   else if (res.status === 429) tooMany(res);
   else sayError(res);
+}
+
+// askLeave asks before leaving: focus goes to "Stay in line", so no single
+// key press gives the place up.
+function askLeave() {
+  $('leave-btn').hidden = true;
+  $('leave-confirm').hidden = false;
+  $('leave-no').focus();
+}
+
+function keepPlace() {
+  $('leave-confirm').hidden = true;
+  $('leave-btn').hidden = false;
+  $('leave-btn').focus();
 }
 
 async function leave(ev) {
@@ -696,12 +964,15 @@ async function leave(ev) {
   else sayError(res);
 }
 
-// entered keeps the place an enter answered and follows it.
+// entered keeps the place an enter answered and follows it; focus lands
+// on the place (the position, or the countdown to the opening).
 function entered(qs) {
   place.token = qs.queueToken || place.token;
   place.at = place.at || Date.now();
   savePlace();
   track(qs);
+  if (S.screen === 'queue') $('position').focus();
+  else if (S.screen === 'prequeue') $('opens-in').focus();
 }
 
 // track shows a status and keeps following it while the place is held.
@@ -728,32 +999,51 @@ async function loadProducts() {
   if (!S.products.length) say('noProducts', {}, true);
 }
 
+// fillProducts lists the products as choices, each with its price and stock
+// on lines of their own where the screen is narrow, so nothing is cut.
 function fillProducts() {
-  const sel = $('product'), keep = sel.value;
-  sel.replaceChildren(...S.products.map((p) => {
-    const o = new Option(`${p.name} — ${money(p.price)} — ${p.stock > 0 ? t('stock', { n: p.stock }) : t('soldOutShort')}`, p.id);
-    o.disabled = p.stock <= 0;
-    return o;
-  }));
-  if (keep) sel.value = keep;
-  const chosen = sel.selectedOptions[0];
-  if (!chosen || chosen.disabled) sel.value = String((S.products.find((p) => p.stock > 0) || {}).id);
-  $('order-btn').disabled = !S.products.some((p) => p.stock > 0);
+  const keep = chosen();
+  $('product-list').replaceChildren(...S.products.map(productChoice));
+  const pick = S.products.find((p) => String(p.id) === keep && p.stock > 0) || S.products.find((p) => p.stock > 0);
+  if (pick) $('product-' + pick.id).checked = true;
+  $('order-btn').disabled = !pick;
   limitQuantity();
+}
+
+function productChoice(p) {
+  const input = document.createElement('input');
+  Object.assign(input, { type: 'radio', name: 'product', value: String(p.id), id: 'product-' + p.id, required: true, disabled: p.stock <= 0 });
+  const label = document.createElement('label');
+  label.className = 'choice';
+  label.htmlFor = input.id;
+  const part = (cls, text) => {
+    const el = document.createElement('span');
+    el.className = cls;
+    el.textContent = text;
+    return el;
+  };
+  label.append(input, part('choice-name', p.name), part('choice-price', money(p.price)),
+    part('choice-stock', p.stock > 0 ? t('stock', { n: p.stock }) : t('soldOutShort')));
+  return label;
+}
+
+// chosen is the chosen product's id ('' when none).
+function chosen() {
+  const c = document.querySelector('#product-list input:checked');
+  return c ? c.value : '';
 }
 
 // limitQuantity keeps the quantity within 1–10 and the chosen product's stock.
 function limitQuantity() {
-  const p = S.products.find((x) => String(x.id) === $('product').value);
+  const p = S.products.find((x) => String(x.id) === chosen());
   $('quantity').max = String(Math.max(1, Math.min(10, p ? p.stock : 10)));
 }
 
-const productName = (id) => (S.products.find((p) => p.id === id) || { name: '#' + id }).name;
-const doneText = (o) => t('doneP', { id: String(o.orderId), q: o.quantity, name: productName(o.productId) });
+const productOf = (id) => S.products.find((p) => p.id === id);
 
 async function order(ev) {
   ev.preventDefault();
-  const body = { productId: Number($('product').value), quantity: Number($('quantity').value) };
+  const body = { productId: Number(chosen()), quantity: Number($('quantity').value) };
   S.ordering = true;
   const res = await busyWhile($('order-btn'), () => api('POST', '/orders', {
     token: place.token, body, headers: { 'X-Entry-Token': S.entry || '' },
@@ -773,14 +1063,40 @@ async function order(ev) {
   else sayError(res);
 }
 
-function ordered(o) {
+// ordered shows an order: number, product, quantity, total and the next
+// step. reloaded: read back after a reload (GET /orders), said without alarm.
+function ordered(o, reloaded) {
   stopFollow();
   S.order = o;
   clearPlace();
-  setText($('done-text'), doneText(o));
+  summary(o);
   show('order-result');
   document.title = t('doneH');
-  announce(`${t('doneH')}. ${doneText(o)}`, true);
+  if (reloaded) return;
+  announce(`${t('doneH')}. ${t('orderNo')} ${o.orderId}. ${$('done-product').textContent} × ${fmtN(o.quantity)}. ${$('done-total').textContent}`, true);
+}
+
+// summary fills the order's summary; the product's name, the total and the
+// time come from the order, or else from the product list the page read.
+function summary(o) {
+  const p = productOf(o.productId);
+  setText($('done-id'), String(o.orderId));
+  setText($('done-product'), o.productName || (p ? p.name : '#' + o.productId));
+  setText($('done-qty'), fmtN(o.quantity));
+  const price = typeof o.unitPrice === 'number' ? o.unitPrice : p && p.price;
+  const total = typeof o.total === 'number' ? o.total : typeof price === 'number' ? price * o.quantity : null;
+  setText($('done-total'), total === null ? '' : money(total));
+  $('done-total-row').hidden = total === null;
+  setText($('done-at'), o.placedAt ? when(o.placedAt) : '');
+  $('done-at-row').hidden = !o.placedAt;
+}
+
+// lastOrder is the signed-in user's newest order in this room, or null.
+async function lastOrder() {
+  if (GATEWAY || !hasAccess()) return null;
+  const res = await api('GET', '/orders?room=' + encodeURIComponent(room), { token: S.access }).catch(() => null);
+  const list = res && res.ok && Array.isArray(res.data.orders) ? res.data.orders : [];
+  return list[0] || null;
 }
 
 // --- gateway mode -------------------------------------------------------------
@@ -973,27 +1289,39 @@ async function back(qs) {
 }
 
 // resume continues a stored place, or asks the server (via the wr_queue cookie)
-// whether this browser already holds one.
+// whether this browser already holds one. A signed-in user who ordered in
+// this room sees that order again (a reload after ordering), not the queue.
 async function resume() {
   if (place.token) {
     say('checking');
     return follow(null);
   }
-  show(startScreen());
-  const res = await api('GET', roomPath('position')).catch(() => null);
-  if (res && res.ok && (S.screen === 'enter' || S.screen === 'login')) track(res.data);
+  const start = startScreen();
+  if (start === 'enter') say('checking');
+  else show(start);
+  const [res, o] = await Promise.all([api('GET', roomPath('position')).catch(() => null), lastOrder()]);
+  const idle = !S.screen || START_SCREENS.includes(S.screen);
+  if (res && res.ok && idle) return track(res.data);
+  if (o && idle) return ordered(o, true);
+  if (!S.screen) show(start);
 }
 
 function init() {
   $('login-form').addEventListener('submit', login);
   $('enter-btn').addEventListener('click', enterClick);
   $('reenter-btn').addEventListener('click', enterClick);
-  $('leave-btn').addEventListener('click', leave);
+  $('again-btn').addEventListener('click', enterClick);
+  $('leave-btn').addEventListener('click', askLeave);
+  $('leave-no').addEventListener('click', keepPlace);
+  $('leave-yes').addEventListener('click', leave);
+  $('leave-confirm').addEventListener('keydown', (ev) => { if (ev.key === 'Escape') keepPlace(); });
   $('order-form').addEventListener('submit', order);
-  $('product').addEventListener('change', limitQuantity);
+  $('product-list').addEventListener('change', limitQuantity);
+  document.addEventListener('visibilitychange', visibility);
   document.querySelectorAll('.lang').forEach((b) => b.addEventListener('click', () => setLang(b.dataset.lang)));
   if (chan) chan.onmessage = shared;
   setLang(lang);
+  loadRoom();
   setInterval(tick, 1000);
   if (GATEWAY) arrive();
   else resume();
