@@ -321,9 +321,10 @@ func pageEnv(t *testing.T, vars map[string]string) (*env, *instance) {
 	return e, e.start(all)
 }
 
-// etaRe matches the ETA as the page words it: an estimate, "estimating…"
-// while the admission rate is unmeasured, or not known.
-var etaRe = regexp.MustCompile(`^(estimating…|not known yet|less than a minute|about \d+ (minutes?|hours?))$`)
+// etaRe matches the ETA as the page words it: an estimate (a rounded
+// duration and the clock time), "estimating…" while the admission rate is
+// unmeasured, or not known.
+var etaRe = regexp.MustCompile(`^(estimating…|not known yet|less than a minute|about \d+ (min|hr) — around \d{1,2}:\d\d([\s\x{202f}][AP]M)?)$`)
 
 // TestPageWaitsLiveAndOrders: sign in, enter, watch the position fall as the
 // users ahead are admitted and order, become READY, order — on each tier.
@@ -344,8 +345,8 @@ func TestPageWaitsLiveAndOrders(t *testing.T) {
 			p.click("#enter-btn")
 			p.waitPosition(4)
 			p.waitJS("tier "+tier, fmt.Sprintf(`document.getElementById('tier').dataset.tier === %q`, tier))
-			if got := p.text("waiting"); got != "4 people waiting" {
-				t.Errorf("waiting = %q", got)
+			if got := p.text("ahead"); got != "3 people ahead of you" {
+				t.Errorf("ahead = %q", got)
 			}
 			if got := p.text("eta"); !etaRe.MatchString(got) {
 				t.Errorf("eta = %q, want an estimate", got)
@@ -376,7 +377,7 @@ func TestPageWaitsLiveAndOrders(t *testing.T) {
 			}
 
 			p.waitJS("READY", shown("ready"))
-			p.waitJS("the products", `document.getElementById('product').options.length === 3 && !document.getElementById('order-btn').disabled`)
+			p.waitJS("the products", `document.querySelectorAll('#product-list input').length === 3 && !document.getElementById('order-btn').disabled`)
 			if got := p.text("countdown"); !regexp.MustCompile(`^\d+:\d\d left to order$`).MatchString(got) {
 				t.Errorf("countdown = %q", got)
 			}
@@ -384,7 +385,7 @@ func TestPageWaitsLiveAndOrders(t *testing.T) {
 			p.shot("page-ready")
 			p.click("#order-btn")
 			p.waitJS("the order", shown("order-result"))
-			if got := p.text("done-text"); !regexp.MustCompile(`^Order \d+: 2 × .+\.$`).MatchString(got) {
+			if got := p.text("done-id") + " " + p.text("done-qty") + " × " + p.text("done-product"); !regexp.MustCompile(`^\d+ 2 × .+$`).MatchString(got) {
 				t.Errorf("confirmation = %q", got)
 			}
 			p.shot("page-ordered")
@@ -449,7 +450,7 @@ func TestPageResumesAndSharesOneStream(t *testing.T) {
 	second.open("/?room=default")
 	second.waitPosition(3)
 	second.waitJS("following the first tab", `document.getElementById('tier').dataset.role === 'follower'`)
-	if got := second.text("tier"); got != "live, via another tab" {
+	if got := second.text("tier"); got != "Live updates, through your other tab" {
 		t.Errorf("second tab's tier = %q", got)
 	}
 	waitFor(t, "one stream for two tabs", func() bool { return in.streamsOpen("") == 1 })
@@ -516,7 +517,7 @@ func TestPageShowsTheWayBack(t *testing.T) {
 		p.open("/?room=default")
 		p.signIn(user(1))
 		p.click("#enter-btn")
-		p.waitJS("READY with products", shown("ready")+` && document.getElementById('product').options.length === 3`)
+		p.waitJS("READY with products", shown("ready")+` && document.querySelectorAll('#product-list input').length === 3`)
 		e.exec("UPDATE products SET stock = 0")
 		p.click("#order-btn")
 		p.waitJS("sold out", shown("ended"))
@@ -616,6 +617,7 @@ func TestPageScheduledSaleAndClosed(t *testing.T) {
 	// Leaving the closed room gives up the place; entering again is refused
 	// with the closed screen, now without a place.
 	p.click("#leave-btn")
+	p.click("#leave-yes")
 	p.waitJS("the enter screen", shown("enter"))
 	p.click("#enter-btn")
 	p.waitJS("the closed screen for a newcomer", shown("closed")+` && document.getElementById('closed-kept').hidden`)
