@@ -1,6 +1,8 @@
 # Makefile: build, run the demo, and test against real Redis and PostgreSQL.
 #
-#   make run            build, find or start Redis + Postgres, seed demo data, serve
+#   make run            build, find or start Redis + Postgres, seed demo data, serve,
+#                       reset the demo room and start a crowd of simulated shoppers
+#                       (CROWD=0: without it; KEEP_ROOMS=1: keep the room's settings)
 #   make test           go vet, gofmt check, go test -race against real services
 #   make bench          Go benchmarks against the same services
 #   make loadtest ARGS="..."
@@ -35,10 +37,27 @@ test_env = $(call services,postgres); \
 build:
 	$(GO) build -o $(BIN) ./cmd/waitingroom
 
+# make run CROWD=0: without the simulated crowd. make run KEEP_ROOMS=1: keep
+# the room settings an earlier run left in Redis (else the demo room is reset).
+CROWD      ?= 1
+KEEP_ROOMS ?= 0
+
+# run: the server in the background, then (a helper job) the demo room reset
+# and the crowd of simulated shoppers (go run ./loadtest crowd -h), each in a
+# process group of its own (started under set -m, so the terminal's Ctrl-C
+# reaches only this shell): Ctrl-C or SIGTERM stops the crowd first (its
+# shoppers leave the queue), then the server; a second Ctrl-C kills both.
+# The crowd also stops by itself when the server stops answering. It mints its
+# shoppers' access tokens with the server's JWT secret: in WR_DEV, when none
+# is set, one made for this run (as the server would make one itself).
 run: build
-	@$(call services,waitingroom); \
+	@$(GO) build -o bin/loadtest ./loadtest; \
+	$(call services,waitingroom); \
 	export WR_DEV="$${WR_DEV:-1}"; \
 	export WR_ADMIN_TOKEN="$${WR_ADMIN_TOKEN:-dev-admin-token-local}"; \
+	if [[ -z $${WR_JWT_SECRET:-} && $$WR_DEV != 0 ]]; then \
+		export WR_JWT_SECRET="$$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n')"; \
+	fi; \
 	echo "==> seeding demo data: 10000 users, 3 products"; \
 	$(BIN) seed --users 10000 --password demo-pass --products 3 --stock 1000000; \
 	url() { \
@@ -61,7 +80,40 @@ run: build
 	echo "  Stop with Ctrl-C; Redis/Postgres keep running (make services-stop)."; \
 	echo "=================================================================="; \
 	echo; \
-	exec $(BIN) serve
+	mkdir -p .run; log=.run/crowd.log; : >"$$log"; \
+	tool=(bin/loadtest --base "$${page%/}" --admin "$${admin%/}"); \
+	tool=("$${tool[@]/localhost/127.0.0.1}"); \
+	set -m; \
+	$(BIN) serve & srv=$$!; helper=""; \
+	if [[ "$(KEEP_ROOMS)" != 1 || "$(CROWD)" != 0 ]]; then \
+		( \
+			if [[ "$(KEEP_ROOMS)" != 1 ]]; then \
+				if line="$$("$${tool[0]}" reset-room "$${tool[@]:1}" --wait-ready 60s 2>>"$$log")"; then \
+					echo "==> $$line (make run KEEP_ROOMS=1 keeps an earlier run's settings)"; \
+				else \
+					echo "warning: could not reset room default (see $$log)" >&2; \
+				fi; \
+			fi; \
+			if [[ "$(CROWD)" != 0 ]]; then \
+				echo "==> simulated crowd: 300 shoppers kept waiting in room default (users user1001 and up; log $$log); make run CROWD=0 runs without"; \
+				exec "$${tool[0]}" crowd "$${tool[@]:1}" --waiting 300 --mint-tokens --wait-ready 60s >>"$$log" 2>&1; \
+			fi \
+		) & helper=$$!; \
+	fi; \
+	set +m; \
+	stop() { \
+		trap 'kill -KILL $$srv $${helper:+-$$helper} 2>/dev/null' INT TERM; \
+		if [[ -n $$helper ]] && kill -0 "$$helper" 2>/dev/null; then \
+			[[ "$(CROWD)" == 0 ]] || echo "==> stopping the simulated crowd (its shoppers leave the queue), then the server"; \
+			kill -INT -- "-$$helper" 2>/dev/null || true; wait "$$helper" || true; \
+		fi; \
+		kill -TERM "$$srv" 2>/dev/null || true; rc=0; wait "$$srv" || rc=$$?; \
+	}; \
+	trap 'stop; exit "$$rc"' INT TERM; \
+	rc=0; wait "$$srv" || rc=$$?; \
+	trap - INT TERM; \
+	if [[ -n $$helper ]]; then kill -INT -- "-$$helper" 2>/dev/null || true; wait "$$helper" || true; fi; \
+	exit "$$rc"
 
 test:
 	@$(test_env); \

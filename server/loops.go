@@ -18,6 +18,7 @@ import (
 //	signals     flushes the order signals for adaptive admission
 //	controller  steps the adaptive limit of the rooms that use it
 //	faults      reloads the injected faults twice a second
+//	history     records every room's point of the shared history every second
 //	gateway     reloads the rooms' gateway settings every second (gateway mode)
 func (s *Server) Loops() []loop.Loop {
 	loops := []loop.Loop{
@@ -28,6 +29,7 @@ func (s *Server) Loops() []loop.Loop {
 		{Name: "signals", Run: func(ctx context.Context) { s.rec.Run(ctx, s.poolStats()) }},
 		{Name: "controller", Run: s.ctl.Run},
 		{Name: "faults", Run: s.faults.Run},
+		{Name: "history", Run: s.history.Run},
 	}
 	if s.gwSettings != nil {
 		loops = append(loops, loop.Loop{Name: "gateway", Run: s.gwSettings.Run})

@@ -3,11 +3,15 @@ package server
 import (
 	"context"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 
+	"waitingroom/queue"
 	"waitingroom/server/api"
 	"waitingroom/server/checkout"
+	"waitingroom/server/pgstore"
 )
 
 type orderRequest struct {
@@ -51,10 +55,48 @@ func (s *Server) order(c *fiber.Ctx) error {
 	if err != nil {
 		return checkoutError(err)
 	}
-	o := res.Order
-	return c.Status(fiber.StatusCreated).JSON(fiber.Map{
-		"orderId": o.ID, "productId": o.ProductID, "quantity": o.Quantity, "status": "PLACED",
-	})
+	return c.Status(fiber.StatusCreated).JSON(toOrderDoc(res.Order))
+}
+
+// orderDoc is an order as the API shows it; prices are in cents, as a
+// product's.
+type orderDoc struct {
+	OrderID     int64     `json:"orderId"`
+	ProductID   int64     `json:"productId"`
+	ProductName string    `json:"productName"`
+	Quantity    int       `json:"quantity"`
+	UnitPrice   int64     `json:"unitPrice"`
+	Total       int64     `json:"total"`
+	Status      string    `json:"status"`
+	PlacedAt    time.Time `json:"placedAt"`
+}
+
+func toOrderDoc(o pgstore.Order) orderDoc {
+	return orderDoc{OrderID: o.ID, ProductID: o.ProductID, ProductName: o.ProductName, Quantity: o.Quantity,
+		UnitPrice: o.UnitPrice, Total: o.Total(), Status: "PLACED", PlacedAt: o.CreatedAt.UTC()}
+}
+
+// orders answers GET /api/v1/orders?room=: the caller's own orders in the
+// room (access token), newest first, at most checkout.MaxOrdersRead — so a
+// page can show an order's result after a reload.
+func (s *Server) orders(c *fiber.Ctx) error {
+	claims, err := s.accessClaims(c)
+	if err != nil {
+		return err
+	}
+	room := strings.Clone(c.Query("room"))
+	if !queue.ValidRoom(room) {
+		return api.BadRequest("room must be given: 1-64 of a-z 0-9 - _")
+	}
+	list, err := s.checkout.Orders(c.UserContext(), claims.Subject, room)
+	if err != nil {
+		return api.StoreError(err)
+	}
+	docs := make([]orderDoc, len(list))
+	for i, o := range list {
+		docs[i] = toOrderDoc(o)
+	}
+	return c.JSON(fiber.Map{"orders": docs})
 }
 
 // product returns one product.

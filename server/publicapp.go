@@ -45,6 +45,7 @@ func (s *Server) newPublicApp() *fiber.App {
 	api.Get("/rooms/:room/events", s.events)
 	api.Get("/rooms/:room/ws", s.wsUpgrade, websocket.New(s.ws))
 	api.Post("/orders", s.order)
+	api.Get("/orders", s.orders)
 	api.Get("/products/:id", s.product)
 	if s.gw != nil {
 		api.Get("/rooms/:room/challenge", s.challenge)

@@ -17,10 +17,12 @@ import (
 
 	"waitingroom/queue"
 	"waitingroom/queue/adaptive"
+	"waitingroom/queue/history"
 	"waitingroom/queue/loop"
 	"waitingroom/queue/presence"
 	"waitingroom/server/access"
 	"waitingroom/server/admin"
+	"waitingroom/server/admin/audit"
 	"waitingroom/server/checkout"
 	"waitingroom/server/faults"
 	"waitingroom/server/gateway"
@@ -77,6 +79,7 @@ type Server struct {
 	rec      *adaptive.Recorder   // order signals for adaptive admission
 	ctl      *adaptive.Controller // the admission limit controller
 	faults   *faults.Faults       // injected order delay (WR_FAULT_INJECTION)
+	history  *history.History     // the rooms' shared history
 	// fwdStreams: open streams per forwarded client address (holdStream).
 	fwdStreams listener.Counts
 	logins     *login.Login // the login use case
@@ -125,6 +128,7 @@ func New(o Options) (*Server, error) {
 	ho.Source, ho.OnDrop, ho.OnReplace, ho.Logger = s.q, s.m.streamDrops.Inc, s.m.streamRepl.Inc, o.Logger
 	s.hub = stream.New(ho)
 	s.presence = presence.New(s.q, s.hub, o.Config.Queue.IdleTimeout)
+	s.history = history.New(o.Redis, s.q, o.Logger)
 	if s.cfg.Listener.PerAddr == 0 {
 		s.cfg.Listener.PerAddr = listener.PerAddressCap(s.cfg.Listener.MaxConns)
 	}
@@ -138,13 +142,14 @@ func New(o Options) (*Server, error) {
 	// Outermost, before Fiber's routing: every complete request, whatever
 	// its route, lifts its connection's first-request deadline.
 	s.public.Server().Handler = markServed(s.public.Server().Handler)
-	s.admin = s.newAdminApp(o)
+	s.admin = s.newAdminApp(o, prefix)
 	return s, nil
 }
 
 // newAdminApp builds the management app (package admin) over the server's
-// queue, controller, lists and faults.
-func (s *Server) newAdminApp(o Options) *fiber.App {
+// queue, controller, lists, faults and history, with the audit log under
+// the key prefix.
+func (s *Server) newAdminApp(o Options, prefix string) *fiber.App {
 	return admin.New(admin.Options{
 		Token:        s.cfg.AdminToken,
 		BodyLimit:    s.cfg.BodyLimit,
@@ -160,6 +165,8 @@ func (s *Server) newAdminApp(o Options) *fiber.App {
 		Faults:       s.faults,
 		Gateway:      s.gwSettings,
 		RoomDefaults: s.cfg.Admission.Defaults,
+		History:      s.history,
+		Audit:        audit.New(o.Redis, prefix),
 		PingRedis:    func(ctx context.Context) error { return o.Redis.Ping(ctx).Err() },
 		PingPostgres: o.Store.Ping,
 		ClientKey:    s.clientKey,

@@ -119,8 +119,10 @@ func TestDashboardLiveAndControls(t *testing.T) {
 		t.Errorf("targetActive = %d after a refused change, want 2", got)
 	}
 
-	// Pause with a click, resume with the keyboard.
+	// Pause with a click (and a confirmation), resume with the keyboard.
 	p.click("#pause-btn")
+	p.waitJS("the confirmation", `document.getElementById('confirm').open`)
+	p.click("#confirm-ok")
 	waitFor(t, "paused", func() bool { return in.adminRoom("default").body["paused"] == true })
 	p.waitJS("paused shown", textOf("pause-state")+` === 'Paused' && `+textOf("pause-btn")+` === 'Resume admission'`)
 	p.do("resume by keyboard", chromedp.Focus(chromedp.CSS("#pause-btn")), chromedp.KeyEvent("\r"))
@@ -269,23 +271,30 @@ func (f *flakyAdmin) lastPut() string {
 }
 
 // TestDashboardUnreachableAndBack: when requests fail the dashboard says the
-// server is unreachable, its lines break, and it recovers on its own.
+// server is unreachable, the lines of its own samples break, and it
+// recovers on its own; the charts drawn from the server's history are
+// filled in, since the server kept recording.
 func TestDashboardUnreachableAndBack(t *testing.T) {
 	t.Parallel()
 	b := newBrowser(t)
 	_, in := pageEnv(t, nil)
 	in.enter(user(1), "default")
 	f := newFlakyAdmin(t, in.admin)
+	f.augment.Store(true) // signals: a chart of the tab's own samples
 	p := openDashboard(t, b, in, f.srv.URL)
 	p.giveToken(testAdminToken)
 	p.waitLive()
-	p.waitJS("samples", chartPoints("chart-waiting")+` >= 2`)
+	p.waitJS("samples", chartPoints("chart-waiting")+` >= 2 && `+chartPoints("chart-latency")+` >= 2`)
 
 	f.down.Store(true)
 	p.waitJS("unreachable", `document.getElementById('conn').dataset.state === 'unreachable' && `+textOf("conn")+`.startsWith('Unreachable since')`)
 	f.down.Store(false)
 	p.waitLive()
-	p.waitJS("a broken line", `(document.querySelector('#chart-waiting path.line').getAttribute('d').match(/M/g) || []).length >= 2`)
+	moves := func(chart string) string {
+		return `(document.querySelector('#` + chart + ` path.line').getAttribute('d').match(/M/g) || []).length`
+	}
+	p.waitJS("a broken line", moves("chart-latency")+` >= 2`)
+	p.waitJS("the history filled in", moves("chart-waiting")+` === 1 && `+chartPoints("chart-waiting")+` > `+chartPoints("chart-latency"))
 	if got := p.text("conn"); got != "Live" {
 		t.Errorf("status after recovery = %q, want Live", got)
 	}
@@ -306,7 +315,7 @@ func TestDashboardNewerFields(t *testing.T) {
 	p.waitJS("the newer controls", shown("mode-form")+` && `+shown("method-form")+` && `+shown("schedule-form"))
 	p.waitJS("latency and error charts", chartPoints("chart-latency")+` >= 4 && `+chartPoints("chart-errors")+` >= 2`)
 	for id, want := range map[string]string{
-		"s-mode": "fixed (2–50)", "s-method": "fifo", "s-prequeue": "7", "s-seed": "5eed",
+		"s-mode": "fixed (limit 0)", "s-method": "fifo", "s-prequeue": "7", "s-seed": "5eed",
 		"s-opens": "open (no schedule)",
 	} {
 		if got := p.text(id); got != want {

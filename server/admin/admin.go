@@ -11,10 +11,13 @@ import (
 	"github.com/gofiber/fiber/v2/middleware/pprof"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/valyala/fasthttp"
 
 	"waitingroom/queue"
 	"waitingroom/queue/adaptive"
+	"waitingroom/queue/history"
 	"waitingroom/server/access"
+	"waitingroom/server/admin/audit"
 	"waitingroom/server/api"
 	"waitingroom/server/faults"
 	"waitingroom/server/gateway"
@@ -46,6 +49,10 @@ type Options struct {
 	Gateway *gateway.Store
 	// RoomDefaults configure a room that PUT /admin/rooms/{room} creates.
 	RoomDefaults queue.RoomConfig
+	// History is the rooms' shared history (and their longest waits);
+	// Audit the log of the changes made through the admin API.
+	History *history.History
+	Audit   *audit.Log
 	// PingRedis and PingPostgres are /readyz's checks.
 	PingRedis, PingPostgres func(ctx context.Context) error
 	// ClientKey is the subject of the throttle (the client address's key);
@@ -53,16 +60,19 @@ type Options struct {
 	ClientKey, ClientIP func(c *fiber.Ctx) string
 }
 
-// app is the management app's state: its options and the throttle.
+// app is the management app's state: its options, the throttle, and the
+// app's own routes as a handler (the audit reads documents through them).
 type app struct {
 	Options
-	fails throttle // failed admin authentications per address
+	fails  throttle // failed admin authentications per address
+	routes fasthttp.RequestHandler
 }
 
 // New builds the management app.
 func New(o Options) *fiber.App {
 	a := &app{Options: o}
 	f := fiber.New(api.FiberConfig("waitingroom-admin", o.BodyLimit, o.Logger))
+	a.routes = f.Server().Handler // Fiber's own, before the guard wraps it
 	if o.Guard != nil {
 		o.Guard(f) // first: nothing in Fiber runs before it
 	}
@@ -73,14 +83,19 @@ func New(o Options) *fiber.App {
 	f.Use("/debug/pprof", a.auth)
 	f.Use(pprof.New())
 	mountDashboard(f) // before the /admin group: the page itself needs no token
-	adm := f.Group("/admin", a.auth, api.NoStore)
+	// The management address itself leads to the dashboard.
+	f.Get("/", func(c *fiber.Ctx) error { return c.Redirect("/admin/", fiber.StatusFound) })
+	adm := f.Group("/admin", a.auth, api.NoStore, a.recordChanges)
 	adm.Get("/rooms", a.rooms)
 	adm.Get("/rooms/:room", a.room)
 	adm.Put("/rooms/:room", a.putRoom)
+	adm.Get("/rooms/:room/history", a.roomHistory)
 	adm.Get("/faults", a.getFaults)
 	adm.Put("/faults", a.putFaults)
 	adm.Get("/access", a.getAccess)
 	adm.Put("/access", a.putAccess)
+	adm.Get("/stats", a.stats)
+	adm.Get("/audit", a.getAudit)
 	return f
 }
 

@@ -41,8 +41,11 @@ type Recorder interface {
 
 // Options are the dependencies of a Checkout.
 type Options struct {
-	Store    Store
-	Slots    Slots
+	Store Store
+	Slots Slots
+	// Orders reads a user's own orders; nil: the Store, when it can
+	// (pgstore.Store does).
+	Orders   OrderReader
 	Recorder Recorder
 	// Timeout is the order transaction's deadline (WR_ORDER_TIMEOUT); a
 	// consumed token is in flight for at most twice as long.
@@ -65,6 +68,9 @@ func New(o Options) *Checkout {
 	}
 	if o.Delay == nil {
 		o.Delay = func() time.Duration { return 0 }
+	}
+	if r, ok := o.Store.(OrderReader); ok && o.Orders == nil {
+		o.Orders = r
 	}
 	return &Checkout{o: o}
 }

@@ -21,6 +21,10 @@
 // ErrUnknownUser), a *RefusedError or a *StoreError; the server maps them
 // to the contract (package api's table, and server/errors.go for the last two).
 //
+// Checkout.Orders reads a user's own orders back (newest first, at most
+// MaxOrdersRead), so a page can show the result of an order after a
+// reload.
+//
 // Concurrency: a Checkout is safe for concurrent use; Place holds no lock
 // while it waits on Redis or Postgres.
 //

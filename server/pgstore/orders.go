@@ -30,13 +30,19 @@ type OrderRequest struct {
 	Delay time.Duration
 }
 
-// Order is a placed order.
+// Order is a placed order. ProductName and UnitPrice (cents) are the
+// product's at the time of the order.
 type Order struct {
 	ID, UserID, ProductID int64
+	ProductName           string
 	Quantity              int
+	UnitPrice             int64
 	Room                  string
 	CreatedAt             time.Time
 }
+
+// Total is what the order cost, in cents.
+func (o Order) Total() int64 { return o.UnitPrice * int64(o.Quantity) }
 
 // pgForeignKeyViolation is SQLSTATE foreign_key_violation.
 const pgForeignKeyViolation = "23503"
@@ -90,32 +96,21 @@ func (s *Store) PlaceOrder(ctx context.Context, r OrderRequest) (Order, error) {
 		}
 	}
 
-	tag, err := tx.Exec(ctx,
-		`UPDATE products SET stock = stock - $1 WHERE id = $2 AND stock >= $1`,
-		int64(r.Quantity), r.ProductID)
+	o := Order{UserID: r.UserID, ProductID: r.ProductID, Quantity: r.Quantity, Room: r.Room}
+	err = tx.QueryRow(ctx,
+		`UPDATE products SET stock = stock - $1 WHERE id = $2 AND stock >= $1 RETURNING name, price`,
+		int64(r.Quantity), r.ProductID).Scan(&o.ProductName, &o.UnitPrice)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Order{}, noStockReason(ctx, tx, r.ProductID)
+	}
 	if err != nil {
 		return Order{}, mapErr("place order: update stock", err)
 	}
-	if tag.RowsAffected() == 0 {
-		var exists bool
-		err := tx.QueryRow(ctx,
-			`SELECT EXISTS (SELECT 1 FROM products WHERE id = $1)`, r.ProductID,
-		).Scan(&exists)
-		switch {
-		case err != nil:
-			return Order{}, mapErr("place order: check product", err)
-		case !exists:
-			return Order{}, ErrProductNotFound
-		default:
-			return Order{}, ErrOutOfStock
-		}
-	}
 
-	o := Order{UserID: r.UserID, ProductID: r.ProductID, Quantity: r.Quantity, Room: r.Room}
 	err = tx.QueryRow(ctx,
-		`INSERT INTO orders (user_id, product_id, quantity, room)
-		 VALUES ($1, $2, $3, $4) RETURNING id, created_at`,
-		r.UserID, r.ProductID, r.Quantity, r.Room,
+		`INSERT INTO orders (user_id, product_id, quantity, room, unit_price)
+		 VALUES ($1, $2, $3, $4, $5) RETURNING id, created_at`,
+		r.UserID, r.ProductID, r.Quantity, r.Room, o.UnitPrice,
 	).Scan(&o.ID, &o.CreatedAt)
 	if err != nil {
 		var pgErr *pgconn.PgError
@@ -129,4 +124,57 @@ func (s *Store) PlaceOrder(ctx context.Context, r OrderRequest) (Order, error) {
 		return Order{}, fmt.Errorf("pgstore: place order: commit: %w", err)
 	}
 	return o, nil
+}
+
+// noStockReason tells, after the stock update matched no row, whether the
+// product is missing (ErrProductNotFound) or short (ErrOutOfStock).
+func noStockReason(ctx context.Context, tx pgx.Tx, productID int64) error {
+	var exists bool
+	err := tx.QueryRow(ctx,
+		`SELECT EXISTS (SELECT 1 FROM products WHERE id = $1)`, productID,
+	).Scan(&exists)
+	switch {
+	case err != nil:
+		return mapErr("place order: check product", err)
+	case !exists:
+		return ErrProductNotFound
+	default:
+		return ErrOutOfStock
+	}
+}
+
+// UserOrders returns at most limit orders that userID placed in room,
+// newest first, with each product's name and the unit price paid (the
+// product's current price for an order placed before prices were
+// recorded). One query on orders_user_id_idx; no orders is an empty slice.
+func (s *Store) UserOrders(ctx context.Context, userID int64, room string, limit int) ([]Order, error) {
+	conn, release, err := s.acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: user orders: %w", err)
+	}
+	defer release()
+
+	rows, err := conn.Query(ctx,
+		`SELECT o.id, o.product_id, p.name, o.quantity, COALESCE(o.unit_price, p.price), o.created_at
+		 FROM orders o JOIN products p ON p.id = o.product_id
+		 WHERE o.user_id = $1 AND o.room = $2
+		 ORDER BY o.created_at DESC, o.id DESC
+		 LIMIT $3`,
+		userID, room, limit)
+	if err != nil {
+		return nil, mapErr("user orders", err)
+	}
+	out := []Order{}
+	for rows.Next() {
+		o := Order{UserID: userID, Room: room}
+		if err := rows.Scan(&o.ID, &o.ProductID, &o.ProductName, &o.Quantity, &o.UnitPrice, &o.CreatedAt); err != nil {
+			rows.Close()
+			return nil, mapErr("user orders", err)
+		}
+		out = append(out, o)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, mapErr("user orders", err)
+	}
+	return out, nil
 }

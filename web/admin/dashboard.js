@@ -6,18 +6,32 @@
 // only) and sent only as "Authorization: Bearer" on same-origin fetches. It
 // never goes into a URL, a cookie or localStorage.
 //
-// Every second it samples GET /admin/rooms and keeps ten minutes of history
-// per room in memory. Fields a server does not report (older or newer
-// versions) show as "—" and their controls stay hidden; a control sends only
-// the fields it changes, and only fields the room's document contains. The
-// Gateway panel shows only for rooms whose document has a gateway object
-// (gateway mode, WR_UPSTREAM set).
+// Every second it samples GET /admin/rooms (the rooms' table, the summary,
+// and the latency and error charts, kept in memory for an hour) and the
+// selected room's history from the server (GET …/history: the whole last
+// hour once, then only the points after the last one), so that the charts
+// of people waiting, active and admitted are the same after a reload and for
+// every operator, on any instance. Every few seconds it reads
+// GET /admin/stats (what waiting users see, this instance's streams, 429s
+// and pool wait), the audit log and the access lists.
+//
+// Fields a server does not report (older or newer versions) show as "—" and
+// their controls stay hidden, as do panels whose resource answers 404; a
+// control sends only the fields it changes, and only fields the room's
+// document contains. The Gateway panel shows only for rooms whose document
+// has a gateway object (gateway mode, WR_UPSTREAM set). Pausing, the method
+// "reject" and a limit of 0 are confirmed first in a modal dialog (Cancel
+// has the focus; Escape cancels).
 (() => {
   'use strict';
 
   const TOKEN_KEY = 'wr-admin-token';
-  const HISTORY_MS = 10 * 60 * 1000;
+  const HISTORY_MS = 60 * 60 * 1000; // what the charts can show, and the server keeps
+  const WINDOW_MS = 10 * 60 * 1000; // the charts' span at first
   const SAMPLE_MS = 1000;
+  const SIDE_EVERY = 3; // samples between reads of the stats, audit log and access lists
+  const AUDIT_LIMIT = 20;
+  const SKEW_MIN_MS = 2000; // a smaller clock difference is not corrected
   const TIMEOUT_MS = 4000;
   const GAP_MS = 3 * SAMPLE_MS + TIMEOUT_MS; // samples further apart are not joined
   const SVG = 'http://www.w3.org/2000/svg';
@@ -25,6 +39,7 @@
   const $ = (id) => document.getElementById(id);
   const nf = new Intl.NumberFormat();
   const nf1 = new Intl.NumberFormat(undefined, { maximumFractionDigits: 1 });
+  const nf2 = new Intl.NumberFormat(undefined, { maximumFractionDigits: 2 });
   const dash = '—';
   const has = (doc, key) => doc != null && Object.prototype.hasOwnProperty.call(doc, key);
   const num = (v) => (typeof v === 'number' && Number.isFinite(v) ? v : null);
@@ -34,7 +49,7 @@
   const state = {
     token: '',
     room: '',
-    rooms: new Map(), // name → { doc, samples: [] }
+    rooms: new Map(), // name → newRoom(doc)
     names: [], // rooms of the latest answer, in its order
     timer: 0,
     running: false,
@@ -42,8 +57,21 @@
     failingSince: 0,
     lastOk: 0,
     dirty: new Set(), // ids of inputs the operator has edited but not sent
-    windowMs: HISTORY_MS, // the charts' span; history is always kept for HISTORY_MS
+    windowMs: WINDOW_MS, // the charts' span; history is always kept for HISTORY_MS
+    history: 'unknown', // whether the server keeps rooms' history: 'yes', 'no' (older)
+    skew: null, // the server's clock minus this browser's (ms), once measured
+    dated: null, // { server, local }: the Date of the last answer, and when it came
+    tick: 0,
+    stats: null, // GET /admin/stats; null: not read (yet), or not served
+    access: null, // GET /admin/access
+    accessSeq: 0, // bumped by each change of the lists: older reads are dropped
+    audit: null, // the entries of GET /admin/audit
+    side: false, // a read of stats, audit and access under way
   };
+
+  // newRoom is a room's state: its latest document, the samples this tab
+  // took, and the points of the server's history (hist, up to histLast).
+  const newRoom = (doc) => ({ doc, samples: [], hist: [], histLast: 0, pulling: false });
 
   // ---- API ---------------------------------------------------------------
 
@@ -68,6 +96,7 @@
         body: body === undefined ? undefined : JSON.stringify(body),
       });
       data = await res.json().catch(() => null);
+      state.dated = { server: Date.parse(res.headers.get('Date') || ''), local: Date.now() };
     } catch (e) {
       throw new ApiError(0, 'unreachable', ctl.signal.aborted ? 'no answer within ' + TIMEOUT_MS / 1000 + ' s' : 'the server did not answer');
     } finally {
@@ -103,6 +132,9 @@
       if (!state.running) return;
       record(Array.isArray(data && data.rooms) ? data.rooms : [], Date.now());
       setConn('live');
+      await pullHistory(currentRoom());
+      if (!state.running) return;
+      if (state.tick++ % SIDE_EVERY === 0) pullSide();
     } catch (e) {
       if (!state.running) return;
       if (e.status === 401) {
@@ -125,7 +157,7 @@
       state.names.push(doc.room);
       let r = state.rooms.get(doc.room);
       if (!r) {
-        r = { doc, samples: [] };
+        r = newRoom(doc);
         state.rooms.set(doc.room, r);
       }
       const prev = r.samples.length ? r.samples[r.samples.length - 1] : null;
@@ -149,7 +181,7 @@
         errorPct: errorRate === null ? null : errorRate * 100,
         errors: sig ? num(sig.errors) : null,
       });
-      prune(r, t);
+      prune(r.samples, t);
     }
   }
 
@@ -158,14 +190,72 @@
     for (const r of state.rooms.values()) {
       const last = r.samples[r.samples.length - 1];
       if (last && !last.gap) r.samples.push({ t, gap: true });
-      prune(r, t);
+      prune(r.samples, t);
     }
   }
 
-  function prune(r, now) {
+  // prune drops what is older than HISTORY_MS from a list of samples or
+  // points.
+  function prune(list, now) {
     let i = 0;
-    while (i < r.samples.length && r.samples[i].t < now - HISTORY_MS) i++;
-    if (i) r.samples.splice(0, i);
+    while (i < list.length && list[i].t < now - HISTORY_MS) i++;
+    if (i) list.splice(0, i);
+  }
+
+  // ---- the server's history ------------------------------------------------
+
+  // pullHistory adds the selected room's newest points: the whole last hour
+  // the first time, then those after the last point held. A refused token
+  // is thrown; other failures wait for the next second (points missed
+  // meanwhile come then: the server keeps recording). A server without the
+  // history (404 that is not room_not_found, 405) is remembered: the charts
+  // then draw this tab's samples, as before.
+  async function pullHistory(r) {
+    if (!r || state.history === 'no' || r.pulling) return;
+    r.pulling = true;
+    try {
+      const since = r.histLast ? '?since=' + r.histLast : '';
+      const data = await api('GET', roomPath(r.doc.room) + '/history' + since);
+      state.history = 'yes';
+      if (state.skew === null) state.skew = skewOf(state.dated);
+      addPoints(r, data);
+    } catch (e) {
+      if (e.status === 401) throw e;
+      if ((e.status === 404 && e.code !== 'room_not_found') || e.status === 405) state.history = 'no';
+    } finally {
+      r.pulling = false;
+    }
+  }
+
+  // skewOf is the server's clock minus this browser's, from an answer's
+  // Date header (whole seconds, so half a second is added); differences
+  // under SKEW_MIN_MS are taken as none.
+  function skewOf(dated) {
+    if (!dated || Number.isNaN(dated.server)) return 0;
+    const d = dated.server + 500 - dated.local;
+    return Math.abs(d) < SKEW_MIN_MS ? 0 : d;
+  }
+
+  // addPoints appends a history document's points (arrays in the order of
+  // its fields) newer than the last one held. Admitted per second is a
+  // point's admitted over the time since the previous point (a second, or
+  // more when seconds are missing); t is the point's time on this
+  // browser's clock, st on the server's.
+  function addPoints(r, data) {
+    const fields = Array.isArray(data && data.fields) ? data.fields : [];
+    const [it, iw, ia, ig, iad] = ['t', 'waiting', 'active', 'targetActive', 'admitted'].map((f) => fields.indexOf(f));
+    if (it < 0 || !Array.isArray(data.points)) return;
+    const at = (p, i) => (i < 0 ? null : num(p[i]));
+    for (const p of data.points) {
+      const st = Array.isArray(p) ? num(p[it]) : null;
+      if (st === null || st <= r.histLast) continue;
+      const prev = r.hist.length ? r.hist[r.hist.length - 1] : null;
+      const admitted = at(p, iad);
+      const perSec = prev && admitted !== null && st - prev.st <= GAP_MS ? admitted / ((st - prev.st) / 1000) : null;
+      r.hist.push({ t: st - (state.skew || 0), st, waiting: at(p, iw), active: at(p, ia), target: at(p, ig), admittedPerSec: perSec });
+      r.histLast = st;
+    }
+    prune(r.hist, Date.now());
   }
 
   function setConn(s, detail) {
@@ -229,6 +319,8 @@
       render();
       state.running = true;
       state.timer = setTimeout(sample, SAMPLE_MS);
+      pullSide();
+      pullHistory(currentRoom()).then(render, failed);
     } catch (e) {
       if (e.status === 401) {
         refused(e.message);
@@ -255,9 +347,23 @@
     const r = currentRoom();
     renderRooms();
     renderSummary(r ? r.doc : null, r ? r.samples : []);
-    for (const c of charts) c.draw(r ? r.samples : [], r ? r.doc : null);
+    renderUsers(r ? r.doc : null);
+    for (const c of charts) c.draw(r ? seriesOf(r, c.def) : [], r ? r.doc : null);
     renderControls(r ? r.doc : null);
     renderGateway(r ? r.doc : null);
+    renderAccess();
+    renderAudit();
+  }
+
+  // seriesOf is what a chart draws: the server's history, or this tab's
+  // samples for the charts the history does not hold (and for a server
+  // without one).
+  const seriesOf = (r, def) => (def.live || state.history === 'no' ? r.samples : r.hist);
+
+  // failed handles a request that failed outside the sampling: a refused
+  // token asks for a new one; anything else waits for the next sample.
+  function failed(e) {
+    if (e && e.status === 401) refused(e.message);
   }
 
   function renderRooms() {
@@ -319,7 +425,7 @@
     setText('s-admitted', last && !last.gap ? fmt(last.admittedPerSec, nf1) : dash);
     setText('s-rate', num(d.admissionRate) === null ? dash : nf1.format(d.admissionRate) + ' /s');
     setText('s-paused', typeof d.paused === 'boolean' ? (d.paused ? 'paused' : 'running') : dash);
-    setText('s-mode', has(d, 'mode') && d.mode ? d.mode + (has(d, 'minActive') || has(d, 'maxActive') ? ' (' + fmt(d.minActive) + '–' + fmt(d.maxActive) + ')' : '') : dash);
+    setText('s-mode', modeText(d));
     setText('s-method', has(d, 'method') && d.method ? d.method : dash);
     setText('s-opens', has(d, 'opensAt') && d.opensAt ? opensText(d.opensAt) : has(d, 'opensAt') ? 'open (no schedule)' : dash);
     setText('s-prequeue', has(d, 'preQueue') ? fmt(d.preQueue) : dash);
@@ -327,7 +433,8 @@
     setText('s-ttl', num(d.entryTtlSeconds) === null ? (d.entryTtl || dash) : fmt(d.entryTtlSeconds) + ' s');
     const sig = d.signals && typeof d.signals === 'object' ? d.signals : null;
     const stale = sig && sig.stale ? ' (stale)' : '';
-    setText('s-p90', sig && num(sig.p90Ms) !== null ? nf1.format(sig.p90Ms) + ' ms' + (num(sig.baselineP90Ms) !== null ? ', baseline ' + nf1.format(sig.baselineP90Ms) + ' ms' : '') + stale : dash);
+    const baseline = adaptiveOn(d) && num(sig && sig.baselineP90Ms) > 0 ? ', baseline ' + nf1.format(sig.baselineP90Ms) + ' ms' : '';
+    setText('s-p90', sig && num(sig.p90Ms) !== null ? nf1.format(sig.p90Ms) + ' ms' + baseline + stale : dash);
     setText('s-errors', sig && num(sig.errors) !== null
       ? fmt(sig.errors) + ' of ' + fmt(sig.orders) + ' orders' + (num(sig.errorRate) !== null ? ' (' + nf1.format(sig.errorRate * 100) + ' %)' : '') +
         (num(sig.windowSeconds) !== null ? ' in ' + fmt(sig.windowSeconds) + ' s' : '') + stale
@@ -335,6 +442,18 @@
     const lc = d.lastChange && typeof d.lastChange === 'object' ? d.lastChange : null;
     setText('s-lastchange', lc ? fmt(lc.from) + ' → ' + fmt(lc.to) + (lc.at ? ' at ' + new Date(lc.at).toLocaleTimeString() : '') + (lc.reason ? ': ' + lc.reason : '') : has(d, 'lastChange') ? 'none yet' : dash);
     setText('s-totals', ['entered', 'admitted', 'expired', 'left', 'abandoned'].map((k) => k + ' ' + fmt(d[k])).join(' · '));
+  }
+
+  // adaptiveOn tells whether the room's limit follows the downstream (a
+  // server without modes: as if it did, so nothing it reports is hidden).
+  const adaptiveOn = (d) => !has(d, 'mode') || d.mode === 'adaptive';
+
+  // modeText words the mode: "adaptive (4–200)", its bounds; "fixed (limit
+  // 20)", just the limit it holds.
+  function modeText(d) {
+    if (!has(d, 'mode') || !d.mode) return dash;
+    if (d.mode === 'fixed') return 'fixed (limit ' + fmt(d.targetActive) + ')';
+    return d.mode + (has(d, 'minActive') || has(d, 'maxActive') ? ' (' + fmt(d.minActive) + '–' + fmt(d.maxActive) + ')' : '');
   }
 
   function opensText(iso) {
@@ -362,10 +481,11 @@
     return e;
   }
 
-  // spanText words a span of time: "30 s", "2.5 min".
+  // spanText words a span of time: "30 s", "2.5 min", "1 h".
   function spanText(ms) {
     const s = Math.round(ms / 1000);
-    return s < 60 ? s + ' s' : nf1.format(s / 60) + ' min';
+    if (s < 60) return s + ' s';
+    return s < 3600 ? nf1.format(s / 60) + ' min' : nf1.format(s / 3600) + ' h';
   }
 
   // niceMax rounds up to 1, 2 or 5 × a power of ten.
@@ -389,6 +509,7 @@
       title.textContent = def.title;
       cap.append(title);
       this.values = [];
+      this.items = [];
       for (const s of def.series) {
         const item = document.createElement('span');
         item.className = 'legend ' + s.cls;
@@ -400,6 +521,7 @@
         item.append(swatch, s.label + ' ', v);
         cap.append(item);
         this.values.push(v);
+        this.items.push(item);
       }
       this.svg = el('svg', { viewBox: `0 0 ${W} ${H}`, role: 'img', 'aria-labelledby': def.id + '-title ' + def.id + '-desc' });
       this.desc = el('desc', { id: def.id + '-desc' }, this.svg);
@@ -425,6 +547,11 @@
       this.fig = fig;
     }
 
+    // draw plots the samples (this tab's, or the server's history points)
+    // of the chart's window. A series for adaptive rooms only (the
+    // baseline) is left out for a room in mode fixed. data-points counts
+    // the values drawn; data-first and data-last are the first and last
+    // history points drawn (Unix ms on the server's clock).
     draw(samples, doc) {
       const now = Date.now();
       const span = state.windowMs;
@@ -433,61 +560,84 @@
         const text = i === 2 ? 'now' : '−' + spanText((span * (2 - i)) / 2);
         if (label.textContent !== text) label.textContent = text;
       });
-      const pw = W - PAD.l - PAD.r;
-      const ph = H - PAD.t - PAD.b;
+      const series = this.def.series.map((ser, i) => ({ ser, i, off: !!ser.adaptive && !!doc && !adaptiveOn(doc) }));
+      const on = series.filter((x) => !x.off);
+      const { max, points, first, last } = this.extent(samples, x0, on);
+      const top = niceMax(max);
+      this.yLabels.forEach((label, i) => {
+        label.textContent = nf1.format((top * (2 - i)) / 2);
+      });
+      const X = (t) => (PAD.l + ((t - x0) / span) * (W - PAD.l - PAD.r)).toFixed(1);
+      const Y = (v) => (PAD.t + (H - PAD.t - PAD.b) * (1 - Math.min(v, top) / top)).toFixed(1);
+      const lasts = [];
+      for (const { ser, i, off } of series) {
+        this.items[i].hidden = off;
+        const d = off ? '' : linePath(samples, x0, ser, X, Y);
+        if (this.paths[i].getAttribute('d') !== d) this.paths[i].setAttribute('d', d);
+        if (off) continue;
+        const lastSample = samples.length ? samples[samples.length - 1] : null;
+        const current = lastSample && !lastSample.gap ? lastSample[ser.key] : null;
+        const text = current === null || current === undefined ? dash : nf1.format(current) + (ser.unit || '');
+        if (this.values[i].textContent !== text) this.values[i].textContent = text;
+        lasts.push(ser.label + ' ' + text);
+      }
+      const missing = this.def.requires && !(doc && this.def.requires(doc));
+      this.empty.textContent = missing ? 'not reported by this server' : points ? '' : 'waiting for samples…';
+      Object.assign(this.fig.dataset, { points: String(points), first: first === null ? '' : String(first), last: last === null ? '' : String(last) });
+      const desc = this.def.title + ' over the last ' + spanText(span) + ', scale 0 to ' + nf1.format(top) + '. Now: ' + lasts.join(', ') + '.';
+      if (this.desc.textContent !== desc) this.desc.textContent = desc;
+    }
+
+    // extent is the largest value in the window, the number of values, and
+    // the server times of the first and last points (null: none).
+    extent(samples, x0, series) {
       let max = 0;
       let points = 0;
+      let first = null;
+      let last = null;
       for (const s of samples) {
         if (s.gap || s.t < x0) continue;
-        for (const ser of this.def.series) {
+        for (const { ser } of series) {
           const v = s[ser.key];
           if (v !== null && v !== undefined) {
             max = Math.max(max, v);
             points++;
           }
         }
-      }
-      const top = niceMax(max);
-      this.yLabels.forEach((label, i) => {
-        label.textContent = nf1.format((top * (2 - i)) / 2);
-      });
-      const X = (t) => (PAD.l + ((t - x0) / span) * pw).toFixed(1);
-      const Y = (v) => (PAD.t + ph - (Math.min(v, top) / top) * ph).toFixed(1);
-      const lasts = [];
-      this.def.series.forEach((ser, i) => {
-        let d = '';
-        let prev = null;
-        for (const s of samples) {
-          if (s.t < x0) continue;
-          const v = s.gap ? null : s[ser.key];
-          if (v === null || v === undefined) {
-            prev = null;
-            continue;
-          }
-          if (prev === null || s.t - prev.t > GAP_MS) {
-            d += 'M' + X(s.t) + ' ' + Y(v);
-          } else if (ser.step) {
-            d += 'H' + X(s.t) + 'V' + Y(v);
-          } else {
-            d += 'L' + X(s.t) + ' ' + Y(v);
-          }
-          prev = s;
+        if (s.st !== undefined) {
+          if (first === null) first = s.st;
+          last = s.st;
         }
-        // A lone point is drawn as a short dash so it is visible.
-        if (d && !/[LHV]/.test(d)) d += 'h2';
-        if (this.paths[i].getAttribute('d') !== d) this.paths[i].setAttribute('d', d);
-        const lastSample = samples.length ? samples[samples.length - 1] : null;
-        const current = lastSample && !lastSample.gap ? lastSample[ser.key] : null;
-        const text = current === null || current === undefined ? dash : nf1.format(current) + (ser.unit || '');
-        if (this.values[i].textContent !== text) this.values[i].textContent = text;
-        lasts.push(ser.label + ' ' + text);
-      });
-      const missing = this.def.requires && !(doc && this.def.requires(doc));
-      this.empty.textContent = missing ? 'not reported by this server' : points ? '' : 'waiting for samples…';
-      this.fig.dataset.points = String(points);
-      const desc = this.def.title + ' over the last ' + spanText(span) + ', scale 0 to ' + nf1.format(top) + '. Now: ' + lasts.join(', ') + '.';
-      if (this.desc.textContent !== desc) this.desc.textContent = desc;
+      }
+      return { max, points, first, last };
     }
+  }
+
+  // linePath is the SVG path of one series: lines break at gaps (a failed
+  // sample, or points further apart than GAP_MS); a step series moves
+  // across, then up or down.
+  function linePath(samples, x0, ser, X, Y) {
+    let d = '';
+    let prev = null;
+    for (const s of samples) {
+      if (s.t < x0) continue;
+      const v = s.gap ? null : s[ser.key];
+      if (v === null || v === undefined) {
+        prev = null;
+        continue;
+      }
+      if (prev === null || s.t - prev.t > GAP_MS) {
+        d += 'M' + X(s.t) + ' ' + Y(v);
+      } else if (ser.step) {
+        d += 'H' + X(s.t) + 'V' + Y(v);
+      } else {
+        d += 'L' + X(s.t) + ' ' + Y(v);
+      }
+      prev = s;
+    }
+    // A lone point is drawn as a short dash so it is visible.
+    if (d && !/[LHV]/.test(d)) d += 'h2';
+    return d;
   }
 
   const hasSignals = (d) => d.signals && typeof d.signals === 'object';
@@ -501,12 +651,12 @@
     },
     { id: 'chart-admitted', title: 'Admitted per second', series: [{ key: 'admittedPerSec', label: 'admitted/s', cls: 's1' }] },
     {
-      id: 'chart-latency', title: 'Order latency p90 (ms)', requires: hasSignals, series: [
+      id: 'chart-latency', title: 'Order latency p90 (ms)', requires: hasSignals, live: true, series: [
         { key: 'p90', label: 'p90', cls: 's1', unit: ' ms' },
-        { key: 'baseline', label: 'baseline', cls: 's3', unit: ' ms' },
+        { key: 'baseline', label: 'baseline', cls: 's3', unit: ' ms', adaptive: true },
       ],
     },
-    { id: 'chart-errors', title: 'Order errors (% of orders)', requires: hasSignals, series: [{ key: 'errorPct', label: 'error rate', cls: 's4', unit: ' %' }] },
+    { id: 'chart-errors', title: 'Order errors (% of orders)', requires: hasSignals, live: true, series: [{ key: 'errorPct', label: 'error rate', cls: 's4', unit: ' %' }] },
   ].map((def) => new Chart(def));
 
   // ---- controls ------------------------------------------------------------
@@ -537,13 +687,12 @@
     $('pause-btn').dataset.paused = String(!!d.paused);
 
     $('mode-form').hidden = !has(d, 'mode');
-    $('min-field').hidden = !has(d, 'minActive');
-    $('max-field').hidden = !has(d, 'maxActive');
     if (has(d, 'mode')) {
       fill('mode-input', d.mode);
       fill('min-input', num(d.minActive));
       fill('max-input', num(d.maxActive));
     }
+    boundsShown(d);
     $('method-form').hidden = !has(d, 'method');
     if (has(d, 'method')) fill('method-input', d.method);
     $('schedule-form').hidden = !has(d, 'opensAt');
@@ -553,6 +702,21 @@
         ? 'Scheduled: ' + opensText(d.opensAt) + ' — ' + d.opensAt + (has(d, 'preQueue') ? '; ' + fmt(d.preQueue) + ' in the pre-queue' : '')
         : 'No opening time: the room is open. Leave empty and Clear to remove a schedule.');
     }
+    $('message-form').hidden = !has(d, 'message');
+    if (has(d, 'message')) fill('message-input', d.message || '');
+    $('texts-form').hidden = !has(d, 'displayName') || !has(d, 'description');
+    if (!$('texts-form').hidden) {
+      fill('display-input', d.displayName || '');
+      fill('description-input', d.description || '');
+    }
+  }
+
+  // boundsShown shows the adaptive bounds only while the mode chosen in the
+  // form is adaptive: a fixed room has just its limit.
+  function boundsShown(d) {
+    const adaptive = $('mode-input').value === 'adaptive';
+    $('min-field').hidden = !has(d, 'minActive') || !adaptive;
+    $('max-field').hidden = !has(d, 'maxActive') || !adaptive;
   }
 
   function intOf(id) {
@@ -596,6 +760,7 @@
       if (r && doc && doc.room === room) r.doc = doc;
       say('Saved ' + room + ': ' + saved(body) + '.', false, msg);
       render();
+      pullSide();
     } catch (e) {
       if (e.status === 401) {
         refused(e.message);
@@ -614,7 +779,7 @@
       if (k === 'gateway' && v && typeof v === 'object') return saved(v);
       if (Array.isArray(v)) return k + ' = ' + (v.length ? v.join('; ') : 'none');
       if (k === 'protect' && v === null) return k + " = WR_PROTECT's routes";
-      return k + ' = ' + (v === null ? 'none' : v);
+      return k + ' = ' + (v === null || v === '' ? 'none' : v);
     }).join(', ');
   }
 
@@ -626,12 +791,24 @@
   }
 
   function wire() {
-    for (const input of document.querySelectorAll('#controls input, #controls select, #gateway input, #gateway select, #gateway textarea')) {
+    for (const input of document.querySelectorAll('#controls input, #controls select, #controls textarea, #gateway input, #gateway select, #gateway textarea')) {
       input.addEventListener('input', () => state.dirty.add(input.id));
     }
-    onSubmit('target-form', () => {
+    wireControls();
+    wireTexts();
+    wireGateway();
+    wireAccess();
+    wireNavigation();
+  }
+
+  // wireControls wires the room's controls; the changes that stop a sale
+  // (a limit of 0, pausing, the method reject) ask first.
+  function wireControls() {
+    onSubmit('target-form', async () => {
       const n = intOf('target-input');
       if (n === null || Number.isNaN(n)) return say('The admission limit must be a whole number.', true);
+      const r = currentRoom();
+      if (n === 0 && r && r.doc.targetActive !== 0 && !(await confirmFirst(asks.limitZero(r.doc)))) return cancelled();
       put({ targetActive: n }, ['target-input'], 'the admission limit');
     });
     onSubmit('ttl-form', () => {
@@ -641,9 +818,12 @@
       if (r && num(r.doc.entryTtlSeconds) === n) return say('Nothing to change: the entry window is already ' + n + ' s.');
       if (r) send(r.doc.room, { entryTtl: n + 's' }, ['ttl-input']);
     });
-    $('pause-btn').addEventListener('click', () => {
+    $('pause-btn').addEventListener('click', async () => {
       const r = currentRoom();
-      if (r) send(r.doc.room, { paused: !r.doc.paused }, []);
+      if (!r) return;
+      const pause = !r.doc.paused;
+      if (pause && !(await confirmFirst(asks.pause(r.doc)))) return cancelled();
+      send(r.doc.room, { paused: pause }, []);
     });
     onSubmit('mode-form', () => {
       const fields = { mode: $('mode-input').value };
@@ -654,7 +834,16 @@
       }
       put(fields, ['mode-input', 'min-input', 'max-input'], 'the mode');
     });
-    onSubmit('method-form', () => put({ method: $('method-input').value }, ['method-input'], 'the method'));
+    $('mode-input').addEventListener('change', () => {
+      const r = currentRoom();
+      if (r) boundsShown(r.doc);
+    });
+    onSubmit('method-form', async () => {
+      const m = $('method-input').value;
+      const r = currentRoom();
+      if (m === 'reject' && r && r.doc.method !== 'reject' && !(await confirmFirst(asks.reject(r.doc)))) return cancelled();
+      put({ method: m }, ['method-input'], 'the method');
+    });
     onSubmit('schedule-form', () => {
       const v = $('opens-input').value;
       if (!v) return say('Choose a date and time, or Clear to remove the schedule.', true);
@@ -667,8 +856,11 @@
       $('opens-input').value = '';
       put({ opensAt: null }, ['opens-input'], 'the schedule');
     });
+  }
 
-    wireGateway();
+  // wireNavigation wires the choice of room and chart window, the creation
+  // of a room, and the token.
+  function wireNavigation() {
     $('room-select').addEventListener('change', (ev) => selectRoom(ev.target.value));
     $('window-select').addEventListener('change', (ev) => {
       state.windowMs = Number(ev.target.value) * 1000;
@@ -685,11 +877,12 @@
       if (!/^[a-z0-9_-]{1,64}$/.test(name)) return say('Room names are 1–64 of a–z, 0–9, - and _.', true);
       try {
         const doc = await api('PUT', roomPath(name), {});
-        state.rooms.set(name, { doc, samples: [] });
+        state.rooms.set(name, newRoom(doc));
         if (!state.names.includes(name)) state.names.push(name);
         $('create-input').value = '';
         selectRoom(name);
         say('Created room ' + name + '.');
+        pullSide();
       } catch (e) {
         if (e.status === 401) refused(e.message);
         else say('Not created: ' + e.message + '.', true);
@@ -836,6 +1029,344 @@
     });
   }
 
+  // ---- confirmations -----------------------------------------------------------
+
+  // confirmFirst asks in the modal dialog and resolves to whether the
+  // operator confirmed. Cancel has the focus, so Enter alone cancels;
+  // Escape cancels; the focus goes back where it was.
+  function confirmFirst(ask) {
+    const d = $('confirm');
+    if (d.open) return Promise.resolve(false);
+    setText('confirm-h', ask.title);
+    setText('confirm-text', ask.text);
+    setText('confirm-ok', ask.ok);
+    const back = document.activeElement;
+    d.returnValue = '';
+    d.showModal();
+    $('confirm-cancel').focus();
+    return new Promise((resolve) => {
+      d.addEventListener('close', () => {
+        if (back && typeof back.focus === 'function') back.focus();
+        resolve(d.returnValue === 'ok');
+      }, { once: true });
+    });
+  }
+
+  const waitingText = (d) => (num(d.waiting) === null ? 'the people waiting' : 'the ' + fmt(d.waiting) + (d.waiting === 1 ? ' person' : ' people') + ' waiting');
+
+  // asks are the questions before the changes that stop a sale.
+  const asks = {
+    pause: (d) => ({
+      title: 'Pause admission in ' + d.room + '?',
+      text: 'Nobody is admitted and new entries are refused until you resume; ' + waitingText(d) + ' keep their place and are told the sale is paused.',
+      ok: 'Pause admission',
+    }),
+    reject: (d) => ({
+      title: 'Close ' + d.room + ' (method reject)?',
+      text: 'Everyone who tries to enter is refused as closed or sold out (423) and nobody is admitted; ' + waitingText(d) + ' keep their place until you choose another method.',
+      ok: 'Close the room',
+    }),
+    limitZero: (d) => ({
+      title: 'Set the admission limit of ' + d.room + ' to 0?',
+      text: 'Nobody more is admitted until the limit is raised; ' + waitingText(d) + ' keep waiting, and those already admitted keep their entry.',
+      ok: 'Set the limit to 0',
+    }),
+  };
+
+  function cancelled() {
+    say('Cancelled: nothing changed.');
+  }
+
+  // ---- what waiting users read -----------------------------------------------
+
+  function wireTexts() {
+    onSubmit('message-form', () => {
+      const v = $('message-input').value.trim();
+      if (!v) return say('Type a message, or Clear message to remove it.', true);
+      put({ message: v }, ['message-input'], 'the message');
+    });
+    $('message-clear').addEventListener('click', () => {
+      state.dirty.delete('message-input');
+      $('message-input').value = '';
+      put({ message: '' }, ['message-input'], 'the message');
+    });
+    onSubmit('texts-form', () => put({
+      displayName: $('display-input').value.trim(),
+      description: $('description-input').value.trim(),
+    }, ['display-input', 'description-input'], 'the name and description'));
+  }
+
+  // durWords words a number of seconds: "45 s", "3 min 20 s", "1 h 5 min".
+  function durWords(sec) {
+    const s = Math.max(0, Math.round(sec));
+    if (s < 60) return s + ' s';
+    if (s < 3600) return Math.floor(s / 60) + ' min' + (s % 60 ? ' ' + (s % 60) + ' s' : '');
+    return Math.floor(s / 3600) + ' h ' + Math.floor((s % 3600) / 60) + ' min';
+  }
+
+  function longestText(rs) {
+    if (!rs) return dash;
+    const secs = num(rs.longestWaitSeconds);
+    if (secs === null) return rs.waiting > 0 ? 'not known yet' : 'nobody waiting';
+    return (rs.longestWaitAtLeast ? 'at least ' : '') + durWords(secs);
+  }
+
+  // etaText words the median ETA shown, or why none is shown.
+  function etaText(rs, d) {
+    if (!rs) return dash;
+    const secs = num(rs.medianEtaSeconds);
+    if (secs !== null) {
+      return 'about ' + durWords(secs) + (rs.medianEtaKnown ? '' : ' (from the limit: the admission rate is not measured yet)');
+    }
+    if (!(rs.waiting > 0)) return 'nobody waiting';
+    if (rs.paused) return 'none: paused (users are told the sale is paused)';
+    if (d.method === 'reject') return 'none: closed (method reject)';
+    return 'not known: the room admits nobody';
+  }
+
+  const transports = { sse: 'SSE', ws: 'WebSocket' };
+
+  // countsText words counts by name: "SSE 3 · WebSocket 1"; most first
+  // when sorted.
+  function countsText(counts, names, sorted) {
+    if (!counts || typeof counts !== 'object') return dash;
+    const list = Object.entries(counts).filter(([, v]) => num(v) !== null);
+    if (sorted) list.sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]));
+    return list.length ? list.map(([k, v]) => (names[k] || k) + ' ' + fmt(v)).join(' · ') : 'none';
+  }
+
+  function poolText(p) {
+    if (!p || num(p.count) === null) return dash;
+    if (!p.count) return 'no connection taken yet';
+    return nf2.format(num(p.meanSeconds) * 1000) + ' ms on average over ' + fmt(p.count) + ' connections taken';
+  }
+
+  // renderUsers fills "What waiting users see" from the room's document
+  // and GET /admin/stats.
+  function renderUsers(d) {
+    $('users').hidden = !d;
+    if (!d) return;
+    const s = state.stats;
+    const rs = s && Array.isArray(s.rooms) ? s.rooms.find((x) => x && x.room === d.room) || null : null;
+    setText('u-longest', longestText(rs));
+    setText('u-eta', etaText(rs, d));
+    setText('u-name', !has(d, 'displayName') ? dash : d.displayName || d.room + ' (its id: no display name set)');
+    setText('u-message', !has(d, 'message') ? dash : d.message || 'none');
+    setText('i-streams', countsText(s && s.streams, transports, false));
+    setText('i-limited', countsText(s && s.rateLimited, {}, true));
+    setText('i-pool', poolText(s && s.poolAcquireWait));
+  }
+
+  // ---- stats, access lists and audit log ---------------------------------------
+
+  // optional reads a resource the server may not have: null when it has
+  // not (404, 405), undefined when the read failed for now; a refused token
+  // is thrown.
+  async function optional(path) {
+    try {
+      return await api('GET', path);
+    } catch (e) {
+      if (e.status === 401) throw e;
+      return e.status === 404 || e.status === 405 ? null : undefined;
+    }
+  }
+
+  // pullSide reads the stats, the audit log and the access lists (one read
+  // at a time); a failed read keeps what was shown.
+  async function pullSide() {
+    if (state.side || !state.token) return;
+    state.side = true;
+    const seq = state.accessSeq;
+    try {
+      const [stats, audit, access] = await Promise.all(['/admin/stats', '/admin/audit?limit=' + AUDIT_LIMIT, '/admin/access'].map(optional));
+      if (!state.running) return;
+      if (stats !== undefined) state.stats = stats;
+      if (audit !== undefined) state.audit = audit && Array.isArray(audit.entries) ? audit.entries : null;
+      if (access !== undefined && seq === state.accessSeq) state.access = access;
+      render();
+    } catch (e) {
+      failed(e);
+    } finally {
+      state.side = false;
+    }
+  }
+
+  const LISTS = ['deny', 'allow', 'bypass'];
+
+  function renderAccess() {
+    const a = state.access;
+    $('access').hidden = !a;
+    if (!a) return;
+    for (const name of LISTS) renderEntries(name, Array.isArray(a[name]) ? [...a[name]].sort() : []);
+  }
+
+  // renderEntries lists one access list (sorted), each entry with its
+  // Remove button; the list is rebuilt only when it changes.
+  function renderEntries(name, entries) {
+    const ul = $(name + '-list');
+    $(name + '-empty').hidden = entries.length > 0;
+    const key = JSON.stringify(entries);
+    if (ul.dataset.key === key) return;
+    ul.dataset.key = key;
+    ul.replaceChildren(...entries.map((entry) => {
+      const li = document.createElement('li');
+      const code = document.createElement('code');
+      code.textContent = entry;
+      const b = document.createElement('button');
+      b.type = 'button';
+      b.className = 'secondary small';
+      b.textContent = 'Remove';
+      b.dataset.list = name;
+      b.dataset.entry = entry;
+      b.setAttribute('aria-label', 'Remove ' + entry + ' from ' + name);
+      li.append(code, ' ', b);
+      return li;
+    }));
+  }
+
+  // changeList adds an entry to a list or removes it: the lists are read
+  // afresh, so that a change made meanwhile by someone else is kept, and
+  // the one list is sent whole (PUT /admin/access replaces the lists it is
+  // given). The server checks the entries; its message is shown.
+  async function changeList(name, entry, add) {
+    const sayAcl = (text, isError) => say(text, isError, 'access-msg');
+    const buttons = [...document.querySelectorAll('#access button')];
+    buttons.forEach((b) => (b.disabled = true));
+    state.accessSeq++;
+    try {
+      const cur = await api('GET', '/admin/access');
+      const list = Array.isArray(cur && cur[name]) ? cur[name] : [];
+      state.access = cur;
+      if (add === list.includes(entry)) {
+        renderAccess();
+        return sayAcl(entry + (add ? ' is already in ' : ' is not in ') + name + '.');
+      }
+      state.access = await api('PUT', '/admin/access', { [name]: add ? [...list, entry] : list.filter((e) => e !== entry) });
+      state.accessSeq++;
+      if (add) $(name + '-input').value = '';
+      renderAccess();
+      sayAcl((add ? 'Added ' + entry + ' to ' : 'Removed ' + entry + ' from ') + name + '.');
+      pullSide();
+    } catch (e) {
+      if (e.status === 401) return refused(e.message);
+      sayAcl('Not saved: ' + e.message + (e.status ? ' (' + e.status + ')' : '') + '.', true);
+    } finally {
+      buttons.forEach((b) => (b.disabled = false));
+      if (!add && document.activeElement === document.body) $(name + '-input').focus();
+    }
+  }
+
+  function wireAccess() {
+    for (const name of LISTS) {
+      onSubmit(name + '-form', () => {
+        const entry = $(name + '-input').value.trim();
+        if (!entry) return say('Type an entry to add to ' + name + '.', true, 'access-msg');
+        changeList(name, entry, true);
+      });
+    }
+    $('access').addEventListener('click', (ev) => {
+      const b = ev.target.closest('button[data-entry]');
+      if (b) changeList(b.dataset.list, b.dataset.entry, false);
+    });
+  }
+
+  const isObj = (v) => v !== null && typeof v === 'object' && !Array.isArray(v);
+
+  function renderAudit() {
+    const entries = state.audit;
+    $('audit').hidden = !entries;
+    if (!entries) return;
+    $('audit-empty').hidden = entries.length > 0;
+    const body = $('audit-table').tBodies[0];
+    const key = entries.map((e) => e.at + ' ' + e.path).join('\n');
+    if (body.dataset.key === key) return;
+    body.dataset.key = key;
+    body.replaceChildren(...entries.filter(isObj).map(auditRow));
+  }
+
+  // auditRow is one change: when, who (the token's fingerprint and the
+  // address), what (method and path) and its fields before → after.
+  function auditRow(e) {
+    const tr = document.createElement('tr');
+    const cell = (...nodes) => {
+      const td = document.createElement('td');
+      td.append(...nodes);
+      tr.append(td);
+      return td;
+    };
+    const time = document.createElement('time');
+    time.dateTime = String(e.at);
+    time.textContent = Number.isNaN(Date.parse(e.at)) ? String(e.at) : new Date(e.at).toLocaleString();
+    cell(time);
+    cell('token ' + e.token + ' from ' + e.addr);
+    const what = document.createElement('code');
+    what.textContent = e.method + ' ' + e.path;
+    cell(what);
+    const ul = document.createElement('ul');
+    for (const line of changeLines(e)) {
+      const li = document.createElement('li');
+      li.textContent = line;
+      ul.append(li);
+    }
+    cell(ul).className = 'change';
+    return tr;
+  }
+
+  // Fields of a room's document that move by themselves: not changes.
+  const LIVE_FIELDS = new Set(['waiting', 'active', 'admissionRate', 'servingTicket', 'entered', 'admitted', 'expired', 'left', 'abandoned', 'signals', 'lastChange', 'preQueue']);
+
+  // changeLines words a change: for each field the request set (nested
+  // fields as gateway.pass), its value before → after, and lists as the
+  // entries added and removed; when the body cannot be read (cut), the
+  // fields whose values differ.
+  function changeLines(e) {
+    const before = isObj(e.before) ? e.before : null;
+    const after = isObj(e.after) ? e.after : null;
+    let body = null;
+    try {
+      body = JSON.parse(e.body);
+    } catch (_) {
+      // a body cut at 2 KiB, or not JSON: compared below instead
+    }
+    const lines = e.before === null && after ? ['created'] : [];
+    const paths = isObj(body) ? leaves(body, []) : differing(before, after);
+    for (const p of paths) lines.push(changeOf(p, before, after));
+    if (e.bodyTruncated) lines.push('(the request body was cut at 2 KiB)');
+    return lines.length ? lines : ['no field changed'];
+  }
+
+  // leaves are the paths of an object's values, inside nested objects.
+  function leaves(o, at) {
+    return Object.entries(o).flatMap(([k, v]) => (isObj(v) ? leaves(v, [...at, k]) : [[...at, k]]));
+  }
+
+  function differing(before, after) {
+    if (!before || !after) return [];
+    const keys = new Set([...Object.keys(before), ...Object.keys(after)]);
+    return [...keys].filter((k) => !LIVE_FIELDS.has(k) && JSON.stringify(before[k]) !== JSON.stringify(after[k])).map((k) => [k]);
+  }
+
+  function changeOf(path, before, after) {
+    const dig = (o) => path.reduce((v, k) => (isObj(v) ? v[k] : undefined), o);
+    const b = dig(before);
+    const a = dig(after);
+    const name = path.join('.');
+    if (Array.isArray(a) || Array.isArray(b)) {
+      const was = Array.isArray(b) ? b : [];
+      const now = Array.isArray(a) ? a : [];
+      const parts = [...now.filter((x) => !was.includes(x)).map((x) => '+ ' + x), ...was.filter((x) => !now.includes(x)).map((x) => '− ' + x)];
+      return name + ': ' + (parts.length ? parts.join(', ') : 'unchanged');
+    }
+    return name + ': ' + valueText(b) + ' → ' + valueText(a);
+  }
+
+  function valueText(v) {
+    if (v === undefined) return dash;
+    if (v === null || v === '') return 'none';
+    const s = typeof v === 'string' ? '"' + v + '"' : typeof v === 'object' ? JSON.stringify(v) : String(v);
+    return s.length > 120 ? s.slice(0, 119) + '…' : s;
+  }
+
   function selectRoom(name) {
     if (name === state.room) return;
     state.room = name;
@@ -844,6 +1375,7 @@
     say('');
     say('', false, 'gateway-msg');
     render();
+    pullHistory(currentRoom()).then(render, failed);
   }
 
   function main() {

@@ -1,0 +1,268 @@
+package main
+
+// Scenario tests of the operator's seat on the server side: the rooms'
+// history shared by every instance, the audit log of admin changes, the
+// live figures of /admin/stats, and the management address leading to the
+// dashboard.
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"waitingroom/server/admin/audit"
+)
+
+// historyOf reads GET /admin/rooms/{room}/history from in.
+func historyOf(t testing.TB, in *instance, room, query string) (fields []string, points [][]float64) {
+	t.Helper()
+	r := do(t, "GET", in.admin+"/admin/rooms/"+room+"/history"+query, testAdminToken, nil)
+	if r.status != 200 {
+		t.Fatalf("history %s%s: %d %s", room, query, r.status, r.raw)
+	}
+	var d struct {
+		Room     string      `json:"room"`
+		Interval int         `json:"intervalSeconds"`
+		Fields   []string    `json:"fields"`
+		Points   [][]float64 `json:"points"`
+	}
+	if err := json.Unmarshal([]byte(r.raw), &d); err != nil || d.Room != room || d.Interval != 1 {
+		t.Fatalf("history document %s: %v", r.raw, err)
+	}
+	return d.Fields, d.Points
+}
+
+// TestOperatorHistorySharedByInstances: two instances record one history
+// (one point a second between them, in order, no second twice); either
+// answers the same points, a reload (a new request) sees them again, and
+// since returns only the newer ones.
+func TestOperatorHistorySharedByInstances(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	a, b := e.start(nil), e.start(nil)
+	for i := 1; i <= 3; i++ {
+		a.enter(user(i), "default")
+	}
+	var pts [][]float64
+	waitFor(t, "four points", func() bool {
+		_, pts = historyOf(t, a, "default", "")
+		return len(pts) >= 4
+	})
+	fields, fromB := historyOf(t, b, "default", "")
+	if strings.Join(fields, ",") != "t,waiting,active,targetActive,admitted,rate" {
+		t.Fatalf("fields %v", fields)
+	}
+	if len(fromB) < len(pts) || fmt.Sprint(fromB[:len(pts)]) != fmt.Sprint(pts) {
+		t.Fatalf("instance b's history differs:\n a %v\n b %v", pts, fromB)
+	}
+	for i, p := range fromB {
+		if len(p) != 6 || int64(p[0])%1000 != 0 {
+			t.Fatalf("point %v", p)
+		}
+		if i > 0 && p[0] <= fromB[i-1][0] {
+			t.Fatalf("points out of order or twice: %v then %v", fromB[i-1], p)
+		}
+	}
+	last := fromB[len(fromB)-1]
+	if last[1] != 3 || last[2] != 0 || last[3] != 5 {
+		t.Fatalf("last point %v, want 3 waiting, 0 active, targetActive 5", last)
+	}
+	_, newer := historyOf(t, a, "default", fmt.Sprintf("?since=%d", int64(fromB[len(fromB)-2][0])))
+	if len(newer) == 0 || newer[0][0] != last[0] {
+		t.Fatalf("since the second-to-last point: %v (last %v)", newer, last)
+	}
+	if r := do(t, "GET", a.admin+"/admin/rooms/default/history?since=yesterday", testAdminToken, nil); r.status != 400 {
+		t.Fatalf("a bad since: %d %s", r.status, r.raw)
+	}
+	if r := do(t, "GET", a.admin+"/admin/rooms/nosuch/history", testAdminToken, nil); r.status != 404 || r.str("error") != "room_not_found" {
+		t.Fatalf("an unknown room: %d %s", r.status, r.raw)
+	}
+	if r := do(t, "GET", a.admin+"/admin/rooms/default/history", "", nil); r.status != 401 {
+		t.Fatalf("without the token: %d", r.status)
+	}
+}
+
+// auditOf reads GET /admin/audit from in.
+func auditOf(t testing.TB, in *instance, query string) []audit.Entry {
+	t.Helper()
+	r := do(t, "GET", in.admin+"/admin/audit"+query, testAdminToken, nil)
+	if r.status != 200 {
+		t.Fatalf("audit%s: %d %s", query, r.status, r.raw)
+	}
+	var d struct {
+		Entries []audit.Entry `json:"entries"`
+	}
+	if err := json.Unmarshal([]byte(r.raw), &d); err != nil {
+		t.Fatal(err)
+	}
+	return d.Entries
+}
+
+// TestOperatorAuditLog: every successful PUT under /admin is recorded —
+// who (the token's fingerprint, the address), what (method, path, body as
+// sent) and the document before and after — newest first, the same from
+// every instance, and logged; refused changes are not.
+func TestOperatorAuditLog(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	a, b := e.start(nil), e.start(nil)
+	put := func(in *instance, path, body string, want int) {
+		t.Helper()
+		if r := do(t, "PUT", in.admin+path, testAdminToken, body); r.status != want {
+			t.Fatalf("PUT %s %s: %d %s", path, body, r.status, r.raw)
+		}
+	}
+	put(a, "/admin/rooms/default", `{"paused": true}`, 200)
+	put(b, "/admin/rooms/sale", `{"targetActive":7}`, 200)
+	put(a, "/admin/access", `{"deny":["203.0.113.0/24"]}`, 200)
+	put(a, "/admin/rooms/default", `{"targetActive":-1}`, 400)
+	put(a, "/admin/faults", `{"orderDelay":"1s"}`, 403) // fault injection is off
+	if r := do(t, "PUT", a.admin+"/admin/rooms/default", "", `{"paused":false}`); r.status != 401 {
+		t.Fatalf("without the token: %d", r.status)
+	}
+
+	got := auditOf(t, b, "")
+	if len(got) != 3 {
+		t.Fatalf("%d entries, want 3 (refused changes are not recorded): %+v", len(got), got)
+	}
+	acl, created, paused := got[0], got[1], got[2]
+	if acl.Path != "/admin/access" || created.Path != "/admin/rooms/sale" || paused.Path != "/admin/rooms/default" {
+		t.Fatalf("not newest first: %s, %s, %s", acl.Path, created.Path, paused.Path)
+	}
+	if paused.Method != "PUT" || paused.Body != `{"paused": true}` || paused.Token != audit.Fingerprint(testAdminToken) ||
+		len(paused.Token) != 8 || paused.Addr != "127.0.0.1" || time.Since(paused.At) > time.Minute {
+		t.Fatalf("entry %+v", paused)
+	}
+	field := func(doc json.RawMessage, k string) any {
+		var m map[string]any
+		_ = json.Unmarshal(doc, &m)
+		return m[k]
+	}
+	if field(paused.Before, "paused") != false || field(paused.After, "paused") != true || field(paused.After, "room") != "default" {
+		t.Fatalf("room before %s after %s", paused.Before, paused.After)
+	}
+	if string(created.Before) != "null" || field(created.After, "targetActive") != float64(7) {
+		t.Fatalf("a created room: before %s after %s", created.Before, created.After)
+	}
+	if deny, _ := field(acl.After, "deny").([]any); len(deny) != 1 || deny[0] != "203.0.113.0/24" {
+		t.Fatalf("access lists after: %s", acl.After)
+	}
+	if one := auditOf(t, a, "?limit=1"); len(one) != 1 || one[0].Path != "/admin/access" {
+		t.Fatalf("limit=1: %+v", one)
+	}
+	if r := do(t, "GET", a.admin+"/admin/audit?limit=0", testAdminToken, nil); r.status != 400 {
+		t.Fatalf("limit=0: %d", r.status)
+	}
+	if logs := a.logs.String(); strings.Count(logs, `msg="admin change"`) != 2 || !strings.Contains(logs, "token="+audit.Fingerprint(testAdminToken)) ||
+		strings.Contains(logs, testAdminToken) {
+		t.Fatalf("instance a's log of its two changes:\n%s", logs)
+	}
+}
+
+// TestOperatorAuditBoundsTheBody: a body past 2 KiB is kept cut, and said
+// to be.
+func TestOperatorAuditBoundsTheBody(t *testing.T) {
+	t.Parallel()
+	in := newEnv(t).start(nil)
+	deny := make([]string, 300)
+	for i := range deny {
+		deny[i] = fmt.Sprintf("198.51.100.%d", i%256)
+	}
+	body, _ := json.Marshal(map[string]any{"deny": deny})
+	if r := do(t, "PUT", in.admin+"/admin/access", testAdminToken, string(body)); r.status != 200 {
+		t.Fatalf("PUT access: %d %s", r.status, r.raw)
+	}
+	e := auditOf(t, in, "")[0]
+	if !e.BodyTruncated || len(e.Body) != audit.MaxBody || !strings.HasPrefix(string(body), e.Body) {
+		t.Fatalf("body of %d bytes kept as %d bytes, truncated %v", len(body), len(e.Body), e.BodyTruncated)
+	}
+}
+
+// TestOperatorStats: /admin/stats shows this instance's open streams by
+// transport, its 429s by limit, the pool's acquire wait, and per room the
+// longest current wait and the median ETA shown.
+func TestOperatorStats(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	in := e.start(limited(map[string]string{"WR_LIMIT_LOGIN_ID": "1/1h:1"}))
+	for range 3 {
+		do(t, "POST", in.base+"/api/v1/auth/login", "", map[string]string{"loginId": user(40), "password": "wrong"})
+	}
+	// Users who enter once the history runs: their waits are known exactly.
+	waitFor(t, "the history's first point", func() bool { _, p := historyOf(t, in, "default", ""); return len(p) > 0 })
+	var qt string
+	for i := 1; i <= 4; i++ {
+		qt = in.enter(user(i), "default").str("queueToken")
+	}
+	sseFrom(t, in, "127.0.0.1", "default", qt)
+	var d struct {
+		Streams         map[string]int64 `json:"streams"`
+		RateLimited     map[string]int64 `json:"rateLimited"`
+		PoolAcquireWait struct {
+			Count       uint64  `json:"count"`
+			MeanSeconds float64 `json:"meanSeconds"`
+		} `json:"poolAcquireWait"`
+		Rooms []struct {
+			Room               string `json:"room"`
+			Waiting            int64  `json:"waiting"`
+			Paused             bool   `json:"paused"`
+			LongestWaitSeconds *int64 `json:"longestWaitSeconds"`
+			LongestWaitAtLeast bool   `json:"longestWaitAtLeast"`
+			MedianEtaSeconds   *int64 `json:"medianEtaSeconds"`
+			MedianEtaKnown     bool   `json:"medianEtaKnown"`
+		} `json:"rooms"`
+	}
+	waitWithin(t, 15*time.Second, "a longest wait of 2 s", func() bool {
+		r := do(t, "GET", in.admin+"/admin/stats", testAdminToken, nil)
+		if r.status != 200 {
+			t.Fatalf("stats: %d %s", r.status, r.raw)
+		}
+		d.Rooms = nil
+		if err := json.Unmarshal([]byte(r.raw), &d); err != nil || len(d.Rooms) != 1 {
+			t.Fatalf("stats %s: %v", r.raw, err)
+		}
+		w := d.Rooms[0].LongestWaitSeconds
+		return w != nil && *w >= 2
+	})
+	var limited int64
+	for _, n := range d.RateLimited {
+		limited += n
+	}
+	if d.Streams["sse"] != 1 || d.Streams["ws"] != 0 || limited != 2 || d.PoolAcquireWait.Count == 0 {
+		t.Fatalf("instance figures %+v", d)
+	}
+	r := d.Rooms[0]
+	if r.Room != "default" || r.Waiting != 4 || r.Paused || r.LongestWaitAtLeast || *r.LongestWaitSeconds > 60 ||
+		r.MedianEtaSeconds == nil || r.MedianEtaKnown {
+		t.Fatalf("room figures %+v", r)
+	}
+	// Paused, the users are shown no ETA, and neither is the operator.
+	if res := do(t, "PUT", in.admin+"/admin/rooms/default", testAdminToken, `{"paused":true}`); res.status != 200 {
+		t.Fatal(res.raw)
+	}
+	if res := do(t, "GET", in.admin+"/admin/stats", testAdminToken, nil); !strings.Contains(res.raw, `"medianEtaSeconds":null`) {
+		t.Fatalf("paused: %s", res.raw)
+	}
+}
+
+// TestOperatorRootLeadsToDashboard: GET / on the management address
+// answers 302 to the dashboard, which needs no token.
+func TestOperatorRootLeadsToDashboard(t *testing.T) {
+	t.Parallel()
+	in := newEnv(t).start(nil)
+	noFollow := &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	res, err := noFollow.Get(in.admin + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 302 || res.Header.Get("Location") != "/admin/" {
+		t.Fatalf("GET / = %d Location %q", res.StatusCode, res.Header.Get("Location"))
+	}
+	if r := do(t, "GET", in.admin+"/admin/", "", nil); r.status != 200 || !strings.Contains(r.raw, "<html") {
+		t.Fatalf("the dashboard: %d", r.status)
+	}
+}

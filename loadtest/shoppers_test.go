@@ -1,0 +1,86 @@
+package main
+
+import (
+	"net/http"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// TestSmokeCrowd runs the crowd for a few seconds against a real server,
+// with minted tokens and then with logins, and counts: shoppers entered,
+// were admitted and ordered, nothing failed, and at the end every shopper
+// still in the room left it.
+func TestSmokeCrowd(t *testing.T) {
+	s := startSmokeServer(t)
+	common := []string{"--ramp", "1s", "--arrival-gap", "100ms", "--think", "300ms", "--transport", "mix",
+		"--first-user", "1", "--users", strconv.Itoa(smokeUsers), "--products", "1"}
+
+	var o options
+	rep, err := runCrowd(t.Context(), &o, s.args(append(common, "--waiting", "30", "--duration", "6s",
+		"--mint-tokens", "--jwt-secret", smokeSecret)...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rep.(*crowdReport)
+	logOnFailure(t, r)
+	if r.StoppedBy != "duration" || r.Interrupted {
+		t.Errorf("stopped by %q (interrupted %v), want duration", r.StoppedBy, r.Interrupted)
+	}
+	// 30 kept waiting, 20 admitted at once and ordering within 0.45 s: more
+	// arrive than the 30 of the ramp.
+	if r.Entered <= 30 || r.Admitted == 0 || r.Ordered == 0 || r.WaitCount != r.Admitted {
+		t.Errorf("entered %d, admitted %d, ordered %d, waits %d: want > 30 entered, some admitted and ordered, a wait per admission",
+			r.Entered, r.Admitted, r.Ordered, r.WaitCount)
+	}
+	if r.EnterFailed != 0 || r.OrderFailed != 0 || r.Gone != 0 || r.LeaveFailed != 0 || r.PollErrors != 0 || len(r.Failures) != 0 {
+		t.Errorf("enter failed %d, order failed %d, gone %d, leaves failed %d, poll errors %d (%v): want 0 each",
+			r.EnterFailed, r.OrderFailed, r.Gone, r.LeaveFailed, r.PollErrors, r.Failures)
+	}
+	if r.SentHome == 0 || r.Endpoints["leave"][http.StatusNoContent] < r.SentHome {
+		t.Errorf("sent home %d, leaves %v: want every shopper still in the room to leave", r.SentHome, r.Endpoints["leave"])
+	}
+	st, err := s.roomState(t)
+	if err != nil || st.Waiting != 0 || st.Active != 0 {
+		t.Errorf("room after the run: waiting %d, active %d (%v), want 0, 0", st.Waiting, st.Active, err)
+	}
+
+	// Without --mint-tokens each user logs in once; its token is kept.
+	rep, err = runCrowd(t.Context(), &o, s.args(append(common, "--waiting", "10", "--duration", "3s", "--password", smokePassword)...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = rep.(*crowdReport)
+	logOnFailure(t, r)
+	logins := r.Endpoints["login"][http.StatusOK]
+	if r.Entered == 0 || r.EnterFailed != 0 || len(r.Failures) != 0 || logins == 0 || logins > r.Arrived {
+		t.Errorf("with logins: entered %d (failed %d, %v), logins %d of %d arrivals", r.Entered, r.EnterFailed, r.Failures, logins, r.Arrived)
+	}
+}
+
+// TestSmokeResetRoom: a room left adaptive, paused, random and scheduled is
+// put back to the demo's settings.
+func TestSmokeResetRoom(t *testing.T) {
+	s := startSmokeServer(t)
+	adm := &admin{base: s.admin, token: smokeAdmin, room: "default", hc: http.DefaultClient}
+	left := map[string]any{"targetActive": 7, "mode": "adaptive", "paused": true, "method": "random",
+		"opensAt": time.Now().Add(time.Hour).UTC().Format(time.RFC3339)}
+	if err := adm.do(t.Context(), http.MethodPut, left, nil); err != nil {
+		t.Fatal(err)
+	}
+	var o options
+	rep, err := runResetRoom(t.Context(), &o, s.args("--target", "25", "--wait-ready", "10s"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got resetRoomReport
+	if err := adm.do(t.Context(), http.MethodGet, nil, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.TargetActive != 25 || got.Mode != "fixed" || got.Paused || got.Method != "fifo" || got.OpensAt != nil {
+		t.Errorf("room after reset-room: %+v, want targetActive 25, fixed, not paused, fifo, no opening", got)
+	}
+	if r := rep.(*resetRoomReport); r.Room != "default" || r.TargetActive != 25 {
+		t.Errorf("report %+v, want room default at 25", r)
+	}
+}

@@ -1,0 +1,173 @@
+package history
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"waitingroom/queue"
+	"waitingroom/queue/loop"
+)
+
+//go:embed scripts/claim.lua
+var claimSource string
+
+//go:embed scripts/append.lua
+var appendSource string
+
+var (
+	claimScript  = redis.NewScript(claimSource)
+	appendScript = redis.NewScript(appendSource)
+)
+
+const (
+	// Keep is how many points a room's history holds: the last hour at one
+	// point a second.
+	Keep = 3600
+	// clockKeep bounds the ticket clock: a day of seconds in which new
+	// tickets were issued while someone waited.
+	clockKeep = 86400
+	// lifetime: a room's history keys expire this long after the last
+	// point (a room that was removed leaves nothing behind for long).
+	lifetime = 2 * time.Hour
+	// offset is how far past each second of the instance's clock the loop
+	// records, so a tick does not straddle a second boundary.
+	offset = 100 * time.Millisecond
+)
+
+// Rooms is what the history needs of the queue (*queue.Queue has it): the
+// rooms, a room's figures and snapshot, and the keys under a room's hash
+// tag.
+type Rooms interface {
+	Rooms(ctx context.Context) ([]string, error)
+	Room(ctx context.Context, room string) (queue.RoomInfo, error)
+	Snapshots(ctx context.Context, rooms []string) ([]queue.RoomSnapshot, error)
+	RoomKey(room, name string) string
+}
+
+// History records and reads the rooms' history. It is safe for concurrent
+// use.
+type History struct {
+	rdb   redis.UniversalClient
+	rooms Rooms
+	log   *slog.Logger
+}
+
+// New returns a History reading the rooms of rooms and keeping their
+// history with rdb; log receives unexpected failures (nil: slog.Default).
+func New(rdb redis.UniversalClient, rooms Rooms, log *slog.Logger) *History {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &History{rdb: rdb, rooms: rooms, log: log}
+}
+
+// Run records every room's point once a second, shortly after each second
+// of the instance's clock, until ctx is done.
+func (h *History) Run(ctx context.Context) {
+	loop.Paced(ctx, untilNext(time.Now()), func(ctx context.Context) time.Duration {
+		h.recordAll(ctx)
+		return untilNext(time.Now())
+	})
+}
+
+// untilNext is the wait from now until offset past the next second.
+func untilNext(now time.Time) time.Duration {
+	next := now.Truncate(time.Second).Add(offset)
+	if !next.After(now) {
+		next = next.Add(time.Second)
+	}
+	return next.Sub(now)
+}
+
+// recordAll records every room, logging what is neither an outage (the
+// admission loop logs those) nor a room removed meanwhile.
+func (h *History) recordAll(ctx context.Context) {
+	rooms, err := h.rooms.Rooms(ctx)
+	if err != nil {
+		return
+	}
+	for _, room := range rooms {
+		_, err := h.Record(ctx, room)
+		if err != nil && ctx.Err() != nil {
+			return // shutting down
+		}
+		if err != nil && !errors.Is(err, queue.ErrRoomNotFound) && !errors.Is(err, queue.ErrUnavailable) {
+			h.log.LogAttrs(ctx, slog.LevelWarn, "history record failed", slog.String("room", room), slog.String("error", err.Error()))
+		}
+	}
+}
+
+// Record records room's point for the current second of Redis's clock,
+// unless another caller (this or another instance) has claimed that second
+// already; recorded says whether this call did. Errors:
+// queue.ErrRoomNotFound, queue.ErrUnavailable.
+func (h *History) Record(ctx context.Context, room string) (recorded bool, err error) {
+	if !queue.ValidRoom(room) {
+		return false, queue.ErrRoomNotFound
+	}
+	k := keysOf(h.rooms, room)
+	sec, err := claimScript.Run(ctx, h.rdb, []string{k.meta}, int64(lifetime.Seconds())).Int64()
+	if err != nil {
+		return false, unavailable("claim", err)
+	}
+	if sec == 0 {
+		return false, nil
+	}
+	info, err := h.rooms.Room(ctx, room)
+	if err != nil {
+		return false, err
+	}
+	snaps, err := h.rooms.Snapshots(ctx, []string{room})
+	if err != nil {
+		return false, err
+	}
+	seq, head := tickets(snaps[0])
+	n, err := appendScript.Run(ctx, h.rdb, []string{k.points, k.meta, k.tickets},
+		sec, info.Waiting, info.Active, info.Target, info.Admitted, formatRate(info.Rate), seq, head,
+		Keep, clockKeep, int64(lifetime.Seconds())).Int64()
+	if err != nil {
+		return false, unavailable("append", err)
+	}
+	return n == 1, nil
+}
+
+// tickets derives from a room's snapshot the last ticket issued and the
+// oldest waiting ticket (0 when nobody waits): every ticket above Serving
+// is either waiting or gone, so the last is Serving + Waiting + |Gone|,
+// and the oldest waiting is the first above Serving that is not gone.
+func tickets(s queue.RoomSnapshot) (seq, head int64) {
+	seq = s.Serving + s.Waiting + int64(len(s.Gone))
+	if s.Waiting == 0 {
+		return seq, 0
+	}
+	head = s.Serving + 1
+	for _, g := range s.Gone { // ascending, all above Serving
+		if g == head {
+			head++
+		} else if g > head {
+			break
+		}
+	}
+	return seq, head
+}
+
+// formatRate writes a rate with at most three decimals ("0" for none).
+func formatRate(r float64) string {
+	if math.IsNaN(r) || math.IsInf(r, 0) || r < 0 {
+		return "0"
+	}
+	return strconv.FormatFloat(math.Round(r*1000)/1000, 'f', -1, 64)
+}
+
+// unavailable marks err as a failure to reach Redis.
+func unavailable(op string, err error) error {
+	return fmt.Errorf("history: %s: %w: %w", op, queue.ErrUnavailable, err)
+}

@@ -1,0 +1,136 @@
+package admin
+
+import (
+	"errors"
+
+	"github.com/gofiber/fiber/v2"
+
+	"waitingroom/queue"
+	"waitingroom/queue/history"
+)
+
+// statsDoc is GET /admin/stats: this instance's live figures (its metrics)
+// and, per room, what the waiting users see (from Redis, the same from
+// every instance).
+type statsDoc struct {
+	// Streams are the push streams open on this instance, by transport
+	// ("sse", "ws"; both always present).
+	Streams map[string]int64 `json:"streams"`
+	// RateLimited counts this instance's 429s by limit since it started
+	// (only limits that refused someone).
+	RateLimited map[string]int64 `json:"rateLimited"`
+	// PoolAcquireWait: waits for a Postgres connection since the start.
+	PoolAcquireWait poolWaitDoc    `json:"poolAcquireWait"`
+	Rooms           []roomStatsDoc `json:"rooms"`
+}
+
+// poolWaitDoc is waitingroom_db_pool_acquire_wait_seconds so far.
+type poolWaitDoc struct {
+	Count       uint64  `json:"count"`       // acquires
+	MeanSeconds float64 `json:"meanSeconds"` // mean wait per acquire (0: none yet)
+}
+
+// roomStatsDoc is what a room's waiting users see.
+type roomStatsDoc struct {
+	Room    string `json:"room"`
+	Waiting int64  `json:"waiting"`
+	Paused  bool   `json:"paused"`
+	// LongestWaitSeconds is how long the oldest waiting user has waited
+	// (since their ticket, to the second); null when nobody waits or it is
+	// unknown. LongestWaitAtLeast: they waited before the history started
+	// recording, so longer than that.
+	LongestWaitSeconds *int64 `json:"longestWaitSeconds"`
+	LongestWaitAtLeast bool   `json:"longestWaitAtLeast"`
+	// MedianEtaSeconds is the ETA shown to the user in the middle of the
+	// queue (position ⌈waiting/2⌉; ETAs grow with the position, so it is
+	// the median of those shown); null when nobody waits, the room is
+	// paused or closed (method reject), or it admits nobody.
+	// MedianEtaKnown: it rests on a measured admission rate (the users'
+	// etaKnown).
+	MedianEtaSeconds *int64 `json:"medianEtaSeconds"`
+	MedianEtaKnown   bool   `json:"medianEtaKnown"`
+}
+
+// stats answers GET /admin/stats (statsDoc).
+func (a *app) stats(c *fiber.Ctx) error {
+	d, err := a.metricStats()
+	if err != nil {
+		return err
+	}
+	ctx := c.UserContext()
+	names, err := a.Queue.Rooms(ctx)
+	if err != nil {
+		return err
+	}
+	waits, err := a.History.Waits(ctx, names)
+	if err != nil {
+		return err
+	}
+	d.Rooms = make([]roomStatsDoc, 0, len(names))
+	for i, n := range names {
+		r, err := a.Queue.Room(ctx, n)
+		if errors.Is(err, queue.ErrRoomNotFound) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		d.Rooms = append(d.Rooms, roomStats(r, waits[i]))
+	}
+	return c.JSON(d)
+}
+
+// roomStats is a room's roomStatsDoc from its figures and longest wait.
+func roomStats(r queue.RoomInfo, w history.Wait) roomStatsDoc {
+	d := roomStatsDoc{Room: r.Name, Waiting: r.Waiting, Paused: r.Paused}
+	if w.Known && w.Waiting > 0 {
+		secs := int64(w.Longest.Seconds())
+		d.LongestWaitSeconds, d.LongestWaitAtLeast = &secs, w.AtLeast
+	}
+	if r.Waiting == 0 || r.Paused || r.Method == queue.MethodReject {
+		return d
+	}
+	st := queue.Status{Position: (r.Waiting + 1) / 2, Rate: r.Rate, Target: r.Target,
+		Flow: queue.Flow{Admitted: r.Admitted, Expired: r.Expired, Departed: r.Left + r.Abandoned, EntryTTL: r.EntryTTL}}
+	if secs, ok := st.ETA(); ok {
+		d.MedianEtaSeconds, d.MedianEtaKnown = &secs, st.ETAKnown()
+	}
+	return d
+}
+
+// Metric names statsDoc reads from the instance's registry.
+const (
+	metricStreams     = "waitingroom_stream_connections"
+	metricRateLimited = "waitingroom_rate_limited_total"
+	metricPoolWait    = "waitingroom_db_pool_acquire_wait_seconds"
+)
+
+// metricStats reads the instance's figures from its Prometheus gatherer.
+func (a *app) metricStats() (statsDoc, error) {
+	d := statsDoc{Streams: map[string]int64{"sse": 0, "ws": 0}, RateLimited: map[string]int64{}}
+	mfs, err := a.Metrics.Gather()
+	if err != nil {
+		return d, err
+	}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			label := "" // streams and 429s have one label each: transport, limit
+			if ls := m.GetLabel(); len(ls) > 0 {
+				label = ls[0].GetValue()
+			}
+			switch mf.GetName() {
+			case metricStreams:
+				d.Streams[label] += int64(m.GetGauge().GetValue())
+			case metricRateLimited:
+				d.RateLimited[label] += int64(m.GetCounter().GetValue())
+			case metricPoolWait:
+				h := m.GetHistogram()
+				d.PoolAcquireWait.Count += h.GetSampleCount()
+				if n := h.GetSampleCount(); n > 0 {
+					d.PoolAcquireWait.MeanSeconds = h.GetSampleSum() / float64(n)
+				}
+			}
+		}
+	}
+	return d, nil
+}
