@@ -192,9 +192,9 @@ func TestPageStatesIdleReason(t *testing.T) {
 	}
 }
 
-// TestPageStatesComingBack: a page frozen (as a phone freezes a page in the
-// background) for longer than the gap asks at once whether the place was
-// kept when it runs again, and says so.
+// TestPageStatesComingBack: a page hidden and frozen (as a phone does with
+// a page in the background) for longer than the page's gap asks at once,
+// when it is shown again, whether the place was kept, and says so.
 func TestPageStatesComingBack(t *testing.T) {
 	t.Parallel()
 	sz := pageSizes[0]
@@ -204,15 +204,21 @@ func TestPageStatesComingBack(t *testing.T) {
 	p.enterAs(user(2), sz)
 	p.waitJS("position 2", atPosition(2))
 	lifecycle := func(s cdppage.SetWebLifecycleStateState) chromedp.Action[chromedp.Void] {
-		return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		return chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
 			_, err := chromedp.Call(ctx, cdppage.SetWebLifecycleState, cdppage.SetWebLifecycleStateParams{State: s})
 			return err
 		})
 	}
+	// Freezing hides the page first; waking leaves it hidden until it has
+	// the focus again.
 	p.do("freeze", lifecycle(cdppage.SetWebLifecycleStateStateFrozen))
 	time.Sleep(16 * time.Second) // longer than the page's gap (GAP_MS)
-	p.do("wake", lifecycle(cdppage.SetWebLifecycleStateStateActive))
-	p.waitJS("the place kept, said", textOf("message")+`.startsWith('Welcome back — your place was kept.')`)
+	p.do("wake and show", lifecycle(cdppage.SetWebLifecycleStateStateActive),
+		chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+			_, err := chromedp.Call(ctx, emulation.SetFocusEmulationEnabled, emulation.SetFocusEmulationEnabledParams{Enabled: true})
+			return err
+		}))
+	p.waitJS("the place kept, said", `document.visibilityState === 'visible' && `+textOf("message")+`.startsWith('Welcome back — your place was kept.')`)
 	p.waitJS("still in line", atPosition(2))
 }
 
