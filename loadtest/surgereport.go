@@ -254,8 +254,12 @@ func (r *surgeReport) etaWaitString() string {
 	if a.Count == 0 {
 		return fmt.Sprintf("- (no estimate shown ≥ 1 s before an admission; withheld %s)", commas(a.Withheld))
 	}
-	return fmt.Sprintf("median |error| %.0f %%, p90 %.0f %% over %s estimates shown to %s users; median ETA − remaining %+.1f s; etaKnown only: median %.0f %% (guesses %s; withheld %s; remaining < 1 s skipped)",
-		a.MedianAPE, a.P90APE, commas(a.Count), commas(a.Users), a.MedianErrSeconds, a.KnownMedianAPE, commas(a.Guessed), commas(a.Withheld))
+	known := "none"
+	if a.Guessed < a.Count {
+		known = fmt.Sprintf("median %.0f %% of %s", a.KnownMedianAPE, commas(a.Count-a.Guessed))
+	}
+	return fmt.Sprintf("median |error| %.0f %%, p90 %.0f %% over %s estimates shown to %s users; median ETA − remaining %+.1f s; etaKnown only: %s (withheld %s; remaining < 1 s skipped)",
+		a.MedianAPE, a.P90APE, commas(a.Count), commas(a.Users), a.MedianErrSeconds, known, commas(a.Withheld))
 }
 
 func (r *surgeReport) etaBandString() string {
