@@ -551,7 +551,7 @@ func (r *surgeRun) progress(ctx context.Context, adm *admin, n int) (stop func()
 				rate[k] = float64(cur[k]-last[k]) / dt
 			}
 			last, lastAt = cur, time.Now()
-			finished := c.ready.Load() + c.gone.Load()
+			finished := c.ready.Load() + c.gone.Load() + c.abandoned.Load()
 			errs := c.enterFailed.Load() + c.orderFailed.Load() + c.pollErrors.Load()
 			line := fmt.Sprintf("%5.1fs  entered %s/%s  waiting %s  admitted %s  ordered %s  | %.0f enter/s %.0f admit/s %.0f order/s | errors %d  drops %d",
 				time.Since(r.start).Seconds(), commas(int(cur[0])), commas(n), commas(int(cur[0]-finished)), commas(int(cur[1])),
