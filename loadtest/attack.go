@@ -91,7 +91,7 @@ func attackFlags(fs *flag.FlagSet) func() (attackConfig, error) {
 // side with what each attack achieved.
 func runAttack(ctx context.Context, o *options, args []string) (report, error) {
 	fs := newFlagSet("attack", o)
-	config := surgeFlags(fs, 4)
+	config := surgeFlags(fs, 4, instantShoppers)
 	attackConfigOf := attackFlags(fs)
 	if err := o.parse(fs, args); err != nil {
 		return nil, err

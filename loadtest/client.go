@@ -90,8 +90,9 @@ type queueStatus struct {
 	EntryToken  string `json:"entryToken"`
 	QueueToken  string `json:"queueToken"`
 	PollAfterMs int64  `json:"pollAfterMs"`
-	// ETASeconds is set on WAITING, EntryExpiresAt on READY.
+	// ETASeconds and ETAKnown are set on WAITING, EntryExpiresAt on READY.
 	ETASeconds     *int64     `json:"etaSeconds"`
+	ETAKnown       *bool      `json:"etaKnown"`
 	EntryExpiresAt *time.Time `json:"entryExpiresAt"`
 }
 

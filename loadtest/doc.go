@@ -52,13 +52,24 @@
 //     is restored.
 //
 //   - surge: the contract's last bar, a crowd at opening time. -n (10,000)
-//     users arrive evenly over --over (10s); each enters (retried on 429,
-//     503 or no answer: enter is idempotent), then waits by --transport:
-//     sse, ws, poll (GET position every pollAfterMs) or mix (sse, ws, poll
-//     in turn); a stream that ends without READY or gone is opened again,
-//     up to 3 times, then the user polls. On READY the user orders one
+//     users arrive: the --burst share (80%) evenly over --over (10s), the
+//     rest at random within --trickle-over (60s) of the opening; each
+//     enters (retried on 429, 503 or no answer: enter is idempotent), then
+//     waits by --transport: sse, ws, poll (GET position every pollAfterMs)
+//     or mix (sse, ws, poll in turn); a stream that ends without READY or
+//     gone is opened again, up to 3 times, then the user polls. The
+//     shoppers behave like people (surgeshoppers.go, one seeded draw per
+//     user): the --abandons share (5%) stops waiting at a random point
+//     within --patience (60s) of entering — the stream closed or the polls
+//     stopped, without a leave, as a closed tab; the --reloads share (10%)
+//     reloads once within --patience: the connection dropped, a GET
+//     position, a new stream with the same queue token. On READY the
+//     --no-shows share (10%) never orders (the entry window expires); the
+//     others think for a log-normal time (--think-median 5s,
+//     --think-sigma 0.6, at most 80 % of the entry window), then order one
 //     unit of --product (retried only when the server answered 429 or
-//     503). Access tokens are logged in (BCrypt) or minted before the
+//     503). --instant makes them machines, the tool's older crowd: all
+//     over --over, ordering at once, nobody leaving. Access tokens are logged in (BCrypt) or minted before the
 //     clock starts. --target sets targetActive for the run (restored at
 //     the end); --max-duration (5m) ends it, drained or not. The admin
 //     API is sampled every --sample-every (100ms) and /metrics every
@@ -68,8 +79,15 @@
 //     targetActive; FIFO inversions — pairs with a smaller ticket (the
 //     queue token's "seq") admitted strictly later, the admission time
 //     being entryExpiresAt − entryTtl on Redis's clock, counted by merge
-//     sort; ETA accuracy — |etaSeconds at entry − (admission − entry)| ÷
-//     max(real wait, 1 s), median and p90; fan-out lag of pushed events;
+//     sort; ETA accuracy at entry — |etaSeconds at entry − (admission −
+//     entry)| ÷ max(real wait, 1 s), median and p90 — and over the whole
+//     wait: every WAITING status a user was shown (enter, each push, each
+//     poll or reload answer) against the wait that really remained,
+//     |eta − (admission − shown)| ÷ (admission − shown), those shown less
+//     than 1 s before the admission skipped, withheld ones counted apart;
+//     median and p90 overall and per position band (1–100, 101–1000,
+//     >1000), and per second shown for the charts (etaaccuracy.go); the
+//     no-shows, abandons and reloads; fan-out lag of pushed events;
 //     lost users (entered, never READY, never told why by gone or 404;
 //     users still waiting at --max-duration count as lost); the server's
 //     RSS and CPU, the tool's own CPU, and the machine's load average.
@@ -82,7 +100,8 @@
 //
 //   - attack: the proof that no single client can take the room down. It
 //     runs the surge (every surge flag applies; --users-per-addr defaults
-//     to 4; --mint-tokens is required, so the crowd costs no BCrypt) twice
+//     to 4, and the shoppers to --instant's machines, so every legitimate
+//     user orders; --mint-tokens is required, so the crowd costs no BCrypt) twice
 //     on the same room: first alone, the baseline; then, once the room has
 //     drained (--drain-wait, 30s), the same surge with attacks beside it
 //     from other source addresses, 127.2.x.y, for the --attack-for window
@@ -155,7 +174,8 @@
 // across machines.
 //
 // Files: main.go parses the common flags and dispatches; one file per
-// scenario (seed.go, poll.go, streams.go, surge.go, attack.go), its report
+// scenario (seed.go, poll.go, streams.go, surge.go with surgewait.go and
+// surgeshoppers.go, attack.go), its report
 // beside it (streamsreport.go; surgecollect.go turns a surge's records into
 // surgereport.go's report; attackreport.go; htmlreport.go the --html page);
 // the attacks one to a file (attack_stuffing.go, attack_storm.go,
@@ -164,6 +184,7 @@
 // admin API), crowd.go (source addresses), streamconn.go (SSE and WebSocket
 // streams), mint.go (access tokens), stats.go (latencies by endpoint and
 // status), surgesample.go (admin API and /metrics sampling),
-// admissions.go (FIFO inversions, ETA accuracy), metrics.go (reading
+// admissions.go (FIFO inversions, ETA accuracy at entry), etaaccuracy.go
+// (ETA accuracy over the wait), metrics.go (reading
 // /metrics with expfmt) and histogram.go (histogram snapshots).
 package main

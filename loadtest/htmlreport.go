@@ -286,7 +286,44 @@ func (r *surgeReport) charts() []template.HTML {
 			line{name: "CPU", color: c[4], x: xs, y: col(func(t timelinePoint) (float64, bool) { return t.CPUPct, t.HasCPUPct })}),
 		lineChart("Server RSS", "MiB", xmax,
 			line{name: "RSS", color: c[3], x: xs, y: col(func(t timelinePoint) (float64, bool) { return t.RSSMiB, t.HasProc })}),
+		r.etaChart(xmax),
+		r.etaBandChart(xmax),
 	}
+}
+
+// etaSeriesLine is one column of the ETA series as a line: y NaN where the
+// second has no estimate (of the band).
+func (r *surgeReport) etaSeriesLine(name, color string, dashed bool, f func(etaPoint) (float64, bool)) line {
+	l := line{name: name, color: color, dashed: dashed}
+	for _, p := range r.ETASeries {
+		v, ok := f(p)
+		if !ok {
+			v = math.NaN()
+		}
+		l.x, l.y = append(l.x, float64(p.T)+0.5), append(l.y, v)
+	}
+	return l
+}
+
+// etaChart is the estimates shown against the waits that remained, by the
+// second they were shown.
+func (r *surgeReport) etaChart(xmax float64) template.HTML {
+	c := chartPalette
+	return lineChart("ETA shown vs real remaining wait (median, by second shown)", "s", xmax,
+		r.etaSeriesLine("ETA shown", c[1], false, func(p etaPoint) (float64, bool) { return p.ShownP50, p.Count > 0 }),
+		r.etaSeriesLine("real remaining", c[0], true, func(p etaPoint) (float64, bool) { return p.RealP50, p.Count > 0 }))
+}
+
+// etaBandChart is the estimates' error per position band over time.
+func (r *surgeReport) etaBandChart(xmax float64) template.HTML {
+	c := chartPalette
+	var ls []line
+	for b, band := range positionBands {
+		ls = append(ls, r.etaSeriesLine("positions "+band.name, c[[]int{2, 3, 4}[b]], false, func(p etaPoint) (float64, bool) {
+			return p.BandAPEP50[b], p.BandCount[b] > 0
+		}))
+	}
+	return lineChart("ETA |error| by position band (median, by second shown)", "%", xmax, ls...)
 }
 
 // tables are the page's tables: requests by endpoint, and the latency
@@ -309,5 +346,15 @@ func (r *surgeReport) tables() []table {
 		lat.Body = append(lat.Body, []string{e.name, commas(e.l.Count),
 			fmt.Sprintf("%.1f", msf(e.l.P50)), fmt.Sprintf("%.1f", msf(e.l.P90)), fmt.Sprintf("%.1f", msf(e.l.P99)), fmt.Sprintf("%.1f", msf(e.l.Max))})
 	}
-	return []table{req, lat}
+	eta := table{Title: "ETA accuracy", Head: []string{"estimates", "compared", "median |error| %", "p90 |error| %"},
+		Footer: "|ETA − real| ÷ real, real = admission − when shown; over the wait: every WAITING status shown (enter, pushes, polls, reloads), those shown under 1 s before the admission skipped."}
+	row := func(name string, n int, med, p90 float64) {
+		eta.Body = append(eta.Body, []string{name, commas(n), fmt.Sprintf("%.0f", med), fmt.Sprintf("%.0f", p90)})
+	}
+	row("at entry", r.ETA.Count, r.ETA.MedianAPE, r.ETA.P90APE)
+	row("over the wait", r.ETAWait.Count, r.ETAWait.MedianAPE, r.ETAWait.P90APE)
+	for _, b := range r.ETAWait.ByBand {
+		row("  positions "+b.Band, b.Count, b.MedianAPE, b.P90APE)
+	}
+	return []table{req, lat, eta}
 }

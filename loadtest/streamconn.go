@@ -35,6 +35,10 @@ type pushStatus struct {
 	Position   int64  `json:"position"`
 	EntryToken string `json:"entryToken"`
 	TS         int64  `json:"ts"`
+	// ETASeconds and ETAKnown are set on WAITING (etaSeconds absent while
+	// the estimate is withheld).
+	ETASeconds *int64 `json:"etaSeconds"`
+	ETAKnown   *bool  `json:"etaKnown"`
 	// EntryExpiresAt is set on READY.
 	EntryExpiresAt *time.Time `json:"entryExpiresAt"`
 }

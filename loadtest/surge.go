@@ -30,6 +30,8 @@ const (
 	surgeReady                           // READY, the order not finished (run ended)
 	surgeOrdered                         // READY, then 201
 	surgeOrderFailed                     // READY, then the order failed
+	surgeNoShow                          // READY, never ordered: a no-show of the shopper model
+	surgeAbandoned                       // stopped waiting: an abandon of the shopper model
 )
 
 // surgeUser is one user's record; only its own goroutine writes it until
@@ -54,6 +56,9 @@ type surgeUser struct {
 	pollErrors int
 	group      *crowdGroup // its clients
 	lags       []lagSample
+	plan       shopperPlan
+	reloaded   bool       // the plan's reload happened
+	shown      []etaShown // every status shown while waiting
 }
 
 // lagSample is one pushed event's fan-out lag and when it was received.
@@ -64,6 +69,7 @@ type lagSample struct {
 // surgeCounters are live totals for the progress line.
 type surgeCounters struct {
 	entered, enterFailed, ready, ordered, orderFailed, gone, pollErrors, drops atomic.Int64
+	noShows, abandoned, reloads                                                atomic.Int64
 }
 
 // surgeRun is one run's shared state.
@@ -76,6 +82,7 @@ type surgeRun struct {
 	entryTTL  time.Duration
 	start     time.Time
 	users     []surgeUser
+	plans     []shopperPlan
 	cnt       surgeCounters
 	samples   *roomSampler
 	maxPoll   time.Duration
@@ -95,15 +102,17 @@ type surgeConfig struct {
 	transport, password                 string
 	target, product                     int64
 	mt                                  *minter
+	shop                                shopperModel
 }
 
 // surgeFlags registers a surge's flags on fs (the surge and the attack
-// scenario share them; perAddr is --users-per-addr's default); the
-// returned func, called after parsing, checks them.
-func surgeFlags(fs *flag.FlagSet, perAddr int) func() (surgeConfig, error) {
+// scenario share them; perAddr is --users-per-addr's default, shop the
+// shopper model's); the returned func, called after parsing, checks them.
+func surgeFlags(fs *flag.FlagSet, perAddr int, shop shopperModel) func() (surgeConfig, error) {
 	var c surgeConfig
 	fs.IntVar(&c.n, "n", 10_000, "users user<first-user>… arriving")
-	fs.DurationVar(&c.over, "over", 10*time.Second, "arrivals are spread evenly over this time")
+	fs.DurationVar(&c.over, "over", 10*time.Second, "the burst's arrivals (--burst) are spread evenly over this time")
+	shopperFrom := shopperFlags(fs, shop)
 	fs.StringVar(&c.transport, "transport", "sse", "how users wait: sse, ws, poll (GET position every pollAfterMs) or mix (each in turn)")
 	fs.Int64Var(&c.target, "target", 0, "targetActive during the run (0: keep the room's; the original is restored)")
 	fs.DurationVar(&c.maxDur, "max-duration", 5*time.Minute, "the run ends after this long, drained or not")
@@ -133,13 +142,16 @@ func surgeFlags(fs *flag.FlagSet, perAddr int) func() (surgeConfig, error) {
 		if c.mt, err = minterFromFlags(); err != nil {
 			return c, err
 		}
+		if c.shop, err = shopperFrom(); err != nil {
+			return c, err
+		}
 		return c, checkNoFile(c.n + 1024)
 	}
 }
 
 func runSurge(ctx context.Context, o *options, args []string) (report, error) {
 	fs := newFlagSet("surge", o)
-	config := surgeFlags(fs, 0)
+	config := surgeFlags(fs, 0, flashSale)
 	if err := o.parse(fs, args); err != nil {
 		return nil, err
 	}
@@ -192,6 +204,9 @@ func newSurge(ctx context.Context, o *options, cfg surgeConfig) (*surge, error) 
 		return nil, errors.New("GET /admin/rooms/{room} has no entryTtlSeconds: admission times cannot be derived")
 	}
 	s.room, s.target = room, room.TargetActive
+	// A shopper thinking past the entry window would lose it: the no-shows
+	// are the model's own share.
+	s.cfg.shop.thinkMax = time.Duration(0.8 * room.EntryTTLSeconds * float64(time.Second))
 	if cfg.target > 0 && cfg.target != room.TargetActive {
 		if err := s.adm.setTarget(ctx, cfg.target); err != nil {
 			return nil, err
@@ -236,7 +251,7 @@ func (s *surge) newReport() *surgeReport {
 	return &surgeReport{Scenario: "surge", Transport: c.transport, Base: s.o.base, Room: s.o.room, CPUs: runtime.NumCPU(),
 		Users: c.n, OverSeconds: c.over.Seconds(), MaxDurationSeconds: c.maxDur.Seconds(), Tokens: s.tokens,
 		OriginalTarget: s.room.TargetActive, Target: s.target, EntryTTLSeconds: s.room.EntryTTLSeconds,
-		UsersPerAddr: c.perAddr, Errors: slices.Clone(s.setupErrs)}
+		UsersPerAddr: c.perAddr, Errors: slices.Clone(s.setupErrs), Shoppers: c.shop.String(), TrickleSeconds: c.shop.trickleOver.Seconds()}
 }
 
 // sideFunc starts work beside a run (the attacks) once its clock has
@@ -262,7 +277,7 @@ func (s *surge) run(ctx context.Context, side sideFunc) *surgeReport {
 	run, cancelRun := context.WithTimeout(ctx, cfg.maxDur)
 	defer cancelRun()
 	r := &surgeRun{ctx: run, reqCtx: ctx, crowd: crowd, product: cfg.product, timeout: o.timeout,
-		entryTTL: time.Duration(s.room.EntryTTLSeconds * float64(time.Second)), users: make([]surgeUser, cfg.n),
+		entryTTL: time.Duration(s.room.EntryTTLSeconds * float64(time.Second)), users: make([]surgeUser, cfg.n), plans: cfg.shop.plans(cfg.n),
 		minPoll: 100 * time.Millisecond, maxPoll: 5 * time.Second, maxStream: 3}
 	readPoolWait := s.poolWait(ctx, cleanup, rep)
 	r.start = time.Now()
@@ -298,20 +313,18 @@ func (s *surge) run(ctx context.Context, side sideFunc) *surgeReport {
 	return rep
 }
 
-// arrive starts each user at its arrival time — evenly over --over — and
-// waits for them all; a user without an access token fails at once.
+// arrive starts each user at its arrival time — the burst evenly over
+// --over, the trickle at random over --trickle-over — and waits for them
+// all; a user without an access token fails at once.
 func (s *surge) arrive(r *surgeRun) {
 	cfg := s.cfg
 	var wg sync.WaitGroup
-	for i := range cfg.n {
-		at := time.Duration(0)
-		if cfg.n > 1 {
-			at = time.Duration(int64(cfg.over) * int64(i) / int64(cfg.n-1))
-		}
+	for i, at := range cfg.shop.arrivals(cfg.n, cfg.over) {
 		if !sleepUntil(r.ctx, r.start.Add(at)) {
 			break
 		}
 		u := &r.users[i]
+		u.plan = r.plans[i]
 		u.transport = cfg.transport
 		if cfg.transport == "mix" {
 			u.transport = surgeTransports[i%len(surgeTransports)]
@@ -377,7 +390,7 @@ func (s *surge) injectSlowdown(run, cleanup context.Context, start time.Time, re
 func (s *surge) leaveRemaining(cleanup context.Context, r *surgeRun) {
 	var left []string
 	for i := range r.users {
-		if u := &r.users[i]; u.outcome == surgeWaiting || u.outcome == surgeReady {
+		if u := &r.users[i]; u.outcome == surgeWaiting || u.outcome == surgeReady || u.outcome == surgeNoShow || u.outcome == surgeAbandoned {
 			left = append(left, u.qtok)
 		}
 	}
@@ -457,6 +470,7 @@ func (r *surgeRun) user(u *surgeUser, g *crowdGroup, access string) {
 	if st.ETASeconds != nil {
 		u.eta, u.hasETA = time.Duration(*st.ETASeconds)*time.Second, true
 	}
+	u.show(u.enterAt, st.Status, st.Position, st.ETASeconds, st.ETAKnown)
 	u.outcome = surgeWaiting
 	r.cnt.entered.Add(1)
 
@@ -474,7 +488,12 @@ func (r *surgeRun) user(u *surgeUser, g *crowdGroup, access string) {
 	}
 	u.outcome = surgeReady
 	r.cnt.ready.Add(1)
-	if r.ctx.Err() != nil {
+	if u.plan.noShow {
+		u.outcome = surgeNoShow
+		r.cnt.noShows.Add(1)
+		return
+	}
+	if !sleep(r.ctx, u.plan.think) {
 		return
 	}
 	// An order is retried only when the server answered 429 or 503 (the
@@ -509,100 +528,6 @@ func orElse(err, alt error) error {
 	return alt
 }
 
-// wait waits by u's transport until READY, gone / 404, or the run's end,
-// and returns the last status. A stream that ends without READY or gone is
-// opened again, at most maxStream times; after that the user polls.
-func (r *surgeRun) wait(u *surgeUser, st queueStatus) queueStatus {
-	if u.transport != "poll" {
-		for attempt := 0; attempt < r.maxStream && r.ctx.Err() == nil; attempt++ {
-			got, done := r.stream(u)
-			if done {
-				return got
-			}
-			u.drops++
-			r.cnt.drops.Add(1)
-		}
-	}
-	return r.poll(u, st)
-}
-
-// stream holds one stream until READY or gone; done is false when it ended
-// otherwise (dropped, refused, or the run ended).
-func (r *surgeRun) stream(u *surgeUser) (queueStatus, bool) {
-	octx, cancel := context.WithTimeout(r.ctx, r.timeout)
-	pc, m, err := u.group.dialer[u.transport].open(octx, u.qtok)
-	cancel()
-	if err != nil {
-		var se statusError
-		if errors.As(err, &se) && int(se) == http.StatusNotFound {
-			return r.told(u, "404 not_in_queue"), true
-		}
-		u.why = "stream open: " + whyEnded(err)
-		return queueStatus{}, false
-	}
-	stop := context.AfterFunc(r.ctx, pc.close)
-	defer func() { stop(); pc.close() }()
-	for k := 0; k < maxStreamMessages; k++ {
-		first := k == 0
-		switch {
-		case m.kind == "gone":
-			return r.told(u, "gone"), true
-		case m.kind == "status" && !m.bad:
-			if !first && m.st.TS != 0 && len(u.lags) < maxLagSamples {
-				u.lags = append(u.lags, lagSample{at: m.at.Sub(r.start), lag: max(m.at.Sub(time.UnixMilli(m.st.TS)), 0)})
-			}
-			if m.st.Status == "READY" {
-				return queueStatus{Status: "READY", EntryToken: m.st.EntryToken, EntryExpiresAt: m.st.EntryExpiresAt}, true
-			}
-		}
-		if m, err = pc.next(); err != nil {
-			if r.ctx.Err() == nil {
-				u.why = "stream: " + whyEnded(err)
-			}
-			return queueStatus{}, false
-		}
-	}
-	u.why = "stream: more than maxStreamMessages without READY"
-	return queueStatus{}, false
-}
-
-// maxStreamMessages bounds the messages one stream is read for (a user at
-// the front gets one per admission tick: 600 a minute at 100 ms).
-const maxStreamMessages = 100_000
-
-// told records that the server said why the user is not in the queue.
-func (r *surgeRun) told(u *surgeUser, why string) queueStatus {
-	u.outcome, u.why = surgeGone, why
-	r.cnt.gone.Add(1)
-	return queueStatus{Status: "GONE"}
-}
-
-// poll asks for the position every pollAfterMs (clamped to minPoll …
-// maxPoll) until READY, 404, the run's end, or maxPolls polls.
-func (r *surgeRun) poll(u *surgeUser, st queueStatus) queueStatus {
-	pause := time.Duration(st.PollAfterMs) * time.Millisecond
-	for range maxPolls {
-		if !sleep(r.ctx, min(max(pause, r.minPoll), r.maxPoll)) {
-			return queueStatus{}
-		}
-		got, code, err := u.group.api.position(r.reqCtx, u.qtok)
-		u.polls++
-		switch {
-		case code == http.StatusNotFound:
-			return r.told(u, "404 not_in_queue")
-		case err != nil || code != http.StatusOK:
-			u.pollErrors++
-			r.cnt.pollErrors.Add(1)
-			pause = time.Second
-			continue
-		case got.Status == "READY":
-			return got
-		}
-		pause = time.Duration(got.PollAfterMs) * time.Millisecond
-	}
-	return queueStatus{}
-}
-
 // progress shows the run: one line refreshed in place on a terminal, else
 // a plain line every 5 s. The returned func stops it (and ends the line).
 func (r *surgeRun) progress(ctx context.Context, adm *admin, n int) (stop func()) {
@@ -626,7 +551,7 @@ func (r *surgeRun) progress(ctx context.Context, adm *admin, n int) (stop func()
 				rate[k] = float64(cur[k]-last[k]) / dt
 			}
 			last, lastAt = cur, time.Now()
-			finished := c.ready.Load() + c.gone.Load()
+			finished := c.ready.Load() + c.gone.Load() + c.abandoned.Load()
 			errs := c.enterFailed.Load() + c.orderFailed.Load() + c.pollErrors.Load()
 			line := fmt.Sprintf("%5.1fs  entered %s/%s  waiting %s  admitted %s  ordered %s  | %.0f enter/s %.0f admit/s %.0f order/s | errors %d  drops %d",
 				time.Since(r.start).Seconds(), commas(int(cur[0])), commas(n), commas(int(cur[0]-finished)), commas(int(cur[1])),

@@ -203,8 +203,8 @@ func TestHTMLReportIsSelfContained(t *testing.T) {
 		t.Fatal(err)
 	}
 	html := string(b)
-	if n := strings.Count(html, "<svg"); n != 7 {
-		t.Errorf("charts: got %d, want 7", n)
+	if n := strings.Count(html, "<svg"); n != 9 {
+		t.Errorf("charts: got %d, want 9", n)
 	}
 	for _, bad := range []string{"<script", " src=", "<link", "url("} {
 		if strings.Contains(html, bad) {

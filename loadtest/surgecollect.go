@@ -73,6 +73,8 @@ type userTally struct {
 	enters, lags, lagSSE, lagWS []time.Duration
 	adm                         []admission
 	etas                        []etaSample
+	waitErrs                    []estimateError // every estimate shown to an admitted user
+	withheld, waitUsers         int
 	firstEnter, lastReady       time.Duration
 }
 
@@ -91,6 +93,8 @@ func (rep *surgeReport) collectUsers(r *surgeRun, tl *timeline) {
 	rep.Admissions = len(t.adm)
 	rep.Inversions = fifoInversions(t.adm)
 	rep.ETA = newETAAccuracy(t.etas)
+	rep.ETAWait = newWaitAccuracy(t.waitErrs, t.withheld, t.waitUsers)
+	rep.ETASeries = etaSeries(t.waitErrs, rep.Seconds)
 	if rep.Ready > 0 {
 		rep.DrainSeconds = t.lastReady.Seconds()
 		if span := (t.lastReady - t.firstEnter).Seconds(); span > 0 {
@@ -107,6 +111,9 @@ func (rep *surgeReport) countUser(r *surgeRun, u *surgeUser, tl *timeline, t *us
 		return
 	}
 	rep.Arrived++
+	if u.reloaded {
+		rep.Reloads++
+	}
 	rep.ByTransport[u.transport]++
 	rep.Polls += u.polls
 	rep.PollErrors += u.pollErrors
@@ -146,6 +153,8 @@ func (rep *surgeReport) countUser(r *surgeRun, u *surgeUser, tl *timeline, t *us
 	case surgeGone:
 		rep.Gone++
 		rep.GoneWhy[u.why]++
+	case surgeAbandoned:
+		rep.Abandoned++
 	default:
 		rep.countReady(r, u, tl, t)
 	}
@@ -168,6 +177,10 @@ func (rep *surgeReport) countReady(r *surgeRun, u *surgeUser, tl *timeline, t *u
 			enterWall := r.start.Add(u.enterAt)
 			t.etas = append(t.etas, etaSample{eta: u.eta, real: u.admittedAt.Sub(enterWall)})
 		}
+		if !u.immediate {
+			errs, withheld := estimateErrors(u.shown, u.admittedAt.Sub(r.start))
+			t.waitErrs, t.withheld, t.waitUsers = append(t.waitErrs, errs...), t.withheld+withheld, t.waitUsers+1
+		}
 	}
 	switch u.outcome {
 	case surgeOrdered:
@@ -177,6 +190,8 @@ func (rep *surgeReport) countReady(r *surgeRun, u *surgeUser, tl *timeline, t *u
 		rep.OrderFailed++
 		rep.OrderFailures[u.why]++
 		tl.at(u.orderAt).Errors++
+	case surgeNoShow:
+		rep.NoShows++
 	}
 }
 

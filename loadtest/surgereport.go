@@ -29,6 +29,8 @@ type surgeReport struct {
 	Interrupted        bool     `json:"interrupted"`
 	HitMaxDuration     bool     `json:"hitMaxDuration"`
 	Errors             []string `json:"setupErrors,omitempty"`
+	Shoppers           string   `json:"shoppers"`                 // the shopper model's flags
+	TrickleSeconds     float64  `json:"trickleSeconds,omitempty"` // --trickle-over
 
 	Arrived       int            `json:"arrived"`
 	Entered       int            `json:"entered"`
@@ -50,6 +52,9 @@ type surgeReport struct {
 	PoolWaitMeanMs    float64        `json:"poolWaitMeanMs"`
 	Gone              int            `json:"toldWhy"`
 	GoneWhy           map[string]int `json:"toldWhyCounts,omitempty"`
+	NoShows           int            `json:"noShows"`   // READY, never ordered (the model's no-shows)
+	Abandoned         int            `json:"abandoned"` // stopped waiting (the model's abandons)
+	Reloads           int            `json:"reloads"`   // users who reloaded mid-wait
 	Lost              int            `json:"lost"`
 	LostAtEnd         int            `json:"lostStillWaitingAtEnd"`
 	LostWhy           map[string]int `json:"lostWhy,omitempty"`
@@ -69,23 +74,25 @@ type surgeReport struct {
 	RoomSampleErrs   int     `json:"roomSampleErrors"`
 	SamplesOverLimit int     `json:"samplesActiveOverTarget"`
 
-	Admissions     int         `json:"admissionsCompared"`
-	NoAdmitTime    int         `json:"readyWithoutAdmissionTime"`
-	Inversions     int64       `json:"fifoInversions"`
-	ETA            etaAccuracy `json:"eta"`
-	Lag            latency     `json:"fanOutLag"`
-	LagSSE         latency     `json:"fanOutLagSse"`
-	LagWS          latency     `json:"fanOutLagWs"`
-	ServerRSS0MiB  float64     `json:"serverRssStartMiB"`
-	ServerRSSMax   float64     `json:"serverRssMaxMiB"`
-	ServerRSSEnd   float64     `json:"serverRssEndMiB"`
-	ServerCPUSecs  float64     `json:"serverCpuSeconds"`
-	ServerCPUMean  float64     `json:"serverCpuMeanPct"` // of one core
-	ServerCPUPeak  float64     `json:"serverCpuPeakPct"`
-	ToolCPUSeconds float64     `json:"loadGeneratorCpuSeconds"`
-	LoadAvgStart   string      `json:"loadAvgStart,omitempty"` // the machine's 1-minute load average
-	LoadAvgEnd     string      `json:"loadAvgEnd,omitempty"`
-	ProcErr        string      `json:"processMetricsError,omitempty"`
+	Admissions     int          `json:"admissionsCompared"`
+	NoAdmitTime    int          `json:"readyWithoutAdmissionTime"`
+	Inversions     int64        `json:"fifoInversions"`
+	ETA            etaAccuracy  `json:"eta"`         // at entry
+	ETAWait        waitAccuracy `json:"etaOverWait"` // every estimate shown
+	ETASeries      []etaPoint   `json:"etaSeries"`   // per second shown
+	Lag            latency      `json:"fanOutLag"`
+	LagSSE         latency      `json:"fanOutLagSse"`
+	LagWS          latency      `json:"fanOutLagWs"`
+	ServerRSS0MiB  float64      `json:"serverRssStartMiB"`
+	ServerRSSMax   float64      `json:"serverRssMaxMiB"`
+	ServerRSSEnd   float64      `json:"serverRssEndMiB"`
+	ServerCPUSecs  float64      `json:"serverCpuSeconds"`
+	ServerCPUMean  float64      `json:"serverCpuMeanPct"` // of one core
+	ServerCPUPeak  float64      `json:"serverCpuPeakPct"`
+	ToolCPUSeconds float64      `json:"loadGeneratorCpuSeconds"`
+	LoadAvgStart   string       `json:"loadAvgStart,omitempty"` // the machine's 1-minute load average
+	LoadAvgEnd     string       `json:"loadAvgEnd,omitempty"`
+	ProcErr        string       `json:"processMetricsError,omitempty"`
 
 	Checks     []check         `json:"checks"`
 	Timeline   []timelinePoint `json:"timeline"`
@@ -126,7 +133,7 @@ func (r *surgeReport) checks() []check {
 		{"active ≤ targetActive (sampled)", r.SamplesOverLimit == 0 && r.RoomSamples > 0,
 			fmt.Sprintf("max %d of %d; %d of %s samples over", r.MaxActive, r.MaxActiveTarget, r.SamplesOverLimit, commas(r.RoomSamples))},
 		{"users lost", r.Lost == 0, commas(r.Lost)},
-		{"every user READY → ordered", r.Ordered == r.Users, fmt.Sprintf("%s of %s", commas(r.Ordered), commas(r.Users))},
+		{"every user READY → ordered", r.Ordered == r.Users-r.NoShows-r.Abandoned, r.orderedString()},
 	}
 }
 
@@ -192,7 +199,10 @@ func (r *surgeReport) rows() [][2]string {
 		{"queue drained", fmt.Sprintf("%.1f s after the first arrival (last READY); %.0f admitted/s", r.DrainSeconds, r.AdmitPerSecond)},
 		{"max active (sampled)", fmt.Sprintf("%d (targetActive %d); %s samples, %d over target, %d failed reads", r.MaxActive, r.MaxActiveTarget, commas(r.RoomSamples), r.SamplesOverLimit, r.RoomSampleErrs)},
 		{"FIFO inversions", fmt.Sprintf("%d among %s admissions (ticket order vs entryExpiresAt − entryTtl); %d READY without a time", r.Inversions, commas(r.Admissions), r.NoAdmitTime)},
-		{"ETA accuracy", r.etaString()},
+		{"shoppers", fmt.Sprintf("%s; no-shows %s, abandoned %s, reloaded %s", r.Shoppers, commas(r.NoShows), commas(r.Abandoned), commas(r.Reloads))},
+		{"ETA accuracy at entry", r.etaString()},
+		{"ETA accuracy over the wait", r.etaWaitString()},
+		{"  by position", r.etaBandString()},
 		{"fan-out lag", lat(r.Lag)},
 		{"  sse / ws", fmt.Sprintf("p99 %s (%s) / p99 %s (%s)", ms(r.LagSSE.P99), commas(r.LagSSE.Count), ms(r.LagWS.P99), commas(r.LagWS.Count))},
 	}
@@ -227,4 +237,45 @@ func (r *surgeReport) etaString() string {
 	}
 	return fmt.Sprintf("median |error| %.0f %%, p90 %.0f %% over %s users; median ETA − wait %+.1f s (waits < 1 s count as 1 s)",
 		r.ETA.MedianAPE, r.ETA.P90APE, commas(r.ETA.Count), r.ETA.MedianErrSeconds)
+}
+
+// orderedString is the ordered check's figure: the users who did not
+// leave by the shopper model's plan, and how many of them ordered.
+func (r *surgeReport) orderedString() string {
+	if r.NoShows+r.Abandoned == 0 {
+		return fmt.Sprintf("%s of %s", commas(r.Ordered), commas(r.Users))
+	}
+	return fmt.Sprintf("%s of %s (%s users less %s no-shows and %s abandoned)", commas(r.Ordered),
+		commas(r.Users-r.NoShows-r.Abandoned), commas(r.Users), commas(r.NoShows), commas(r.Abandoned))
+}
+
+func (r *surgeReport) etaWaitString() string {
+	a := r.ETAWait
+	if a.Count == 0 {
+		return fmt.Sprintf("- (no estimate shown ≥ 1 s before an admission; withheld %s)", commas(a.Withheld))
+	}
+	known := "none"
+	if a.Guessed < a.Count {
+		known = fmt.Sprintf("median %.0f %% of %s", a.KnownMedianAPE, commas(a.Count-a.Guessed))
+	}
+	return fmt.Sprintf("median |error| %.0f %%, p90 %.0f %% over %s estimates shown to %s users; median ETA − remaining %+.1f s; etaKnown only: %s (withheld %s; remaining < 1 s skipped)",
+		a.MedianAPE, a.P90APE, commas(a.Count), commas(a.Users), a.MedianErrSeconds, known, commas(a.Withheld))
+}
+
+func (r *surgeReport) etaBandString() string {
+	s := ""
+	for i, b := range r.ETAWait.ByBand {
+		if i > 0 {
+			s += "; "
+		}
+		if b.Count == 0 {
+			s += b.Band + " -"
+			continue
+		}
+		s += fmt.Sprintf("%s median %.0f %% p90 %.0f %% (%s)", b.Band, b.MedianAPE, b.P90APE, commas(b.Count))
+	}
+	if s == "" {
+		return "-"
+	}
+	return s
 }

@@ -1,0 +1,179 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"net/http"
+	"time"
+)
+
+// How a surge's user waits: by its transport until READY or told why, with
+// the shopper model's abandon (the tab closed: the stream closed or the
+// polls stopped, no leave) and reload (the connection dropped, then the
+// page's GET position and a new stream with the same queue token). Every
+// WAITING status the user is shown is recorded for the ETA accuracy.
+
+// wait waits until READY, gone / 404, the run's end or the user's abandon,
+// and returns the last status (Status "" unless READY or GONE).
+func (r *surgeRun) wait(u *surgeUser, st queueStatus) queueStatus {
+	for {
+		at, abandon := r.nextEvent(u)
+		ctx, cancel := r.ctx, context.CancelFunc(func() {})
+		if !at.IsZero() {
+			ctx, cancel = context.WithDeadline(r.ctx, at)
+		}
+		got := r.waitBy(ctx, u, st)
+		cancel()
+		if got.Status != "" || r.ctx.Err() != nil || ctx.Err() == nil {
+			return got
+		}
+		if abandon {
+			u.outcome, u.why = surgeAbandoned, "abandoned"
+			r.cnt.abandoned.Add(1)
+			return queueStatus{}
+		}
+		u.reloaded = true
+		r.cnt.reloads.Add(1)
+		if got = r.reload(u); got.Status != "" {
+			return got
+		}
+		st = queueStatus{PollAfterMs: st.PollAfterMs}
+	}
+}
+
+// nextEvent is when the user's wait is next interrupted by its plan, and
+// whether it is the abandon (else the reload); zero: never.
+func (r *surgeRun) nextEvent(u *surgeUser) (time.Time, bool) {
+	entered := r.start.Add(u.enterAt)
+	reload := !u.reloaded && u.plan.reload > 0
+	switch {
+	case u.plan.abandon > 0 && (!reload || u.plan.abandon <= u.plan.reload):
+		return entered.Add(u.plan.abandon), true
+	case reload:
+		return entered.Add(u.plan.reload), false
+	}
+	return time.Time{}, false
+}
+
+// reload is the page loading again after 0.5–2 s: one GET position, shown
+// as the page shows it; READY or GONE end the wait.
+func (r *surgeRun) reload(u *surgeUser) queueStatus {
+	if !sleep(r.ctx, 500*time.Millisecond+rand.N(1500*time.Millisecond)) {
+		return queueStatus{}
+	}
+	got, code, err := u.group.api.position(r.reqCtx, u.qtok)
+	u.polls++
+	switch {
+	case code == http.StatusNotFound:
+		return r.told(u, "404 not_in_queue")
+	case err != nil || code != http.StatusOK:
+		u.pollErrors++
+		r.cnt.pollErrors.Add(1)
+		return queueStatus{}
+	case got.Status == "READY":
+		return got
+	}
+	u.show(time.Since(r.start), got.Status, got.Position, got.ETASeconds, got.ETAKnown)
+	return queueStatus{}
+}
+
+// waitBy waits by u's transport until READY, gone / 404 or ctx's end. A
+// stream that ends without READY or gone is opened again, at most
+// maxStream times over the user's wait; after that the user polls.
+func (r *surgeRun) waitBy(ctx context.Context, u *surgeUser, st queueStatus) queueStatus {
+	if u.transport != "poll" {
+		for u.drops < r.maxStream && ctx.Err() == nil {
+			got, done := r.stream(ctx, u)
+			if done {
+				return got
+			}
+			if ctx.Err() != nil {
+				return queueStatus{}
+			}
+			u.drops++
+			r.cnt.drops.Add(1)
+		}
+	}
+	return r.poll(ctx, u, st)
+}
+
+// stream holds one stream until READY or gone; done is false when it ended
+// otherwise (dropped, refused, or ctx ended).
+func (r *surgeRun) stream(ctx context.Context, u *surgeUser) (queueStatus, bool) {
+	octx, cancel := context.WithTimeout(ctx, r.timeout)
+	pc, m, err := u.group.dialer[u.transport].open(octx, u.qtok)
+	cancel()
+	if err != nil {
+		var se statusError
+		if errors.As(err, &se) && int(se) == http.StatusNotFound {
+			return r.told(u, "404 not_in_queue"), true
+		}
+		if ctx.Err() == nil {
+			u.why = "stream open: " + whyEnded(err)
+		}
+		return queueStatus{}, false
+	}
+	stop := context.AfterFunc(ctx, pc.close)
+	defer func() { stop(); pc.close() }()
+	for k := 0; k < maxStreamMessages; k++ {
+		switch {
+		case m.kind == "gone":
+			return r.told(u, "gone"), true
+		case m.kind == "status" && !m.bad:
+			if k > 0 && m.st.TS != 0 && len(u.lags) < maxLagSamples {
+				u.lags = append(u.lags, lagSample{at: m.at.Sub(r.start), lag: max(m.at.Sub(time.UnixMilli(m.st.TS)), 0)})
+			}
+			if m.st.Status == "READY" {
+				return queueStatus{Status: "READY", EntryToken: m.st.EntryToken, EntryExpiresAt: m.st.EntryExpiresAt}, true
+			}
+			u.show(m.at.Sub(r.start), m.st.Status, m.st.Position, m.st.ETASeconds, m.st.ETAKnown)
+		}
+		if m, err = pc.next(); err != nil {
+			if ctx.Err() == nil {
+				u.why = "stream: " + whyEnded(err)
+			}
+			return queueStatus{}, false
+		}
+	}
+	u.why = "stream: more than maxStreamMessages without READY"
+	return queueStatus{}, false
+}
+
+// maxStreamMessages bounds the messages one stream is read for (a user at
+// the front gets one per admission tick: 600 a minute at 100 ms).
+const maxStreamMessages = 100_000
+
+// told records that the server said why the user is not in the queue.
+func (r *surgeRun) told(u *surgeUser, why string) queueStatus {
+	u.outcome, u.why = surgeGone, why
+	r.cnt.gone.Add(1)
+	return queueStatus{Status: "GONE"}
+}
+
+// poll asks for the position every pollAfterMs (clamped to minPoll …
+// maxPoll) until READY, 404, ctx's end, or maxPolls polls.
+func (r *surgeRun) poll(ctx context.Context, u *surgeUser, st queueStatus) queueStatus {
+	pause := time.Duration(st.PollAfterMs) * time.Millisecond
+	for range maxPolls {
+		if !sleep(ctx, min(max(pause, r.minPoll), r.maxPoll)) {
+			return queueStatus{}
+		}
+		got, code, err := u.group.api.position(r.reqCtx, u.qtok)
+		u.polls++
+		switch {
+		case code == http.StatusNotFound:
+			return r.told(u, "404 not_in_queue")
+		case err != nil || code != http.StatusOK:
+			u.pollErrors++
+			r.cnt.pollErrors.Add(1)
+			pause = time.Second
+			continue
+		case got.Status == "READY":
+			return got
+		}
+		u.show(time.Since(r.start), got.Status, got.Position, got.ETASeconds, got.ETAKnown)
+		pause = time.Duration(got.PollAfterMs) * time.Millisecond
+	}
+	return queueStatus{}
+}
