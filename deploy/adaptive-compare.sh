@@ -21,7 +21,7 @@ export WR_JWT_SECRET=adaptive-compare-secret-0123456789ab
 export WR_TARGET_ACTIVE=100 WR_DB_POOL=40 WR_FAULT_INJECTION=on WR_ADAPTIVE_WINDOW=2s WR_ADAPTIVE_MIN=4 WR_ADAPTIVE_MAX=200
 start_server
 curl -sf -XPUT localhost:18081/admin/rooms/default -H 'Authorization: Bearer throwaway-admin-token' -d "{\"mode\":\"$mode\"}" >/dev/null
-"$bin/lt" surge -n 6000 --over 30s --transport mix --mint-tokens --base http://127.0.0.1:18080 \
+"$bin/lt" surge -n 6000 --over 30s --transport mix --instant --mint-tokens --base http://127.0.0.1:18080 \
   --admin http://127.0.0.1:18081 --admin-token throwaway-admin-token --slowdown 300ms --slowdown-at 50% --max-duration 3m "$@"
 echo "limit changes:"
 grep 'admission limit changed' "$dir/server.log" | sed 's/.*from=\([0-9]*\) to=\([0-9]*\) reason=\([a-z_]*\).*/\1→\2 (\3)/' | tr '\n' ' '

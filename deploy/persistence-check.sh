@@ -23,7 +23,7 @@ start_redis
 fresh_db wr_persist
 export WR_JWT_SECRET=persistence-check-secret-0123456789 WR_TARGET_ACTIVE=0 WR_BCRYPT_COST=4
 start_server
-"$bin/lt" surge -n 6000 --over 6s --transport poll --mint-tokens --base http://127.0.0.1:18080 \
+"$bin/lt" surge -n 6000 --over 6s --transport poll --instant --mint-tokens --base http://127.0.0.1:18080 \
   --admin http://127.0.0.1:18081 --admin-token throwaway-admin-token --max-duration 12s >/dev/null 2>&1 &
 lt=$!
 sleep 3.5
