@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -239,6 +240,14 @@ func (p *envParser) gateway(c *server.Config) {
 		p.fail("WR_PROTECT", protect, err.Error()+`; want e.g. "POST /api/orders=sale, GET /checkout/*=sale"`)
 	case len(routes) > 0 && g.Upstream.URL == "":
 		p.fail("WR_PROTECT", protect, "protects routes of an origin: set WR_UPSTREAM too")
+	}
+	for _, r := range routes {
+		// A route to a room nobody creates would send every visitor to a
+		// waiting page that answers room_not_found.
+		if !slices.Contains(c.Admission.Rooms, r.Room) {
+			p.fail("WR_PROTECT", protect, fmt.Sprintf("room %q is not in WR_ROOMS (the rooms created at start): add it there", r.Room))
+			break
+		}
 	}
 	g.Protect = routes
 }

@@ -208,3 +208,36 @@ func TestSeedConfigNeedsNoSecret(t *testing.T) {
 		t.Fatalf("WR_BCRYPT_COST=3: %v, want a ConfigError naming it", err)
 	}
 }
+
+// TestProtectConfig: WR_PROTECT is read with WR_UPSTREAM, names rooms that
+// WR_ROOMS creates, and a bad entry is named.
+func TestProtectConfig(t *testing.T) {
+	base := map[string]string{"WR_JWT_SECRET": testSecret, "WR_DEV": "1", "WR_UPSTREAM": "http://127.0.0.1:9", "WR_ROOMS": "default,sale"}
+	with := func(k, v string) map[string]string {
+		m := map[string]string{}
+		for kk, vv := range base {
+			m[kk] = vv
+		}
+		m[k] = v
+		return m
+	}
+	c, err := LoadConfig(envOf(with("WR_PROTECT", "POST /api/orders=sale, GET /checkout/*=sale")))
+	if err != nil || len(c.Server.Gateway.Protect) != 2 || c.Server.Gateway.Passes.Key == nil {
+		t.Fatalf("valid gateway config: %+v, %v", c.Server.Gateway, err)
+	}
+	for _, bad := range []map[string]string{
+		with("WR_PROTECT", "GET /checkout/*=vip"),                     // vip is not created
+		with("WR_PROTECT", "GET checkout=sale"),                       // not a path
+		with("WR_UPSTREAM", "ftp://x"),                                // not http(s)
+		{"WR_JWT_SECRET": testSecret, "WR_PROTECT": "GET /a=default"}, // no upstream
+	} {
+		_, err := LoadConfig(envOf(bad))
+		var ce *ConfigError
+		if !errors.As(err, &ce) || (ce.Var != "WR_PROTECT" && ce.Var != "WR_UPSTREAM") {
+			t.Errorf("%v: %v, want a ConfigError naming WR_PROTECT or WR_UPSTREAM", bad, err)
+		}
+	}
+	if _, err := LoadConfig(envOf(map[string]string{"WR_JWT_SECRET": testSecret, "WR_UPSTREAM": "http://127.0.0.1:9"})); err == nil {
+		t.Error("gateway mode without WR_PASS_KEY (and not WR_DEV) was accepted")
+	}
+}
