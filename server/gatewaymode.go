@@ -77,8 +77,17 @@ func (g gatewayIdentity) QueueUser(ctx *fasthttp.RequestCtx, room string) string
 	return c.Subject
 }
 
+// OwnCookie reports whether a cookie is one of the waiting room's: the
+// queue cookies, the entry and session cookies, the visitor's identity
+// (under either name). An origin's own cookies pass, whatever their name.
 func (gatewayIdentity) OwnCookie(name []byte) bool {
-	return bytes.HasPrefix(name, []byte("wr_")) || bytes.HasPrefix(name, []byte("__Host-wr_"))
+	name = bytes.TrimPrefix(name, []byte("__Host-"))
+	for _, own := range [...]string{queueCookie, "wr_entry_", "wr_session_", visitorCookie} {
+		if bytes.HasPrefix(name, []byte(own)) {
+			return true
+		}
+	}
+	return false
 }
 
 // newGateway builds gateway mode's parts, or nothing when it is off.

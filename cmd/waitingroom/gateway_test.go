@@ -150,11 +150,11 @@ func TestGatewayForwardsUnprotected(t *testing.T) {
 	c := visitor(t)
 	code, _, m := call(t, c, "PUT", in.base+"/api/items/7?x=1&y=%20z", `{"a":1}`,
 		"Connection", "X-Foo", "X-Foo", "bar", "X-Forwarded-For", "6.6.6.6", passcheck.HeaderName, "forged",
-		"Cookie", "wr_queue=secret; __Host-wr_queue=secret; theirs=1")
+		"Cookie", "wr_queue=secret; __Host-wr_queue_sale=secret; wr_entry_sale=x; wr_session_sale=y; wr_visitor=z; theirs=1; wr_theirs=2")
 	if code != 200 || m["method"] != "PUT" || m["uri"] != "/api/items/7?x=1&y=%20z" || m["len"] != float64(7) {
 		t.Fatalf("forwarded: %d %v", code, m)
 	}
-	if m["foo"] != "" || m["xff"] != "127.0.0.1" || m["cookie"] != "theirs=1" || m["subject"] != "" ||
+	if m["foo"] != "" || m["xff"] != "127.0.0.1" || m["cookie"] != "theirs=1; wr_theirs=2" || m["subject"] != "" ||
 		!strings.HasPrefix(m["fwd"].(string), "for=127.0.0.1;proto=http;host=") {
 		t.Fatalf("headers at the origin: %v", m)
 	}
