@@ -294,7 +294,10 @@ func TestDashboardUnreachableAndBack(t *testing.T) {
 		return `(document.querySelector('#` + chart + ` path.line').getAttribute('d').match(/M/g) || []).length`
 	}
 	p.waitJS("a broken line", moves("chart-latency")+` >= 2`)
-	p.waitJS("the history filled in", moves("chart-waiting")+` === 1 && `+chartPoints("chart-waiting")+` > `+chartPoints("chart-latency"))
+	// The history holds the seconds the tab missed: more points than the
+	// tab's own samples. (Not necessarily one unbroken line: on a loaded
+	// machine the history loop itself may miss a few seconds.)
+	p.waitJS("the history filled in", chartPoints("chart-waiting")+` > `+chartPoints("chart-latency"))
 	if got := p.text("conn"); got != "Live" {
 		t.Errorf("status after recovery = %q, want Live", got)
 	}
