@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -147,7 +148,7 @@ func (c *child) awaitReady(t *testing.T, s smokeServer) error {
 			return fmt.Errorf("it exited (%v)", c.err)
 		default:
 		}
-		if last = readyz(hc, s.admin); last == nil {
+		if last = readyzOK(context.Background(), hc, s.admin); last == nil {
 			if _, last = s.roomState(t); last == nil {
 				return nil
 			}
@@ -157,19 +158,6 @@ func (c *child) awaitReady(t *testing.T, s smokeServer) error {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-}
-
-// readyz is nil when GET base/readyz answers 200.
-func readyz(hc *http.Client, base string) error {
-	res, err := hc.Get(base + "/readyz")
-	if err != nil {
-		return err
-	}
-	res.Body.Close()
-	if res.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET /readyz: %s", res.Status)
-	}
-	return nil
 }
 
 // stop sends SIGTERM and waits for the exit, at most exitDeadline, then

@@ -32,18 +32,11 @@ const oncePassTTL = time.Minute
 // 5xx, and the token restored when it fails or times out, so the visitor
 // can retry. It returns false when the request carries no usable pass.
 func (g *Gateway) once(ctx *fasthttp.RequestCtx, room string) bool {
-	user, tok := g.o.Identity.QueueUser(ctx, room), entryToken(ctx, room)
-	if user == "" || tok == "" {
-		return false
+	claim, ok, answered := g.consumeEntry(ctx, room, 2*g.o.Upstream.timeout)
+	if !ok {
+		return answered
 	}
-	claim, err := g.o.Slots.Consume(ctx, room, user, tok, 2*g.o.Upstream.timeout)
-	switch {
-	case errors.Is(err, queue.ErrEntryTokenInvalid):
-		return false
-	case err != nil:
-		writeError(ctx, errUnavailable)
-		return true
-	}
+	user := claim.User
 	now := time.Now()
 	p := g.sign(ctx, pass.Claims{Room: room, Subject: user, PassID: passID(), Mode: pass.ModeOnce, IssuedAt: now, Expiry: now.Add(oncePassTTL)})
 	if p == "" {
@@ -57,6 +50,26 @@ func (g *Gateway) once(ctx *fasthttp.RequestCtx, room string) bool {
 		clearCookie(ctx, EntryCookie(room))
 	}
 	return true
+}
+
+// consumeEntry spends the request's entry token for room (the queue
+// token's user, the entry cookie or X-Entry-Token), keeping the slot for
+// inFlight. Not ok: the request holds no usable token (answered false:
+// the caller refuses it), or Redis could not say (answered: 503 written).
+func (g *Gateway) consumeEntry(ctx *fasthttp.RequestCtx, room string, inFlight time.Duration) (c queue.Claim, ok, answered bool) {
+	user, tok := g.o.Identity.QueueUser(ctx, room), entryToken(ctx, room)
+	if user == "" || tok == "" {
+		return c, false, false
+	}
+	c, err := g.o.Slots.Consume(ctx, room, user, tok, inFlight)
+	switch {
+	case errors.Is(err, queue.ErrEntryTokenInvalid):
+		return c, false, false
+	case err != nil:
+		writeError(ctx, errUnavailable)
+		return c, false, true
+	}
+	return c, true, false
 }
 
 // settle releases a consumed token's slot, or restores the token after a
@@ -106,18 +119,11 @@ func (g *Gateway) session(ctx *fasthttp.RequestCtx, room string, st Settings) bo
 // openSession consumes the request's entry token into a session: the slot
 // is held for SessionTTL after each protected request, up to SessionMax.
 func (g *Gateway) openSession(ctx *fasthttp.RequestCtx, room string, st Settings) bool {
-	user, tok := g.o.Identity.QueueUser(ctx, room), entryToken(ctx, room)
-	if user == "" || tok == "" {
-		return false
+	claim, ok, answered := g.consumeEntry(ctx, room, st.SessionTTL)
+	if !ok {
+		return answered
 	}
-	claim, err := g.o.Slots.Consume(ctx, room, user, tok, st.SessionTTL)
-	switch {
-	case errors.Is(err, queue.ErrEntryTokenInvalid):
-		return false
-	case err != nil:
-		writeError(ctx, errUnavailable)
-		return true
-	}
+	user := claim.User
 	now := time.Now()
 	id, end := passID(), now.Add(st.SessionMax)
 	cookie, err := g.o.Tokens.IssueSession(user, room, id, now, end)
