@@ -519,3 +519,53 @@ func TestGatewayTwoRooms(t *testing.T) {
 		}
 	}
 }
+
+// TestGatewayHostile: the gateway's own endpoints under /_wr/ refuse in the
+// contract's JSON — one address flooding anonymous enters is limited while
+// another is served; a malformed challenge body, a foreign origin's
+// cookie-borne request and an invalid room name are refused.
+func TestGatewayHostile(t *testing.T) {
+	o := startOrigin(t)
+	in := gatewayInstance(t, o, behindProxy(limited(map[string]string{"WR_LIMIT_ENTER_IP": "5/1m:5"})))
+	enter := in.base + "/_wr/api/v1/rooms/sale/enter"
+	codes := map[int]int{}
+	var last map[string]any
+	var retry string
+	for range 12 {
+		// A fresh visitor each time (no cookie jar): only the address is shared.
+		code, h, m := call(t, http.DefaultClient, "POST", enter, "", "X-Real-IP", "203.0.113.9")
+		codes[code]++
+		if code == 429 {
+			last, retry = m, h.Get("Retry-After")
+		}
+	}
+	if codes[200] != 5 || codes[429] != 7 || last["error"] != "rate_limited" || retry == "" {
+		t.Fatalf("flood from one address: %v, last refusal %v (Retry-After %q); want 5 × 200 then 429 rate_limited", codes, last, retry)
+	}
+	if code, _, m := call(t, http.DefaultClient, "POST", enter, "", "X-Real-IP", "203.0.113.10"); code != 200 {
+		t.Fatalf("another address during the flood: %d %v", code, m)
+	}
+
+	setGateway(t, in, "sale", map[string]any{"challenge": "pow", "difficulty": 4})
+	if code, _, m := call(t, visitor(t), "POST", enter, `{"challenge":`, "Content-Type", "application/json", "X-Real-IP", "203.0.113.11"); code != 400 || m["error"] != "invalid_request" {
+		t.Fatalf("malformed challenge body: %d %v, want 400 invalid_request", code, m)
+	}
+	if code, _, m := call(t, visitor(t), "GET", in.base+"/_wr/api/v1/rooms/%7Bbad/challenge", ""); code != 404 || m["error"] != "room_not_found" {
+		t.Fatalf("challenge of an invalid room: %d %v, want 404 room_not_found", code, m)
+	}
+
+	// A state change carried by the queue cookie from a foreign origin.
+	setGateway(t, in, "sale", map[string]any{"challenge": "off"})
+	c := visitor(t)
+	if code, _, _ := call(t, c, "POST", enter, "", "X-Real-IP", "203.0.113.12"); code != 200 {
+		t.Fatal("enter before the cross-site attempt")
+	}
+	code, _, m := call(t, c, "POST", in.base+"/_wr/api/v1/rooms/sale/leave", "",
+		"Origin", "https://evil.example", "Sec-Fetch-Site", "cross-site", "X-Real-IP", "203.0.113.12")
+	if code != 403 || m["error"] != "cross_site" {
+		t.Fatalf("cross-site leave: %d %v, want 403 cross_site", code, m)
+	}
+	if _, _, m := call(t, c, "GET", in.base+"/_wr/api/v1/rooms/sale/position", "", "X-Real-IP", "203.0.113.12"); m["status"] == nil {
+		t.Fatalf("the place after the refused cross-site leave: %v", m)
+	}
+}
