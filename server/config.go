@@ -83,4 +83,7 @@ type Limits struct {
 	Stream    ratelimit.Limit // WR_LIMIT_STREAM: stream connects per user and room
 	OrderRoom ratelimit.Limit // WR_LIMIT_ORDER_ROOM: orders per room, queue or not
 	OrderUser ratelimit.Limit // WR_LIMIT_ORDER_USER: orders per user
+	// OrdersRead (WR_LIMIT_ORDERS_READ): reads of one's own orders per
+	// user — each is a Postgres query.
+	OrdersRead ratelimit.Limit
 }

@@ -88,6 +88,10 @@ func (s *Server) orders(c *fiber.Ctx) error {
 	if !queue.ValidRoom(room) {
 		return api.BadRequest("room must be given: 1-64 of a-z 0-9 - _")
 	}
+	// Each read is a query on the database the queue protects: fail closed.
+	if err := s.limit(c, "orders_read", claims.Subject, claims.Subject, s.cfg.Limits.OrdersRead, false); err != nil {
+		return err
+	}
 	list, err := s.checkout.Orders(c.UserContext(), claims.Subject, room)
 	if err != nil {
 		return api.StoreError(err)

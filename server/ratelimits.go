@@ -26,6 +26,7 @@ import (
 //	poll (per user and room)        fail open — a poll is cheap
 //	stream (per user and room)      fail open
 //	orders (per room, per user)     fail closed: 503 — the last line before the database
+//	orders read (per user)          fail closed: 503 — each read is a query
 //
 // A refusal is 429 with the contract's JSON, Retry-After (whole seconds,
 // rounded up), a waitingroom_rate_limited_total{limit} count and a
@@ -86,6 +87,7 @@ var limitSubjects = map[string]string{
 	"stream":              "user_room",
 	"order_room":          "room",
 	"order_user":          "user",
+	"orders_read":         "user",
 }
 
 // pollLimit is the band's own pace: pollAfter ÷ pollSlack between polls.

@@ -138,6 +138,7 @@ func (p *envParser) layer1(c *server.Config) {
 		OrderRoom: p.limit("WR_LIMIT_ORDER_ROOM", "1000/1s:200"),
 		OrderUser: p.limit("WR_LIMIT_ORDER_USER", "10/1m:5"),
 	}
+	c.Limits.OrdersRead = p.limit("WR_LIMIT_ORDERS_READ", "30/1m:10")
 	c.ClientIPHeader = p.str("WR_CLIENT_IP_HEADER", "X-Real-IP")
 	if v := p.str("WR_TRUSTED_PROXIES", ""); v != "" {
 		for _, cidr := range strings.Split(v, ",") {

@@ -79,3 +79,25 @@ func TestReadOwnOrders(t *testing.T) {
 		}
 	}
 }
+
+// TestReadOwnOrdersLimited: one user flooding the order reads — each a
+// database query — gets 429 in the contract's JSON; another user is served.
+func TestReadOwnOrdersLimited(t *testing.T) {
+	in := newEnv(t).start(limited(map[string]string{"WR_LIMIT_ORDERS_READ": "3/1m:3"}))
+	a, b := in.login(user(1)), in.login(user(2))
+	codes := map[int]int{}
+	var last response
+	for range 8 {
+		r := do(t, "GET", in.base+"/api/v1/orders?room=default", a, nil)
+		codes[r.status]++
+		if r.status == 429 {
+			last = r
+		}
+	}
+	if codes[200] != 3 || codes[429] != 5 || last.str("error") != "rate_limited" || last.header.Get("Retry-After") == "" {
+		t.Fatalf("one user's flood: %v, last refusal %d %s", codes, last.status, last.raw)
+	}
+	if r := do(t, "GET", in.base+"/api/v1/orders?room=default", b, nil); r.status != 200 {
+		t.Fatalf("another user during the flood: %d %s", r.status, r.raw)
+	}
+}
