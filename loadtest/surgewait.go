@@ -62,20 +62,31 @@ func (r *surgeRun) reload(u *surgeUser) queueStatus {
 	if !sleep(r.ctx, 500*time.Millisecond+rand.N(1500*time.Millisecond)) {
 		return queueStatus{}
 	}
+	got, _, end := r.askPosition(u)
+	if end {
+		return got
+	}
+	return queueStatus{}
+}
+
+// askPosition is one GET position of u, counted, its answer shown as the
+// page shows it. end: READY or gone (got says which; empty after a 404);
+// failed: no answer (an error or an unexpected status).
+func (r *surgeRun) askPosition(u *surgeUser) (got queueStatus, failed, end bool) {
 	got, code, err := u.group.api.position(r.reqCtx, u.qtok)
 	u.polls++
 	switch {
 	case code == http.StatusNotFound:
-		return r.told(u, "404 not_in_queue")
+		return r.told(u, "404 not_in_queue"), false, true
 	case err != nil || code != http.StatusOK:
 		u.pollErrors++
 		r.cnt.pollErrors.Add(1)
-		return queueStatus{}
+		return queueStatus{}, true, false
 	case got.Status == "READY":
-		return got
+		return got, false, true
 	}
 	u.show(time.Since(r.start), got.Status, got.Position, got.ETASeconds, got.ETAKnown)
-	return queueStatus{}
+	return got, false, false
 }
 
 // waitBy waits by u's transport until READY, gone / 404 or ctx's end. A
@@ -159,20 +170,14 @@ func (r *surgeRun) poll(ctx context.Context, u *surgeUser, st queueStatus) queue
 		if !sleep(ctx, min(max(pause, r.minPoll), r.maxPoll)) {
 			return queueStatus{}
 		}
-		got, code, err := u.group.api.position(r.reqCtx, u.qtok)
-		u.polls++
+		got, failed, end := r.askPosition(u)
 		switch {
-		case code == http.StatusNotFound:
-			return r.told(u, "404 not_in_queue")
-		case err != nil || code != http.StatusOK:
-			u.pollErrors++
-			r.cnt.pollErrors.Add(1)
+		case end:
+			return got
+		case failed:
 			pause = time.Second
 			continue
-		case got.Status == "READY":
-			return got
 		}
-		u.show(time.Since(r.start), got.Status, got.Position, got.ETASeconds, got.ETAKnown)
 		pause = time.Duration(got.PollAfterMs) * time.Millisecond
 	}
 	return queueStatus{}
