@@ -167,6 +167,7 @@ func (s *Server) newAdminApp(o Options, prefix string) *fiber.App {
 		RoomDefaults: s.cfg.Admission.Defaults,
 		History:      s.history,
 		Audit:        audit.New(o.Redis, prefix),
+		Forecast:     s.hub.Forecast,
 		PingRedis:    func(ctx context.Context) error { return o.Redis.Ping(ctx).Err() },
 		PingPostgres: o.Store.Ping,
 		ClientKey:    s.clientKey,

@@ -14,6 +14,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"waitingroom/queue"
+	"waitingroom/queue/estimate"
 	"waitingroom/queue/adaptive"
 	"waitingroom/queue/history"
 	"waitingroom/server/access"
@@ -53,6 +54,9 @@ type Options struct {
 	// Audit the log of the changes made through the admin API.
 	History *history.History
 	Audit   *audit.Log
+	// Forecast is a room's wait forecast on this instance (the stream
+	// hub's; see queue/estimate).
+	Forecast func(room string) estimate.Forecast
 	// PingRedis and PingPostgres are /readyz's checks.
 	PingRedis, PingPostgres func(ctx context.Context) error
 	// ClientKey is the subject of the throttle (the client address's key);
