@@ -44,8 +44,6 @@ type surgeUser struct {
 	enterAt    time.Duration // enter response received, after the run's start
 	enterLat   time.Duration // of the successful enter
 	ticket     int64         // seq of the queue token; 0 if undecodable
-	eta        time.Duration // etaSeconds at entry
-	hasETA     bool
 	immediate  bool          // READY in the enter response
 	readyAt    time.Duration // READY received, after the run's start
 	admittedAt time.Time     // entryExpiresAt − entryTtl (Redis clock)
@@ -467,9 +465,6 @@ func (r *surgeRun) user(u *surgeUser, g *crowdGroup, access string) {
 	u.enterAt, u.enterLat = now.Sub(r.start), now.Sub(t0)
 	u.qtok = st.QueueToken
 	u.ticket, _ = ticketOf(st.QueueToken)
-	if st.ETASeconds != nil {
-		u.eta, u.hasETA = time.Duration(*st.ETASeconds)*time.Second, true
-	}
 	u.show(u.enterAt, st.Status, st.Position, st.ETASeconds, st.ETAKnown)
 	u.outcome = surgeWaiting
 	r.cnt.entered.Add(1)

@@ -173,9 +173,8 @@ func (rep *surgeReport) countReady(r *surgeRun, u *surgeUser, tl *timeline, t *u
 		rep.NoAdmitTime++
 	} else {
 		t.adm = append(t.adm, admission{ticket: u.ticket, at: u.admittedAt})
-		if u.hasETA && !u.immediate {
-			enterWall := r.start.Add(u.enterAt)
-			t.etas = append(t.etas, etaSample{eta: u.eta, real: u.admittedAt.Sub(enterWall)})
+		if s, ok := firstEstimate(u.shown, u.enterAt, u.admittedAt.Sub(r.start)); ok && !u.immediate {
+			t.etas = append(t.etas, s)
 		}
 		if !u.immediate {
 			errs, withheld := estimateErrors(u.shown, u.admittedAt.Sub(r.start))

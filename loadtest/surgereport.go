@@ -77,7 +77,7 @@ type surgeReport struct {
 	Admissions     int          `json:"admissionsCompared"`
 	NoAdmitTime    int          `json:"readyWithoutAdmissionTime"`
 	Inversions     int64        `json:"fifoInversions"`
-	ETA            etaAccuracy  `json:"eta"`         // at entry
+	ETA            etaAccuracy  `json:"eta"`         // the first estimate shown
 	ETAWait        waitAccuracy `json:"etaOverWait"` // every estimate shown
 	ETASeries      []etaPoint   `json:"etaSeries"`   // per second shown
 	Lag            latency      `json:"fanOutLag"`
@@ -200,7 +200,7 @@ func (r *surgeReport) rows() [][2]string {
 		{"max active (sampled)", fmt.Sprintf("%d (targetActive %d); %s samples, %d over target, %d failed reads", r.MaxActive, r.MaxActiveTarget, commas(r.RoomSamples), r.SamplesOverLimit, r.RoomSampleErrs)},
 		{"FIFO inversions", fmt.Sprintf("%d among %s admissions (ticket order vs entryExpiresAt − entryTtl); %d READY without a time", r.Inversions, commas(r.Admissions), r.NoAdmitTime)},
 		{"shoppers", fmt.Sprintf("%s; no-shows %s, abandoned %s, reloaded %s", r.Shoppers, commas(r.NoShows), commas(r.Abandoned), commas(r.Reloads))},
-		{"ETA accuracy at entry", r.etaString()},
+		{"ETA accuracy, first estimate", r.etaString()},
 		{"ETA accuracy over the wait", r.etaWaitString()},
 		{"  by position", r.etaBandString()},
 		{"fan-out lag", lat(r.Lag)},
@@ -235,8 +235,8 @@ func (r *surgeReport) etaString() string {
 	if r.ETA.Count == 0 {
 		return "- (no user waited with an ETA)"
 	}
-	return fmt.Sprintf("median |error| %.0f %%, p90 %.0f %% over %s users; median ETA − wait %+.1f s (waits < 1 s count as 1 s)",
-		r.ETA.MedianAPE, r.ETA.P90APE, commas(r.ETA.Count), r.ETA.MedianErrSeconds)
+	return fmt.Sprintf("median |error| %.0f %%, p90 %.0f %% over %s users; median ETA − wait %+.1f s (waits < 1 s count as 1 s); shown at entry to %s, the others %.0f s after entering on median (at most %.0f s)",
+		r.ETA.MedianAPE, r.ETA.P90APE, commas(r.ETA.Count), r.ETA.MedianErrSeconds, commas(r.ETA.AtEntry), r.ETA.MedianAfterSeconds, r.ETA.MaxAfterSeconds)
 }
 
 // orderedString is the ordered check's figure: the users who did not

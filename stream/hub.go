@@ -78,7 +78,7 @@ type Hub struct {
 	rooms  map[string]*atomic.Pointer[roomState]
 	resync chan struct{} // capacity 1: "re-read now"
 
-	est    estimators // each room's wait estimate, fed by Resync
+	est estimators // each room's wait estimate, fed by Resync
 
 	conns  atomic.Int64
 	closed atomic.Bool

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"waitingroom/queue"
+	"waitingroom/queue/estimate"
 	"waitingroom/queue/loop"
 )
 
@@ -55,9 +56,10 @@ type Rooms interface {
 // History records and reads the rooms' history. It is safe for concurrent
 // use.
 type History struct {
-	rdb   redis.UniversalClient
-	rooms Rooms
-	log   *slog.Logger
+	rdb      redis.UniversalClient
+	rooms    Rooms
+	log      *slog.Logger
+	forecast func(room string) estimate.Forecast
 }
 
 // New returns a History reading the rooms of rooms and keeping their
@@ -67,6 +69,15 @@ func New(rdb redis.UniversalClient, rooms Rooms, log *slog.Logger) *History {
 		log = slog.Default()
 	}
 	return &History{rdb: rdb, rooms: rooms, log: log}
+}
+
+// WithForecasts makes each point record the ETA the room's last in line
+// is shown, from forecast (the stream hub's), so the estimates can be
+// checked against the waits that followed (ETAErrors). Call it before
+// the History is used; it returns h.
+func (h *History) WithForecasts(forecast func(room string) estimate.Forecast) *History {
+	h.forecast = forecast
+	return h
 }
 
 // Run records every room's point once a second, shortly after each second
@@ -130,9 +141,15 @@ func (h *History) Record(ctx context.Context, room string) (recorded bool, err e
 		return false, err
 	}
 	seq, head := tickets(snaps[0])
+	eta := int64(-1)
+	if h.forecast != nil && info.Waiting > 0 {
+		if secs, ok := h.forecast(room).ETA(info.Waiting); ok && !info.Paused {
+			eta = secs
+		}
+	}
 	n, err := appendScript.Run(ctx, h.rdb, []string{k.points, k.meta, k.tickets},
 		sec, info.Waiting, info.Active, info.Target, info.Admitted, formatRate(info.Rate), seq, head,
-		Keep, clockKeep, int64(lifetime.Seconds())).Int64()
+		Keep, clockKeep, int64(lifetime.Seconds()), eta).Int64()
 	if err != nil {
 		return false, unavailable("append", err)
 	}

@@ -14,8 +14,8 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"waitingroom/queue"
-	"waitingroom/queue/estimate"
 	"waitingroom/queue/adaptive"
+	"waitingroom/queue/estimate"
 	"waitingroom/queue/history"
 	"waitingroom/server/access"
 	"waitingroom/server/admin/audit"

@@ -2,7 +2,9 @@ package admin
 
 import (
 	"cmp"
+	"context"
 	"errors"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -53,6 +55,10 @@ type roomStatsDoc struct {
 	EtaWithheld      string `json:"etaWithheld,omitempty"`
 	// Estimate is what the ETA rests on now (null while withheld).
 	Estimate *estimateDoc `json:"estimate"`
+	// EtaError is how far the ETA shown to the last in line was from the
+	// wait that followed, over the last hour of the history (null until
+	// one has been judged: see history.ETAErrors).
+	EtaError *history.ETAError `json:"etaError"`
 }
 
 // estimateDoc is what a room's forecast measured (queue/estimate): the
@@ -90,9 +96,26 @@ func (a *app) stats(c *fiber.Ctx) error {
 		if err != nil {
 			return err
 		}
-		d.Rooms = append(d.Rooms, roomStats(r, waits[i], a.forecast(n)))
+		rs := roomStats(r, waits[i], a.forecast(n))
+		if rs.EtaError, err = a.etaError(ctx, n); err != nil {
+			return err
+		}
+		d.Rooms = append(d.Rooms, rs)
 	}
 	return c.JSON(d)
+}
+
+// etaError judges the estimates in room's last hour of history (nil:
+// none judged yet).
+func (a *app) etaError(ctx context.Context, room string) (*history.ETAError, error) {
+	pts, err := a.History.Since(ctx, room, time.Now().Add(-time.Hour).UnixMilli())
+	if err != nil {
+		return nil, err
+	}
+	if e := history.ETAErrors(pts); e.Count > 0 {
+		return &e, nil
+	}
+	return nil, nil
 }
 
 // forecast is room's forecast (unknown when the app has no hub).

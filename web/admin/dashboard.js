@@ -44,6 +44,7 @@
   const has = (doc, key) => doc != null && Object.prototype.hasOwnProperty.call(doc, key);
   const num = (v) => (typeof v === 'number' && Number.isFinite(v) ? v : null);
   const fmt = (v, f = nf) => (num(v) === null ? dash : f.format(v));
+  const pct = (x) => (num(x) === null ? dash : Math.round(x * 100) + ' %');
   const clock = (t) => new Date(t).toLocaleTimeString();
 
   const state = {
@@ -1115,13 +1116,31 @@
   function etaText(rs, d) {
     if (!rs) return dash;
     const secs = num(rs.medianEtaSeconds);
-    if (secs !== null) {
-      return 'about ' + durWords(secs) + (rs.medianEtaKnown ? '' : ' (from the limit: the admission rate is not measured yet)');
-    }
+    if (secs !== null) return 'about ' + durWords(secs);
     if (!(rs.waiting > 0)) return 'nobody waiting';
     if (rs.paused) return 'none: paused (users are told the sale is paused)';
     if (d.method === 'reject') return 'none: closed (method reject)';
-    return 'not known: the room admits nobody';
+    if (rs.etaWithheld === 'nobody') return 'none: the room admits nobody (limit 0)';
+    return 'none yet: measuring how long orders take and how many admitted users never order (users see "estimating…")';
+  }
+
+  // basisText words what the estimate rests on (GET /admin/stats' estimate).
+  function basisText(rs) {
+    const e = rs && rs.estimate;
+    if (!e || num(e.holdSeconds) === null) return dash;
+    return 'a slot held ' + nf2.format(e.holdSeconds) + ' s by a buyer · ' + pct(e.noShowShare) + ' never order · ' +
+      pct(e.departShare) + ' leave while waiting · settles at ' + nf2.format(e.ratePerSecond) + ' admitted/s';
+  }
+
+  // etaErrorText words how far the estimates were from the waits that
+  // followed, over the last hour.
+  function etaErrorText(rs) {
+    if (!rs) return dash;
+    const e = rs.etaError;
+    if (!e || !(e.count > 0)) return 'none judged yet (an estimate is judged when its user has had their turn)';
+    const dir = e.medianSignedSeconds > 0 ? 'longer' : 'shorter';
+    return 'off by ' + Math.round(e.medianAbsPctError) + ' % on median (p90 ' + Math.round(e.p90AbsPctError) + ' %) over ' +
+      fmt(e.count) + ' estimates; the median one promised ' + durWords(Math.abs(e.medianSignedSeconds)) + ' ' + dir + ' than the wait';
   }
 
   const transports = { sse: 'SSE', ws: 'WebSocket' };
@@ -1150,6 +1169,8 @@
     const rs = s && Array.isArray(s.rooms) ? s.rooms.find((x) => x && x.room === d.room) || null : null;
     setText('u-longest', longestText(rs));
     setText('u-eta', etaText(rs, d));
+    setText('u-basis', basisText(rs));
+    setText('u-eta-error', etaErrorText(rs));
     setText('u-name', !has(d, 'displayName') ? dash : d.displayName || d.room + ' (its id: no display name set)');
     setText('u-message', !has(d, 'message') ? dash : d.message || 'none');
     setText('i-streams', countsText(s && s.streams, transports, false));
