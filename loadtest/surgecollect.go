@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"math"
 	"net/http"
 	"slices"
@@ -95,6 +96,14 @@ func (rep *surgeReport) collectUsers(r *surgeRun, tl *timeline) {
 	rep.ETA = newETAAccuracy(t.etas)
 	rep.ETAWait = newWaitAccuracy(t.waitErrs, t.withheld, t.waitUsers)
 	rep.ETASeries = etaSeries(t.waitErrs, rep.Seconds)
+	if rep.SlowdownMs > 0 {
+		rep.ETAChanges = append(rep.ETAChanges, newETAChange(fmt.Sprintf("order delay %.0f ms", rep.SlowdownMs),
+			time.Duration(rep.SlowdownAtSeconds*float64(time.Second)), t.waitErrs, rep.ETASeries))
+	}
+	if rep.LimitChangeTo > 0 {
+		rep.ETAChanges = append(rep.ETAChanges, newETAChange(fmt.Sprintf("targetActive %d", rep.LimitChangeTo),
+			time.Duration(rep.LimitChangeAtSeconds*float64(time.Second)), t.waitErrs, rep.ETASeries))
+	}
 	if rep.Ready > 0 {
 		rep.DrainSeconds = t.lastReady.Seconds()
 		if span := (t.lastReady - t.firstEnter).Seconds(); span > 0 {
