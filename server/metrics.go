@@ -3,6 +3,8 @@ package server
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"waitingroom/queue/history"
 )
 
 // metrics are the server's Prometheus collectors (the contract's names).
@@ -32,6 +34,9 @@ type metrics struct {
 	protocolRefused *prometheus.CounterVec
 	abandoned       *prometheus.CounterVec
 	secEvents       *prometheus.CounterVec
+	// The wait estimate, judged against the waits that followed.
+	etaError  *prometheus.GaugeVec
+	etaJudged *prometheus.GaugeVec
 
 	// Adaptive admission: the limit in force and the last window's signals
 	// (as of this instance's last controller step).
@@ -94,6 +99,15 @@ func (m *metrics) registerQueue() {
 	m.expired = m.counterVec("waitingroom_entry_expired_total", "Admissions whose entry window ended unused (no-shows), pruned by this instance.", "room")
 	m.abandoned = m.counterVec("waitingroom_abandoned_total", "Waiting users removed for neither polling nor holding a stream for WR_IDLE_TIMEOUT (counted by the instance whose admission run removed them).", "room")
 	m.orders = m.counterVec("waitingroom_orders_total", "Order attempts by result.", "result")
+	m.etaError = m.gaugeVec("waitingroom_eta_error_ratio",
+		"Median |ETA − wait| ÷ wait of the estimates shown to the room's last in line over the last hour, judged once they had their turn (0 until one is: see waitingroom_eta_judged).", "room")
+	m.etaJudged = m.gaugeVec("waitingroom_eta_judged", "Estimates judged for waitingroom_eta_error_ratio (the last hour's, recorded once a second).", "room")
+}
+
+// judgedETA records a room's judged estimates (history.WithJudge).
+func (m *metrics) judgedETA(room string, e history.ETAError) {
+	m.etaError.WithLabelValues(room).Set(e.MedianPct / 100)
+	m.etaJudged.WithLabelValues(room).Set(float64(e.Count))
 }
 
 // registerHTTP: requests, logins, layer 1 and the public connections.

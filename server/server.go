@@ -128,7 +128,7 @@ func New(o Options) (*Server, error) {
 	ho.Source, ho.OnDrop, ho.OnReplace, ho.Logger = s.q, s.m.streamDrops.Inc, s.m.streamRepl.Inc, o.Logger
 	s.hub = stream.New(ho)
 	s.presence = presence.New(s.q, s.hub, o.Config.Queue.IdleTimeout)
-	s.history = history.New(o.Redis, s.q, o.Logger).WithForecasts(s.hub.Forecast)
+	s.history = history.New(o.Redis, s.q, o.Logger).WithForecasts(s.hub.Forecast).WithJudge(s.m.judgedETA)
 	if s.cfg.Listener.PerAddr == 0 {
 		s.cfg.Listener.PerAddr = listener.PerAddressCap(s.cfg.Listener.MaxConns)
 	}

@@ -60,6 +60,7 @@ type History struct {
 	rooms    Rooms
 	log      *slog.Logger
 	forecast func(room string) estimate.Forecast
+	judged   func(room string, e ETAError)
 }
 
 // New returns a History reading the rooms of rooms and keeping their
@@ -80,13 +81,45 @@ func (h *History) WithForecasts(forecast func(room string) estimate.Forecast) *H
 	return h
 }
 
+// WithJudge makes Run judge every room's recorded estimates (ETAErrors
+// over the last hour) every judgeEvery and hand the result to judged (a
+// metric). Call it before Run; it returns h.
+func (h *History) WithJudge(judged func(room string, e ETAError)) *History {
+	h.judged = judged
+	return h
+}
+
+// judgeEvery is how often Run judges the recorded estimates (WithJudge).
+const judgeEvery = 30 * time.Second
+
 // Run records every room's point once a second, shortly after each second
-// of the instance's clock, until ctx is done.
+// of the instance's clock, and judges the estimates every judgeEvery,
+// until ctx is done.
 func (h *History) Run(ctx context.Context) {
+	var judgedAt time.Time
 	loop.Paced(ctx, untilNext(time.Now()), func(ctx context.Context) time.Duration {
 		h.recordAll(ctx)
+		if h.judged != nil && time.Since(judgedAt) >= judgeEvery {
+			judgedAt = time.Now()
+			h.judgeAll(ctx)
+		}
 		return untilNext(time.Now())
 	})
+}
+
+// judgeAll judges every room's estimates of the last hour.
+func (h *History) judgeAll(ctx context.Context) {
+	rooms, err := h.rooms.Rooms(ctx)
+	if err != nil {
+		return
+	}
+	for _, room := range rooms {
+		pts, err := h.Since(ctx, room, time.Now().Add(-time.Hour).UnixMilli())
+		if err != nil {
+			return
+		}
+		h.judged(room, ETAErrors(pts))
+	}
 }
 
 // untilNext is the wait from now until offset past the next second.
