@@ -15,7 +15,7 @@ func steadyRoom(e *estimate.Estimator, departing int64) estimate.Forecast {
 	var fc estimate.Forecast
 	for s := range int64(121) {
 		rem := make([]int64, 25)
-		rem[24], rem[23] = 5, 5 // admitted within the last 2 s of a 60 s window (bins of 2.5 s)
+		rem[23] = 10 // admitted within the last 2.5 s of a 60 s window (bins of 2.5 s)
 		fc = e.Observe(estimate.Sample{At: t0.Add(time.Duration(s) * time.Second), Target: 10, Active: 10,
 			EntryTTL: time.Minute, Admitted: 5 * s, Holds: 5 * s, HoldTime: time.Duration(5*s) * 2 * time.Second,
 			Departed: departing * s, Remaining: rem, Bin: 2500 * time.Millisecond})
@@ -72,5 +72,24 @@ func TestForecastWithheld(t *testing.T) {
 	s.Expired = 50
 	if fc := e.Observe(s); !fc.Known || fc.NoShow != 0.1 || fc.Hold != 2*time.Second {
 		t.Fatalf("joined mid-sale: %+v", fc)
+	}
+}
+
+// TestLongWindowBounded: a room with a three-hour entry window, sampled
+// every second for longer than the estimator keeps at full pace, still
+// gets a forecast (the older samples are thinned, not lost).
+func TestLongWindowBounded(t *testing.T) {
+	var e estimate.Estimator
+	t0 := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	var fc estimate.Forecast
+	for s := range int64(6000) {
+		rem := make([]int64, 25)
+		rem[23] = 10
+		fc = e.Observe(estimate.Sample{At: t0.Add(time.Duration(s) * time.Second), Target: 10, Active: 10,
+			EntryTTL: 3 * time.Hour, Admitted: 5 * s, Holds: 5 * s, HoldTime: time.Duration(5*s) * 2 * time.Second,
+			Remaining: rem, Bin: 450 * time.Second})
+	}
+	if got, ok := fc.ETA(100); !fc.Known || !ok || got < 19 || got > 21 {
+		t.Fatalf("forecast %+v: ETA(100) = %d, %v; want 20 ± 1", fc, got, ok)
 	}
 }

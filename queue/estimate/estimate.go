@@ -58,12 +58,27 @@ const (
 
 // Estimator keeps a room's recent samples and makes its forecast.
 type Estimator struct {
-	ring []Sample
+	// ring holds the counters of the samples of about the last entry
+	// window and a few minutes (at most maxRing: older ones thinned), the
+	// newest last; last is the newest sample whole.
+	ring []counters
+	last Sample
 	// hold is h smoothed (exponentially, time constant holdSmoothing) as
 	// of holdAt; zero until first measured.
 	hold   time.Duration
 	holdAt time.Time
 }
+
+// counters are what the estimator keeps of a past sample.
+type counters struct {
+	At                                 time.Time
+	Admitted, Expired, Departed, Holds int64
+	HoldTime                           time.Duration
+}
+
+// maxRing bounds the samples kept: a long entry window is covered at a
+// coarser pace (about 3 s a sample for a 3 h window).
+const maxRing = 4096
 
 // Observe adds s (newer than every sample before it) and returns the
 // forecast from the samples so far.
@@ -77,28 +92,38 @@ func (e *Estimator) Observe(s Sample) Forecast {
 			e.ring, e.hold = e.ring[:0], 0 // the room was removed and made anew
 		}
 	}
-	e.ring = append(e.ring, s)
+	e.last = s
+	e.ring = append(e.ring, counters{At: s.At, Admitted: s.Admitted, Expired: s.Expired, Departed: s.Departed, Holds: s.Holds, HoldTime: s.HoldTime})
 	horizon := s.At.Add(-(s.EntryTTL + resolvedWindow + keep))
 	i := sort.Search(len(e.ring), func(i int) bool { return e.ring[i].At.After(horizon) })
 	if i > 0 && i > len(e.ring)/2 {
 		e.ring = append(e.ring[:0], e.ring[i:]...)
+	}
+	if len(e.ring) > maxRing { // thin the older half: every other sample
+		half := len(e.ring) / 2
+		k := 0
+		for j := 0; j < half; j += 2 {
+			e.ring[k] = e.ring[j]
+			k++
+		}
+		e.ring = append(e.ring[:k], e.ring[half:]...)
 	}
 	return e.forecast()
 }
 
 // at returns the newest sample taken at or before t, or false when every
 // sample is newer.
-func (e *Estimator) at(t time.Time) (Sample, bool) {
+func (e *Estimator) at(t time.Time) (counters, bool) {
 	i := sort.Search(len(e.ring), func(i int) bool { return e.ring[i].At.After(t) })
 	if i == 0 {
-		return Sample{}, false
+		return counters{}, false
 	}
 	return e.ring[i-1], true
 }
 
 // forecast makes the forecast from the newest sample.
 func (e *Estimator) forecast() Forecast {
-	s := e.ring[len(e.ring)-1]
+	s := e.last
 	f := Forecast{At: s.At}
 	switch {
 	case s.Halted:
@@ -122,8 +147,36 @@ func (e *Estimator) forecast() Forecast {
 		return f
 	}
 	f.Known, f.NoShow, f.Hold, f.Depart = true, p, h, e.depart(s)
-	f.step, f.cum, f.steady = simulate(s, p, h, tau)
+	f.step, f.cum, f.steady = simulate(s, p, h, tau, e.admissions(s.At, youngSpan(s, tau)))
 	return f
+}
+
+// youngSpan is how far back the bins that hold users admitted less than
+// tau ago reach.
+func youngSpan(s Sample, tau time.Duration) time.Duration {
+	if s.Bin <= 0 {
+		return 0
+	}
+	bins := (tau + s.Bin - 1) / s.Bin // from the youngest end
+	return min(time.Duration(bins)*s.Bin, s.EntryTTL)
+}
+
+// admissions returns the admissions of the last span in one-second steps
+// (adm[k]: admitted k…k+1 s before now), or nil when the samples do not
+// reach back that far.
+func (e *Estimator) admissions(now time.Time, span time.Duration) []float64 {
+	n := int((span + time.Second - 1) / time.Second)
+	if n == 0 || len(e.ring) == 0 || e.ring[0].At.After(now.Add(-time.Duration(n)*time.Second)) {
+		return nil
+	}
+	out := make([]float64, n)
+	prev := e.ring[len(e.ring)-1].Admitted
+	for k := range n {
+		c, _ := e.at(now.Add(-time.Duration(k+1) * time.Second))
+		out[k] = float64(max(prev-c.Admitted, 0))
+		prev = c.Admitted
+	}
+	return out
 }
 
 // smoothHold is h smoothed over time, so that the noise of a few dozen

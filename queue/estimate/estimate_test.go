@@ -60,6 +60,7 @@ func TestSteadyNeverGrows(t *testing.T) {
 			if prev.eta > 0 && cur.eta > prev.eta+1 && cur.at-prev.at <= time.Second {
 				grew++
 				worst = max(worst, float64(cur.eta-prev.eta)/float64(prev.eta))
+
 			}
 		}
 	}

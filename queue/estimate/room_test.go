@@ -198,8 +198,8 @@ func (r *room) sample() estimate.Sample {
 	s := estimate.Sample{At: r.start.Add(r.now), Target: r.target, Active: int64(len(r.active)), EntryTTL: r.sc.ttl,
 		Halted: r.paused, Admitted: r.counters.admitted, Expired: r.counters.expired, Departed: r.counters.departed,
 		Holds: r.counters.holds, HoldTime: r.holdTime, Bin: bin, Remaining: make([]int64, int(r.sc.ttl/bin)+1)}
-	for _, u := range r.active {
-		i := int((u.deadline - r.now) / bin)
+	for _, u := range r.active { // bin i: deadlines (i, i+1] bins away, as snapshot.lua counts
+		i := int((u.deadline-r.now+bin-1)/bin) - 1
 		s.Remaining[min(max(i, 0), len(s.Remaining)-1)]++
 	}
 	return s
