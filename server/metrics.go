@@ -100,7 +100,7 @@ func (m *metrics) registerQueue() {
 	m.abandoned = m.counterVec("waitingroom_abandoned_total", "Waiting users removed for neither polling nor holding a stream for WR_IDLE_TIMEOUT (counted by the instance whose admission run removed them).", "room")
 	m.orders = m.counterVec("waitingroom_orders_total", "Order attempts by result.", "result")
 	m.etaError = m.gaugeVec("waitingroom_eta_error_ratio",
-		"Median |ETA − wait| ÷ wait of the estimates shown to the room's last in line over the last hour, judged once they had their turn (0 until one is: see waitingroom_eta_judged).", "room")
+		"Median |ETA − wait| ÷ wait of the estimates shown to the room's last in line and to the one in the middle over the last hour, judged once they had their turn (0 until one is: see waitingroom_eta_judged).", "room")
 	m.etaJudged = m.gaugeVec("waitingroom_eta_judged", "Estimates judged for waitingroom_eta_error_ratio (the last hour's, recorded once a second).", "room")
 }
 

@@ -3,13 +3,15 @@ package history
 import (
 	"math"
 	"slices"
+	"sort"
 	"time"
 )
 
 // ETAError is how far the estimates recorded in a room's history were
-// from the waits that followed: each point's last in line was shown an
-// ETA; they had their turn at the first later point whose oldest waiting
-// ticket is past theirs (or nobody waits). The error is |ETA − wait| ÷
+// from the waits that followed: at each point the last in line and the
+// one in the middle were shown an ETA; each had their turn at the first
+// later point whose oldest waiting ticket is past theirs (or nobody
+// waits). The error is |ETA − wait| ÷
 // wait. Waits under minJudged are left out: the history's one-second
 // resolution would dominate them.
 type ETAError struct {
@@ -24,28 +26,35 @@ type ETAError struct {
 const minJudged = 10 * time.Second
 
 // ETAErrors judges the estimates of points (oldest first, as Since returns
-// them) whose last in line has had their turn by the last point.
+// them) whose user — the last in line, and the one in the middle — has
+// had their turn by the last point.
 func ETAErrors(points []Point) ETAError {
 	var apes, signed []float64
-	j := 0
-	for i, p := range points {
-		if p.ETA < 0 || p.Seq <= 0 || p.Waiting == 0 {
-			continue
+	judge := func(i int, eta, ticket int64) {
+		if eta < 0 || ticket <= 0 {
+			return
 		}
-		j = max(j, i+1)
-		for j < len(points) && !served(points[j], p.Seq) {
-			j++
+		// the first later point that served the ticket (served only
+		// turns true as the queue moves: a binary search)
+		rest := points[i+1:]
+		j := sort.Search(len(rest), func(j int) bool { return served(rest[j], ticket) })
+		if j == len(rest) {
+			return
 		}
-		if j == len(points) {
-			break // not yet served: nor is anyone behind (Seq only grows)
-		}
-		wait := points[j].At.Sub(p.At)
+		wait := rest[j].At.Sub(points[i].At)
 		if wait < minJudged {
+			return
+		}
+		d := time.Duration(eta)*time.Second - wait
+		apes = append(apes, 100*math.Abs(float64(d))/float64(wait))
+		signed = append(signed, d.Seconds())
+	}
+	for i, p := range points {
+		if p.Waiting == 0 {
 			continue
 		}
-		eta := time.Duration(p.ETA) * time.Second
-		apes = append(apes, 100*math.Abs(float64(eta-wait))/float64(wait))
-		signed = append(signed, (eta - wait).Seconds())
+		judge(i, p.ETA, p.Seq)
+		judge(i, p.ETAMid, p.MidTicket)
 	}
 	if len(apes) == 0 {
 		return ETAError{}

@@ -35,6 +35,12 @@ func TestETAErrors(t *testing.T) {
 	if got.Count != 2 || got.MedianPct != 20 || got.P90Pct != 25 || got.MedianErr != -5 {
 		t.Fatalf("ETAErrors = %+v, want 2 judged: median 20 %%, p90 25 %%, median −5 s", got)
 	}
+	// The user in the middle at 0 s (ticket 5) was promised 10 s and had
+	// their turn at 20 s (the first head past 5): 50 % off.
+	pts[0].ETAMid, pts[0].MidTicket = 10, 5
+	if got := history.ETAErrors(pts); got.Count != 3 || got.MedianPct != 25 || got.P90Pct != 50 {
+		t.Fatalf("with a middle estimate: %+v, want 3 judged: median 25 %%, p90 50 %%", got)
+	}
 	if z := history.ETAErrors(nil); z != (history.ETAError{}) {
 		t.Fatalf("no points: %+v", z)
 	}
@@ -59,18 +65,24 @@ func TestRecordsTheETAShown(t *testing.T) {
 	if !ok {
 		t.Fatalf("forecast %+v not known", fc)
 	}
+	if _, err := q.Leave(context.Background(), "r1", "u1"); err != nil {
+		t.Fatal(err)
+	}
+	want, _ = fc.ETA(3)
+	wantMid, _ := fc.ETA(2)
 	pts := mustRecord(t, h)
 	last := pts[len(pts)-1]
-	if last.ETA != want || last.Seq != 4 || last.Head != 1 {
-		t.Fatalf("point %+v, want ETA %d, seq 4, head 1", last, want)
+	// u1 left: u2, u3, u4 (tickets 2–4) wait; the middle one is u3.
+	if last.ETA != want || last.Seq != 4 || last.Head != 2 || last.ETAMid != wantMid || last.MidTicket != 3 {
+		t.Fatalf("point %+v, want ETA %d, seq 4, head 2, middle ETA %d at ticket 3", last, want, wantMid)
 	}
 	b, _ := json.Marshal(last)
 	var arr []any
-	if err := json.Unmarshal(b, &arr); err != nil || len(arr) != len(history.Fields) || arr[6] != float64(want) {
+	if err := json.Unmarshal(b, &arr); err != nil || len(arr) != len(history.Fields) || arr[6] != float64(want) || arr[7] != float64(wantMid) {
 		t.Fatalf("point JSON %s: %v", b, err)
 	}
 	b, _ = json.Marshal(pts[0])
-	if err := json.Unmarshal(b, &arr); err != nil || arr[6] != nil {
+	if err := json.Unmarshal(b, &arr); err != nil || arr[6] != nil || arr[7] != nil {
 		t.Fatalf("withheld point JSON %s", b)
 	}
 	if _, err := h.Since(context.Background(), "r1", 0); err != nil {

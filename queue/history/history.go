@@ -174,19 +174,44 @@ func (h *History) Record(ctx context.Context, room string) (recorded bool, err e
 		return false, err
 	}
 	seq, head := tickets(snaps[0])
-	eta := int64(-1)
-	if h.forecast != nil && info.Waiting > 0 {
-		if secs, ok := h.forecast(room).ETA(info.Waiting); ok && !info.Paused {
-			eta = secs
-		}
-	}
+	mid := (info.Waiting + 1) / 2
+	eta, etaMid := h.shown(room, info, info.Waiting), h.shown(room, info, mid)
 	n, err := appendScript.Run(ctx, h.rdb, []string{k.points, k.meta, k.tickets},
 		sec, info.Waiting, info.Active, info.Target, info.Admitted, formatRate(info.Rate), seq, head,
-		Keep, clockKeep, int64(lifetime.Seconds()), eta).Int64()
+		Keep, clockKeep, int64(lifetime.Seconds()), eta, etaMid, ticketAt(snaps[0], mid)).Int64()
 	if err != nil {
 		return false, unavailable("append", err)
 	}
 	return n == 1, nil
+}
+
+// shown is the ETA a waiting user at position pos of room is shown (-1:
+// withheld, or nobody there).
+func (h *History) shown(room string, info queue.RoomInfo, pos int64) int64 {
+	if h.forecast == nil || pos <= 0 || pos > info.Waiting || info.Paused {
+		return -1
+	}
+	if secs, ok := h.forecast(room).ETA(pos); ok {
+		return secs
+	}
+	return -1
+}
+
+// ticketAt derives the ticket at position pos (1-based) from a room's
+// snapshot: the pos-th ticket above Serving that is not gone; 0 when
+// nobody is there.
+func ticketAt(s queue.RoomSnapshot, pos int64) int64 {
+	if pos <= 0 || pos > s.Waiting {
+		return 0
+	}
+	t := s.Serving + pos
+	for _, g := range s.Gone { // ascending, all above Serving
+		if g > t {
+			break
+		}
+		t++
+	}
+	return t
 }
 
 // tickets derives from a room's snapshot the last ticket issued and the

@@ -22,20 +22,22 @@ type Point struct {
 	Admitted int64     // users admitted since the previous point
 	Rate     float64   // the measured admission rate (users/s)
 	// ETA is the estimate the last in line was shown, in seconds (-1:
-	// withheld, or nobody waiting).
-	ETA int64
+	// withheld, or nobody waiting); ETAMid the one shown to the user in
+	// the middle of the queue, whose ticket is MidTicket.
+	ETA, ETAMid int64
 	// Seq is the last ticket issued, Head the oldest waiting ticket (0:
-	// nobody waiting): when Head passes a point's Seq, its last in line
-	// has had their turn (see ETAErrors). Not in the JSON.
-	Seq, Head int64
+	// nobody waiting): when Head passes a point's Seq (MidTicket), its
+	// last (middle) in line has had their turn (see ETAErrors). Not in
+	// the JSON.
+	Seq, Head, MidTicket int64
 }
 
 // Fields names the values of a Point's JSON array, in order.
-var Fields = []string{"t", "waiting", "active", "targetActive", "admitted", "rate", "etaLast"}
+var Fields = []string{"t", "waiting", "active", "targetActive", "admitted", "rate", "etaLast", "etaMid"}
 
 // MarshalJSON writes a point as the compact array of Fields:
-// [tMs, waiting, active, targetActive, admitted, rate, etaLast], etaLast
-// null when withheld.
+// [tMs, waiting, active, targetActive, admitted, rate, etaLast, etaMid],
+// the estimates null when withheld.
 func (p Point) MarshalJSON() ([]byte, error) {
 	b := make([]byte, 0, 56)
 	b = append(b, '[')
@@ -46,11 +48,13 @@ func (p Point) MarshalJSON() ([]byte, error) {
 	}
 	b = append(b, ',')
 	b = append(b, formatRate(p.Rate)...)
-	if p.ETA < 0 {
-		b = append(b, ",null"...)
-	} else {
-		b = append(b, ',')
-		b = strconv.AppendInt(b, p.ETA, 10)
+	for _, eta := range []int64{p.ETA, p.ETAMid} {
+		if eta < 0 {
+			b = append(b, ",null"...)
+		} else {
+			b = append(b, ',')
+			b = strconv.AppendInt(b, eta, 10)
+		}
 	}
 	return append(b, ']'), nil
 }
@@ -90,16 +94,17 @@ func (h *History) Since(ctx context.Context, room string, since int64) ([]Point,
 }
 
 // parsePoint reads a stored point (append.lua's array; a point stored
-// before the ETA was recorded has six numbers and reads as withheld).
+// before the estimates were recorded has six numbers and reads as
+// withheld).
 func parsePoint(s string) (Point, error) {
 	var v []float64
-	if err := json.Unmarshal([]byte(s), &v); err != nil || (len(v) != 6 && len(v) != 9) {
-		return Point{}, fmt.Errorf("history: a stored point is not an array of 6 or 9 numbers: %q", s)
+	if err := json.Unmarshal([]byte(s), &v); err != nil || (len(v) != 6 && len(v) != 11) {
+		return Point{}, fmt.Errorf("history: a stored point is not an array of 6 or 11 numbers: %q", s)
 	}
 	p := Point{At: time.UnixMilli(int64(v[0])).UTC(), Waiting: int64(v[1]), Active: int64(v[2]),
-		Target: int64(v[3]), Admitted: int64(v[4]), Rate: v[5], ETA: -1}
-	if len(v) == 9 {
-		p.ETA, p.Seq, p.Head = int64(v[6]), int64(v[7]), int64(v[8])
+		Target: int64(v[3]), Admitted: int64(v[4]), Rate: v[5], ETA: -1, ETAMid: -1}
+	if len(v) == 11 {
+		p.ETA, p.Seq, p.Head, p.ETAMid, p.MidTicket = int64(v[6]), int64(v[7]), int64(v[8]), int64(v[9]), int64(v[10])
 	}
 	return p, nil
 }

@@ -55,9 +55,10 @@ type roomStatsDoc struct {
 	EtaWithheld      string `json:"etaWithheld,omitempty"`
 	// Estimate is what the ETA rests on now (null while withheld).
 	Estimate *estimateDoc `json:"estimate"`
-	// EtaError is how far the ETA shown to the last in line was from the
-	// wait that followed, over the last hour of the history (null until
-	// one has been judged: see history.ETAErrors).
+	// EtaError is how far the ETAs shown to the last in line and to the
+	// one in the middle were from the waits that followed, over the last
+	// hour of the history (null until one has been judged: see
+	// history.ETAErrors).
 	EtaError *history.ETAError `json:"etaError"`
 }
 

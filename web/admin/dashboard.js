@@ -244,7 +244,7 @@
   // browser's clock, st on the server's.
   function addPoints(r, data) {
     const fields = Array.isArray(data && data.fields) ? data.fields : [];
-    const [it, iw, ia, ig, iad, ie] = ['t', 'waiting', 'active', 'targetActive', 'admitted', 'etaLast'].map((f) => fields.indexOf(f));
+    const [it, iw, ia, ig, iad, ie, im] = ['t', 'waiting', 'active', 'targetActive', 'admitted', 'etaLast', 'etaMid'].map((f) => fields.indexOf(f));
     if (it < 0 || !Array.isArray(data.points)) return;
     const at = (p, i) => (i < 0 ? null : num(p[i]));
     for (const p of data.points) {
@@ -253,7 +253,7 @@
       const prev = r.hist.length ? r.hist[r.hist.length - 1] : null;
       const admitted = at(p, iad);
       const perSec = prev && admitted !== null && st - prev.st <= GAP_MS ? admitted / ((st - prev.st) / 1000) : null;
-      r.hist.push({ t: st - (state.skew || 0), st, waiting: at(p, iw), active: at(p, ia), target: at(p, ig), admittedPerSec: perSec, etaLast: at(p, ie) });
+      r.hist.push({ t: st - (state.skew || 0), st, waiting: at(p, iw), active: at(p, ia), target: at(p, ig), admittedPerSec: perSec, etaLast: at(p, ie), etaMid: at(p, im) });
       r.histLast = st;
     }
     prune(r.hist, Date.now());
@@ -651,7 +651,12 @@
       ],
     },
     { id: 'chart-admitted', title: 'Admitted per second', series: [{ key: 'admittedPerSec', label: 'admitted/s', cls: 's1' }] },
-    { id: 'chart-eta', title: 'Estimated wait shown to the last in line (s)', series: [{ key: 'etaLast', label: 'ETA', cls: 's1', unit: ' s' }] },
+    {
+      id: 'chart-eta', title: 'Estimated wait shown (s)', series: [
+        { key: 'etaLast', label: 'last in line', cls: 's1', unit: ' s' },
+        { key: 'etaMid', label: 'middle', cls: 's2', unit: ' s' },
+      ],
+    },
     {
       id: 'chart-latency', title: 'Order latency p90 (ms)', requires: hasSignals, live: true, series: [
         { key: 'p90', label: 'p90', cls: 's1', unit: ' ms' },
