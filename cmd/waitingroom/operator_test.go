@@ -52,14 +52,14 @@ func TestOperatorHistorySharedByInstances(t *testing.T) {
 		return len(pts) >= 4
 	})
 	fields, fromB := historyOf(t, b, "default", "")
-	if strings.Join(fields, ",") != "t,waiting,active,targetActive,admitted,rate" {
+	if strings.Join(fields, ",") != "t,waiting,active,targetActive,admitted,rate,etaLast,etaMid" {
 		t.Fatalf("fields %v", fields)
 	}
 	if len(fromB) < len(pts) || fmt.Sprint(fromB[:len(pts)]) != fmt.Sprint(pts) {
 		t.Fatalf("instance b's history differs:\n a %v\n b %v", pts, fromB)
 	}
 	for i, p := range fromB {
-		if len(p) != 6 || int64(p[0])%1000 != 0 {
+		if len(p) != 8 || int64(p[0])%1000 != 0 {
 			t.Fatalf("point %v", p)
 		}
 		if i > 0 && p[0] <= fromB[i-1][0] {
