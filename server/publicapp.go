@@ -25,7 +25,7 @@ func (s *Server) newPublicApp() *fiber.App {
 	}
 	app := fiber.New(api.FiberConfig("waitingroom", bodyLimit, s.log))
 	s.guardPublic(app) // first: nothing in Fiber runs before it
-	app.Use(s.observe, api.SecurityHeaders)
+	app.Use(api.RequestContext, s.observe, api.SecurityHeaders)
 
 	api := app.Group(s.prefix+"/api/v1", api.NoStore, s.denyIPs, s.apiGate)
 	if len(s.cfg.CORSOrigins) > 0 {

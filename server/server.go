@@ -23,6 +23,7 @@ import (
 	"waitingroom/server/access"
 	"waitingroom/server/admin"
 	"waitingroom/server/admin/audit"
+	"waitingroom/server/api"
 	"waitingroom/server/checkout"
 	"waitingroom/server/faults"
 	"waitingroom/server/gateway"
@@ -101,6 +102,8 @@ func New(o Options) (*Server, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+	// Lines logged while serving a request carry its id (api.LogHandler).
+	o.Logger = slog.New(api.LogHandler(o.Logger.Handler()))
 	if o.Config.Listener.MaxConns <= 0 {
 		return nil, errors.New("server: Config.Listener.MaxConns must be positive")
 	}

@@ -76,6 +76,7 @@ func New(o Options) *fiber.App {
 	if o.Guard != nil {
 		o.Guard(f) // first: nothing in Fiber runs before it
 	}
+	f.Use(api.RequestContext)
 	f.Get("/metrics", adaptor.HTTPHandler(promhttp.HandlerFor(o.Metrics, promhttp.HandlerOpts{})))
 	f.Get("/healthz", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"status": "ok"}) })
 	f.Get("/readyz", a.readyz)

@@ -1,0 +1,212 @@
+package main
+
+import (
+	"bufio"
+	"net"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fasthttp/websocket"
+)
+
+// Operations: the request id on every response and in the log lines of
+// its request.
+
+// freshID is the form of an id the server made itself (128 bits, base64url).
+var freshID = regexp.MustCompile(`^[A-Za-z0-9_-]{22}$`)
+
+// requestID is the X-Request-Id of a response; the test fails when there
+// is none.
+func requestID(t testing.TB, what string, h http.Header) string {
+	t.Helper()
+	ids := h.Values("X-Request-Id")
+	if len(ids) != 1 || ids[0] == "" {
+		t.Fatalf("%s: X-Request-Id %q, want exactly one", what, ids)
+	}
+	return ids[0]
+}
+
+// rawExchange writes req as it is on a new connection to base and reads
+// the response.
+func rawExchange(t testing.TB, base, req string) *http.Response {
+	t.Helper()
+	c, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := c.Write([]byte(req)); err != nil {
+		t.Fatal(err)
+	}
+	res, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("reading the answer to %q: %v", req, err)
+	}
+	res.Body.Close()
+	return res
+}
+
+// logLine is the first line of the instance's log holding every one of
+// parts, or "".
+func (in *instance) logLine(parts ...string) string {
+	for line := range strings.Lines(in.logs.String()) {
+		ok := true
+		for _, p := range parts {
+			ok = ok && strings.Contains(line, p)
+		}
+		if ok {
+			return line
+		}
+	}
+	return ""
+}
+
+// TestRequestIDOnEveryResponse: every answer of both ports — successes,
+// refusals of the handlers, of the protocol filter and of the HTTP parser,
+// unknown paths, the page, a stream's and a WebSocket's — carries an id of
+// its own, and a client's own X-Request-Id is not taken.
+func TestRequestIDOnEveryResponse(t *testing.T) {
+	e := newEnv(t)
+	in := e.start(nil)
+	qt := in.enter(user(1), "default").str("queueToken")
+	spoof := []string{"X-Request-Id", "chosen-by-the-client"}
+	seen := map[string]string{}
+	check := func(what string, h http.Header) {
+		t.Helper()
+		id := requestID(t, what, h)
+		if !freshID.MatchString(id) {
+			t.Errorf("%s: X-Request-Id %q is not one the server made", what, id)
+		}
+		if prev, dup := seen[id]; dup {
+			t.Errorf("%s: X-Request-Id %q already given to %s", what, id, prev)
+		}
+		seen[id] = what
+	}
+	for _, c := range []struct {
+		what, method, url, bearer string
+		body                      any
+		want                      int
+		headers                   []string
+	}{
+		{"room info", "GET", in.base + "/api/v1/rooms/default", "", nil, 200, spoof},
+		{"position", "GET", in.base + "/api/v1/rooms/default/position", qt, nil, 200, nil},
+		{"no token", "POST", in.base + "/api/v1/rooms/default/enter", "", nil, 401, spoof},
+		{"unknown path", "GET", in.base + "/nowhere", "", nil, 404, nil},
+		{"the page", "GET", in.base + "/rooms/default", "", nil, 200, nil},
+		{"compressed body", "POST", in.base + "/api/v1/auth/login", "", `{}`, 415, []string{"Content-Encoding", "gzip"}},
+		{"lowercase method", "get", in.base + "/api/v1/rooms/default", "", nil, 400, nil},
+		{"health", "GET", in.admin + "/healthz", "", nil, 200, spoof},
+		{"metrics", "GET", in.admin + "/metrics", "", nil, 200, nil},
+		{"admin without token", "GET", in.admin + "/admin/rooms", "", nil, 401, nil},
+		{"admin", "GET", in.admin + "/admin/rooms", testAdminToken, nil, 200, nil},
+		{"admin unknown path", "GET", in.admin + "/nowhere", "", nil, 404, nil},
+	} {
+		r := do(t, c.method, c.url, c.bearer, c.body, c.headers...)
+		if r.status != c.want {
+			t.Fatalf("%s: %d %s, want %d", c.what, r.status, r.raw, c.want)
+		}
+		check(c.what, r.header)
+	}
+	// The parser's own refusal (two Content-Lengths): no handler ran.
+	for _, base := range []string{in.base, in.admin} {
+		res := rawExchange(t, base, "POST /api/v1/auth/login HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n{}")
+		if res.StatusCode != 400 {
+			t.Fatalf("duplicate Content-Length: %d, want 400", res.StatusCode)
+		}
+		check("parser refusal at "+base, res.Header)
+	}
+	// A stream's response and a WebSocket handshake.
+	req, _ := http.NewRequest("GET", in.base+"/api/v1/rooms/default/events", nil)
+	req.Header.Set("Authorization", "Bearer "+qt)
+	res, err := client.Do(req)
+	if err != nil || res.StatusCode != 200 {
+		t.Fatalf("events: %v %v", res, err)
+	}
+	res.Body.Close()
+	check("SSE stream", res.Header)
+	ws, wres, err := websocket.DefaultDialer.Dial(strings.Replace(in.base, "http://", "ws://", 1)+"/api/v1/rooms/default/ws?token="+qt, nil)
+	if err != nil {
+		t.Fatalf("ws: %v", err)
+	}
+	ws.Close()
+	check("WebSocket handshake", wres.Header)
+}
+
+// TestRequestIDInTheLog: the log lines of a request carry its id — a
+// security event of the public port and of the management port — and
+// lines outside any request carry none.
+func TestRequestIDInTheLog(t *testing.T) {
+	e := newEnv(t)
+	in := e.start(nil)
+	r := do(t, "POST", in.base+"/api/v1/auth/login", "", map[string]string{"loginId": user(2), "password": "wrong"})
+	if r.status != 401 {
+		t.Fatalf("wrong password: %d %s", r.status, r.raw)
+	}
+	id := requestID(t, "failed login", r.header)
+	if in.logLine("event=login_failed", "request_id="+id) == "" {
+		t.Errorf("no login_failed line with request_id=%s in\n%s", id, in.logs)
+	}
+	r = do(t, "GET", in.admin+"/admin/rooms", "not-the-token", nil)
+	id = requestID(t, "admin auth failure", r.header)
+	if in.logLine("event=admin_auth_failed", "request_id="+id) == "" {
+		t.Errorf("no admin_auth_failed line with request_id=%s in\n%s", id, in.logs)
+	}
+	if line := in.logLine("msg=serving"); line == "" || strings.Contains(line, "request_id=") {
+		t.Errorf("the serving line %q: want one, without a request id", line)
+	}
+}
+
+// TestRequestIDFromATrustedProxy: behind a trusted proxy its X-Request-Id
+// is kept — in the response and in the log — when it is fit; an unfit one
+// (too long, spaces, other characters) is replaced by a fresh id and the
+// request served all the same.
+func TestRequestIDFromATrustedProxy(t *testing.T) {
+	e := newEnv(t)
+	in := e.start(behindProxy(map[string]string{}))
+	longest := strings.Repeat("a", 128)
+	for _, id := range []string{"edge-7f3a9c:1", "0b6f1c2e-4a8d-4d1b-9a57-3c2f9e1d8b40", "Root=1-5759e988/bd862e3f@x+y", longest} {
+		for _, url := range []string{in.base + "/api/v1/rooms/default", in.admin + "/healthz"} {
+			r := do(t, "GET", url, "", nil, "X-Request-Id", id)
+			if got := requestID(t, url, r.header); r.status != 200 || got != id {
+				t.Errorf("GET %s with %q: %d, X-Request-Id %q", url, id, r.status, got)
+			}
+		}
+	}
+	for _, id := range []string{longest + "b", "two words", "é-accent", "semi;colon", `"quoted"`} {
+		r := do(t, "GET", in.base+"/api/v1/rooms/default", "", nil, "X-Request-Id", id)
+		if got := requestID(t, id, r.header); r.status != 200 || !freshID.MatchString(got) {
+			t.Errorf("unfit id %q: %d, X-Request-Id %q, want 200 with a fresh id", id, r.status, got)
+		}
+	}
+	r := do(t, "POST", in.base+"/api/v1/auth/login", "", map[string]string{"loginId": user(3), "password": "wrong"},
+		"X-Request-Id", "edge-42")
+	if got := requestID(t, "login", r.header); got != "edge-42" {
+		t.Fatalf("X-Request-Id %q, want edge-42", got)
+	}
+	if in.logLine("event=login_failed", "request_id=edge-42") == "" {
+		t.Errorf("no login_failed line with the proxy's id in\n%s", in.logs)
+	}
+}
+
+// TestRequestIDReachesTheOrigin: in gateway mode the origin is sent the id
+// the visitor gets back, never the visitor's own.
+func TestRequestIDReachesTheOrigin(t *testing.T) {
+	o := startOrigin(t)
+	in := gatewayInstance(t, o, nil)
+	code, h, _ := call(t, visitor(t), "GET", in.base+"/catalog", "", "X-Request-Id", "chosen-by-the-visitor")
+	if code != 200 {
+		t.Fatalf("GET /catalog: %d", code)
+	}
+	id := requestID(t, "forwarded", h)
+	if got := o.last.Load().Header.Get("X-Request-Id"); got != id || !freshID.MatchString(id) {
+		t.Errorf("the origin was sent X-Request-Id %q; the visitor got %q", got, id)
+	}
+	code, h, _ = call(t, visitor(t), "GET", in.base+"/_wr/api/v1/rooms/sale", "")
+	if code != 200 || !freshID.MatchString(requestID(t, "own API", h)) {
+		t.Errorf("GET /_wr/api/v1/rooms/sale: %d %v", code, h)
+	}
+}
