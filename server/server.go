@@ -209,6 +209,9 @@ func (s *Server) newController(o Options) *adaptive.Controller {
 // Public returns the public app (API and page).
 func (s *Server) Public() *fiber.App { return s.public }
 
+// Admin returns the management app.
+func (s *Server) Admin() *fiber.App { return s.admin }
+
 // Hub returns the server's push hub.
 func (s *Server) Hub() *stream.Hub { return s.hub }
 

@@ -21,6 +21,7 @@ import (
 	"waitingroom/server/api"
 	"waitingroom/server/faults"
 	"waitingroom/server/gateway"
+	"waitingroom/server/openapi"
 	"waitingroom/server/seclog"
 )
 
@@ -83,7 +84,8 @@ func New(o Options) *fiber.App {
 	// Profiles, for operators measuring memory and CPU under load.
 	f.Use("/debug/pprof", a.auth)
 	f.Use(pprof.New())
-	mountDashboard(f) // before the /admin group: the page itself needs no token
+	mountDashboard(f)                                         // before the /admin group: the page itself needs no token
+	f.Get("/admin/openapi.json", api.Document(openapi.Admin)) // nor does the description
 	// The management address itself leads to the dashboard.
 	f.Get("/", func(c *fiber.Ctx) error { return c.Redirect("/admin/", fiber.StatusFound) })
 	adm := f.Group("/admin", a.auth, api.NoStore, a.recordChanges)
