@@ -119,10 +119,11 @@ test:
 	@$(test_env); \
 	missing=(); \
 	[[ -x /usr/bin/chromium ]] || missing+=(chromium); \
+	command -v promtool >/dev/null || missing+=(prometheus); \
 	command -v "$$($(GO) env CC)" >/dev/null || missing+=(gcc libc6-dev); \
 	if (( $${#missing[@]} )); then \
 		if [[ $$(id -u) == 0 ]]; then \
-			echo "==> installing $${missing[*]} (browser tests, go test -race)"; \
+			echo "==> installing $${missing[*]} (browser tests, go test -race, promtool for the alert rules)"; \
 			apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y "$${missing[@]}"; \
 		else \
 			echo "warning: $${missing[*]} missing and not root, not installing (sudo apt-get install -y $${missing[*]}); tests needing them will fail" >&2; \

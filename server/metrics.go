@@ -32,6 +32,8 @@ type metrics struct {
 	protocolRefused *prometheus.CounterVec
 	abandoned       *prometheus.CounterVec
 	secEvents       *prometheus.CounterVec
+	paused          *prometheus.GaugeVec // by room
+	dependencyUp    *prometheus.GaugeVec // by dependency (readiness.go)
 
 	// Adaptive admission: the limit in force and the last window's signals
 	// (as of this instance's last controller step).
@@ -94,6 +96,8 @@ func (m *metrics) registerQueue() {
 	m.expired = m.counterVec("waitingroom_entry_expired_total", "Admissions whose entry window ended unused (no-shows), pruned by this instance.", "room")
 	m.abandoned = m.counterVec("waitingroom_abandoned_total", "Waiting users removed for neither polling nor holding a stream for WR_IDLE_TIMEOUT (counted by the instance whose admission run removed them).", "room")
 	m.orders = m.counterVec("waitingroom_orders_total", "Order attempts by result.", "result")
+	m.paused = m.gaugeVec("waitingroom_room_paused", "1 while the operator has paused the room (as of this instance's last admission run).", "room")
+	m.dependencyUp = m.gaugeVec("waitingroom_dependency_up", "1 when the dependency (redis, postgres) answered this instance's last readiness check (every 5 s, as GET /readyz checks), else 0.", "dependency")
 }
 
 // registerHTTP: requests, logins, layer 1 and the public connections.

@@ -89,7 +89,8 @@ type Server struct {
 	gwSettings *gateway.Store
 	passes     *pass.Signer
 	pow        *pow.Pow
-	prefix     string // where the page and API live: "" or gateway.Prefix
+	prefix     string                          // where the page and API live: "" or gateway.Prefix
+	pingRedis  func(ctx context.Context) error // /readyz's and the readiness loop's check
 }
 
 // New builds a Server. It does no I/O: the admission loop creates the
@@ -108,6 +109,7 @@ func New(o Options) (*Server, error) {
 		return nil, errors.New("server: Config.Listener.MaxConns must be positive")
 	}
 	s := &Server{cfg: o.Config, store: o.Store, m: newMetrics(o.Registry), log: o.Logger}
+	s.pingRedis = func(ctx context.Context) error { return o.Redis.Ping(ctx).Err() }
 	s.sec = seclog.New(o.Logger, s.m.secEvents)
 	s.tokens = token.New(o.Config.Tokens)
 	qo := o.Config.Queue
@@ -170,7 +172,7 @@ func (s *Server) newAdminApp(o Options, prefix string) *fiber.App {
 		RoomDefaults: s.cfg.Admission.Defaults,
 		History:      s.history,
 		Audit:        audit.New(o.Redis, prefix),
-		PingRedis:    func(ctx context.Context) error { return o.Redis.Ping(ctx).Err() },
+		PingRedis:    s.pingRedis,
 		PingPostgres: o.Store.Ping,
 		ClientKey:    s.clientKey,
 		ClientIP:     s.clientIP,
@@ -236,6 +238,7 @@ func (s *Server) observeAdmission(r queue.AdmitResult) {
 	s.m.active.WithLabelValues(r.Room).Set(float64(r.Active))
 	s.m.target.WithLabelValues(r.Room).Set(float64(r.Target))
 	s.m.limit.WithLabelValues(r.Room).Set(float64(r.Target))
+	s.m.paused.WithLabelValues(r.Room).Set(map[bool]float64{true: 1}[r.Paused])
 	if n := len(r.Admitted); n > 0 {
 		s.m.admitted.WithLabelValues(r.Room).Add(float64(n))
 	}

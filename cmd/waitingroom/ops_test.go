@@ -4,12 +4,18 @@ import (
 	"bufio"
 	"net"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/fasthttp/websocket"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.yaml.in/yaml/v3"
 )
 
 // Operations: the request id on every response and in the log lines of
@@ -208,5 +214,207 @@ func TestRequestIDReachesTheOrigin(t *testing.T) {
 	code, h, _ = call(t, visitor(t), "GET", in.base+"/_wr/api/v1/rooms/sale", "")
 	if code != 200 || !freshID.MatchString(requestID(t, "own API", h)) {
 		t.Errorf("GET /_wr/api/v1/rooms/sale: %d %v", code, h)
+	}
+}
+
+// Alert rules (deploy/prometheus) and the Grafana dashboard
+// (deploy/grafana): checked by promtool, and every metric they name must
+// exist in a live instance's /metrics.
+
+const (
+	alertsDir     = "../../deploy/prometheus"
+	dashboardFile = "../../deploy/grafana/waitingroom.json"
+)
+
+// promtool is the path of Debian's promtool (package prometheus; make test
+// installs it as root). Its absence fails the test: the rules would go
+// unchecked.
+func promtool(t *testing.T) string {
+	t.Helper()
+	p, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Fatal("promtool is missing: apt-get install -y prometheus (make test installs it when run as root)")
+	}
+	return p
+}
+
+// TestAlertRulesPromtool: promtool accepts the rules and their unit tests
+// on synthetic series pass.
+func TestAlertRulesPromtool(t *testing.T) {
+	bin := promtool(t)
+	for _, args := range [][]string{{"check", "rules", "alerts.yaml"}, {"test", "rules", "alerts_test.yaml"}} {
+		cmd := exec.Command(bin, args...)
+		cmd.Dir = alertsDir
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "SUCCESS") {
+			t.Errorf("promtool %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+}
+
+// alertRules reads the rules' names and expressions from alerts.yaml.
+func alertRules(t *testing.T) map[string]string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(alertsDir, "alerts.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f struct {
+		Groups []struct {
+			Rules []struct {
+				Alert       string            `yaml:"alert"`
+				Expr        string            `yaml:"expr"`
+				Annotations map[string]string `yaml:"annotations"`
+			} `yaml:"rules"`
+		} `yaml:"groups"`
+	}
+	if err := yaml.Unmarshal(raw, &f); err != nil {
+		t.Fatal(err)
+	}
+	rules := map[string]string{}
+	for _, g := range f.Groups {
+		for _, r := range g.Rules {
+			if r.Annotations["runbook"] == "" || r.Annotations["summary"] == "" {
+				t.Errorf("alert %s: want a summary and a runbook annotation", r.Alert)
+			}
+			rules[r.Alert] = r.Expr
+		}
+	}
+	return rules
+}
+
+// TestAlertRulesCoverTheIssue: the alerts an operator of a waiting room
+// is paged for are all there.
+func TestAlertRulesCoverTheIssue(t *testing.T) {
+	rules := alertRules(t)
+	for _, name := range []string{"WaitingroomRedisUnreachable", "WaitingroomAdmissionStalled", "WaitingroomPoolAcquireWaitHigh",
+		"WaitingroomOrderErrorRate", "WaitingroomStreamsDropped", "WaitingroomConnectionCeilingNear",
+		"WaitingroomRateLimitingSurge", "WaitingroomInstanceNotReady"} {
+		if rules[name] == "" {
+			t.Errorf("alert %s is missing", name)
+		}
+	}
+}
+
+// TestAlertRulesUseLiveMetrics: every metric a rule names is served by a
+// running instance.
+func TestAlertRulesUseLiveMetrics(t *testing.T) {
+	known := liveMetricNames(t)
+	for name, expr := range alertRules(t) {
+		names := metricNames(expr)
+		if len(names) == 0 {
+			t.Errorf("alert %s: no metric found in %q", name, expr)
+		}
+		for _, m := range names {
+			if !known[m] {
+				t.Errorf("alert %s uses %s, which the server does not export", name, m)
+			}
+		}
+	}
+}
+
+// liveMetricNames starts an instance, lets its loops run and serves a
+// little traffic, then returns every series name its /metrics can hold:
+// each sample's name and, for a histogram, its _bucket, _sum and _count
+// (from the live text), plus the families registered but without a sample
+// yet (a vector no label value has been used with: read from the
+// registry's descriptions, as they are not in the text).
+func liveMetricNames(t *testing.T) map[string]bool {
+	t.Helper()
+	e := newEnv(t)
+	in := e.start(map[string]string{"WR_ADMIT_INTERVAL": "50ms"})
+	qt := in.enter(user(1), "default").str("queueToken")
+	in.position("default", qt)
+	// The readiness loop's gauges say both dependencies answer; the
+	// admission run's say the room is not paused.
+	waitFor(t, "an admission run and a readiness check", func() bool {
+		text := scrape(t, in)
+		return strings.Contains(text, `waitingroom_dependency_up{dependency="redis"} 1`) &&
+			strings.Contains(text, `waitingroom_dependency_up{dependency="postgres"} 1`) &&
+			strings.Contains(text, `waitingroom_room_paused{room="default"} 0`)
+	})
+	names := map[string]bool{}
+	for line := range strings.Lines(scrape(t, in)) {
+		line = strings.TrimSpace(line)
+		if typ, ok := strings.CutPrefix(line, "# TYPE "); ok {
+			f := strings.Fields(typ)
+			if len(f) == 2 && (f[1] == "histogram" || f[1] == "summary") {
+				for _, s := range []string{"_bucket", "_sum", "_count"} {
+					names[f[0]+s] = true
+				}
+			}
+			continue
+		}
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		names[strings.FieldsFunc(line, func(r rune) bool { return r == '{' || r == ' ' })[0]] = true
+	}
+	if !names["waitingroom_queue_waiting"] || !names["process_open_fds"] {
+		t.Fatalf("the live /metrics lacks the basics: %v", names)
+	}
+	ch := make(chan *prometheus.Desc)
+	go func() {
+		in.srv.Metrics().(prometheus.Collector).Describe(ch)
+		close(ch)
+	}()
+	fq := regexp.MustCompile(`fqName: "([^"]+)"`)
+	for d := range ch {
+		if m := fq.FindStringSubmatch(d.String()); m != nil {
+			names[m[1]] = true
+		}
+	}
+	return names
+}
+
+// scrape is the instance's /metrics as text.
+func scrape(t *testing.T, in *instance) string {
+	t.Helper()
+	r := do(t, "GET", in.admin+"/metrics", "", nil)
+	if r.status != 200 {
+		t.Fatalf("/metrics: %d", r.status)
+	}
+	return r.raw
+}
+
+// metricNames are the metric names a PromQL expression selects (also one
+// of a dashboard, whose $variables it ignores): every identifier that is
+// not a function, an aggregation, a keyword, a label name or a number.
+func metricNames(expr string) []string {
+	for _, cut := range []*regexp.Regexp{
+		regexp.MustCompile(`"(\\.|[^"\\])*"`),   // strings
+		regexp.MustCompile(`\{[^{}]*\}`),        // label matchers
+		regexp.MustCompile(`\[[^\]]*\]`),        // ranges
+		regexp.MustCompile(`\$\{[^}]*\}|\$\w+`), // dashboard variables
+		regexp.MustCompile(`\b(by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)`),
+		regexp.MustCompile(`\b[0-9][0-9a-zA-Z.]*`), // numbers and durations (offset 5m)
+	} {
+		expr = cut.ReplaceAllString(expr, " ")
+	}
+	keywords := map[string]bool{"and": true, "or": true, "unless": true, "bool": true, "offset": true,
+		"by": true, "without": true, "on": true, "ignoring": true, "group_left": true, "group_right": true, "inf": true, "nan": true}
+	var out []string
+	for _, m := range regexp.MustCompile(`[a-zA-Z_:][a-zA-Z0-9_:]*(\s*\()?`).FindAllString(expr, -1) {
+		if strings.HasSuffix(m, "(") || keywords[strings.ToLower(m)] {
+			continue
+		}
+		if !slices.Contains(out, m) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func TestMetricNames(t *testing.T) {
+	for expr, want := range map[string][]string{
+		`max(waitingroom_dependency_up{dependency="redis"}) == 0`:                                             {"waitingroom_dependency_up"},
+		`max by (room) (a_b) > 0 unless on (room) (sum by (room) (increase(c_total[10m])) > 0)`:               {"a_b", "c_total"},
+		`histogram_quantile(0.9, sum by (le) (rate(x_bucket{room=~"$room"}[$__rate_interval])))`:              {"x_bucket"},
+		`process_open_fds / process_max_fds > 0.8 or sum without (reason) (y)`:                                {"process_open_fds", "process_max_fds", "y"},
+		`sum(rate(o_total{result="un}available"}[5m])) / ignoring (result) group_left sum(o_total) offset 5m`: {"o_total"},
+	} {
+		if got := metricNames(expr); !slices.Equal(got, want) {
+			t.Errorf("metricNames(%q) = %v, want %v", expr, got, want)
+		}
 	}
 }
