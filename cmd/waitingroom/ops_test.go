@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"net"
 	"net/http"
 	"os"
@@ -415,6 +416,124 @@ func TestMetricNames(t *testing.T) {
 	} {
 		if got := metricNames(expr); !slices.Equal(got, want) {
 			t.Errorf("metricNames(%q) = %v, want %v", expr, got, want)
+		}
+	}
+}
+
+// dashboard is the part of a Grafana dashboard the tests read.
+type dashboard struct {
+	Title         string `json:"title"`
+	UID           string `json:"uid"`
+	SchemaVersion int    `json:"schemaVersion"`
+	Templating    struct {
+		List []struct {
+			Name       string         `json:"name"`
+			Type       string         `json:"type"`
+			Query      any            `json:"query"`
+			Definition string         `json:"definition"`
+			Datasource map[string]any `json:"datasource"`
+			Multi      bool           `json:"multi"`
+			IncludeAll bool           `json:"includeAll"`
+		} `json:"list"`
+	} `json:"templating"`
+	Panels []struct {
+		ID         int            `json:"id"`
+		Type       string         `json:"type"`
+		Title      string         `json:"title"`
+		Datasource map[string]any `json:"datasource"`
+		GridPos    struct{ H, W, X, Y int }
+		Targets    []struct {
+			Expr       string         `json:"expr"`
+			RefID      string         `json:"refId"`
+			Datasource map[string]any `json:"datasource"`
+		} `json:"targets"`
+	} `json:"panels"`
+}
+
+// perRoom are the families labelled by room: a dashboard query of them
+// must follow the room variable.
+var perRoom = regexp.MustCompile(`\b(waitingroom_(queue_waiting|active|admission_limit|admitted_total|entered_total|entry_expired_total|abandoned_total|room_paused|adaptive_[a-z0-9_]+))\b(\{[^}]*\})?`)
+
+// TestGrafanaDashboard: the dashboard is an importable Grafana dashboard
+// — a datasource variable, a room variable, the panels the issue asks
+// for — whose every query names metrics a live instance exports, and
+// whose per-room queries follow the room variable.
+func TestGrafanaDashboard(t *testing.T) {
+	raw, err := os.ReadFile(dashboardFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d dashboard
+	if err := json.Unmarshal(raw, &d); err != nil {
+		t.Fatalf("%s is not valid JSON: %v", dashboardFile, err)
+	}
+	if d.Title == "" || d.UID == "" || d.SchemaVersion < 30 {
+		t.Errorf("title %q, uid %q, schemaVersion %d: want a titled dashboard with a uid and a current schema", d.Title, d.UID, d.SchemaVersion)
+	}
+	var exprs []string
+	vars := map[string]bool{}
+	for _, v := range d.Templating.List {
+		vars[v.Name+":"+v.Type] = true
+		if v.Type == "datasource" && v.Query != "prometheus" {
+			t.Errorf("datasource variable %s queries %v, want prometheus", v.Name, v.Query)
+		}
+		if v.Name == "room" {
+			// label_values(metric, room): the metric is the expression.
+			m := regexp.MustCompile(`^label_values\(([a-zA-Z_:][a-zA-Z0-9_:]*), *room\)$`).FindStringSubmatch(v.Definition)
+			if m == nil || !v.Multi || !v.IncludeAll || v.Datasource["uid"] != "${datasource}" {
+				t.Fatalf("room variable: %+v, want label_values(metric, room) over ${datasource}, multi, with All", v)
+			}
+			exprs = append(exprs, m[1])
+		}
+	}
+	if !vars["datasource:datasource"] || !vars["room:query"] {
+		t.Errorf("variables %v, want datasource (datasource) and room (query)", vars)
+	}
+	ids := map[int]bool{}
+	var titles []string
+	for _, p := range d.Panels {
+		if ids[p.ID] || p.ID == 0 {
+			t.Errorf("panel %q: id %d is zero or taken", p.Title, p.ID)
+		}
+		ids[p.ID] = true
+		if p.GridPos.W <= 0 || p.GridPos.H <= 0 || p.GridPos.X+p.GridPos.W > 24 {
+			t.Errorf("panel %q: gridPos %+v", p.Title, p.GridPos)
+		}
+		if p.Type == "row" {
+			continue
+		}
+		titles = append(titles, p.Title)
+		if p.Datasource["uid"] != "${datasource}" || len(p.Targets) == 0 {
+			t.Errorf("panel %q: datasource %v, %d queries: want ${datasource} and queries", p.Title, p.Datasource, len(p.Targets))
+		}
+		for _, q := range p.Targets {
+			if q.Datasource["uid"] != "${datasource}" || q.RefID == "" || q.Expr == "" {
+				t.Errorf("panel %q: query %+v", p.Title, q)
+			}
+			for _, m := range perRoom.FindAllStringSubmatch(q.Expr, -1) {
+				if !strings.Contains(m[3], `room=~"$room"`) {
+					t.Errorf("panel %q: %s does not follow the room variable", p.Title, m[0])
+				}
+			}
+			exprs = append(exprs, q.Expr)
+		}
+	}
+	for _, want := range []string{"Waiting", "Active vs limit", "Admitted per second", "ETA at the back of the queue",
+		"Order latency", "Pool wait and hold", "Streams by transport", "Fan-out lag", "429s by limit", "5xx by route"} {
+		if !slices.Contains(titles, want) {
+			t.Errorf("no panel %q among %q", want, titles)
+		}
+	}
+	known := liveMetricNames(t)
+	for _, expr := range exprs {
+		names := metricNames(expr)
+		if len(names) == 0 {
+			t.Errorf("no metric in %q", expr)
+		}
+		for _, m := range names {
+			if !known[m] {
+				t.Errorf("the dashboard queries %s, which the server does not export (%s)", m, expr)
+			}
 		}
 	}
 }
