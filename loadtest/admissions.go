@@ -95,21 +95,42 @@ func countInversions(a, buf []int64) int64 {
 // 400 % miss.
 const etaFloor = time.Second
 
-// etaSample is one user's ETA at entry and the wait that followed.
+// etaSample is the first estimate a user was shown — at entry, or, when
+// the server withheld it then (a room that has just opened), the first
+// status that carried one — and the wait that followed.
 type etaSample struct {
-	eta  time.Duration // etaSeconds of the enter response
-	real time.Duration // admission − enter response
+	eta   time.Duration // the estimate
+	real  time.Duration // admission − when it was shown
+	after time.Duration // when it was shown − entry (0: at entry)
 }
 
-// etaAccuracy is how far the ETAs shown at entry were from the real waits:
-// the absolute percentage error |eta − real| ÷ max(real, etaFloor) × 100,
-// its median and p90 (nearest rank), and the median signed error in
-// seconds (positive: the ETA promised longer than the wait).
+// firstEstimate is the etaSample of a user who entered at enterAt and was
+// admitted at admitted (both after the run's start) with shown its
+// WAITING statuses; ok is false when none carried an estimate.
+func firstEstimate(shown []etaShown, enterAt, admitted time.Duration) (etaSample, bool) {
+	for _, s := range shown {
+		if s.eta >= 0 {
+			return etaSample{eta: time.Duration(s.eta) * time.Second, real: admitted - s.at, after: s.at - enterAt}, true
+		}
+	}
+	return etaSample{}, false
+}
+
+// etaAccuracy is how far the first estimates shown were from the real
+// waits: the absolute percentage error |eta − real| ÷ max(real, etaFloor)
+// × 100, its median and p90 (nearest rank), and the median signed error in
+// seconds (positive: the ETA promised longer than the wait); how many
+// users were shown theirs at entry, and how long the others waited for it.
 type etaAccuracy struct {
 	Count            int     `json:"count"`
 	MedianAPE        float64 `json:"medianAbsPctError"`
 	P90APE           float64 `json:"p90AbsPctError"`
 	MedianErrSeconds float64 `json:"medianSignedErrorSeconds"`
+	AtEntry          int     `json:"atEntry"`
+	// MedianAfterSeconds and MaxAfterSeconds: time from entry to the first
+	// estimate, over all Count users.
+	MedianAfterSeconds float64 `json:"medianAfterSeconds"`
+	MaxAfterSeconds    float64 `json:"maxAfterSeconds"`
 }
 
 func newETAAccuracy(s []etaSample) etaAccuracy {
@@ -118,14 +139,23 @@ func newETAAccuracy(s []etaSample) etaAccuracy {
 	}
 	apes := make([]float64, len(s))
 	errs := make([]float64, len(s))
+	after := make([]float64, len(s))
+	a := etaAccuracy{Count: len(s)}
 	for i, e := range s {
 		d := e.eta - e.real
 		apes[i] = 100 * math.Abs(float64(d)) / float64(max(e.real, etaFloor))
 		errs[i] = d.Seconds()
+		after[i] = e.after.Seconds()
+		if e.after == 0 {
+			a.AtEntry++
+		}
 	}
 	slices.Sort(apes)
 	slices.Sort(errs)
-	return etaAccuracy{Count: len(s), MedianAPE: percentileF(apes, 50), P90APE: percentileF(apes, 90), MedianErrSeconds: percentileF(errs, 50)}
+	slices.Sort(after)
+	a.MedianAPE, a.P90APE, a.MedianErrSeconds = percentileF(apes, 50), percentileF(apes, 90), percentileF(errs, 50)
+	a.MedianAfterSeconds, a.MaxAfterSeconds = percentileF(after, 50), after[len(after)-1]
+	return a
 }
 
 // percentileF is Percentile for float64s: nearest rank of sorted.

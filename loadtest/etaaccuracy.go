@@ -141,6 +141,7 @@ func newWaitAccuracy(errs []estimateError, withheld, users int) waitAccuracy {
 type etaPoint struct {
 	T          int        `json:"t"`
 	Count      int        `json:"count"`
+	APEP50     float64    `json:"medianAbsPctError"`
 	ShownP50   float64    `json:"shownMedianSeconds"`
 	RealP50    float64    `json:"realMedianSeconds"`
 	BandCount  [3]int     `json:"bandCount"`
@@ -151,12 +152,13 @@ type etaPoint struct {
 // (at most maxTimeline seconds; later ones count in the last).
 func etaSeries(errs []estimateError, seconds float64) []etaPoint {
 	bins := min(int(math.Ceil(seconds))+1, maxTimeline)
-	shown, real := make([][]float64, bins), make([][]float64, bins)
+	shown, real, apes := make([][]float64, bins), make([][]float64, bins), make([][]float64, bins)
 	band := make([][3][]float64, bins)
 	for _, e := range errs {
 		i := min(max(int(e.at/time.Second), 0), bins-1)
 		shown[i] = append(shown[i], e.eta.Seconds())
 		real[i] = append(real[i], e.real.Seconds())
+		apes[i] = append(apes[i], e.ape)
 		b := bandOf(e.pos)
 		band[i][b] = append(band[i][b], e.ape)
 	}
@@ -164,7 +166,7 @@ func etaSeries(errs []estimateError, seconds float64) []etaPoint {
 	for i := range out {
 		p := &out[i]
 		p.T, p.Count = i, len(shown[i])
-		p.ShownP50, p.RealP50 = median(shown[i]), median(real[i])
+		p.ShownP50, p.RealP50, p.APEP50 = median(shown[i]), median(real[i]), median(apes[i])
 		for b, l := range band[i] {
 			p.BandCount[b], p.BandAPEP50[b] = len(l), median(l)
 		}
@@ -176,4 +178,63 @@ func etaSeries(errs []estimateError, seconds float64) []etaPoint {
 func median(v []float64) float64 {
 	slices.Sort(v)
 	return percentileF(v, 50)
+}
+
+// A change made during the run (--slowdown, --limit-change) and how the
+// estimates fared after it.
+type etaChange struct {
+	What      string  `json:"what"`
+	AtSeconds float64 `json:"atSeconds"`
+	// After is the accuracy of the estimates shown from 30 s after the
+	// change on.
+	After waitAccuracy `json:"after30s"`
+	// ReconvergedSeconds is how long after the change the per-second
+	// median error fell to reconvergedPct or below and stayed there for
+	// reconvergedHold seconds with estimates shown; -1: it never did.
+	ReconvergedSeconds float64 `json:"reconvergedSeconds"`
+}
+
+const (
+	reconvergedPct  = 20
+	reconvergedHold = 10
+)
+
+// newETAChange judges the estimates shown after a change at at.
+func newETAChange(what string, at time.Duration, errs []estimateError, series []etaPoint) etaChange {
+	c := etaChange{What: what, AtSeconds: at.Seconds(), ReconvergedSeconds: -1}
+	var after []estimateError
+	for _, e := range errs {
+		if e.at >= at+30*time.Second {
+			after = append(after, e)
+		}
+	}
+	c.After = newWaitAccuracy(after, 0, 0) // users not counted here
+	c.ReconvergedSeconds = reconverged(series, at)
+	return c
+}
+
+// reconverged is the first second from at on whose median error, and that
+// of the next reconvergedHold seconds with estimates, is at most
+// reconvergedPct, as seconds after at; -1 when none.
+func reconverged(series []etaPoint, at time.Duration) float64 {
+	for i := range series {
+		if time.Duration(series[i].T)*time.Second < at || series[i].Count == 0 {
+			continue
+		}
+		ok, seen := true, 0
+		for j := i; j < len(series) && seen < reconvergedHold; j++ {
+			if series[j].Count == 0 {
+				continue
+			}
+			seen++
+			if series[j].APEP50 > reconvergedPct {
+				ok = false
+				break
+			}
+		}
+		if ok && seen == reconvergedHold {
+			return max(0, (time.Duration(series[i].T)*time.Second - at).Seconds())
+		}
+	}
+	return -1
 }

@@ -104,3 +104,57 @@ func TestShow(t *testing.T) {
 		t.Errorf("cap: got %d, want %d", len(u.shown), maxShown)
 	}
 }
+
+// TestReconverged: the first second from the change on whose median error,
+// and the next nine seconds' with estimates, stay at most 20 %.
+func TestReconverged(t *testing.T) {
+	var series []etaPoint
+	for i := range 60 {
+		p := etaPoint{T: i, Count: 5, APEP50: 10}
+		switch {
+		case i >= 20 && i < 33: // the change at 20 s throws the estimates off…
+			p.APEP50 = 60
+		case i == 36: // …a blip after they settled again at 33 s
+			p.APEP50 = 25
+		case i == 40 || i == 41: // seconds without estimates do not count
+			p.Count, p.APEP50 = 0, 0
+		}
+		series = append(series, p)
+	}
+	// From 37 s on, ten seconds with estimates (37–39, 42–48) stay ≤ 20 %.
+	if got := reconverged(series, 20*time.Second); got != 17 {
+		t.Errorf("reconverged = %v s, want 17", got)
+	}
+	for i := 50; i < 60; i++ {
+		series[i].APEP50 = 90
+	}
+	if got := reconverged(series, 45*time.Second); got != -1 {
+		t.Errorf("never settled: reconverged = %v, want -1", got)
+	}
+	c := newETAChange("targetActive 50", 20*time.Second, []estimateError{
+		{at: 10 * time.Second, ape: 90}, {at: 50 * time.Second, ape: 10}, {at: 55 * time.Second, ape: 30},
+	}, series[:50])
+	if c.After.Count != 2 || c.After.MedianAPE != 10 || c.ReconvergedSeconds != 17 || c.AtSeconds != 20 {
+		t.Errorf("change = %+v", c)
+	}
+}
+
+func TestLimitChangeAndSlowdownAtFlags(t *testing.T) {
+	if n, at, err := parseLimitChange("50@150s"); err != nil || n != 50 || at != 150*time.Second {
+		t.Errorf("50@150s = %d %v %v", n, at, err)
+	}
+	for _, bad := range []string{"50", "0@10s", "x@10s", "5@-1s", "5@soon"} {
+		if _, _, err := parseLimitChange(bad); err == nil {
+			t.Errorf("--limit-change %q accepted", bad)
+		}
+	}
+	if d, err := shareOrTime("50%", 10*time.Second); err != nil || d != 5*time.Second {
+		t.Errorf("50%% of 10 s = %v %v", d, err)
+	}
+	if d, err := shareOrTime("120s", 10*time.Second); err != nil || d != 120*time.Second {
+		t.Errorf("120s = %v %v", d, err)
+	}
+	if _, err := shareOrTime("150%", time.Second); err == nil {
+		t.Error("150% accepted")
+	}
+}

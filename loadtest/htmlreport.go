@@ -351,7 +351,7 @@ func (r *surgeReport) tables() []table {
 	row := func(name string, n int, med, p90 float64) {
 		eta.Body = append(eta.Body, []string{name, commas(n), fmt.Sprintf("%.0f", med), fmt.Sprintf("%.0f", p90)})
 	}
-	row("at entry", r.ETA.Count, r.ETA.MedianAPE, r.ETA.P90APE)
+	row("first shown", r.ETA.Count, r.ETA.MedianAPE, r.ETA.P90APE)
 	row("over the wait", r.ETAWait.Count, r.ETAWait.MedianAPE, r.ETAWait.P90APE)
 	for _, b := range r.ETAWait.ByBand {
 		row("  positions "+b.Band, b.Count, b.MedianAPE, b.P90APE)

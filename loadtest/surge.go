@@ -44,8 +44,6 @@ type surgeUser struct {
 	enterAt    time.Duration // enter response received, after the run's start
 	enterLat   time.Duration // of the successful enter
 	ticket     int64         // seq of the queue token; 0 if undecodable
-	eta        time.Duration // etaSeconds at entry
-	hasETA     bool
 	immediate  bool          // READY in the enter response
 	readyAt    time.Duration // READY received, after the run's start
 	admittedAt time.Time     // entryExpiresAt − entryTtl (Redis clock)
@@ -98,7 +96,9 @@ type surgeConfig struct {
 	n, first, conns, perAddr            int
 	over, maxDur, sampleEvery, slowdown time.Duration
 	idle                                time.Duration
-	slowFrac                            float64
+	slowAt                              time.Duration // after the start
+	limitTo                             int64         // --limit-change: targetActive…
+	limitAt                             time.Duration // …from this long after the start
 	transport, password                 string
 	target, product                     int64
 	mt                                  *minter
@@ -124,15 +124,19 @@ func surgeFlags(fs *flag.FlagSet, perAddr int, shop shopperModel) func() (surgeC
 	fs.IntVar(&c.perAddr, "users-per-addr", perAddr, "deal users this many to a loopback source address 127.1.x.y, each address with its own connections (0: all users share the tool's 16 source addresses)")
 	fs.DurationVar(&c.sampleEvery, "sample-every", 100*time.Millisecond, "how often the admin API is read (active, waiting)")
 	fs.DurationVar(&c.slowdown, "slowdown", 0, "inject this order-path delay (PUT /admin/faults; the server needs WR_FAULT_INJECTION=on) during the run; removed at the end")
-	slowAt := fs.String("slowdown-at", "50%", "when --slowdown starts: a share of --over, e.g. 50%")
+	slowAt := fs.String("slowdown-at", "50%", "when --slowdown starts: a share of --over (50%) or a time after the start (120s)")
+	limit := fs.String("limit-change", "", "change targetActive to N at time T after the start, N@T (e.g. 50@150s); the original is restored at the end")
 	fs.DurationVar(&c.idle, "idle", 45*time.Second, "a stream silent this long counts as dropped (the user then polls)")
 	return func() (surgeConfig, error) {
 		if c.n < 1 || c.over < 0 || c.maxDur <= 0 || c.first < 1 || c.conns < 1 || c.sampleEvery <= 0 || c.target < 0 || c.idle <= 0 || c.perAddr < 0 {
 			return c, errors.New("-n, --max-duration, --first-user, --conns, --sample-every and --idle must be positive; --over, --target and --users-per-addr not negative")
 		}
 		var err error
-		if c.slowFrac, err = parsePercent(*slowAt); err != nil || c.slowdown < 0 {
-			return c, fmt.Errorf("--slowdown-at %q: want a share of --over like 50%% (and --slowdown not negative)", *slowAt)
+		if c.slowAt, err = shareOrTime(*slowAt, c.over); err != nil || c.slowdown < 0 {
+			return c, fmt.Errorf("--slowdown-at %q: want a share of --over like 50%% or a time like 120s (and --slowdown not negative)", *slowAt)
+		}
+		if c.limitTo, c.limitAt, err = parseLimitChange(*limit); err != nil {
+			return c, err
 		}
 		switch c.transport {
 		case "sse", "ws", "poll", "mix":
@@ -284,6 +288,9 @@ func (s *surge) run(ctx context.Context, side sideFunc) *surgeReport {
 	if cfg.slowdown > 0 {
 		defer s.injectSlowdown(run, cleanup, r.start, rep)()
 	}
+	if cfg.limitTo > 0 {
+		s.changeLimit(run, r.start, rep)
+	}
 	defer readPoolWait()
 	cpu0 := selfCPU()
 	rep.LoadAvgStart = loadAvg()
@@ -365,9 +372,9 @@ func (s *surge) poolWait(ctx, cleanup context.Context, rep *surgeReport) func() 
 func (s *surge) injectSlowdown(run, cleanup context.Context, start time.Time, rep *surgeReport) func() {
 	cfg, adm := s.cfg, s.adm
 	rep.SlowdownMs = float64(cfg.slowdown.Milliseconds())
-	rep.SlowdownAtSeconds = (time.Duration(float64(cfg.over) * cfg.slowFrac)).Seconds()
+	rep.SlowdownAtSeconds = cfg.slowAt.Seconds()
 	go func() {
-		if !sleepUntil(run, start.Add(time.Duration(float64(cfg.over)*cfg.slowFrac))) {
+		if !sleepUntil(run, start.Add(cfg.slowAt)) {
 			return
 		}
 		if err := adm.setOrderDelay(run, cfg.slowdown); err != nil {
@@ -383,6 +390,54 @@ func (s *surge) injectSlowdown(run, cleanup context.Context, start time.Time, re
 			fmt.Fprintf(os.Stderr, "surge: could not remove the order delay: %v\n", err)
 		}
 	}
+}
+
+// changeLimit sets the room's targetActive to --limit-change's N at its
+// time T (the original is restored with the run's other cleanup).
+func (s *surge) changeLimit(run context.Context, start time.Time, rep *surgeReport) {
+	cfg, adm := s.cfg, s.adm
+	rep.LimitChangeTo, rep.LimitChangeAtSeconds = cfg.limitTo, cfg.limitAt.Seconds()
+	go func() {
+		if !sleepUntil(run, start.Add(cfg.limitAt)) {
+			return
+		}
+		if err := adm.setTarget(run, cfg.limitTo); err != nil {
+			fmt.Fprintf(os.Stderr, "surge: could not change targetActive: %v\n", err)
+			return
+		}
+		fmt.Fprintf(os.Stderr, "surge: targetActive %d from %.1fs\n", cfg.limitTo, time.Since(start).Seconds())
+	}()
+}
+
+// shareOrTime reads "50%" (or "0.5") as that share of over, and "120s" as
+// a time.
+func shareOrTime(v string, over time.Duration) (time.Duration, error) {
+	if d, err := time.ParseDuration(v); err == nil {
+		if d < 0 {
+			return 0, errors.New("negative")
+		}
+		return d, nil
+	}
+	f, err := parsePercent(v)
+	return time.Duration(float64(over) * f), err
+}
+
+// parseLimitChange reads --limit-change's N@T ("": none).
+func parseLimitChange(v string) (n int64, at time.Duration, err error) {
+	if v == "" {
+		return 0, 0, nil
+	}
+	ns, ts, ok := strings.Cut(v, "@")
+	if ok {
+		n, err = strconv.ParseInt(ns, 10, 64)
+	}
+	if ok && err == nil {
+		at, err = time.ParseDuration(ts)
+	}
+	if !ok || err != nil || n < 1 || at < 0 {
+		return 0, 0, fmt.Errorf("--limit-change %q: want N@T with N ≥ 1 and T a time after the start, e.g. 50@150s", v)
+	}
+	return n, at, nil
 }
 
 // leaveRemaining has the users still in the queue leave, so the room is as
@@ -467,9 +522,6 @@ func (r *surgeRun) user(u *surgeUser, g *crowdGroup, access string) {
 	u.enterAt, u.enterLat = now.Sub(r.start), now.Sub(t0)
 	u.qtok = st.QueueToken
 	u.ticket, _ = ticketOf(st.QueueToken)
-	if st.ETASeconds != nil {
-		u.eta, u.hasETA = time.Duration(*st.ETASeconds)*time.Second, true
-	}
 	u.show(u.enterAt, st.Status, st.Position, st.ETASeconds, st.ETAKnown)
 	u.outcome = surgeWaiting
 	r.cnt.entered.Add(1)

@@ -121,6 +121,29 @@ func TestETAAccuracy(t *testing.T) {
 	if z := newETAAccuracy(nil); z != (etaAccuracy{}) {
 		t.Errorf("no samples: got %+v, want zero", z)
 	}
+	// Shown at entry to all five: 0 s after, on median and at most.
+	if got.AtEntry != 5 || got.MedianAfterSeconds != 0 || got.MaxAfterSeconds != 0 {
+		t.Errorf("at entry %d, after median %v max %v; want 5, 0, 0", got.AtEntry, got.MedianAfterSeconds, got.MaxAfterSeconds)
+	}
+}
+
+// TestFirstEstimate: the first estimate is the first status shown with
+// one, at entry or after; withheld statuses before it are passed over.
+func TestFirstEstimate(t *testing.T) {
+	sec := func(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+	shown := []etaShown{{at: sec(1), eta: -1}, {at: sec(4), eta: -1}, {at: sec(16), pos: 90, eta: 40, known: true}, {at: sec(20), eta: 30}}
+	got, ok := firstEstimate(shown, sec(1), sec(66))
+	if want := (etaSample{eta: sec(40), real: sec(50), after: sec(15)}); !ok || got != want {
+		t.Errorf("first estimate = %+v %v, want %+v", got, ok, want)
+	}
+	if _, ok := firstEstimate(shown[:2], sec(1), sec(66)); ok {
+		t.Error("an estimate where all were withheld")
+	}
+	// 40 s promised for 50 s: 20 %; another shown at entry, exact.
+	a := newETAAccuracy([]etaSample{got, {eta: sec(10), real: sec(10)}})
+	if a.AtEntry != 1 || a.MedianAPE != 0 || a.P90APE != 20 || a.MedianAfterSeconds != 0 || a.MaxAfterSeconds != 15 {
+		t.Errorf("accuracy = %+v", a)
+	}
 }
 
 func TestPercentileF(t *testing.T) {
@@ -144,7 +167,7 @@ func TestSurgeCollect(t *testing.T) {
 	defer cancel()
 	sec := func(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 	r := &surgeRun{ctx: ended, start: start, users: []surgeUser{
-		{transport: "sse", outcome: surgeOrdered, enterAt: sec(0.1), enterLat: sec(0.01), ticket: 1, eta: sec(2), hasETA: true,
+		{transport: "sse", outcome: surgeOrdered, enterAt: sec(0.1), enterLat: sec(0.01), ticket: 1, shown: []etaShown{{at: sec(0.1), pos: 1, eta: 2, known: true}},
 			readyAt: sec(2.2), admittedAt: start.Add(sec(2.1)), orderAt: sec(2.3), lags: []lagSample{{at: sec(2.2), lag: sec(0.05)}}},
 		{transport: "ws", outcome: surgeOrdered, enterAt: sec(0.2), enterLat: sec(0.02), ticket: 2,
 			readyAt: sec(1.5), admittedAt: start.Add(sec(1.4)), orderAt: sec(1.6)}, // admitted before ticket 1: one inversion

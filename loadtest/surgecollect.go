@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"math"
 	"net/http"
 	"slices"
@@ -95,6 +96,14 @@ func (rep *surgeReport) collectUsers(r *surgeRun, tl *timeline) {
 	rep.ETA = newETAAccuracy(t.etas)
 	rep.ETAWait = newWaitAccuracy(t.waitErrs, t.withheld, t.waitUsers)
 	rep.ETASeries = etaSeries(t.waitErrs, rep.Seconds)
+	if rep.SlowdownMs > 0 {
+		rep.ETAChanges = append(rep.ETAChanges, newETAChange(fmt.Sprintf("order delay %.0f ms", rep.SlowdownMs),
+			time.Duration(rep.SlowdownAtSeconds*float64(time.Second)), t.waitErrs, rep.ETASeries))
+	}
+	if rep.LimitChangeTo > 0 {
+		rep.ETAChanges = append(rep.ETAChanges, newETAChange(fmt.Sprintf("targetActive %d", rep.LimitChangeTo),
+			time.Duration(rep.LimitChangeAtSeconds*float64(time.Second)), t.waitErrs, rep.ETASeries))
+	}
 	if rep.Ready > 0 {
 		rep.DrainSeconds = t.lastReady.Seconds()
 		if span := (t.lastReady - t.firstEnter).Seconds(); span > 0 {
@@ -173,9 +182,8 @@ func (rep *surgeReport) countReady(r *surgeRun, u *surgeUser, tl *timeline, t *u
 		rep.NoAdmitTime++
 	} else {
 		t.adm = append(t.adm, admission{ticket: u.ticket, at: u.admittedAt})
-		if u.hasETA && !u.immediate {
-			enterWall := r.start.Add(u.enterAt)
-			t.etas = append(t.etas, etaSample{eta: u.eta, real: u.admittedAt.Sub(enterWall)})
+		if s, ok := firstEstimate(u.shown, u.enterAt, u.admittedAt.Sub(r.start)); ok && !u.immediate {
+			t.etas = append(t.etas, s)
 		}
 		if !u.immediate {
 			errs, withheld := estimateErrors(u.shown, u.admittedAt.Sub(r.start))

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 )
 
@@ -46,25 +47,28 @@ type surgeReport struct {
 	Orders        Summary        `json:"orderRequests"`
 	// With --slowdown: the injected order delay and when it started; the
 	// pool's acquires during the run and their mean wait (server-side).
-	SlowdownMs        float64        `json:"slowdownMs,omitempty"`
-	SlowdownAtSeconds float64        `json:"slowdownAtSeconds,omitempty"`
-	PoolAcquires      int64          `json:"poolAcquires"`
-	PoolWaitMeanMs    float64        `json:"poolWaitMeanMs"`
-	Gone              int            `json:"toldWhy"`
-	GoneWhy           map[string]int `json:"toldWhyCounts,omitempty"`
-	NoShows           int            `json:"noShows"`   // READY, never ordered (the model's no-shows)
-	Abandoned         int            `json:"abandoned"` // stopped waiting (the model's abandons)
-	Reloads           int            `json:"reloads"`   // users who reloaded mid-wait
-	Lost              int            `json:"lost"`
-	LostAtEnd         int            `json:"lostStillWaitingAtEnd"`
-	LostWhy           map[string]int `json:"lostWhy,omitempty"`
-	ErrorCount        int            `json:"errors"`        // enter and order failures, failed polls
-	AttemptErrors     int            `json:"attemptErrors"` // requests answered 429 / 5xx or not at all, retried ones included
-	Drops             int            `json:"streamDrops"`
-	Polls             int            `json:"polls"`
-	PollErrors        int            `json:"pollErrors"`
-	Position          Summary        `json:"positionRequests"`
-	ByTransport       map[string]int `json:"usersByTransport"`
+	SlowdownMs        float64 `json:"slowdownMs,omitempty"`
+	SlowdownAtSeconds float64 `json:"slowdownAtSeconds,omitempty"`
+	// --limit-change: targetActive LimitChangeTo from LimitChangeAtSeconds.
+	LimitChangeTo        int64          `json:"limitChangeTo,omitempty"`
+	LimitChangeAtSeconds float64        `json:"limitChangeAtSeconds,omitempty"`
+	PoolAcquires         int64          `json:"poolAcquires"`
+	PoolWaitMeanMs       float64        `json:"poolWaitMeanMs"`
+	Gone                 int            `json:"toldWhy"`
+	GoneWhy              map[string]int `json:"toldWhyCounts,omitempty"`
+	NoShows              int            `json:"noShows"`   // READY, never ordered (the model's no-shows)
+	Abandoned            int            `json:"abandoned"` // stopped waiting (the model's abandons)
+	Reloads              int            `json:"reloads"`   // users who reloaded mid-wait
+	Lost                 int            `json:"lost"`
+	LostAtEnd            int            `json:"lostStillWaitingAtEnd"`
+	LostWhy              map[string]int `json:"lostWhy,omitempty"`
+	ErrorCount           int            `json:"errors"`        // enter and order failures, failed polls
+	AttemptErrors        int            `json:"attemptErrors"` // requests answered 429 / 5xx or not at all, retried ones included
+	Drops                int            `json:"streamDrops"`
+	Polls                int            `json:"polls"`
+	PollErrors           int            `json:"pollErrors"`
+	Position             Summary        `json:"positionRequests"`
+	ByTransport          map[string]int `json:"usersByTransport"`
 
 	DrainSeconds     float64 `json:"drainSeconds"`      // first arrival → last READY received
 	AdmitPerSecond   float64 `json:"admittedPerSecond"` // READY ÷ (last READY − first enter)
@@ -77,9 +81,10 @@ type surgeReport struct {
 	Admissions     int          `json:"admissionsCompared"`
 	NoAdmitTime    int          `json:"readyWithoutAdmissionTime"`
 	Inversions     int64        `json:"fifoInversions"`
-	ETA            etaAccuracy  `json:"eta"`         // at entry
-	ETAWait        waitAccuracy `json:"etaOverWait"` // every estimate shown
-	ETASeries      []etaPoint   `json:"etaSeries"`   // per second shown
+	ETA            etaAccuracy  `json:"eta"`                  // the first estimate shown
+	ETAWait        waitAccuracy `json:"etaOverWait"`          // every estimate shown
+	ETASeries      []etaPoint   `json:"etaSeries"`            // per second shown
+	ETAChanges     []etaChange  `json:"etaChanges,omitempty"` // after --slowdown, --limit-change
 	Lag            latency      `json:"fanOutLag"`
 	LagSSE         latency      `json:"fanOutLagSse"`
 	LagWS          latency      `json:"fanOutLagWs"`
@@ -200,8 +205,9 @@ func (r *surgeReport) rows() [][2]string {
 		{"max active (sampled)", fmt.Sprintf("%d (targetActive %d); %s samples, %d over target, %d failed reads", r.MaxActive, r.MaxActiveTarget, commas(r.RoomSamples), r.SamplesOverLimit, r.RoomSampleErrs)},
 		{"FIFO inversions", fmt.Sprintf("%d among %s admissions (ticket order vs entryExpiresAt − entryTtl); %d READY without a time", r.Inversions, commas(r.Admissions), r.NoAdmitTime)},
 		{"shoppers", fmt.Sprintf("%s; no-shows %s, abandoned %s, reloaded %s", r.Shoppers, commas(r.NoShows), commas(r.Abandoned), commas(r.Reloads))},
-		{"ETA accuracy at entry", r.etaString()},
+		{"ETA accuracy, first estimate", r.etaString()},
 		{"ETA accuracy over the wait", r.etaWaitString()},
+		{"ETA after a change", r.etaChangeString()},
 		{"  by position", r.etaBandString()},
 		{"fan-out lag", lat(r.Lag)},
 		{"  sse / ws", fmt.Sprintf("p99 %s (%s) / p99 %s (%s)", ms(r.LagSSE.P99), commas(r.LagSSE.Count), ms(r.LagWS.P99), commas(r.LagWS.Count))},
@@ -235,8 +241,8 @@ func (r *surgeReport) etaString() string {
 	if r.ETA.Count == 0 {
 		return "- (no user waited with an ETA)"
 	}
-	return fmt.Sprintf("median |error| %.0f %%, p90 %.0f %% over %s users; median ETA − wait %+.1f s (waits < 1 s count as 1 s)",
-		r.ETA.MedianAPE, r.ETA.P90APE, commas(r.ETA.Count), r.ETA.MedianErrSeconds)
+	return fmt.Sprintf("median |error| %.0f %%, p90 %.0f %% over %s users; median ETA − wait %+.1f s (waits < 1 s count as 1 s); shown at entry to %s, the others %.0f s after entering on median (at most %.0f s)",
+		r.ETA.MedianAPE, r.ETA.P90APE, commas(r.ETA.Count), r.ETA.MedianErrSeconds, commas(r.ETA.AtEntry), r.ETA.MedianAfterSeconds, r.ETA.MaxAfterSeconds)
 }
 
 // orderedString is the ordered check's figure: the users who did not
@@ -247,6 +253,22 @@ func (r *surgeReport) orderedString() string {
 	}
 	return fmt.Sprintf("%s of %s (%s users less %s no-shows and %s abandoned)", commas(r.Ordered),
 		commas(r.Users-r.NoShows-r.Abandoned), commas(r.Users), commas(r.NoShows), commas(r.Abandoned))
+}
+
+func (r *surgeReport) etaChangeString() string {
+	if len(r.ETAChanges) == 0 {
+		return "- (no --slowdown or --limit-change)"
+	}
+	var parts []string
+	for _, c := range r.ETAChanges {
+		re := "never re-converged"
+		if c.ReconvergedSeconds >= 0 {
+			re = fmt.Sprintf("re-converged %.0f s after (per-second median ≤ %d %% for %d s)", c.ReconvergedSeconds, reconvergedPct, reconvergedHold)
+		}
+		parts = append(parts, fmt.Sprintf("%s at %.0f s: %s; from 30 s after, median |error| %.0f %%, p90 %.0f %% over %s estimates",
+			c.What, c.AtSeconds, re, c.After.MedianAPE, c.After.P90APE, commas(c.After.Count)))
+	}
+	return strings.Join(parts, "; ")
 }
 
 func (r *surgeReport) etaWaitString() string {

@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -77,12 +76,11 @@ type Status struct {
 	// Closed; with PreQueue it counts the queue and the pre-queue).
 	Waiting int64
 	// Rate is the measured admission rate in users per second; 0 until the
-	// room has measured one (Waiting only).
+	// room has measured one (Waiting only). The ETA is not estimated from
+	// it alone: see package queue/estimate.
 	Rate float64
 	// Target is the room's targetActive (Waiting only).
 	Target int64
-	// Flow holds the room's counters the ETA corrects with (Waiting only).
-	Flow
 	// EntryToken and EntryExpires are set when Ready.
 	EntryToken   string
 	EntryExpires time.Time
@@ -144,79 +142,6 @@ func New(rdb redis.UniversalClient, o Options) *Queue {
 	}
 	return &Queue{rdb: rdb, prefix: o.Prefix, rateWindow: o.RateWindow, idle: o.IdleTimeout}
 }
-
-// ETA returns the estimated wait of a waiting user in whole seconds:
-// position ÷ the effective rate at which positions advance, rounded up.
-//
-// With p = Expired ÷ Admitted (admitted users who never ordered: their slot
-// stayed taken for the whole entry window, EntryTTL) and d = Departed ÷
-// (Departed + Admitted) (waiting users who left or were dropped as idle
-// instead of being admitted), the admission rate is
-//
-//	A = min(Rate, Target ÷ (p × EntryTTL))                  when measured
-//	A = Target ÷ ((1 − p) × 0.2 s + p × EntryTTL)           until then
-//
-// (by Little's law no-shows alone hold p × EntryTTL × A slots, which cannot
-// exceed Target; the measured rate reflects it only once the windows of
-// early no-shows have ended), and since a fraction d of the people ahead
-// leave before their turn, positions advance at
-//
-//	R = A ÷ (1 − d),   ETA = ⌈position ÷ R⌉.
-//
-// p is capped at 0.95 and d at 0.9. ok is false when the room admits
-// nobody (Target 0 and no measured rate). ETAKnown tells whether A rests
-// on a measured rate.
-func (s Status) ETA() (secs int64, ok bool) {
-	p, d := s.noShowRatio(), s.departRatio()
-	ttl := s.EntryTTL.Seconds()
-	target := float64(s.Target)
-	var rate float64
-	if s.Rate > 0 {
-		rate = s.Rate
-		if bound := p * ttl; bound > 0 {
-			rate = min(rate, target/bound)
-		}
-	} else if hold := (1-p)*assumedHold.Seconds() + p*ttl; hold > 0 {
-		rate = target / hold
-	}
-	rate /= 1 - d
-	if rate <= 0 {
-		return 0, false
-	}
-	return int64(math.Ceil(float64(s.Position) / rate)), true
-}
-
-// ETAKnown reports whether ETA rests on a measured admission rate; until
-// the room has measured one it is a guess from the configured targetActive.
-func (s Status) ETAKnown() bool { return s.Rate > 0 }
-
-// Flow are a room's all-time counters and entry window, which the ETA
-// corrects the admission rate with.
-type Flow struct {
-	Admitted int64         // users admitted
-	Expired  int64         // admissions whose window ended unused (no-shows)
-	Departed int64         // waiting users who left or were dropped as idle
-	EntryTTL time.Duration // the room's entry window
-}
-
-func (f Flow) noShowRatio() float64 {
-	if f.Admitted <= 0 {
-		return 0
-	}
-	return min(max(float64(f.Expired)/float64(f.Admitted), 0), 0.95)
-}
-
-func (f Flow) departRatio() float64 {
-	if f.Departed <= 0 {
-		return 0
-	}
-	return min(float64(f.Departed)/float64(f.Departed+max(f.Admitted, 0)), 0.9)
-}
-
-// assumedHold is the order's connection hold time assumed until a room has
-// measured its admission rate: the seed system's measured mean, 200 ms, so a
-// room admits about targetActive ÷ 0.2 s users per second.
-const assumedHold = 200 * time.Millisecond
 
 // unavailable marks err as a failure to reach Redis.
 func unavailable(op string, err error) error {
@@ -285,7 +210,7 @@ func decodeStatus(v any) (Status, error) {
 		st = Status{State: Ready, EntryToken: r.str(1), EntryExpires: msTime(r.int(2)), New: r.optInt(3) == 1}
 	case "WAITING":
 		st = Status{State: Waiting, Ticket: r.int(1), Position: r.int(2), Waiting: r.int(3), Rate: r.float(4), Target: r.int(5),
-			New: r.int(7) == 1, Flow: r.flow(8), Paused: r.int(12) == 1, Message: r.str(13)}
+			New: r.int(7) == 1, Paused: r.int(8) == 1, Message: r.str(9)}
 		if r.int(6) == 1 {
 			st.State = Closed
 		}
@@ -368,7 +293,11 @@ func (q *Queue) Consume(ctx context.Context, room, user, token string, inFlight 
 // freed; a user admitted again meanwhile keeps their new admission.
 func (q *Queue) Release(ctx context.Context, c Claim) (bool, error) {
 	k := q.keys(c.Room)
-	n, err := releaseScript.Run(ctx, q.rdb, []string{k.active, k.tokens}, c.User, "order").Int64()
+	var deadline int64
+	if !c.Deadline.IsZero() {
+		deadline = c.Deadline.UnixMilli()
+	}
+	n, err := releaseScript.Run(ctx, q.rdb, []string{k.active, k.tokens, k.stats, k.cfg}, c.User, "order", deadline).Int64()
 	if err != nil {
 		return false, unavailable("release", err)
 	}

@@ -152,9 +152,24 @@ func (r *reply) strs(i int) []string {
 	return out
 }
 
-// flow reads the four ETA figures starting at i: admitted, expired,
-// departed and the entry window in ms.
-func (r *reply) flow(i int) Flow {
-	return Flow{Admitted: r.int(i), Expired: r.int(i + 1), Departed: r.int(i + 2),
-		EntryTTL: time.Duration(r.int(i+3)) * time.Millisecond}
+// flow reads a snapshot's ETA figures starting at i (see snapshot.lua):
+// admitted, expired, departed, ttlMs (i to i+3), then after paused and
+// message active, holds, holdMs, binMs, nbins and the bins. It returns
+// them and the index after the bins.
+func (r *reply) flow(i int) (Flow, int) {
+	f := Flow{Admitted: r.int(i), Expired: r.int(i + 1), Departed: r.int(i + 2),
+		EntryTTL: time.Duration(r.int(i+3)) * time.Millisecond,
+		Active:   r.int(i + 6), Holds: r.int(i + 7), HoldTime: time.Duration(r.int(i+8)) * time.Millisecond,
+		Bin: time.Duration(r.int(i+9)) * time.Millisecond}
+	n := int(min(max(r.int(i+10), 0), 1000))
+	next := i + 11
+	if r.err != nil || next+n > len(r.v) {
+		r.fail(next, "the bins")
+		return f, len(r.v)
+	}
+	f.Remaining = make([]int64, n)
+	for j := range n {
+		f.Remaining[j] = r.int(next + j)
+	}
+	return f, next + n
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -18,7 +19,7 @@ type RoomSnapshot struct {
 	Waiting int64   // queue length
 	Rate    float64 // measured admissions per second (0: not yet measured)
 	Target  int64
-	Flow            // counters for the ETA
+	Flow            // what the ETA is estimated from (queue/estimate)
 	Closed  bool    // the method is reject: waiting users see CLOSED
 	Sched   int64   // schedule number: grows at each opening and config event
 	Paused  bool    // the room is paused: nobody is admitted
@@ -33,7 +34,7 @@ func (q *Queue) Snapshots(ctx context.Context, rooms []string) ([]RoomSnapshot, 
 	err := q.pipelineScript(ctx, snapshotScript, func(p redis.Pipeliner) {
 		for i, room := range rooms {
 			k := q.keys(room)
-			cmds[i] = snapshotScript.EvalSha(ctx, p, []string{k.stats, k.queue, k.gone, k.cfg})
+			cmds[i] = snapshotScript.EvalSha(ctx, p, []string{k.stats, k.queue, k.gone, k.cfg, k.active})
 		}
 	})
 	if err != nil {
@@ -43,8 +44,10 @@ func (q *Queue) Snapshots(ctx context.Context, rooms []string) ([]RoomSnapshot, 
 	for i, c := range cmds {
 		r := asReply("snapshot", c.Val())
 		s := RoomSnapshot{Room: rooms[i], Serving: r.int(0), Ev: r.int(1), Waiting: r.int(2), Rate: r.float(3), Target: r.int(4),
-			Closed: r.int(5) == 1, Sched: r.int(6), Flow: r.flow(7), Paused: r.int(11) == 1, Message: r.str(12)}
-		for j := 13; j < len(r.v); j++ {
+			Closed: r.int(5) == 1, Sched: r.int(6), Paused: r.int(11) == 1, Message: r.str(12)}
+		next := 0
+		s.Flow, next = r.flow(7)
+		for j := next; j < len(r.v); j++ {
 			s.Gone = append(s.Gone, r.int(j))
 		}
 		if r.err != nil {
@@ -54,6 +57,24 @@ func (q *Queue) Snapshots(ctx context.Context, rooms []string) ([]RoomSnapshot, 
 		out[i] = s
 	}
 	return out, nil
+}
+
+// Flow is what a room's ETA is estimated from (see queue/estimate): its
+// all-time counters, its slots, and its entry window.
+type Flow struct {
+	Admitted int64 // users admitted
+	Expired  int64 // admissions whose window ended unused (no-shows)
+	Departed int64 // waiting users who left or were dropped as idle
+	// Holds counts the slots freed by an order that ended, and HoldTime is
+	// their total time from admission to release.
+	Holds    int64
+	HoldTime time.Duration
+	EntryTTL time.Duration // the room's entry window
+	Active   int64         // slots held
+	// Remaining[i] counts the active slots whose deadline is i…i+1 Bins
+	// away (the first also those past it, the last all beyond).
+	Remaining []int64
+	Bin       time.Duration
 }
 
 // Statuses reads the status of several users of one room in one pipeline.

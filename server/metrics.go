@@ -3,6 +3,8 @@ package server
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"waitingroom/queue/history"
 )
 
 // metrics are the server's Prometheus collectors (the contract's names).
@@ -34,6 +36,9 @@ type metrics struct {
 	secEvents       *prometheus.CounterVec
 	paused          *prometheus.GaugeVec // by room
 	dependencyUp    *prometheus.GaugeVec // by dependency (readiness.go)
+	// The wait estimate, judged against the waits that followed.
+	etaError  *prometheus.GaugeVec
+	etaJudged *prometheus.GaugeVec
 
 	// Adaptive admission: the limit in force and the last window's signals
 	// (as of this instance's last controller step).
@@ -98,6 +103,15 @@ func (m *metrics) registerQueue() {
 	m.orders = m.counterVec("waitingroom_orders_total", "Order attempts by result.", "result")
 	m.paused = m.gaugeVec("waitingroom_room_paused", "1 while the operator has paused the room (as of this instance's last admission run).", "room")
 	m.dependencyUp = m.gaugeVec("waitingroom_dependency_up", "1 when the dependency (redis, postgres) answered this instance's last readiness check (every 5 s, as GET /readyz checks), else 0.", "dependency")
+	m.etaError = m.gaugeVec("waitingroom_eta_error_ratio",
+		"Median |ETA − wait| ÷ wait of the estimates shown to the room's last in line and to the one in the middle over the last hour, judged once they had their turn (0 until one is: see waitingroom_eta_judged).", "room")
+	m.etaJudged = m.gaugeVec("waitingroom_eta_judged", "Estimates judged for waitingroom_eta_error_ratio (the last hour's, recorded once a second).", "room")
+}
+
+// judgedETA records a room's judged estimates (history.WithJudge).
+func (m *metrics) judgedETA(room string, e history.ETAError) {
+	m.etaError.WithLabelValues(room).Set(e.MedianPct / 100)
+	m.etaJudged.WithLabelValues(room).Set(float64(e.Count))
 }
 
 // registerHTTP: requests, logins, layer 1 and the public connections.

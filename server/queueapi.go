@@ -17,7 +17,8 @@ import (
 // A paused room is said by "paused": true beside the status, which stays
 // WAITING, PREQUEUE or CLOSED (clients that know only the statuses keep
 // working): nobody is admitted and the place is kept. While paused the ETA
-// is withheld: "etaKnown": false and no "etaSeconds". "message" is the
+// is withheld: "etaKnown": false and no "etaSeconds" (see ETAKnown for the
+// other times it is withheld). "message" is the
 // operator's message to the room's waiting users. Both are absent when
 // there is nothing to say, and neither is carried by READY.
 type QueueStatus struct {
@@ -26,8 +27,11 @@ type QueueStatus struct {
 	Position   int64  `json:"position,omitempty"`
 	Waiting    int64  `json:"waiting,omitempty"`
 	ETASeconds *int64 `json:"etaSeconds,omitempty"`
-	// ETAKnown (WAITING only) is false while the room has not measured its
-	// admission rate: etaSeconds is then a guess from targetActive.
+	// ETAKnown (WAITING only) says whether etaSeconds is given: the
+	// estimate (package queue/estimate) is withheld — etaKnown false, no
+	// etaSeconds — while the room is paused or closed, admits nobody, or
+	// has not yet measured how long its orders take and how many admitted
+	// users never order (about three order times after an opening).
 	ETAKnown       *bool      `json:"etaKnown,omitempty"`
 	EntryToken     string     `json:"entryToken,omitempty"`
 	EntryExpiresAt *time.Time `json:"entryExpiresAt,omitempty"`
@@ -54,10 +58,11 @@ func (s *Server) statusDoc(room string, st queue.Status) QueueStatus {
 	case queue.Waiting:
 		d.Position, d.Waiting = st.Position, st.Waiting
 		d.PollAfterMs = s.cfg.PollBands.PollAfter(st.Position).Milliseconds()
-		if secs, ok := st.ETA(); ok && !st.Paused {
+		secs, known := s.hub.Forecast(room).ETA(st.Position)
+		if known && !st.Paused {
 			d.ETASeconds = &secs
 		}
-		known := st.ETAKnown() && !st.Paused
+		known = known && !st.Paused
 		d.ETAKnown = &known
 	case queue.PreQueue:
 		// Position is the arrival-order place (fifo) or absent (random:

@@ -133,7 +133,7 @@ func New(o Options) (*Server, error) {
 	ho.Source, ho.OnDrop, ho.OnReplace, ho.Logger = s.q, s.m.streamDrops.Inc, s.m.streamRepl.Inc, o.Logger
 	s.hub = stream.New(ho)
 	s.presence = presence.New(s.q, s.hub, o.Config.Queue.IdleTimeout)
-	s.history = history.New(o.Redis, s.q, o.Logger)
+	s.history = history.New(o.Redis, s.q, o.Logger).WithForecasts(s.hub.Forecast).WithJudge(s.m.judgedETA)
 	if s.cfg.Listener.PerAddr == 0 {
 		s.cfg.Listener.PerAddr = listener.PerAddressCap(s.cfg.Listener.MaxConns)
 	}
@@ -172,6 +172,7 @@ func (s *Server) newAdminApp(o Options, prefix string) *fiber.App {
 		RoomDefaults: s.cfg.Admission.Defaults,
 		History:      s.history,
 		Audit:        audit.New(o.Redis, prefix),
+		Forecast:     s.hub.Forecast,
 		PingRedis:    s.pingRedis,
 		PingPostgres: o.Store.Ping,
 		ClientKey:    s.clientKey,

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"waitingroom/queue"
+	"waitingroom/queue/estimate"
 	"waitingroom/queue/loop"
 )
 
@@ -77,6 +78,8 @@ type Hub struct {
 	rooms  map[string]*atomic.Pointer[roomState]
 	resync chan struct{} // capacity 1: "re-read now"
 
+	est estimators // each room's wait estimate, fed by Resync
+
 	conns  atomic.Int64
 	closed atomic.Bool
 	// redisDown: the last resync could not reach Redis. Then no admission
@@ -107,7 +110,8 @@ func New(o Options) *Hub {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	h := &Hub{o: o, seed: maphash.MakeSeed(), rooms: map[string]*atomic.Pointer[roomState]{}, resync: make(chan struct{}, 1), outCh: make(chan struct{})}
+	h := &Hub{o: o, seed: maphash.MakeSeed(), rooms: map[string]*atomic.Pointer[roomState]{}, resync: make(chan struct{}, 1), outCh: make(chan struct{}),
+		est: estimators{m: map[string]*estimate.Estimator{}}}
 	for range o.Shards {
 		h.shards = append(h.shards, newShard(h))
 	}
@@ -220,17 +224,22 @@ func (h *Hub) Resync(ctx context.Context) {
 	h.setRedisDown(false)
 	now := time.Now()
 	for _, sn := range snaps {
+		fc := h.est.observe(sn, now)
 		p := h.roomPtr(sn.Room, true)
 		old := p.Load()
 		if old != nil && old.ev > sn.Ev {
 			// Events newer than the snapshot arrived while it was read:
-			// keep them, and read again if something may still be missing.
+			// keep them (with the new forecast), and read again if
+			// something may still be missing.
+			n := *old
+			n.fc = fc
+			p.Store(&n)
 			if old.stale {
 				h.requestResync()
 			}
 			continue
 		}
-		p.Store(fromSnapshot(sn, now))
+		p.Store(fromSnapshot(sn, fc, now))
 		if old == nil || old.ev != sn.Ev || old.serving != sn.Serving || old.waiting != sn.Waiting ||
 			old.paused != sn.Paused || old.message != sn.Message {
 			h.markDirty(sn.Room)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"waitingroom/queue"
+	"waitingroom/queue/estimate"
 )
 
 // roomState is one room's state as this instance knows it. Values are
@@ -17,7 +18,7 @@ type roomState struct {
 	waiting int64
 	rate    float64
 	target  int64
-	flow    queue.Flow
+	fc      estimate.Forecast // the wait estimate, made at each resync
 	ev      int64
 	closed  bool      // method reject: waiting users see CLOSED
 	sched   int64     // schedule number: pre-queue streams re-read when it grows
@@ -45,7 +46,7 @@ func (s *roomState) position(t int64) (pos int64, ok bool) {
 // status returns the waiting status of ticket t at position pos.
 func (s *roomState) status(t, pos int64) queue.Status {
 	// The total may trail a user who entered after the last event or read.
-	st := queue.Status{State: queue.Waiting, Ticket: t, Position: pos, Waiting: max(s.waiting, pos), Rate: s.rate, Target: s.target, Flow: s.flow,
+	st := queue.Status{State: queue.Waiting, Ticket: t, Position: pos, Waiting: max(s.waiting, pos), Rate: s.rate, Target: s.target,
 		Paused: s.paused, Message: s.message}
 	if s.closed {
 		st.State = queue.Closed
@@ -53,11 +54,11 @@ func (s *roomState) status(t, pos int64) queue.Status {
 	return st
 }
 
-// fromSnapshot builds a confirmed state.
-func fromSnapshot(sn queue.RoomSnapshot, now time.Time) *roomState {
+// fromSnapshot builds a confirmed state with the forecast made from it.
+func fromSnapshot(sn queue.RoomSnapshot, fc estimate.Forecast, now time.Time) *roomState {
 	return &roomState{
 		room: sn.Room, serving: sn.Serving, gone: sn.Gone, waiting: sn.Waiting,
-		rate: sn.Rate, target: sn.Target, flow: sn.Flow, ev: sn.Ev, ts: now, snapshotAt: now,
+		rate: sn.Rate, target: sn.Target, fc: fc, ev: sn.Ev, ts: now, snapshotAt: now,
 		closed: sn.Closed, sched: sn.Sched, paused: sn.Paused, message: sn.Message,
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -80,20 +81,51 @@ func TestAdminRoomMode(t *testing.T) {
 	}
 }
 
-func TestStatusETAKnown(t *testing.T) {
+// TestETAWithheldUntilMeasured: a room that has just opened withholds the
+// estimate (etaKnown false, no etaSeconds): it has measured neither how
+// long a slot is held nor how many admitted users never order. Once
+// orders have ended and the first admissions are old enough to tell, a
+// waiting user's poll gives one, and the operator sees what it rests on.
+func TestETAWithheldUntilMeasured(t *testing.T) {
 	e := newEnv(t)
-	in := e.start(nil)
-	r := in.enter(user(1), "default")
-	if r.body["etaKnown"] != false {
-		t.Fatalf("enter before any admission = %s", r.raw)
+	in := e.start(map[string]string{"WR_TARGET_ACTIVE": "2", "WR_ENTRY_TTL": "8s", "WR_ADMIT_INTERVAL": "100ms"})
+	type waiter struct{ user, qt string }
+	var line []waiter
+	for i := range testUsers {
+		r := in.enter(user(i+1), "default")
+		line = append(line, waiter{user(i + 1), r.str("queueToken")})
+		if i == testUsers-1 && (r.body["etaKnown"] != false || r.body["etaSeconds"] != nil) {
+			t.Fatalf("enter in a room not measured yet = %s", r.raw)
+		}
 	}
-	if _, ok := r.body["etaSeconds"]; !ok {
-		t.Fatalf("no etaSeconds guess: %s", r.raw)
+	// Serve the line from the front: each user orders once READY, then
+	// queues again at the back, so the room keeps moving.
+	var last response
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if last = in.position("default", line[len(line)-1].qt); last.body["etaKnown"] == true {
+			break
+		}
+		w := line[0]
+		p := in.position("default", w.qt)
+		switch {
+		case time.Now().After(deadline):
+			t.Fatalf("no estimate within a minute of a moving queue: %s", last.raw)
+		case p.str("status") != "READY":
+			time.Sleep(20 * time.Millisecond)
+			continue
+		}
+		if o := in.order(w.qt, p.str("entryToken"), 1, 1); o.status != 201 {
+			t.Fatalf("order of %s = %d %s", w.user, o.status, o.raw)
+		}
+		line = append(line[1:], waiter{w.user, in.enter(w.user, "default").str("queueToken")})
 	}
-	in.admit("default")
-	p := in.position("default", r.str("queueToken"))
-	if _, ok := p.body["etaKnown"]; ok || p.str("status") != "READY" {
-		t.Fatalf("READY carries etaKnown: %s", p.raw)
+	if last.num("etaSeconds") < 1 || last.str("status") != "WAITING" {
+		t.Fatalf("estimate = %s", last.raw)
+	}
+	r := do(t, "GET", in.admin+"/admin/stats", testAdminToken, nil)
+	if !strings.Contains(r.raw, `"holdSeconds"`) || !strings.Contains(r.raw, `"medianEtaKnown":true`) {
+		t.Fatalf("stats = %s", r.raw)
 	}
 }
 

@@ -285,7 +285,7 @@ func TestDashboardAuditAndTexts(t *testing.T) {
 	if eval[bool](p, shown("min-field")+` || `+shown("max-field")) {
 		t.Error("the adaptive bounds are shown for a fixed room")
 	}
-	p.waitJS("what waiting users see", textOf("u-eta")+` === 'not known: the room admits nobody' && `+
+	p.waitJS("what waiting users see", textOf("u-eta")+` === 'none: the room admits nobody (limit 0)' && `+
 		textOf("u-name")+` === 'default (its id: no display name set)' && `+textOf("u-message")+` === 'none' && `+
 		textOf("i-streams")+` === 'SSE 0 · WebSocket 0' && `+textOf("u-longest")+` !== '—'`)
 
@@ -339,6 +339,9 @@ func TestDashboardAuditAndTexts(t *testing.T) {
 			t.Errorf("audit row %d = %q, want who %q, what PUT /admin/rooms/default, change %q", i, r, who, w.change)
 		}
 	}
-	p.waitJS("the ETA once one is admitted a second", textOf("u-eta")+`.startsWith('about ')`)
+	// With a limit but nothing measured yet, the estimate is withheld and
+	// none has been judged.
+	p.waitJS("the ETA withheld while measuring", textOf("u-eta")+`.startsWith('none yet: measuring') && `+
+		textOf("u-eta-error")+`.startsWith('none judged yet') && `+textOf("u-basis")+` === '—'`)
 	p.shot("dashboard-operator")
 }

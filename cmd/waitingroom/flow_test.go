@@ -27,8 +27,8 @@ func TestFullFlow(t *testing.T) {
 	if b.num("position") != 2 || b.num("waiting") != 2 {
 		t.Fatalf("enter user2 = %s", b.raw)
 	}
-	if _, ok := a.body["etaSeconds"]; !ok {
-		t.Fatalf("no etaSeconds in %s", a.raw)
+	if _, ok := a.body["etaSeconds"]; ok || a.body["etaKnown"] != false {
+		t.Fatalf("an estimate before anything was measured: %s", a.raw)
 	}
 	// Entering again keeps the place.
 	if again := in.enter(user(1), "default"); again.num("position") != 1 {

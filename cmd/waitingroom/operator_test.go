@@ -213,6 +213,7 @@ func TestOperatorStats(t *testing.T) {
 			LongestWaitAtLeast bool   `json:"longestWaitAtLeast"`
 			MedianEtaSeconds   *int64 `json:"medianEtaSeconds"`
 			MedianEtaKnown     bool   `json:"medianEtaKnown"`
+			EtaWithheld        string `json:"etaWithheld"`
 		} `json:"rooms"`
 	}
 	waitWithin(t, 15*time.Second, "a longest wait of 2 s", func() bool {
@@ -236,7 +237,7 @@ func TestOperatorStats(t *testing.T) {
 	}
 	r := d.Rooms[0]
 	if r.Room != "default" || r.Waiting != 4 || r.Paused || r.LongestWaitAtLeast || *r.LongestWaitSeconds > 60 ||
-		r.MedianEtaSeconds == nil || r.MedianEtaKnown {
+		r.MedianEtaSeconds != nil || r.MedianEtaKnown || r.EtaWithheld != "measuring" {
 		t.Fatalf("room figures %+v", r)
 	}
 	// Paused, the users are shown no ETA, and neither is the operator.

@@ -290,7 +290,7 @@ func TestAlertRulesCoverTheIssue(t *testing.T) {
 	rules := alertRules(t)
 	for _, name := range []string{"WaitingroomRedisUnreachable", "WaitingroomAdmissionStalled", "WaitingroomPoolAcquireWaitHigh",
 		"WaitingroomOrderErrorRate", "WaitingroomStreamsDropped", "WaitingroomConnectionCeilingNear",
-		"WaitingroomRateLimitingSurge", "WaitingroomInstanceNotReady"} {
+		"WaitingroomRateLimitingSurge", "WaitingroomInstanceNotReady", "WaitingroomETAErrorHigh"} {
 		if rules[name] == "" {
 			t.Errorf("alert %s is missing", name)
 		}
@@ -452,7 +452,7 @@ type dashboard struct {
 
 // perRoom are the families labelled by room: a dashboard query of them
 // must follow the room variable.
-var perRoom = regexp.MustCompile(`\b(waitingroom_(queue_waiting|active|admission_limit|admitted_total|entered_total|entry_expired_total|abandoned_total|room_paused|adaptive_[a-z0-9_]+))\b(\{[^}]*\})?`)
+var perRoom = regexp.MustCompile(`\b(waitingroom_(queue_waiting|active|admission_limit|admitted_total|entered_total|entry_expired_total|abandoned_total|room_paused|adaptive_[a-z0-9_]+|eta_[a-z_]+))\b(\{[^}]*\})?`)
 
 // TestGrafanaDashboard: the dashboard is an importable Grafana dashboard
 // — a datasource variable, a room variable, the panels the issue asks

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"waitingroom/queue"
+	"waitingroom/queue/estimate"
 	"waitingroom/queue/loop"
 )
 
@@ -55,9 +56,11 @@ type Rooms interface {
 // History records and reads the rooms' history. It is safe for concurrent
 // use.
 type History struct {
-	rdb   redis.UniversalClient
-	rooms Rooms
-	log   *slog.Logger
+	rdb      redis.UniversalClient
+	rooms    Rooms
+	log      *slog.Logger
+	forecast func(room string) estimate.Forecast
+	judged   func(room string, e ETAError)
 }
 
 // New returns a History reading the rooms of rooms and keeping their
@@ -69,13 +72,54 @@ func New(rdb redis.UniversalClient, rooms Rooms, log *slog.Logger) *History {
 	return &History{rdb: rdb, rooms: rooms, log: log}
 }
 
+// WithForecasts makes each point record the ETA the room's last in line
+// is shown, from forecast (the stream hub's), so the estimates can be
+// checked against the waits that followed (ETAErrors). Call it before
+// the History is used; it returns h.
+func (h *History) WithForecasts(forecast func(room string) estimate.Forecast) *History {
+	h.forecast = forecast
+	return h
+}
+
+// WithJudge makes Run judge every room's recorded estimates (ETAErrors
+// over the last hour) every judgeEvery and hand the result to judged (a
+// metric). Call it before Run; it returns h.
+func (h *History) WithJudge(judged func(room string, e ETAError)) *History {
+	h.judged = judged
+	return h
+}
+
+// judgeEvery is how often Run judges the recorded estimates (WithJudge).
+const judgeEvery = 30 * time.Second
+
 // Run records every room's point once a second, shortly after each second
-// of the instance's clock, until ctx is done.
+// of the instance's clock, and judges the estimates every judgeEvery,
+// until ctx is done.
 func (h *History) Run(ctx context.Context) {
+	var judgedAt time.Time
 	loop.Paced(ctx, untilNext(time.Now()), func(ctx context.Context) time.Duration {
 		h.recordAll(ctx)
+		if h.judged != nil && time.Since(judgedAt) >= judgeEvery {
+			judgedAt = time.Now()
+			h.judgeAll(ctx)
+		}
 		return untilNext(time.Now())
 	})
+}
+
+// judgeAll judges every room's estimates of the last hour.
+func (h *History) judgeAll(ctx context.Context) {
+	rooms, err := h.rooms.Rooms(ctx)
+	if err != nil {
+		return
+	}
+	for _, room := range rooms {
+		pts, err := h.Since(ctx, room, time.Now().Add(-time.Hour).UnixMilli())
+		if err != nil {
+			return
+		}
+		h.judged(room, ETAErrors(pts))
+	}
 }
 
 // untilNext is the wait from now until offset past the next second.
@@ -130,13 +174,44 @@ func (h *History) Record(ctx context.Context, room string) (recorded bool, err e
 		return false, err
 	}
 	seq, head := tickets(snaps[0])
+	mid := (info.Waiting + 1) / 2
+	eta, etaMid := h.shown(room, info, info.Waiting), h.shown(room, info, mid)
 	n, err := appendScript.Run(ctx, h.rdb, []string{k.points, k.meta, k.tickets},
 		sec, info.Waiting, info.Active, info.Target, info.Admitted, formatRate(info.Rate), seq, head,
-		Keep, clockKeep, int64(lifetime.Seconds())).Int64()
+		Keep, clockKeep, int64(lifetime.Seconds()), eta, etaMid, ticketAt(snaps[0], mid)).Int64()
 	if err != nil {
 		return false, unavailable("append", err)
 	}
 	return n == 1, nil
+}
+
+// shown is the ETA a waiting user at position pos of room is shown (-1:
+// withheld, or nobody there).
+func (h *History) shown(room string, info queue.RoomInfo, pos int64) int64 {
+	if h.forecast == nil || pos <= 0 || pos > info.Waiting || info.Paused {
+		return -1
+	}
+	if secs, ok := h.forecast(room).ETA(pos); ok {
+		return secs
+	}
+	return -1
+}
+
+// ticketAt derives the ticket at position pos (1-based) from a room's
+// snapshot: the pos-th ticket above Serving that is not gone; 0 when
+// nobody is there.
+func ticketAt(s queue.RoomSnapshot, pos int64) int64 {
+	if pos <= 0 || pos > s.Waiting {
+		return 0
+	}
+	t := s.Serving + pos
+	for _, g := range s.Gone { // ascending, all above Serving
+		if g > t {
+			break
+		}
+		t++
+	}
+	return t
 }
 
 // tickets derives from a room's snapshot the last ticket issued and the

@@ -185,10 +185,16 @@ func mustWait(tb testing.TB, h *history.History) history.Wait {
 	return ws[0]
 }
 
-// TestRun: the loop records a point every second until stopped.
+// TestRun: the loop records a point every second until stopped, and
+// judges the rooms' estimates at its first tick.
 func TestRun(t *testing.T) {
 	q, rdb := queuetest.Queue(t, 1, time.Minute)
-	h := history.New(rdb, q, nil)
+	judged := make(chan string, 10)
+	h := history.New(rdb, q, nil).WithJudge(func(room string, e history.ETAError) {
+		if e.Count == 0 {
+			judged <- room
+		}
+	})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { h.Run(ctx); close(done) }()
@@ -208,4 +214,7 @@ func TestRun(t *testing.T) {
 	}
 	cancel()
 	<-done
+	if len(judged) != 1 || <-judged != "r1" {
+		t.Fatal("the loop did not judge r1 once (nothing to judge yet) in its first seconds")
+	}
 }

@@ -21,15 +21,25 @@ type Point struct {
 	Target   int64     // targetActive, the limit
 	Admitted int64     // users admitted since the previous point
 	Rate     float64   // the measured admission rate (users/s)
+	// ETA is the estimate the last in line was shown, in seconds (-1:
+	// withheld, or nobody waiting); ETAMid the one shown to the user in
+	// the middle of the queue, whose ticket is MidTicket.
+	ETA, ETAMid int64
+	// Seq is the last ticket issued, Head the oldest waiting ticket (0:
+	// nobody waiting): when Head passes a point's Seq (MidTicket), its
+	// last (middle) in line has had their turn (see ETAErrors). Not in
+	// the JSON.
+	Seq, Head, MidTicket int64
 }
 
 // Fields names the values of a Point's JSON array, in order.
-var Fields = []string{"t", "waiting", "active", "targetActive", "admitted", "rate"}
+var Fields = []string{"t", "waiting", "active", "targetActive", "admitted", "rate", "etaLast", "etaMid"}
 
 // MarshalJSON writes a point as the compact array of Fields:
-// [tMs, waiting, active, targetActive, admitted, rate].
+// [tMs, waiting, active, targetActive, admitted, rate, etaLast, etaMid],
+// the estimates null when withheld.
 func (p Point) MarshalJSON() ([]byte, error) {
-	b := make([]byte, 0, 48)
+	b := make([]byte, 0, 56)
 	b = append(b, '[')
 	b = strconv.AppendInt(b, p.At.UnixMilli(), 10)
 	for _, v := range []int64{p.Waiting, p.Active, p.Target, p.Admitted} {
@@ -38,6 +48,14 @@ func (p Point) MarshalJSON() ([]byte, error) {
 	}
 	b = append(b, ',')
 	b = append(b, formatRate(p.Rate)...)
+	for _, eta := range []int64{p.ETA, p.ETAMid} {
+		if eta < 0 {
+			b = append(b, ",null"...)
+		} else {
+			b = append(b, ',')
+			b = strconv.AppendInt(b, eta, 10)
+		}
+	}
 	return append(b, ']'), nil
 }
 
@@ -75,14 +93,20 @@ func (h *History) Since(ctx context.Context, room string, since int64) ([]Point,
 	return out, nil
 }
 
-// parsePoint reads a stored point (append.lua's array).
+// parsePoint reads a stored point (append.lua's array; a point stored
+// before the estimates were recorded has six numbers and reads as
+// withheld).
 func parsePoint(s string) (Point, error) {
 	var v []float64
-	if err := json.Unmarshal([]byte(s), &v); err != nil || len(v) < len(Fields) {
-		return Point{}, fmt.Errorf("history: a stored point is not an array of %d numbers: %q", len(Fields), s)
+	if err := json.Unmarshal([]byte(s), &v); err != nil || (len(v) != 6 && len(v) != 11) {
+		return Point{}, fmt.Errorf("history: a stored point is not an array of 6 or 11 numbers: %q", s)
 	}
-	return Point{At: time.UnixMilli(int64(v[0])).UTC(), Waiting: int64(v[1]), Active: int64(v[2]),
-		Target: int64(v[3]), Admitted: int64(v[4]), Rate: v[5]}, nil
+	p := Point{At: time.UnixMilli(int64(v[0])).UTC(), Waiting: int64(v[1]), Active: int64(v[2]),
+		Target: int64(v[3]), Admitted: int64(v[4]), Rate: v[5], ETA: -1, ETAMid: -1}
+	if len(v) == 11 {
+		p.ETA, p.Seq, p.Head, p.ETAMid, p.MidTicket = int64(v[6]), int64(v[7]), int64(v[8]), int64(v[9]), int64(v[10])
+	}
+	return p, nil
 }
 
 // Wait is how long the oldest waiting user of a room has waited.

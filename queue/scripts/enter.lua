@@ -20,7 +20,6 @@
 --   {"REJECT"}                                  (not queued: method reject)
 --   {"READY", entryToken, deadlineMs, new(0|1)}
 --   {"WAITING", ticket, position, waiting, rate, target, closed(0|1), new(0|1),
---    admitted, expired, departed, ttlMs,   (counters and entry window for the ETA)
 --    paused(0|1), message}
 --   {"PREQUEUE", position, waiting, opensAtMs, sched, closed(0|1), new(0|1), nowMs,
 --    paused(0|1), message}
@@ -38,18 +37,14 @@ if redis.call('EXISTS', KEYS[1]) == 0 then
   return {'NOROOM'}
 end
 local user = ARGV[1]
-local cfg = redis.call('HMGET', KEYS[1], 'target', 'paused', 'method', 'opens_at', 'ttl_ms', 'message')
+local cfg = redis.call('HMGET', KEYS[1], 'target', 'paused', 'method', 'opens_at', 'message', 'ttl_ms')
 local target = cfg[1] or '0'
 local paused = cfg[2] == '1' and 1 or 0
-local message = cfg[6] or ''
+local message = cfg[5] or ''
 local method = cfg[3] or 'fifo'
 local opensAt = tonumber(cfg[4])
 local closed = method == 'reject' and 1 or 0
-local st = redis.call('HMGET', KEYS[6], 'rate', 'admitted', 'expired', 'left', 'abandoned')
-local rate = st[1] or '0'
-local admitted, expired = tonumber(st[2] or '0'), tonumber(st[3] or '0')
-local departed = tonumber(st[4] or '0') + tonumber(st[5] or '0')
-local ttl = tonumber(cfg[5] or '0')
+local rate = redis.call('HGET', KEYS[6], 'rate') or '0'
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -68,8 +63,7 @@ local rank = redis.call('ZRANK', KEYS[3], user)
 if rank then
   redis.call('ZADD', KEYS[7], now, user)
   local ticket = redis.call('ZSCORE', KEYS[3], user)
-  return {'WAITING', ticket, rank + 1, redis.call('ZCARD', KEYS[3]), rate, target, closed, 0, admitted, expired, departed, ttl,
-          paused, message}
+  return {'WAITING', ticket, rank + 1, redis.call('ZCARD', KEYS[3]), rate, target, closed, 0, paused, message}
 end
 rank = redis.call('ZRANK', KEYS[8], user)
 if rank then
@@ -110,7 +104,7 @@ end
 
 if method == 'passthrough' then
   -- No queue: admitted at once, outside targetActive (see README).
-  local deadline = now + (tonumber(cfg[5]) or 120000)
+  local deadline = now + (tonumber(cfg[6]) or 120000)
   redis.call('HSET', KEYS[5], user, ARGV[2])
   redis.call('ZADD', KEYS[4], deadline, user)
   redis.call('HINCRBY', KEYS[6], 'entered', 1)
@@ -123,4 +117,4 @@ redis.call('ZADD', KEYS[3], 'NX', ticket, user)
 redis.call('ZADD', KEYS[7], now, user)
 redis.call('HINCRBY', KEYS[6], 'entered', 1)
 rank = redis.call('ZRANK', KEYS[3], user)
-return {'WAITING', ticket, rank + 1, redis.call('ZCARD', KEYS[3]), rate, target, 0, 1, admitted, expired, departed, ttl, 0, message}
+return {'WAITING', ticket, rank + 1, redis.call('ZCARD', KEYS[3]), rate, target, 0, 1, 0, message}

@@ -1,28 +1,49 @@
 -- snapshot: the state every instance keeps per room to derive positions
--- without a Redis call per connection, read atomically.
+-- without a Redis call per connection, and what the ETA is estimated
+-- from (package queue/estimate), read atomically.
 --
 -- KEYS[1] stats   HASH  serving, ev, rate, counters
 -- KEYS[2] queue   ZSET  member = user id, score = ticket number
 -- KEYS[3] gone    ZSET  tickets of waiting users who left (score = ticket)
 -- KEYS[4] cfg     HASH  target, method, ttl_ms, paused, message
+-- KEYS[5] active  ZSET  member = user id, score = deadline (ms, Redis clock)
 --
 -- Returns {serving, ev, waiting, rate, target, closed, sched, admitted,
--- expired, departed, ttlMs, paused, message, gone...}: the last admitted
+-- expired, departed, ttlMs, paused, message, active, holds, holdMs, binMs,
+-- nbins, bin counts (nbins of them)..., gone...}: the last admitted
 -- ticket, the room's event sequence number, the queue length, the measured
 -- rate, targetActive, 1 when the method is reject, the room's schedule
 -- number (bumped at each opening and at each change of the method, the
 -- opening time, the pause or the message), the counters and entry window
 -- the ETA needs, 1 when the room is paused, the operator's message to
--- waiting users ('' when none), and the departed tickets above serving,
--- ascending.
-local st = redis.call('HMGET', KEYS[1], 'serving', 'ev', 'rate', 'sched', 'admitted', 'expired', 'left', 'abandoned')
+-- waiting users ('' when none), the slots held, the slots freed by an
+-- ended order and their total hold time, the active slots by time left on
+-- their deadline (bin i counts deadlines i…i+1 bins from now; the first
+-- also those already past, the last everything beyond), and the departed
+-- tickets above serving, ascending.
+local nbins = 25
+local st = redis.call('HMGET', KEYS[1], 'serving', 'ev', 'rate', 'sched', 'admitted', 'expired', 'left', 'abandoned',
+                      'holds', 'hold_ms')
 local serving = st[1] or '0'
 local cfg = redis.call('HMGET', KEYS[4], 'target', 'method', 'ttl_ms', 'paused', 'message')
+local ttl = tonumber(cfg[3] or '0') or 0
 local out = {serving, st[2] or '0', redis.call('ZCARD', KEYS[2]), st[3] or '0',
              cfg[1] or '0', cfg[2] == 'reject' and 1 or 0, st[4] or '0',
              tonumber(st[5] or '0'), tonumber(st[6] or '0'),
-             tonumber(st[7] or '0') + tonumber(st[8] or '0'), tonumber(cfg[3] or '0'),
-             cfg[4] == '1' and 1 or 0, cfg[5] or ''}
+             tonumber(st[7] or '0') + tonumber(st[8] or '0'), ttl,
+             cfg[4] == '1' and 1 or 0, cfg[5] or '',
+             redis.call('ZCARD', KEYS[5]), tonumber(st[9] or '0'), tonumber(st[10] or '0')}
+local bin = math.max(math.ceil(ttl / (nbins - 1)), 1000)
+out[#out + 1] = bin
+out[#out + 1] = nbins
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+for i = 0, nbins - 1 do
+  local lo, hi = '(' .. (now + i * bin), now + (i + 1) * bin
+  if i == 0 then lo = '-inf' end
+  if i == nbins - 1 then hi = '+inf' end
+  out[#out + 1] = redis.call('ZCOUNT', KEYS[5], lo, hi)
+end
 local gone = redis.call('ZRANGEBYSCORE', KEYS[3], '(' .. serving, '+inf')
 for i = 1, #gone do
   out[#out + 1] = gone[i]

@@ -3,8 +3,8 @@
 -- KEYS[1] queue    ZSET  member = user id, score = ticket number
 -- KEYS[2] active   ZSET  member = user id, score = deadline (ms, Redis clock)
 -- KEYS[3] tokens   HASH  user id -> entry token
--- KEYS[4] stats    HASH  measured admission rate, counters, sched
--- KEYS[5] cfg      HASH  room configuration (target, method, opens_at, ttl_ms,
+-- KEYS[4] stats    HASH  measured admission rate, sched
+-- KEYS[5] cfg      HASH  room configuration (target, method, opens_at,
 --                        paused, message)
 -- KEYS[6] prequeue ZSET  member = user id, score = arrival number
 -- KEYS[7] idle     ZSET  users dropped as idle, score = when (ms)
@@ -12,7 +12,6 @@
 --
 -- Returns one of (the same shapes as enter, with new = 0)
 --   {"WAITING", ticket, position, waiting, rate, target, closed(0|1), 0,
---    admitted, expired, departed, ttlMs,   (counters and entry window for the ETA)
 --    paused(0|1), message}
 --   {"PREQUEUE", position, waiting, opensAtMs, sched, closed(0|1), 0, nowMs,
 --    paused(0|1), message}
@@ -24,17 +23,14 @@
 -- opening moves the pre-queue into the queue in one script, so between two
 -- status reads a user moves PREQUEUE -> WAITING -> READY with no gap.
 local user = ARGV[1]
-local cfg = redis.call('HMGET', KEYS[5], 'target', 'method', 'opens_at', 'ttl_ms', 'paused', 'message')
+local cfg = redis.call('HMGET', KEYS[5], 'target', 'method', 'opens_at', 'paused', 'message')
 local closed = cfg[2] == 'reject' and 1 or 0
-local paused = cfg[5] == '1' and 1 or 0
-local message = cfg[6] or ''
+local paused = cfg[4] == '1' and 1 or 0
+local message = cfg[5] or ''
 local rank = redis.call('ZRANK', KEYS[1], user)
 if rank then
-  local st = redis.call('HMGET', KEYS[4], 'rate', 'admitted', 'expired', 'left', 'abandoned')
   return {'WAITING', redis.call('ZSCORE', KEYS[1], user), rank + 1,
-          redis.call('ZCARD', KEYS[1]), st[1] or '0', cfg[1] or '0', closed, 0,
-          tonumber(st[2] or '0'), tonumber(st[3] or '0'),
-          tonumber(st[4] or '0') + tonumber(st[5] or '0'), tonumber(cfg[4] or '0'),
+          redis.call('ZCARD', KEYS[1]), redis.call('HGET', KEYS[4], 'rate') or '0', cfg[1] or '0', closed, 0,
           paused, message}
 end
 local t = redis.call('TIME')

@@ -15,6 +15,7 @@ import (
 
 	"waitingroom/queue"
 	"waitingroom/queue/adaptive"
+	"waitingroom/queue/estimate"
 	"waitingroom/queue/history"
 	"waitingroom/server/access"
 	"waitingroom/server/admin/audit"
@@ -54,6 +55,9 @@ type Options struct {
 	// Audit the log of the changes made through the admin API.
 	History *history.History
 	Audit   *audit.Log
+	// Forecast is a room's wait forecast on this instance (the stream
+	// hub's; see queue/estimate).
+	Forecast func(room string) estimate.Forecast
 	// PingRedis and PingPostgres are /readyz's checks.
 	PingRedis, PingPostgres func(ctx context.Context) error
 	// ClientKey is the subject of the throttle (the client address's key);

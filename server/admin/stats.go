@@ -1,11 +1,15 @@
 package admin
 
 import (
+	"cmp"
+	"context"
 	"errors"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 
 	"waitingroom/queue"
+	"waitingroom/queue/estimate"
 	"waitingroom/queue/history"
 )
 
@@ -43,12 +47,30 @@ type roomStatsDoc struct {
 	LongestWaitAtLeast bool   `json:"longestWaitAtLeast"`
 	// MedianEtaSeconds is the ETA shown to the user in the middle of the
 	// queue (position ⌈waiting/2⌉; ETAs grow with the position, so it is
-	// the median of those shown); null when nobody waits, the room is
-	// paused or closed (method reject), or it admits nobody.
-	// MedianEtaKnown: it rests on a measured admission rate (the users'
-	// etaKnown).
+	// the median of those shown); null when nobody waits or the estimate
+	// is withheld (MedianEtaKnown false, with EtaWithheld saying why:
+	// "halted" paused or closed, "nobody" targetActive 0, "measuring").
 	MedianEtaSeconds *int64 `json:"medianEtaSeconds"`
 	MedianEtaKnown   bool   `json:"medianEtaKnown"`
+	EtaWithheld      string `json:"etaWithheld,omitempty"`
+	// Estimate is what the ETA rests on now (null while withheld).
+	Estimate *estimateDoc `json:"estimate"`
+	// EtaError is how far the ETAs shown to the last in line and to the
+	// one in the middle were from the waits that followed, over the last
+	// hour of the history (null until one has been judged: see
+	// history.ETAErrors).
+	EtaError *history.ETAError `json:"etaError"`
+}
+
+// estimateDoc is what a room's forecast measured (queue/estimate): the
+// mean time a slot is held by a user who orders, the share of admitted
+// users who never order, the share of waiting users who leave before
+// their turn, and the admission rate it settles at.
+type estimateDoc struct {
+	HoldSeconds   float64 `json:"holdSeconds"`
+	NoShowShare   float64 `json:"noShowShare"`
+	DepartShare   float64 `json:"departShare"`
+	RatePerSecond float64 `json:"ratePerSecond"`
 }
 
 // stats answers GET /admin/stats (statsDoc).
@@ -75,25 +97,54 @@ func (a *app) stats(c *fiber.Ctx) error {
 		if err != nil {
 			return err
 		}
-		d.Rooms = append(d.Rooms, roomStats(r, waits[i]))
+		rs := roomStats(r, waits[i], a.forecast(n))
+		if rs.EtaError, err = a.etaError(ctx, n); err != nil {
+			return err
+		}
+		d.Rooms = append(d.Rooms, rs)
 	}
 	return c.JSON(d)
 }
 
-// roomStats is a room's roomStatsDoc from its figures and longest wait.
-func roomStats(r queue.RoomInfo, w history.Wait) roomStatsDoc {
+// etaError judges the estimates in room's last hour of history (nil:
+// none judged yet).
+func (a *app) etaError(ctx context.Context, room string) (*history.ETAError, error) {
+	pts, err := a.History.Since(ctx, room, time.Now().Add(-time.Hour).UnixMilli())
+	if err != nil {
+		return nil, err
+	}
+	if e := history.ETAErrors(pts); e.Count > 0 {
+		return &e, nil
+	}
+	return nil, nil
+}
+
+// forecast is room's forecast (unknown when the app has no hub).
+func (a *app) forecast(room string) estimate.Forecast {
+	if a.Forecast == nil {
+		return estimate.Forecast{}
+	}
+	return a.Forecast(room)
+}
+
+// roomStats is a room's roomStatsDoc from its figures, longest wait and
+// forecast.
+func roomStats(r queue.RoomInfo, w history.Wait, fc estimate.Forecast) roomStatsDoc {
 	d := roomStatsDoc{Room: r.Name, Waiting: r.Waiting, Paused: r.Paused}
 	if w.Known && w.Waiting > 0 {
 		secs := int64(w.Longest.Seconds())
 		d.LongestWaitSeconds, d.LongestWaitAtLeast = &secs, w.AtLeast
 	}
+	if !fc.Known {
+		d.EtaWithheld = cmp.Or(fc.Why, estimate.WhyMeasuring)
+	} else {
+		d.Estimate = &estimateDoc{HoldSeconds: fc.Hold.Seconds(), NoShowShare: fc.NoShow, DepartShare: fc.Depart, RatePerSecond: fc.Rate()}
+	}
 	if r.Waiting == 0 || r.Paused || r.Method == queue.MethodReject {
 		return d
 	}
-	st := queue.Status{Position: (r.Waiting + 1) / 2, Rate: r.Rate, Target: r.Target,
-		Flow: queue.Flow{Admitted: r.Admitted, Expired: r.Expired, Departed: r.Left + r.Abandoned, EntryTTL: r.EntryTTL}}
-	if secs, ok := st.ETA(); ok {
-		d.MedianEtaSeconds, d.MedianEtaKnown = &secs, st.ETAKnown()
+	if secs, ok := fc.ETA((r.Waiting + 1) / 2); ok {
+		d.MedianEtaSeconds, d.MedianEtaKnown = &secs, true
 	}
 	return d
 }

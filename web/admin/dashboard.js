@@ -44,6 +44,7 @@
   const has = (doc, key) => doc != null && Object.prototype.hasOwnProperty.call(doc, key);
   const num = (v) => (typeof v === 'number' && Number.isFinite(v) ? v : null);
   const fmt = (v, f = nf) => (num(v) === null ? dash : f.format(v));
+  const pct = (x) => (num(x) === null ? dash : Math.round(x * 100) + ' %');
   const clock = (t) => new Date(t).toLocaleTimeString();
 
   const state = {
@@ -243,7 +244,7 @@
   // browser's clock, st on the server's.
   function addPoints(r, data) {
     const fields = Array.isArray(data && data.fields) ? data.fields : [];
-    const [it, iw, ia, ig, iad] = ['t', 'waiting', 'active', 'targetActive', 'admitted'].map((f) => fields.indexOf(f));
+    const [it, iw, ia, ig, iad, ie, im] = ['t', 'waiting', 'active', 'targetActive', 'admitted', 'etaLast', 'etaMid'].map((f) => fields.indexOf(f));
     if (it < 0 || !Array.isArray(data.points)) return;
     const at = (p, i) => (i < 0 ? null : num(p[i]));
     for (const p of data.points) {
@@ -252,7 +253,7 @@
       const prev = r.hist.length ? r.hist[r.hist.length - 1] : null;
       const admitted = at(p, iad);
       const perSec = prev && admitted !== null && st - prev.st <= GAP_MS ? admitted / ((st - prev.st) / 1000) : null;
-      r.hist.push({ t: st - (state.skew || 0), st, waiting: at(p, iw), active: at(p, ia), target: at(p, ig), admittedPerSec: perSec });
+      r.hist.push({ t: st - (state.skew || 0), st, waiting: at(p, iw), active: at(p, ia), target: at(p, ig), admittedPerSec: perSec, etaLast: at(p, ie), etaMid: at(p, im) });
       r.histLast = st;
     }
     prune(r.hist, Date.now());
@@ -650,6 +651,12 @@
       ],
     },
     { id: 'chart-admitted', title: 'Admitted per second', series: [{ key: 'admittedPerSec', label: 'admitted/s', cls: 's1' }] },
+    {
+      id: 'chart-eta', title: 'Estimated wait shown (s)', series: [
+        { key: 'etaLast', label: 'last in line', cls: 's1', unit: ' s' },
+        { key: 'etaMid', label: 'middle', cls: 's2', unit: ' s' },
+      ],
+    },
     {
       id: 'chart-latency', title: 'Order latency p90 (ms)', requires: hasSignals, live: true, series: [
         { key: 'p90', label: 'p90', cls: 's1', unit: ' ms' },
@@ -1115,13 +1122,31 @@
   function etaText(rs, d) {
     if (!rs) return dash;
     const secs = num(rs.medianEtaSeconds);
-    if (secs !== null) {
-      return 'about ' + durWords(secs) + (rs.medianEtaKnown ? '' : ' (from the limit: the admission rate is not measured yet)');
-    }
+    if (secs !== null) return 'about ' + durWords(secs);
     if (!(rs.waiting > 0)) return 'nobody waiting';
     if (rs.paused) return 'none: paused (users are told the sale is paused)';
     if (d.method === 'reject') return 'none: closed (method reject)';
-    return 'not known: the room admits nobody';
+    if (rs.etaWithheld === 'nobody') return 'none: the room admits nobody (limit 0)';
+    return 'none yet: measuring how long orders take and how many admitted users never order (users see "estimating…")';
+  }
+
+  // basisText words what the estimate rests on (GET /admin/stats' estimate).
+  function basisText(rs) {
+    const e = rs && rs.estimate;
+    if (!e || num(e.holdSeconds) === null) return dash;
+    return 'a slot held ' + nf2.format(e.holdSeconds) + ' s by a buyer · ' + pct(e.noShowShare) + ' never order · ' +
+      pct(e.departShare) + ' leave while waiting · settles at ' + nf2.format(e.ratePerSecond) + ' admitted/s';
+  }
+
+  // etaErrorText words how far the estimates were from the waits that
+  // followed, over the last hour.
+  function etaErrorText(rs) {
+    if (!rs) return dash;
+    const e = rs.etaError;
+    if (!e || !(e.count > 0)) return 'none judged yet (an estimate is judged when its user has had their turn)';
+    const dir = e.medianSignedSeconds > 0 ? 'longer' : 'shorter';
+    return 'off by ' + Math.round(e.medianAbsPctError) + ' % on median (p90 ' + Math.round(e.p90AbsPctError) + ' %) over ' +
+      fmt(e.count) + ' estimates; the median one promised ' + durWords(Math.abs(e.medianSignedSeconds)) + ' ' + dir + ' than the wait';
   }
 
   const transports = { sse: 'SSE', ws: 'WebSocket' };
@@ -1150,6 +1175,8 @@
     const rs = s && Array.isArray(s.rooms) ? s.rooms.find((x) => x && x.room === d.room) || null : null;
     setText('u-longest', longestText(rs));
     setText('u-eta', etaText(rs, d));
+    setText('u-basis', basisText(rs));
+    setText('u-eta-error', etaErrorText(rs));
     setText('u-name', !has(d, 'displayName') ? dash : d.displayName || d.room + ' (its id: no display name set)');
     setText('u-message', !has(d, 'message') ? dash : d.message || 'none');
     setText('i-streams', countsText(s && s.streams, transports, false));

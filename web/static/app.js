@@ -260,9 +260,10 @@ const when = (iso) => new Intl.DateTimeFormat(lang, {
 }).format(new Date(iso));
 
 // eta words a QueueStatus's wait: withheld while the room is paused,
-// "estimating…" until the room has measured its admission rate (etaKnown
-// false), "not known" when the room admits nobody, else a rounded duration
-// and the clock time it ends at ("about 4 min — around 10:42").
+// "estimating…" while the server withholds it (etaKnown false: the room
+// has not measured its orders yet, or admits nobody), else a rounded
+// duration and the clock time it ends at ("about 4 min — around 10:42"),
+// never seconds.
 function eta(qs) {
   if (qs.paused) return t('etaPaused');
   if (qs.etaKnown === false) return t('etaEstimating');

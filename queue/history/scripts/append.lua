@@ -1,8 +1,10 @@
 -- append: record one second's point of a room's history, and the room's
 -- ticket clock (which ticket had been issued by which second).
 --
--- KEYS[1] points   LIST  "[tMs,waiting,active,targetActive,admitted,rate]",
---                        oldest first, one per second at most
+-- KEYS[1] points   LIST  "[tMs,waiting,active,targetActive,admitted,rate,
+--                        eta,seq,head,etaMid,midTicket]", oldest first, one
+--                        per second at most (ARGV[12], ARGV[7], ARGV[8],
+--                        ARGV[13], ARGV[14])
 -- KEYS[2] meta     HASH  claimed, appended (Unix s of the last point),
 --                        admitted (the all-time count at the last point),
 --                        seq (the last ticket at the last point), origin
@@ -17,6 +19,9 @@
 -- ARGV[8] the oldest waiting ticket (0: nobody waiting)
 -- ARGV[9] points kept   ARGV[10] clock entries kept
 -- ARGV[11] lifetime of the keys (s)
+-- ARGV[12] the ETA the last in line was shown (s; -1: withheld or nobody)
+-- ARGV[13] the ETA the user in the middle was shown (s; -1 likewise)
+-- ARGV[14] the ticket of the user in the middle (0: nobody)
 --
 -- Returns 1 when the point was recorded, 0 when a point of this second or
 -- a later one is there already (a late caller: points stay in order).
@@ -31,7 +36,7 @@ if m[2] then
   grown = math.max(total - tonumber(m[2]), 0)
 end
 redis.call('RPUSH', KEYS[1], '[' .. ARGV[1] .. '000,' .. ARGV[2] .. ',' .. ARGV[3] .. ',' .. ARGV[4] .. ',' ..
-  string.format('%d', grown) .. ',' .. ARGV[6] .. ']')
+  string.format('%d', grown) .. ',' .. ARGV[6] .. ',' .. ARGV[12] .. ',' .. ARGV[7] .. ',' .. ARGV[8] .. ',' .. ARGV[13] .. ',' .. ARGV[14] .. ']')
 redis.call('LTRIM', KEYS[1], -tonumber(ARGV[9]), -1)
 
 -- The ticket clock. A lower last ticket means the room was made anew:

@@ -1,0 +1,95 @@
+package estimate_test
+
+import (
+	"testing"
+	"time"
+
+	"waitingroom/queue/estimate"
+)
+
+// steadyRoom feeds e two minutes of a room with 10 slots whose users all
+// order and hold a slot 2 s each (5 admitted a second), departing a
+// second waiting users leave, and returns the last forecast.
+func steadyRoom(e *estimate.Estimator, departing int64) estimate.Forecast {
+	t0 := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	var fc estimate.Forecast
+	for s := range int64(121) {
+		rem := make([]int64, 25)
+		rem[23] = 10 // admitted within the last 2.5 s of a 60 s window (bins of 2.5 s)
+		fc = e.Observe(estimate.Sample{At: t0.Add(time.Duration(s) * time.Second), Target: 10, Active: 10,
+			EntryTTL: time.Minute, Admitted: 5 * s, Holds: 5 * s, HoldTime: time.Duration(5*s) * 2 * time.Second,
+			Departed: departing * s, Remaining: rem, Bin: 2500 * time.Millisecond})
+	}
+	return fc
+}
+
+func TestForecastByHand(t *testing.T) {
+	// No no-shows, h = 2 s: 10 ÷ 2 s = 5 admissions a second, so position
+	// 100 is reached in 20 s.
+	fc := steadyRoom(&estimate.Estimator{}, 0)
+	if !fc.Known || fc.Hold != 2*time.Second || fc.NoShow != 0 || fc.Depart != 0 || fc.Rate() != 5 {
+		t.Fatalf("forecast = %+v", fc)
+	}
+	if got, ok := fc.ETA(100); !ok || got < 19 || got > 21 {
+		t.Errorf("ETA(100) = %d, %v; want 20 ± 1", got, ok)
+	}
+	if got, _ := fc.ETA(1); got != 1 {
+		t.Errorf("ETA(1) = %d, want 1 (at least a second)", got)
+	}
+	// As many leave as are admitted: d = ½, positions move twice as fast.
+	fc = steadyRoom(&estimate.Estimator{}, 5)
+	if got, ok := fc.ETA(100); fc.Depart != 0.5 || !ok || got < 9 || got > 11 {
+		t.Errorf("with departures: d %.2f, ETA(100) = %d; want 10 ± 1", fc.Depart, got)
+	}
+}
+
+func TestForecastWithheld(t *testing.T) {
+	at := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	measured := estimate.Sample{At: at, Target: 10, EntryTTL: time.Minute, Admitted: 500, Holds: 500, HoldTime: 1000 * time.Second,
+		Remaining: make([]int64, 25), Bin: 2500 * time.Millisecond}
+	for _, tt := range []struct {
+		name string
+		s    estimate.Sample
+		why  string
+	}{
+		{"paused or closed", func() estimate.Sample { s := measured; s.Halted = true; return s }(), estimate.WhyHalted},
+		{"nobody admitted", func() estimate.Sample { s := measured; s.Target = 0; return s }(), estimate.WhyNobody},
+		{"just opened", estimate.Sample{At: at, Target: 10, EntryTTL: time.Minute, Admitted: 10, Active: 10,
+			Remaining: make([]int64, 25), Bin: 2500 * time.Millisecond}, estimate.WhyMeasuring},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var e estimate.Estimator
+			fc := e.Observe(tt.s)
+			if _, ok := fc.ETA(10); ok || fc.Known || fc.Why != tt.why {
+				t.Fatalf("forecast %+v, want withheld (%s)", fc, tt.why)
+			}
+		})
+	}
+	// An instance that joins a room mid-sale stands in the room's
+	// all-time figures until it has seen cohorts of its own.
+	var e estimate.Estimator
+	s := measured
+	s.Expired = 50
+	if fc := e.Observe(s); !fc.Known || fc.NoShow != 0.1 || fc.Hold != 2*time.Second {
+		t.Fatalf("joined mid-sale: %+v", fc)
+	}
+}
+
+// TestLongWindowBounded: a room with a three-hour entry window, sampled
+// every second for longer than the estimator keeps at full pace, still
+// gets a forecast (the older samples are thinned, not lost).
+func TestLongWindowBounded(t *testing.T) {
+	var e estimate.Estimator
+	t0 := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	var fc estimate.Forecast
+	for s := range int64(6000) {
+		rem := make([]int64, 25)
+		rem[23] = 10
+		fc = e.Observe(estimate.Sample{At: t0.Add(time.Duration(s) * time.Second), Target: 10, Active: 10,
+			EntryTTL: 3 * time.Hour, Admitted: 5 * s, Holds: 5 * s, HoldTime: time.Duration(5*s) * 2 * time.Second,
+			Remaining: rem, Bin: 450 * time.Second})
+	}
+	if got, ok := fc.ETA(100); !fc.Known || !ok || got < 19 || got > 21 {
+		t.Fatalf("forecast %+v: ETA(100) = %d, %v; want 20 ± 1", fc, got, ok)
+	}
+}

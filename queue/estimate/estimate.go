@@ -1,0 +1,315 @@
+package estimate
+
+import (
+	"math"
+	"sort"
+	"time"
+)
+
+// Sample is one reading of a room, taken about once a second. The counters
+// are the room's all-time totals; the estimator takes differences.
+type Sample struct {
+	At       time.Time
+	Target   int64         // targetActive now
+	Active   int64         // slots held now
+	EntryTTL time.Duration // the room's entry window
+	// Halted: nobody is admitted (paused, closed, not open yet).
+	Halted bool
+
+	Admitted int64 // users admitted
+	Expired  int64 // admissions whose window ended unused
+	Departed int64 // waiting users who left or were dropped as idle
+	// Holds counts the slots freed by an order that ended, and HoldTime is
+	// their total time from admission to release.
+	Holds    int64
+	HoldTime time.Duration
+
+	// Remaining[i] counts the active slots whose deadline is between i and
+	// i+1 Bins from now: an unused entry window's end (admission + TTL), or
+	// an order in flight's allowance.
+	Remaining []int64
+	Bin       time.Duration
+}
+
+// Measurement windows and minimum counts (see the package comment).
+const (
+	holdWindow     = 10 * time.Second
+	holdSmoothing  = 8 * time.Second
+	holdMaxWindow  = 2 * time.Minute
+	minHolds       = 20
+	departWindow   = time.Minute
+	minDeparts     = 20
+	resolvedWindow = time.Minute
+	minCohort      = 10
+	minTau         = 5 * time.Second
+	// keep is how long samples are kept beyond one entry window.
+	keep = 5 * time.Minute
+	// maxNoShow caps p: with every admitted user a no-show the hold is
+	// irrelevant and the rate is T ÷ TTL.
+	maxNoShow = 1.0
+)
+
+// Why an estimate is withheld (Forecast.Why).
+const (
+	WhyHalted    = "halted"    // paused, closed or not open yet
+	WhyNobody    = "nobody"    // targetActive is 0
+	WhyMeasuring = "measuring" // too little measured yet
+)
+
+// Estimator keeps a room's recent samples and makes its forecast.
+type Estimator struct {
+	// ring holds the counters of the samples of about the last entry
+	// window and a few minutes (at most maxRing: older ones thinned), the
+	// newest last; last is the newest sample whole.
+	ring []counters
+	last Sample
+	// hold is h smoothed (exponentially, time constant holdSmoothing) as
+	// of holdAt; zero until first measured.
+	hold   time.Duration
+	holdAt time.Time
+}
+
+// counters are what the estimator keeps of a past sample.
+type counters struct {
+	At                                 time.Time
+	Admitted, Expired, Departed, Holds int64
+	HoldTime                           time.Duration
+}
+
+// maxRing bounds the samples kept: a long entry window is covered at a
+// coarser pace (about 3 s a sample for a 3 h window).
+const maxRing = 4096
+
+// Observe adds s (newer than every sample before it) and returns the
+// forecast from the samples so far.
+func (e *Estimator) Observe(s Sample) Forecast {
+	if n := len(e.ring); n > 0 {
+		last := e.ring[n-1]
+		switch {
+		case !s.At.After(last.At):
+			return e.forecast() // out of order: keep what we have
+		case s.Admitted < last.Admitted || s.Expired < last.Expired || s.Holds < last.Holds || s.Departed < last.Departed:
+			e.ring, e.hold = e.ring[:0], 0 // the room was removed and made anew
+		}
+	}
+	e.last = s
+	e.ring = append(e.ring, counters{At: s.At, Admitted: s.Admitted, Expired: s.Expired, Departed: s.Departed, Holds: s.Holds, HoldTime: s.HoldTime})
+	horizon := s.At.Add(-(s.EntryTTL + resolvedWindow + keep))
+	i := sort.Search(len(e.ring), func(i int) bool { return e.ring[i].At.After(horizon) })
+	if i > 0 && i > len(e.ring)/2 {
+		e.ring = append(e.ring[:0], e.ring[i:]...)
+	}
+	if len(e.ring) > maxRing { // thin the older half: every other sample
+		half := len(e.ring) / 2
+		k := 0
+		for j := 0; j < half; j += 2 {
+			e.ring[k] = e.ring[j]
+			k++
+		}
+		e.ring = append(e.ring[:k], e.ring[half:]...)
+	}
+	return e.forecast()
+}
+
+// at returns the newest sample taken at or before t, or false when every
+// sample is newer.
+func (e *Estimator) at(t time.Time) (counters, bool) {
+	i := sort.Search(len(e.ring), func(i int) bool { return e.ring[i].At.After(t) })
+	if i == 0 {
+		return counters{}, false
+	}
+	return e.ring[i-1], true
+}
+
+// forecast makes the forecast from the newest sample.
+func (e *Estimator) forecast() Forecast {
+	s := e.last
+	f := Forecast{At: s.At}
+	switch {
+	case s.Halted:
+		f.Why = WhyHalted
+		return f
+	case s.Target <= 0:
+		f.Why = WhyNobody
+		return f
+	}
+	h, okH := e.smoothHold(s)
+	tau := max(3*h, minTau)
+	if !okH {
+		tau = max(minTau, s.EntryTTL/4)
+	}
+	p, okP := e.noShow(s, tau)
+	if okP && !okH && p >= maxNoShow {
+		h, okH = s.EntryTTL, true // nobody orders: the hold does not matter
+	}
+	if !okH || !okP {
+		f.Why = WhyMeasuring
+		return f
+	}
+	f.Known, f.NoShow, f.Hold, f.Depart = true, p, h, e.depart(s)
+	f.step, f.cum, f.steady = simulate(s, p, h, tau, e.admissions(s.At, youngSpan(s, tau)))
+	return f
+}
+
+// youngSpan is how far back the bins that hold users admitted less than
+// tau ago reach.
+func youngSpan(s Sample, tau time.Duration) time.Duration {
+	if s.Bin <= 0 {
+		return 0
+	}
+	bins := (tau + s.Bin - 1) / s.Bin // from the youngest end
+	return min(time.Duration(bins)*s.Bin, s.EntryTTL)
+}
+
+// admissions returns the admissions of the last span in one-second steps
+// (adm[k]: admitted k…k+1 s before now), or nil when the samples do not
+// reach back that far.
+func (e *Estimator) admissions(now time.Time, span time.Duration) []float64 {
+	n := int((span + time.Second - 1) / time.Second)
+	if n == 0 || len(e.ring) == 0 || e.ring[0].At.After(now.Add(-time.Duration(n)*time.Second)) {
+		return nil
+	}
+	out := make([]float64, n)
+	prev := e.ring[len(e.ring)-1].Admitted
+	for k := range n {
+		c, _ := e.at(now.Add(-time.Duration(k+1) * time.Second))
+		out[k] = float64(max(prev-c.Admitted, 0))
+		prev = c.Admitted
+	}
+	return out
+}
+
+// smoothHold is h smoothed over time, so that the noise of a few dozen
+// orders does not make estimates jump.
+func (e *Estimator) smoothHold(s Sample) (time.Duration, bool) {
+	h, ok := e.measureHold(s)
+	switch {
+	case !ok:
+		return 0, false
+	case e.hold == 0:
+		e.hold = h
+	case s.At.After(e.holdAt):
+		a := 1 - math.Exp(-s.At.Sub(e.holdAt).Seconds()/holdSmoothing.Seconds())
+		e.hold += time.Duration(a * float64(h-e.hold))
+	}
+	e.holdAt = s.At
+	return e.hold, true
+}
+
+// measureHold measures h, the mean admission-to-release time of the orders that
+// ended recently.
+func (e *Estimator) measureHold(s Sample) (time.Duration, bool) {
+	for i := len(e.ring) - 2; i >= 0; i-- {
+		b := e.ring[i]
+		age := s.At.Sub(b.At)
+		if age > holdMaxWindow {
+			break
+		}
+		if n := s.Holds - b.Holds; n >= minHolds && age >= holdWindow {
+			return (s.HoldTime - b.HoldTime) / time.Duration(n), true
+		}
+	}
+	if s.Holds >= minHolds {
+		return s.HoldTime / time.Duration(s.Holds), true
+	}
+	return 0, false
+}
+
+// noShow measures p (see the package comment) with users older than tau
+// taken as deciders no more.
+func (e *Estimator) noShow(s Sample, tau time.Duration) (float64, bool) {
+	var unused, cohort float64
+	ttl, oldest := s.EntryTTL, e.ring[0].At
+	for i, c := range s.Remaining {
+		// the bin's deadlines are i…i+1 Bins away: its users were
+		// admitted lo…hi ago
+		lo, hi := ttl-time.Duration(i+1)*s.Bin, ttl-time.Duration(i)*s.Bin
+		if lo < tau || hi > ttl*3/4 || s.At.Add(-hi).Before(oldest) {
+			continue
+		}
+		a, okA := e.at(s.At.Add(-lo))
+		b, okB := e.at(s.At.Add(-hi))
+		if !okA || !okB {
+			continue
+		}
+		unused += float64(c)
+		cohort += float64(a.Admitted - b.Admitted)
+	}
+	// Users admitted a window earlier: their no-shows have expired since.
+	if w0, ok := e.at(s.At.Add(-resolvedWindow)); ok {
+		a, okA := e.at(s.At.Add(-ttl))
+		b, okB := e.at(s.At.Add(-ttl - resolvedWindow))
+		if okA && okB {
+			unused += float64(s.Expired - w0.Expired)
+			cohort += float64(a.Admitted - b.Admitted)
+		}
+	}
+	if cohort >= minCohort {
+		return min(max(unused/cohort, 0), maxNoShow), true
+	}
+	// An instance that joined a room mid-sale has not seen its cohorts:
+	// the room's all-time share stands in.
+	if first := e.ring[0]; first.Admitted > minCohort && s.Admitted >= 10*minCohort && s.At.Sub(oldest) < ttl {
+		return min(float64(s.Expired)/float64(s.Admitted), maxNoShow), true
+	}
+	return 0, false
+}
+
+// depart measures d over the last minute (all-time while the estimator has
+// seen too little), capped at 0.9.
+func (e *Estimator) depart(s Sample) float64 {
+	dep, adm := s.Departed, s.Admitted
+	if b, ok := e.at(s.At.Add(-departWindow)); ok && s.Departed-b.Departed+s.Admitted-b.Admitted >= minDeparts {
+		dep, adm = s.Departed-b.Departed, s.Admitted-b.Admitted
+	}
+	if dep <= 0 {
+		return 0
+	}
+	return min(float64(dep)/float64(dep+max(adm, 0)), 0.9)
+}
+
+// Forecast is a room's expected admissions from one sample on. The zero
+// Forecast is unknown.
+type Forecast struct {
+	At    time.Time // the sample's time
+	Known bool
+	Why   string // why not Known: WhyHalted, WhyNobody, WhyMeasuring
+
+	NoShow float64       // p
+	Hold   time.Duration // h
+	Depart float64       // d
+
+	step   time.Duration
+	cum    []float64 // cum[k]: admissions expected by k steps from At
+	steady float64   // admissions a second past the horizon
+}
+
+// Rate is the long-run admission rate the forecast settles at, users a
+// second (0 when not Known).
+func (f Forecast) Rate() float64 { return f.steady }
+
+// ETA returns the wait until position (1-based) is admitted, in whole
+// seconds rounded up (at least 1); ok is false when the forecast is not
+// Known.
+func (f Forecast) ETA(position int64) (secs int64, ok bool) {
+	if !f.Known || len(f.cum) == 0 {
+		return 0, false
+	}
+	need := float64(max(position, 1)) * (1 - f.Depart)
+	n := len(f.cum)
+	var t float64
+	switch k := sort.SearchFloat64s(f.cum, need); {
+	case k == 0:
+	case k < n:
+		frac := 1.0
+		if a := f.cum[k] - f.cum[k-1]; a > 0 {
+			frac = (need - f.cum[k-1]) / a
+		}
+		t = (float64(k-1) + frac) * f.step.Seconds()
+	case f.steady > 0:
+		t = float64(n-1)*f.step.Seconds() + (need-f.cum[n-1])/f.steady
+	default:
+		return 0, false
+	}
+	return max(1, int64(math.Ceil(t))), true
+}

@@ -1,0 +1,142 @@
+package estimate_test
+
+import (
+	"testing"
+	"time"
+)
+
+// flashSale is the measuring crowd: 3,000 shoppers over 10 s,
+// targetActive 100, a median 5 s to decide, 10 % no-shows, 5 % who give
+// up while waiting (dropped as idle five minutes later).
+func flashSale() scenario {
+	return scenario{n: 3000, over: 10 * time.Second, target: 100, ttl: 120 * time.Second,
+		thinkMedian: 5 * time.Second, thinkSigma: 0.6, noShows: 0.10, abandons: 0.05,
+		idle: 5 * time.Minute, order: 50 * time.Millisecond, seed: 1}
+}
+
+func runScenario(t *testing.T, sc scenario) (*room, accuracy) {
+	t.Helper()
+	r := newRoom(sc)
+	r.run(2 * time.Hour)
+	if r.next != len(r.users) || len(r.queue) != 0 {
+		t.Fatalf("the room did not drain: %d arrived of %d, %d waiting at %v", r.next, len(r.users), len(r.queue), r.now)
+	}
+	a := r.accuracy()
+	t.Logf("drained in %v; first estimate: median %.1f %% p90 %.1f %% (signed median %+.0f s; %d users, median %v after entering); over the wait: median %.1f %% p90 %.1f %% (%d estimates)",
+		r.now, pct(a.first, 50), pct(a.first, 90), pct(a.signed, 50), len(a.first), pct(a.firstAfter, 50), pct(a.all, 50), pct(a.all, 90), len(a.all))
+	return r, a
+}
+
+func TestFlashSale(t *testing.T) {
+	_, a := runScenario(t, flashSale())
+	if got := pct(a.first, 50); got > 20 {
+		t.Errorf("first estimate median error %.1f %%, want ≤ 20 %%", got)
+	}
+	if got := pct(a.first, 90); got > 50 {
+		t.Errorf("first estimate p90 error %.1f %%, want ≤ 50 %%", got)
+	}
+	if got := pct(a.all, 50); got > 15 {
+		t.Errorf("median error over the wait %.1f %%, want ≤ 15 %%", got)
+	}
+	// Withheld while measuring: about three holds after the opening.
+	if got := pct(a.firstAfter, 50); got > 30*time.Second {
+		t.Errorf("median time to the first estimate %v, want ≤ 30 s", got)
+	}
+}
+
+// A steady drain: once measured, a waiting user's estimate never grows
+// (by more than a second's rounding) from one second to the next.
+func TestSteadyNeverGrows(t *testing.T) {
+	sc := scenario{n: 2400, over: 2 * time.Minute, target: 40, ttl: 60 * time.Second, thinkMedian: 4 * time.Second,
+		thinkSigma: 0.3, order: 50 * time.Millisecond, seed: 2}
+	r, a := runScenario(t, sc)
+	if got := pct(a.all, 50); got > 15 {
+		t.Errorf("median error %.1f %%, want ≤ 15 %%", got)
+	}
+	grew, worst := 0, 0.0
+	for _, u := range r.users {
+		for i := 1; i < len(u.shown); i++ {
+			prev, cur := u.shown[i-1], u.shown[i]
+			if prev.eta > 0 && cur.eta > prev.eta+1 && cur.at-prev.at <= time.Second {
+				grew++
+				worst = max(worst, float64(cur.eta-prev.eta)/float64(prev.eta))
+
+			}
+		}
+	}
+	t.Logf("%d grew, worst by %.1f %%", grew, 100*worst)
+	if grew > 0 {
+		t.Errorf("%d estimates grew by more than a second while the queue drained steadily", grew)
+	}
+}
+
+// Orders slow down by 5 s a third into the sale: estimates shown 30 s
+// after it are within a median 20 % again.
+func TestSlowdownReconverges(t *testing.T) {
+	sc := flashSale()
+	at := 3 * time.Minute
+	sc.changes = []change{{at: at, slowdown: 5 * time.Second}}
+	_, a := runScenario(t, sc)
+	after := a.after(at + 30*time.Second)
+	t.Logf("from 30 s after the slowdown: median %.1f %% p90 %.1f %% (%d estimates)", pct(after, 50), pct(after, 90), len(after))
+	if got := pct(after, 50); got > 20 {
+		t.Errorf("median error from 30 s after the slowdown %.1f %%, want ≤ 20 %%", got)
+	}
+}
+
+// The operator halves targetActive: estimates shown 30 s after are within
+// a median 20 % again.
+func TestLimitChangeReconverges(t *testing.T) {
+	for _, target := range []int64{50, 200} {
+		sc := flashSale()
+		at := 2 * time.Minute
+		sc.changes = []change{{at: at, target: target}}
+		_, a := runScenario(t, sc)
+		after := a.after(at + 30*time.Second)
+		t.Logf("target 100 → %d: from 30 s after: median %.1f %% p90 %.1f %% (%d estimates)", target, pct(after, 50), pct(after, 90), len(after))
+		if got := pct(after, 50); got > 20 {
+			t.Errorf("target → %d: median error from 30 s after the change %.1f %%, want ≤ 20 %%", target, got)
+		}
+	}
+}
+
+// A pause withholds every estimate while it lasts; after it the estimates
+// come back.
+func TestPauseWithholds(t *testing.T) {
+	sc := flashSale()
+	sc.changes = []change{{at: time.Minute, pause: 1}, {at: 90 * time.Second, pause: -1}}
+	r, a := runScenario(t, sc)
+	if r.pausedKnown != 0 {
+		t.Errorf("%d forecasts Known while paused", r.pausedKnown)
+	}
+	for _, u := range r.users {
+		for _, s := range u.shown {
+			if s.at > time.Minute && s.at < 90*time.Second && s.eta >= 0 {
+				t.Fatalf("an estimate (%d s) shown at %v, while paused", s.eta, s.at)
+			}
+		}
+	}
+	if after := a.after(2 * time.Minute); len(after) == 0 || pct(after, 50) > 20 {
+		t.Errorf("after the pause: %d estimates, median %.1f %%", len(after), pct(after, 50))
+	}
+}
+
+// Many no-shows: a third never order.
+func TestManyNoShows(t *testing.T) {
+	sc := flashSale()
+	sc.n, sc.noShows = 1500, 0.33
+	_, a := runScenario(t, sc)
+	if got := pct(a.all, 50); got > 15 {
+		t.Errorf("median error over the wait %.1f %%, want ≤ 15 %%", got)
+	}
+}
+
+// A ramp: arrivals at a rising pace, the room filling and draining.
+func TestRamp(t *testing.T) {
+	sc := flashSale()
+	sc.over = 3 * time.Minute
+	_, a := runScenario(t, sc)
+	if got := pct(a.all, 50); got > 15 {
+		t.Errorf("median error over the wait %.1f %%, want ≤ 15 %%", got)
+	}
+}

@@ -1,0 +1,54 @@
+package stream
+
+import (
+	"sync"
+	"time"
+
+	"waitingroom/queue"
+	"waitingroom/queue/estimate"
+)
+
+// The hub makes each room's wait estimate: every resync's snapshot (about
+// one a second) is a sample for the room's estimator (package
+// queue/estimate), and the forecast it returns travels with the room's
+// state, so every poll and push answered here reads it without a lock.
+
+// estimators holds the rooms' estimators. Resync is their one feeder, but
+// it may be called from more than one goroutine (the loop, tests), hence
+// the lock.
+type estimators struct {
+	mu sync.Mutex
+	m  map[string]*estimate.Estimator
+}
+
+// observe feeds sn, read at now, to its room's estimator.
+func (e *estimators) observe(sn queue.RoomSnapshot, now time.Time) estimate.Forecast {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	est := e.m[sn.Room]
+	if est == nil {
+		est = &estimate.Estimator{}
+		e.m[sn.Room] = est
+	}
+	return est.Observe(sampleOf(sn, now))
+}
+
+// sampleOf is the estimator's sample of a snapshot.
+func sampleOf(sn queue.RoomSnapshot, now time.Time) estimate.Sample {
+	f := sn.Flow
+	return estimate.Sample{At: now, Target: sn.Target, Active: f.Active, EntryTTL: f.EntryTTL,
+		Halted: sn.Paused || sn.Closed, Admitted: f.Admitted, Expired: f.Expired, Departed: f.Departed,
+		Holds: f.Holds, HoldTime: f.HoldTime, Remaining: f.Remaining, Bin: f.Bin}
+}
+
+// Forecast returns room's wait forecast as of the last resync: unknown
+// (the zero Forecast) until the room has been read here. A room asked for
+// here the first time is tracked from now on.
+func (h *Hub) Forecast(room string) estimate.Forecast {
+	st := h.roomPtr(room, true).Load()
+	if st == nil {
+		h.requestResync()
+		return estimate.Forecast{}
+	}
+	return st.fc
+}
