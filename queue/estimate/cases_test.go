@@ -93,3 +93,24 @@ func TestLongWindowBounded(t *testing.T) {
 		t.Fatalf("forecast %+v: ETA(100) = %d, %v; want 20 ± 1", fc, got, ok)
 	}
 }
+
+// TestDenseSamples: a hub re-reads a busy room many times a second (each
+// missed event asks for a read); samples closer than a second reuse the
+// last forecast, so the kept samples stay a second apart and the
+// measurement over minutes is the same as from one sample a second.
+func TestDenseSamples(t *testing.T) {
+	var e estimate.Estimator
+	t0 := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	var fc estimate.Forecast
+	for ms := int64(0); ms <= 600_000; ms += 50 { // 20 a second for 10 minutes
+		s := ms / 1000
+		rem := make([]int64, 25)
+		rem[23] = 10
+		fc = e.Observe(estimate.Sample{At: t0.Add(time.Duration(ms) * time.Millisecond), Target: 10, Active: 10,
+			EntryTTL: time.Minute, Admitted: 5 * s, Holds: 5 * s, HoldTime: time.Duration(5*s) * 2 * time.Second,
+			Remaining: rem, Bin: 2500 * time.Millisecond})
+	}
+	if got, ok := fc.ETA(100); !fc.Known || !ok || got < 19 || got > 21 || fc.NoShow != 0 {
+		t.Fatalf("forecast %+v: ETA(100) = %d, %v; want 20 ± 1 and no no-shows", fc, got, ok)
+	}
+}

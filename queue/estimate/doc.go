@@ -20,7 +20,8 @@
 // window and two holds:
 //
 //   - the slots held now free as Redis says: each active user's deadline is
-//     known (Sample.Remaining). A user admitted less than τ = 3h ago is
+//     known (Sample.Remaining). A user admitted less than τ = 3h (at most
+//     a quarter of the window) ago is
 //     still likely to order: they free their slot after the rest of a hold
 //     with the odds (1 − p)·S(a) ÷ ((1 − p)·S(a) + p), S(a) = e^(−a/h), a
 //     their age; everyone older frees at the deadline (a no-show, or an

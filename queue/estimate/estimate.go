@@ -63,6 +63,9 @@ type Estimator struct {
 	// newest last; last is the newest sample whole.
 	ring []counters
 	last Sample
+	// fc is the last forecast: samples closer together than sampleEvery (a
+	// hub re-reads a busy room many times a second) reuse it.
+	fc Forecast
 	// hold is h smoothed (exponentially, time constant holdSmoothing) as
 	// of holdAt; zero until first measured.
 	hold   time.Duration
@@ -80,16 +83,20 @@ type counters struct {
 // coarser pace (about 3 s a sample for a 3 h window).
 const maxRing = 4096
 
+// sampleEvery is the least time between two samples kept, and between two
+// forecasts: the measurements are per second.
+const sampleEvery = time.Second
+
 // Observe adds s (newer than every sample before it) and returns the
 // forecast from the samples so far.
 func (e *Estimator) Observe(s Sample) Forecast {
 	if n := len(e.ring); n > 0 {
 		last := e.ring[n-1]
 		switch {
-		case !s.At.After(last.At):
-			return e.forecast() // out of order: keep what we have
 		case s.Admitted < last.Admitted || s.Expired < last.Expired || s.Holds < last.Holds || s.Departed < last.Departed:
 			e.ring, e.hold = e.ring[:0], 0 // the room was removed and made anew
+		case s.At.Sub(last.At) < sampleEvery:
+			return e.fc // too soon (or out of order): the last forecast stands
 		}
 	}
 	e.last = s
@@ -108,7 +115,8 @@ func (e *Estimator) Observe(s Sample) Forecast {
 		}
 		e.ring = append(e.ring[:k], e.ring[half:]...)
 	}
-	return e.forecast()
+	e.fc = e.forecast()
+	return e.fc
 }
 
 // at returns the newest sample taken at or before t, or false when every
@@ -134,7 +142,10 @@ func (e *Estimator) forecast() Forecast {
 		return f
 	}
 	h, okH := e.smoothHold(s)
-	tau := max(3*h, minTau)
+	// τ: users admitted longer ago are taken as no longer deciding; at most
+	// a quarter window, so that a slow room (orders queued under load)
+	// still measures its no-shows within a minute or so
+	tau := min(max(3*h, minTau), max(s.EntryTTL/4, minTau))
 	if !okH {
 		tau = max(minTau, s.EntryTTL/4)
 	}
