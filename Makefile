@@ -6,6 +6,7 @@
 #   make test           go vet, gofmt check, go test -race against real services
 #   make bench          Go benchmarks against the same services
 #   make loadtest ARGS="..."
+#   make image          the container image (Dockerfile) with podman or docker
 #   make services-stop  stop the throwaway Redis/Postgres under .run/ (if any)
 #
 # Services come from deploy/dev-services.sh: REDIS_URL / DATABASE_URL when set,
@@ -32,7 +33,7 @@ services = svc="$$(deploy/dev-services.sh up --db $(1))"; eval "$$svc"
 test_env = $(call services,postgres); \
 	export WR_TEST_REDIS_URL="$$REDIS_URL" WR_TEST_DATABASE_URL="$$DATABASE_URL"
 
-.PHONY: build run test bench loadtest services services-stop clean
+.PHONY: build run test bench loadtest services services-stop clean image
 
 build:
 	$(GO) build -o $(BIN) ./cmd/waitingroom
@@ -119,10 +120,11 @@ test:
 	@$(test_env); \
 	missing=(); \
 	[[ -x /usr/bin/chromium ]] || missing+=(chromium); \
+	command -v promtool >/dev/null || missing+=(prometheus); \
 	command -v "$$($(GO) env CC)" >/dev/null || missing+=(gcc libc6-dev); \
 	if (( $${#missing[@]} )); then \
 		if [[ $$(id -u) == 0 ]]; then \
-			echo "==> installing $${missing[*]} (browser tests, go test -race)"; \
+			echo "==> installing $${missing[*]} (browser tests, go test -race, promtool for the alert rules)"; \
 			apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y "$${missing[@]}"; \
 		else \
 			echo "warning: $${missing[*]} missing and not root, not installing (sudo apt-get install -y $${missing[*]}); tests needing them will fail" >&2; \
@@ -147,6 +149,17 @@ bench:
 
 loadtest:
 	$(GO) run ./loadtest $(ARGS)
+
+# image: the container image (Dockerfile) with podman, else docker.
+IMAGE ?= waitingroom:latest
+image:
+	@engine="$$(command -v podman || command -v docker || true)"; \
+	if [[ -z $$engine ]]; then \
+		echo "make image: neither podman nor docker is installed (Debian: apt-get install -y podman)" >&2; \
+		exit 1; \
+	fi; \
+	echo "==> $$engine build -t $(IMAGE) ."; \
+	"$$engine" build -t "$(IMAGE)" .
 
 # Print the export lines, for a shell: eval "$(make -s services)"
 services:

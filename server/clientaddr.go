@@ -8,6 +8,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"waitingroom/server/access"
+	"waitingroom/server/api"
 	"waitingroom/server/listener"
 )
 
@@ -36,3 +37,17 @@ func (s *Server) clientAddrOf(ctx *fasthttp.RequestCtx) net.IP {
 
 // trusted reports whether ip is one of WR_TRUSTED_PROXIES.
 func (s *Server) trusted(ip net.IP) bool { return access.InNets(s.cfg.TrustedProxies, ip) }
+
+// requestID is the id of ctx's request (api.RequestIDHeader): the one a
+// trusted proxy (WR_TRUSTED_PROXIES) sent when it is fit
+// (api.ValidRequestID), else a fresh one. A client's own is never taken (it
+// could pass itself off as another request in the log), and an unfit one
+// is replaced, never refused.
+func (s *Server) requestID(ctx *fasthttp.RequestCtx) string {
+	if len(s.cfg.TrustedProxies) > 0 {
+		if v := ctx.Request.Header.Peek(api.RequestIDHeader); api.ValidRequestID(v) && s.trusted(ctx.RemoteIP()) {
+			return string(v)
+		}
+	}
+	return api.NewRequestID()
+}

@@ -20,6 +20,7 @@ import (
 //	faults      reloads the injected faults twice a second
 //	history     records every room's point of the shared history every second
 //	gateway     reloads the rooms' gateway settings every second (gateway mode)
+//	readiness   checks Redis and Postgres every 5 s (waitingroom_dependency_up)
 func (s *Server) Loops() []loop.Loop {
 	loops := []loop.Loop{
 		{Name: "admission", Run: s.admitter.Run},
@@ -30,6 +31,7 @@ func (s *Server) Loops() []loop.Loop {
 		{Name: "controller", Run: s.ctl.Run},
 		{Name: "faults", Run: s.faults.Run},
 		{Name: "history", Run: s.history.Run},
+		{Name: "readiness", Run: s.watchReadiness},
 	}
 	if s.gwSettings != nil {
 		loops = append(loops, loop.Loop{Name: "gateway", Run: s.gwSettings.Run})

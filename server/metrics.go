@@ -34,6 +34,8 @@ type metrics struct {
 	protocolRefused *prometheus.CounterVec
 	abandoned       *prometheus.CounterVec
 	secEvents       *prometheus.CounterVec
+	paused          *prometheus.GaugeVec // by room
+	dependencyUp    *prometheus.GaugeVec // by dependency (readiness.go)
 	// The wait estimate, judged against the waits that followed.
 	etaError  *prometheus.GaugeVec
 	etaJudged *prometheus.GaugeVec
@@ -99,6 +101,8 @@ func (m *metrics) registerQueue() {
 	m.expired = m.counterVec("waitingroom_entry_expired_total", "Admissions whose entry window ended unused (no-shows), pruned by this instance.", "room")
 	m.abandoned = m.counterVec("waitingroom_abandoned_total", "Waiting users removed for neither polling nor holding a stream for WR_IDLE_TIMEOUT (counted by the instance whose admission run removed them).", "room")
 	m.orders = m.counterVec("waitingroom_orders_total", "Order attempts by result.", "result")
+	m.paused = m.gaugeVec("waitingroom_room_paused", "1 while the operator has paused the room (as of this instance's last admission run).", "room")
+	m.dependencyUp = m.gaugeVec("waitingroom_dependency_up", "1 when the dependency (redis, postgres) answered this instance's last readiness check (every 5 s, as GET /readyz checks), else 0.", "dependency")
 	m.etaError = m.gaugeVec("waitingroom_eta_error_ratio",
 		"Median |ETA − wait| ÷ wait of the estimates shown to the room's last in line and to the one in the middle over the last hour, judged once they had their turn (0 until one is: see waitingroom_eta_judged).", "room")
 	m.etaJudged = m.gaugeVec("waitingroom_eta_judged", "Estimates judged for waitingroom_eta_error_ratio (the last hour's, recorded once a second).", "room")

@@ -6,6 +6,8 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/valyala/fasthttp"
+
+	"waitingroom/server/api"
 )
 
 // The HTTP protocol's edge, below Fiber.
@@ -57,6 +59,10 @@ func (s *Server) guard(app *fiber.App, gatewayMode bool) {
 	srv.SecureErrorLogMessage = true
 	next := srv.Handler
 	srv.Handler = func(ctx *fasthttp.RequestCtx) {
+		id := s.requestID(ctx)
+		api.SetRequestID(ctx, id)
+		// Last: whatever answered (a refusal below resets the response).
+		defer ctx.Response.Header.Set(api.RequestIDHeader, id)
 		toOrigin := gatewayMode && !ownPath(ctx.Path())
 		if r := checkProtocol(&ctx.Request.Header, toOrigin); r != nil {
 			s.m.protocolRefused.WithLabelValues(r.reason).Inc()
@@ -81,6 +87,8 @@ func (s *Server) toOrigin(ctx *fasthttp.RequestCtx) {
 		refuseDenied.write(ctx)
 		return
 	}
+	// The origin sees the id the client will see: its log lines match.
+	ctx.Request.Header.Set(api.RequestIDHeader, api.RequestID(ctx))
 	s.gw.Handle(ctx)
 }
 

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/json"
 	"errors"
 	"strconv"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"waitingroom/server/api"
 	"waitingroom/server/listener"
+	"waitingroom/server/openapi"
 	"waitingroom/web"
 )
 
@@ -25,8 +27,9 @@ func (s *Server) newPublicApp() *fiber.App {
 	}
 	app := fiber.New(api.FiberConfig("waitingroom", bodyLimit, s.log))
 	s.guardPublic(app) // first: nothing in Fiber runs before it
-	app.Use(s.observe, api.SecurityHeaders)
+	app.Use(api.RequestContext, s.observe, api.SecurityHeaders)
 
+	describe := api.Document(publicDescription(s.prefix))
 	api := app.Group(s.prefix+"/api/v1", api.NoStore, s.denyIPs, s.apiGate)
 	if len(s.cfg.CORSOrigins) > 0 {
 		api.Use(cors.New(cors.Config{
@@ -47,6 +50,7 @@ func (s *Server) newPublicApp() *fiber.App {
 	api.Post("/orders", s.order)
 	api.Get("/orders", s.orders)
 	api.Get("/products/:id", s.product)
+	api.Get("/openapi.json", describe)
 	if s.gw != nil {
 		api.Get("/rooms/:room/challenge", s.challenge)
 		app.Get(s.prefix+"/.well-known/jwks.json", s.jwks)
@@ -128,4 +132,21 @@ func gatewayPage(body []byte, prefix string) []byte {
 	r := strings.NewReplacer(`href="/static/`, `href="`+prefix+`/static/`, `src="/static/`, `src="`+prefix+`/static/`,
 		`<html lang="en">`, `<html lang="en" data-base="`+prefix+`" data-gateway="1">`)
 	return []byte(r.Replace(string(body)))
+}
+
+// publicDescription is the public API's OpenAPI description as this
+// instance serves it: its server URL is the prefix the API lives under
+// ("/", or gateway.Prefix in gateway mode).
+func publicDescription(prefix string) []byte {
+	if prefix == "" {
+		return openapi.Public
+	}
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal(openapi.Public, &doc); err != nil {
+		panic("server: openapi.Public: " + err.Error())
+	}
+	doc["servers"], _ = json.Marshal([]map[string]string{{"url": prefix,
+		"description": "Gateway mode: the waiting room's own API under " + prefix + "; every other path is the origin's."}})
+	b, _ := json.Marshal(doc)
+	return b
 }

@@ -23,6 +23,7 @@ import (
 	"waitingroom/server/access"
 	"waitingroom/server/admin"
 	"waitingroom/server/admin/audit"
+	"waitingroom/server/api"
 	"waitingroom/server/checkout"
 	"waitingroom/server/faults"
 	"waitingroom/server/gateway"
@@ -88,7 +89,8 @@ type Server struct {
 	gwSettings *gateway.Store
 	passes     *pass.Signer
 	pow        *pow.Pow
-	prefix     string // where the page and API live: "" or gateway.Prefix
+	prefix     string                          // where the page and API live: "" or gateway.Prefix
+	pingRedis  func(ctx context.Context) error // /readyz's and the readiness loop's check
 }
 
 // New builds a Server. It does no I/O: the admission loop creates the
@@ -101,10 +103,13 @@ func New(o Options) (*Server, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+	// Lines logged while serving a request carry its id (api.LogHandler).
+	o.Logger = slog.New(api.LogHandler(o.Logger.Handler()))
 	if o.Config.Listener.MaxConns <= 0 {
 		return nil, errors.New("server: Config.Listener.MaxConns must be positive")
 	}
 	s := &Server{cfg: o.Config, store: o.Store, m: newMetrics(o.Registry), log: o.Logger}
+	s.pingRedis = func(ctx context.Context) error { return o.Redis.Ping(ctx).Err() }
 	s.sec = seclog.New(o.Logger, s.m.secEvents)
 	s.tokens = token.New(o.Config.Tokens)
 	qo := o.Config.Queue
@@ -168,7 +173,7 @@ func (s *Server) newAdminApp(o Options, prefix string) *fiber.App {
 		History:      s.history,
 		Audit:        audit.New(o.Redis, prefix),
 		Forecast:     s.hub.Forecast,
-		PingRedis:    func(ctx context.Context) error { return o.Redis.Ping(ctx).Err() },
+		PingRedis:    s.pingRedis,
 		PingPostgres: o.Store.Ping,
 		ClientKey:    s.clientKey,
 		ClientIP:     s.clientIP,
@@ -207,6 +212,9 @@ func (s *Server) newController(o Options) *adaptive.Controller {
 // Public returns the public app (API and page).
 func (s *Server) Public() *fiber.App { return s.public }
 
+// Admin returns the management app.
+func (s *Server) Admin() *fiber.App { return s.admin }
+
 // Hub returns the server's push hub.
 func (s *Server) Hub() *stream.Hub { return s.hub }
 
@@ -231,6 +239,7 @@ func (s *Server) observeAdmission(r queue.AdmitResult) {
 	s.m.active.WithLabelValues(r.Room).Set(float64(r.Active))
 	s.m.target.WithLabelValues(r.Room).Set(float64(r.Target))
 	s.m.limit.WithLabelValues(r.Room).Set(float64(r.Target))
+	s.m.paused.WithLabelValues(r.Room).Set(map[bool]float64{true: 1}[r.Paused])
 	if n := len(r.Admitted); n > 0 {
 		s.m.admitted.WithLabelValues(r.Room).Add(float64(n))
 	}

@@ -205,6 +205,7 @@ func (s *Server) events(c *fiber.Ctx) error {
 	// close-delimited: no Content-Length, no chunking.
 	raw := c.Context().Conn()
 	tokenExp := claims.ExpiresAt.Time
+	head := sseHead(api.RequestID(c.Context()))
 	c.Context().HijackSetNoResponse(true)
 	c.Context().Hijack(func(conn net.Conn) {
 		defer release()
@@ -212,7 +213,7 @@ func (s *Server) events(c *fiber.Ctx) error {
 		s.m.streams.WithLabelValues("sse").Inc()
 		defer s.m.streams.WithLabelValues("sse").Dec()
 		w := bufio.NewWriterSize(conn, 1024)
-		if _, err := w.WriteString(sseHead); err != nil {
+		if _, err := w.WriteString(head); err != nil {
 			return
 		}
 		s.writeSSE(w, raw, room, sub, tokenExp)
@@ -220,14 +221,21 @@ func (s *Server) events(c *fiber.Ctx) error {
 	return nil
 }
 
-// sseHead is the stream's response head, written on the hijacked connection.
-const sseHead = "HTTP/1.1 200 OK\r\n" +
-	"Content-Type: text/event-stream\r\n" +
-	"Cache-Control: no-store\r\n" +
-	"X-Accel-Buffering: no\r\n" +
-	"X-Content-Type-Options: nosniff\r\n" +
-	"Referrer-Policy: no-referrer\r\n" +
-	"Connection: close\r\n\r\n"
+// sseHead is the stream's response head, written on the hijacked
+// connection, with the request's id (api.RequestIDHeader) when it has one.
+func sseHead(requestID string) string {
+	const head = "HTTP/1.1 200 OK\r\n" +
+		"Content-Type: text/event-stream\r\n" +
+		"Cache-Control: no-store\r\n" +
+		"X-Accel-Buffering: no\r\n" +
+		"X-Content-Type-Options: nosniff\r\n" +
+		"Referrer-Policy: no-referrer\r\n" +
+		"Connection: close\r\n"
+	if requestID == "" {
+		return head + "\r\n"
+	}
+	return head + api.RequestIDHeader + ": " + requestID + "\r\n\r\n"
+}
 
 func (s *Server) writeSSE(w *bufio.Writer, conn net.Conn, room string, sub *stream.Sub, tokenExp time.Time) {
 	flush := func() bool {

@@ -22,6 +22,7 @@ import (
 	"waitingroom/server/api"
 	"waitingroom/server/faults"
 	"waitingroom/server/gateway"
+	"waitingroom/server/openapi"
 	"waitingroom/server/seclog"
 )
 
@@ -80,13 +81,15 @@ func New(o Options) *fiber.App {
 	if o.Guard != nil {
 		o.Guard(f) // first: nothing in Fiber runs before it
 	}
+	f.Use(api.RequestContext)
 	f.Get("/metrics", adaptor.HTTPHandler(promhttp.HandlerFor(o.Metrics, promhttp.HandlerOpts{})))
 	f.Get("/healthz", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"status": "ok"}) })
 	f.Get("/readyz", a.readyz)
 	// Profiles, for operators measuring memory and CPU under load.
 	f.Use("/debug/pprof", a.auth)
 	f.Use(pprof.New())
-	mountDashboard(f) // before the /admin group: the page itself needs no token
+	mountDashboard(f)                                         // before the /admin group: the page itself needs no token
+	f.Get("/admin/openapi.json", api.Document(openapi.Admin)) // nor does the description
 	// The management address itself leads to the dashboard.
 	f.Get("/", func(c *fiber.Ctx) error { return c.Redirect("/admin/", fiber.StatusFound) })
 	adm := f.Group("/admin", a.auth, api.NoStore, a.recordChanges)

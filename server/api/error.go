@@ -162,5 +162,9 @@ func Write(c *fiber.Ctx, log *slog.Logger, err error) error {
 	if ae.RetryAfter > 0 {
 		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(ae.RetryAfter))
 	}
+	if RequestID(c.Context()) == "" {
+		// No handler ran (an error of fasthttp's parser): no id was given.
+		c.Set(RequestIDHeader, NewRequestID())
+	}
 	return c.Status(ae.Status).JSON(fiber.Map{"error": ae.Code, "message": ae.Message})
 }

@@ -61,3 +61,13 @@ func NoStore(c *fiber.Ctx) error {
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	return c.Next()
 }
+
+// Document serves a fixed JSON document (the OpenAPI descriptions):
+// clients may keep it but ask again, since a deploy can change it.
+func Document(body []byte) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		c.Set(fiber.HeaderCacheControl, "no-cache")
+		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSONCharsetUTF8)
+		return c.Send(body)
+	}
+}
