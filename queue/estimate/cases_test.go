@@ -114,3 +114,20 @@ func TestDenseSamples(t *testing.T) {
 		t.Fatalf("forecast %+v: ETA(100) = %d, %v; want 20 ± 1 and no no-shows", fc, got, ok)
 	}
 }
+
+// TestMeasuredStaysMeasured: once the no-show share was measured, seconds
+// with too few users of the right age to judge keep the last value; the
+// estimate is not withheld again.
+func TestMeasuredStaysMeasured(t *testing.T) {
+	var e estimate.Estimator
+	t0 := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	var fc estimate.Forecast
+	for s := range 200 { // an instance joins mid-sale; then nobody is admitted for minutes
+		fc = e.Observe(estimate.Sample{At: t0.Add(time.Duration(s) * time.Second), Target: 10, Active: 10,
+			EntryTTL: time.Minute, Admitted: 500, Expired: 50, Holds: 450, HoldTime: 900 * time.Second,
+			Remaining: make([]int64, 25), Bin: 2500 * time.Millisecond})
+		if !fc.Known || fc.NoShow != 0.1 {
+			t.Fatalf("after %d s: forecast %+v, want known with p 0.1 throughout", s, fc)
+		}
+	}
+}

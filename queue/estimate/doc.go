@@ -46,8 +46,10 @@
 //   - p: the share of the users admitted between τ and ¾·TTL ago who still
 //     hold their slot unused (slow deciders are few after 3h), together with
 //     the share of those admitted a window earlier whose window has since
-//     expired unused. The room's all-time expired ÷ admitted stands in only
-//     on an instance that joined a room mid-sale.
+//     expired unused (over the window's length, 10 s to a minute), smoothed
+//     like h; once measured, a second with too few users of those ages
+//     keeps the last value. The room's all-time expired ÷ admitted stands
+//     in only on an instance that joined a room mid-sale.
 //   - d: departures (left or idle) against admissions over the last minute.
 //
 // # When there is no estimate

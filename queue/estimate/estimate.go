@@ -70,6 +70,12 @@ type Estimator struct {
 	// of holdAt; zero until first measured.
 	hold   time.Duration
 	holdAt time.Time
+	// p is the no-show share smoothed the same way (pOK: measured once,
+	// so a thin second — few users of the right age — keeps the last
+	// value instead of withholding the estimate again).
+	p   float64
+	pOK bool
+	pAt time.Time
 }
 
 // counters are what the estimator keeps of a past sample.
@@ -94,7 +100,7 @@ func (e *Estimator) Observe(s Sample) Forecast {
 		last := e.ring[n-1]
 		switch {
 		case s.Admitted < last.Admitted || s.Expired < last.Expired || s.Holds < last.Holds || s.Departed < last.Departed:
-			e.ring, e.hold = e.ring[:0], 0 // the room was removed and made anew
+			e.ring, e.hold, e.pOK = e.ring[:0], 0, false // the room was removed and made anew
 		case s.At.Sub(last.At) < sampleEvery:
 			return e.fc // too soon (or out of order): the last forecast stands
 		}
@@ -149,7 +155,7 @@ func (e *Estimator) forecast() Forecast {
 	if !okH {
 		tau = max(minTau, s.EntryTTL/4)
 	}
-	p, okP := e.noShow(s, tau)
+	p, okP := e.smoothNoShow(s, tau)
 	if okP && !okH && p >= maxNoShow {
 		h, okH = s.EntryTTL, true // nobody orders: the hold does not matter
 	}
@@ -207,6 +213,23 @@ func (e *Estimator) smoothHold(s Sample) (time.Duration, bool) {
 	return e.hold, true
 }
 
+// smoothNoShow is p smoothed over time (time constant holdSmoothing),
+// the last value standing when too few users can be judged this time.
+func (e *Estimator) smoothNoShow(s Sample, tau time.Duration) (float64, bool) {
+	p, ok := e.measureNoShow(s, tau)
+	switch {
+	case !ok:
+		return e.p, e.pOK
+	case !e.pOK:
+		e.p, e.pOK = p, true
+	case s.At.After(e.pAt):
+		a := 1 - math.Exp(-s.At.Sub(e.pAt).Seconds()/holdSmoothing.Seconds())
+		e.p += a * (p - e.p)
+	}
+	e.pAt = s.At
+	return e.p, true
+}
+
 // measureHold measures h, the mean admission-to-release time of the orders that
 // ended recently.
 func (e *Estimator) measureHold(s Sample) (time.Duration, bool) {
@@ -226,9 +249,9 @@ func (e *Estimator) measureHold(s Sample) (time.Duration, bool) {
 	return 0, false
 }
 
-// noShow measures p (see the package comment) with users older than tau
+// measureNoShow measures p (see the package comment) with users older than tau
 // taken as deciders no more.
-func (e *Estimator) noShow(s Sample, tau time.Duration) (float64, bool) {
+func (e *Estimator) measureNoShow(s Sample, tau time.Duration) (float64, bool) {
 	var unused, cohort float64
 	ttl, oldest := s.EntryTTL, e.ring[0].At
 	for i, c := range s.Remaining {
@@ -246,10 +269,12 @@ func (e *Estimator) noShow(s Sample, tau time.Duration) (float64, bool) {
 		unused += float64(c)
 		cohort += float64(a.Admitted - b.Admitted)
 	}
-	// Users admitted a window earlier: their no-shows have expired since.
-	if w0, ok := e.at(s.At.Add(-resolvedWindow)); ok {
+	// Users admitted a window earlier: their no-shows have expired since
+	// (over as long as the window, 10 s to a minute).
+	w := min(max(ttl, 10*time.Second), resolvedWindow)
+	if w0, ok := e.at(s.At.Add(-w)); ok {
 		a, okA := e.at(s.At.Add(-ttl))
-		b, okB := e.at(s.At.Add(-ttl - resolvedWindow))
+		b, okB := e.at(s.At.Add(-ttl - w))
 		if okA && okB {
 			unused += float64(s.Expired - w0.Expired)
 			cohort += float64(a.Admitted - b.Admitted)
