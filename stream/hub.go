@@ -229,11 +229,12 @@ func (h *Hub) Resync(ctx context.Context) {
 		old := p.Load()
 		if old != nil && old.ev > sn.Ev {
 			// Events newer than the snapshot arrived while it was read:
-			// keep them (with the new forecast), and read again if
-			// something may still be missing.
+			// keep them (with the new forecast, unless yet another event
+			// came in meanwhile: the next read brings it), and read again
+			// if something may still be missing.
 			n := *old
 			n.fc = fc
-			p.Store(&n)
+			p.CompareAndSwap(old, &n)
 			if old.stale {
 				h.requestResync()
 			}
