@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/binary"
 	"log/slog"
+	"sync/atomic"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/valyala/fasthttp"
@@ -33,12 +35,24 @@ const (
 
 type requestIDKey struct{}
 
-// NewRequestID is a fresh id: 128 random bits in base64url (22 characters).
+// NewRequestID is a fresh id, 22 base64url characters: 64 random bits
+// drawn once per process, then a counter — unique across instances and
+// restarts without a random read per request (the poll path is the hot
+// one). An id names a request; it is no secret.
 func NewRequestID() string {
-	b := make([]byte, 16)
-	_, _ = rand.Read(b)
-	return base64.RawURLEncoding.EncodeToString(b)
+	var b [16]byte
+	copy(b[:8], idPrefix[:])
+	binary.BigEndian.PutUint64(b[8:], idCounter.Add(1))
+	return base64.RawURLEncoding.EncodeToString(b[:])
 }
+
+var (
+	idPrefix = func() (p [8]byte) {
+		_, _ = rand.Read(p[:])
+		return p
+	}()
+	idCounter atomic.Uint64
+)
 
 // ValidRequestID reports whether v may be taken as a request id: 1 to 128
 // bytes of ASCII letters, digits and - _ . : + / = @ — room for UUIDs, hex,
