@@ -240,7 +240,13 @@ func (h *Hub) Resync(ctx context.Context) {
 			}
 			continue
 		}
-		p.Store(fromSnapshot(sn, fc, now))
+		if !p.CompareAndSwap(old, fromSnapshot(sn, fc, now)) {
+			// An event was applied while the snapshot was read or
+			// compared: it may be newer than the snapshot, so the
+			// snapshot must not replace it; read again.
+			h.requestResync()
+			continue
+		}
 		if old == nil || old.ev != sn.Ev || old.serving != sn.Serving || old.waiting != sn.Waiting ||
 			old.paused != sn.Paused || old.message != sn.Message {
 			h.markDirty(sn.Room)
