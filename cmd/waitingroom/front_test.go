@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -233,5 +234,61 @@ func TestFrontPollSeesReadyRightAfterAdmission(t *testing.T) {
 		}
 		users = append(users[:1], users[2:]...)
 		samePlaces("after a departure")
+	}
+}
+
+// TestPollLimitInMemory: with the limits on, polls make no rate-limit
+// round trip: one user's refresh storm is refused (429, the contract's
+// JSON, Retry-After) by this instance's memory while other users' polls —
+// behind the front from memory, at the front after one shared read — are
+// served, and neither runs a status or rate-limit script.
+func TestPollLimitInMemory(t *testing.T) {
+	e := newEnv(t)
+	cnt := countRedis(t, e)
+	in := e.start(limited(map[string]string{"WR_TARGET_ACTIVE": "0"}))
+	q := in.srv.Queue()
+	issuer := token.New(token.Config{Secret: testSecret})
+	toks := map[string]string{}
+	for i := range 150 {
+		u := "p" + strconv.Itoa(i)
+		st, err := q.Enter(context.Background(), "default", u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if toks[u], err = issuer.IssueQueue(u, "default", st.Ticket, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+	}
+	trackFront(t, in, "default", toks["p0"])
+	storm, calm, front := toks["p149"], toks["p148"], toks["p0"]
+	before := cnt.snapshot()
+	var last response
+	served := 0
+	for range 20 {
+		if last = in.position("default", storm); last.status != 200 {
+			break
+		}
+		served++
+	}
+	// Band 3 s: one poll per 1.5 s, so the wait after the burst is just
+	// under 1.5 s, rounded up.
+	if ra := last.header.Get("Retry-After"); served != 5 || last.status != 429 || last.str("error") != "rate_limited" || last.str("message") == "" || (ra != "2" && ra != "1") {
+		t.Fatalf("storm: %d served, then %d %v %s; want 5 (the burst), then 429 rate_limited with Retry-After 2",
+			served, last.status, last.header.Get("Retry-After"), last.raw)
+	}
+	for range 3 {
+		if r := in.position("default", calm); r.status != 200 || r.num("position") != 149 {
+			t.Fatalf("another user's poll during the storm = %d %s", r.status, r.raw)
+		}
+		if r := in.position("default", front); r.status != 200 || r.num("position") != 1 {
+			t.Fatalf("a front user's poll during the storm = %d %s", r.status, r.raw)
+		}
+	}
+	d := cnt.since(before)
+	if d["gcra"] != 0 || d["status"] != 0 || d["ev"] > 3 {
+		t.Fatalf("26 polls ran %d rate-limit scripts, %d status scripts and %d event-number reads; want 0, 0 and at most 3 (the front's)", d["gcra"], d["status"], d["ev"])
+	}
+	if n := in.metric("waitingroom_rate_limited_total"); n != 1 {
+		t.Fatalf("rate_limited_total = %v, want 1", n)
 	}
 }
