@@ -36,8 +36,8 @@
 //     of --users polls pollAfterMs after its answer (Retry-After after a
 //     429), first within --spread (5s), for --duration; run it with the
 //     limits on to see what they cost as they would occur. --redis URL
-//     reads Redis's INFO before and after each server phase and reports
-//     commands, scripts and Redis CPU per request (pollopen.go,
+//     reads Redis's INFO before and after each measured server phase and
+//     reports round trips, commands, scripts and Redis CPU per request (pollopen.go,
 //     pollenter.go, redisstats.go); each server phase also reports the
 //     server's CPU per answer (process_cpu_seconds_total).
 //

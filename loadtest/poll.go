@@ -190,7 +190,7 @@ func runPoll(ctx context.Context, o *options, args []string) (report, error) {
 	probe := &costProbe{rs: cfg.rs, adm: adm}
 	if cfg.open {
 		fmt.Fprintf(os.Stderr, "poll: open loop: %d users at their bands' pace, %v spread + %v\n", cfg.users, cfg.spread, cfg.dur)
-		rep.Server = probe.measure(ctx, func() *phase { return openLoop(ctx, hc, pollURL, tokens, cfg.spread, cfg.dur) })
+		rep.Server = openLoop(ctx, hc, pollURL, tokens, cfg.spread, cfg.dur, probe)
 	} else if err := measureClosed(ctx, o, cfg, a, adm, probe, pollURL, tokens, rep); err != nil {
 		return nil, err
 	}
@@ -208,19 +208,17 @@ func measureClosed(ctx context.Context, o *options, cfg pollConfig, a *api, adm 
 	}
 	defer stop()
 	fmt.Fprintf(os.Stderr, "poll: server: %d conns, %v warm-up + %v\n", cfg.conns, cfg.warm, cfg.dur)
-	rep.Server = probe.measure(ctx, func() *phase {
-		return measure(ctx, hc, "server", cfg.conns, cfg.warm, cfg.dur, pollRequests(pollURL, tokens))
-	})
+	rep.Server = measure(ctx, hc, "server", cfg.conns, cfg.warm, cfg.dur, pollRequests(pollURL, tokens), probe)
 	if ctx.Err() == nil {
 		fmt.Fprintf(os.Stderr, "poll: baseline: %d conns, %v warm-up + %v\n", cfg.conns, cfg.warm, cfg.dur)
-		rep.Baseline = measure(ctx, hc, "baseline", cfg.conns, cfg.warm, cfg.dur, pollRequests(baseURL, tokens))
+		rep.Baseline = measure(ctx, hc, "baseline", cfg.conns, cfg.warm, cfg.dur, pollRequests(baseURL, tokens), nil)
 	}
 	if cfg.enter.on && ctx.Err() == nil {
 		rep.Enter = measureEnter(ctx, cfg, a, adm, probe)
 	}
 	if ctx.Err() == nil {
 		fmt.Fprintf(os.Stderr, "poll: login: %d conns, %v\n", cfg.loginConns, cfg.loginDur)
-		rep.Login = measure(ctx, hc, "login", cfg.loginConns, 0, cfg.loginDur, loginRequests(o.base, cfg))
+		rep.Login = measure(ctx, hc, "login", cfg.loginConns, 0, cfg.loginDur, loginRequests(o.base, cfg), nil)
 	}
 	if rep.Baseline != nil && rep.Baseline.RPS > 0 {
 		rep.Ratio = rep.Server.RPS / rep.Baseline.RPS
@@ -235,29 +233,61 @@ func measureClosed(ctx context.Context, o *options, cfg pollConfig, a *api, adm 
 }
 
 // costProbe measures what a phase costs beyond the client: Redis (with
-// --redis) and the server's CPU (its /metrics).
+// --redis) and the server's CPU (its /metrics). A nil probe measures
+// nothing.
 type costProbe struct {
 	rs  *redisStats
 	adm *admin
 }
 
-// measure runs a phase and adds its costs per answer.
-func (p *costProbe) measure(ctx context.Context, run func() *phase) *phase {
-	const cpu = "process_cpu_seconds_total"
-	before, _ := scrapeNames(ctx, p.adm, cpu)
-	var ph *phase
-	cost := p.rs.around(ctx, func() int {
-		ph = run()
-		return ph.Answered
-	})
-	ph.Redis = cost
-	after, _ := scrapeNames(ctx, p.adm, cpu)
-	c0, ok0 := before[cpu]
-	c1, ok1 := after[cpu]
-	if ok0 && ok1 && ph.Answered > 0 {
-		ph.ServerCPUPerReqMicros = (c1 - c0) * 1e6 / float64(ph.Answered)
+// probeMark is the counters at the start of a measured phase.
+type probeMark struct {
+	redis   redisCounters
+	redisOK bool
+	cpu     float64
+	cpuOK   bool
+}
+
+const cpuMetric = "process_cpu_seconds_total"
+
+// begin reads the counters as a phase's measurement starts: the server's
+// CPU first, then Redis, so that the scrape is outside Redis's window.
+func (p *costProbe) begin(ctx context.Context) probeMark {
+	var m probeMark
+	if p == nil {
+		return m
 	}
-	return ph
+	got, _ := scrapeNames(ctx, p.adm, cpuMetric)
+	m.cpu, m.cpuOK = got[cpuMetric]
+	if p.rs != nil {
+		var err error
+		m.redis, err = p.rs.read(ctx)
+		m.redisOK = err == nil
+	}
+	return m
+}
+
+// end reads the counters again (Redis first) and adds to ph its costs per
+// answer.
+func (p *costProbe) end(ctx context.Context, m probeMark, ph *phase) {
+	if p == nil || ph == nil {
+		return
+	}
+	if m.redisOK {
+		if after, err := p.rs.read(ctx); err == nil {
+			// The first read's INFO is counted between the two reads:
+			// not the phase's.
+			after.Reads--
+			after.Commands--
+			after.ByCommand["info"]--
+			c := costBetween(m.redis, after, ph.Answered, 6)
+			ph.Redis = &c
+		}
+	}
+	got, _ := scrapeNames(ctx, p.adm, cpuMetric)
+	if c1, ok := got[cpuMetric]; ok && m.cpuOK && ph.Answered > 0 {
+		ph.ServerCPUPerReqMicros = (c1 - m.cpu) * 1e6 / float64(ph.Answered)
+	}
 }
 
 // startYardstick reads one real position answer and starts the plain
@@ -376,20 +406,25 @@ func startBaseline(body []byte) (string, func(), error) {
 }
 
 // measure runs conns closed-loop workers against one target: warm unmeasured
-// (it opens the connections), then d measured.
-func measure(ctx context.Context, hc *http.Client, target string, conns int, warm, d time.Duration, newReq reqFunc) *phase {
-	return measureKeeping(ctx, hc, target, conns, warm, d, newReq, nil)
+// (it opens the connections), then d measured; probe (nil: none) measures
+// what the measured part cost.
+func measure(ctx context.Context, hc *http.Client, target string, conns int, warm, d time.Duration, newReq reqFunc, probe *costProbe) *phase {
+	return measureKeeping(ctx, hc, target, conns, warm, d, newReq, nil, probe)
 }
 
-// measureKeeping is measure, handing each measured 2xx answer's body to
-// keep (nil: bodies are discarded unread).
-func measureKeeping(ctx context.Context, hc *http.Client, target string, conns int, warm, d time.Duration, newReq reqFunc, keep func(w int, body []byte)) *phase {
+// measureKeeping is measure, handing each 2xx answer's body to keep (nil:
+// bodies are discarded unread).
+func measureKeeping(ctx context.Context, hc *http.Client, target string, conns int, warm, d time.Duration, newReq reqFunc,
+	keep func(w int, body []byte), probe *costProbe) *phase {
 	if warm > 0 {
 		closedLoop(ctx, hc, target, conns, warm, newReq, keep)
 	}
+	m := probe.begin(ctx)
 	rec, elapsed := closedLoop(ctx, hc, target, conns, d, newReq, keep)
+	ph := summarize(target, conns, rec.Summary(target), elapsed)
+	probe.end(ctx, m, ph)
 	hc.CloseIdleConnections()
-	return summarize(target, conns, rec.Summary(target), elapsed)
+	return ph
 }
 
 // closedLoop runs conns workers for d; each sends its next request as soon

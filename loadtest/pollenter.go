@@ -102,26 +102,22 @@ func measureEnter(ctx context.Context, cfg pollConfig, a *api, adm *admin, probe
 		return e
 	}
 	fmt.Fprintf(os.Stderr, "poll: enter (waiting), enter (fresh), baseline (enter): %d conns, %v warm-up + %v each\n", conns, cfg.warm, cfg.dur)
-	e.Waiting = probe.measure(ctx, func() *phase {
-		return measure(ctx, hc, "enter (waiting)", conns, cfg.warm, cfg.dur, postRequests(enterURL, access))
-	})
+	e.Waiting = measure(ctx, hc, "enter (waiting)", conns, cfg.warm, cfg.dur, postRequests(enterURL, access), probe)
 	kept := make([][]string, conns) // the fresh users' queue tokens, by worker
 	var next atomic.Int64
-	e.Fresh = probe.measure(ctx, func() *phase {
-		return measureKeeping(ctx, hc, "enter (fresh)", conns, cfg.warm, cfg.dur, freshRequests(enterURL, fresh, &next),
-			func(w int, body []byte) {
-				if t := jsonString(body, "queueToken"); t != "" {
-					kept[w] = append(kept[w], t)
-				}
-			})
-	})
+	e.Fresh = measureKeeping(ctx, hc, "enter (fresh)", conns, cfg.warm, cfg.dur, freshRequests(enterURL, fresh, &next),
+		func(w int, body []byte) {
+			if t := jsonString(body, "queueToken"); t != "" {
+				kept[w] = append(kept[w], t)
+			}
+		}, probe)
 	var left []string
 	for _, ts := range kept {
 		left = append(left, ts...)
 	}
 	e.FreshEntered = len(left)
 	if ctx.Err() == nil {
-		e.Baseline = measure(ctx, hc, "baseline (enter)", conns, cfg.warm, cfg.dur, postRequests(baseURL, access))
+		e.Baseline = measure(ctx, hc, "baseline (enter)", conns, cfg.warm, cfg.dur, postRequests(baseURL, access), nil)
 	}
 	leaveAllConcurrently(context.WithoutCancel(ctx), a, adm, left, 16)
 	if e.Baseline != nil && e.Baseline.RPS > 0 {

@@ -58,12 +58,18 @@ func pollAfterMs(body []byte) (int64, bool) {
 
 // openLoop runs one goroutine per token for spread + d: each polls target
 // first at a random moment within spread (so the crowd does not start in
-// step), then at its pace. Polls that start after spread are measured.
-func openLoop(ctx context.Context, hc *http.Client, target string, tokens []string, spread, d time.Duration) *phase {
+// step), then at its pace. Polls that start after spread are measured, and
+// probe (nil: none) measures what the time after spread cost.
+func openLoop(ctx context.Context, hc *http.Client, target string, tokens []string, spread, d time.Duration, probe *costProbe) *phase {
 	start := time.Now()
 	from, until := start.Add(spread), start.Add(spread+d)
 	run, cancel := context.WithDeadline(ctx, until)
 	defer cancel()
+	marked := make(chan probeMark, 1)
+	go func() {
+		sleep(run, time.Until(from))
+		marked <- probe.begin(ctx)
+	}()
 	recs := make([]*Recorder, len(tokens))
 	paces := make([]time.Duration, len(tokens)) // the last pace each user was given
 	var wg sync.WaitGroup
@@ -92,6 +98,7 @@ func openLoop(ctx context.Context, hc *http.Client, target string, tokens []stri
 		all.Merge(r)
 	}
 	p := summarize("server (open loop)", len(tokens), all.Summary("server"), d)
+	probe.end(ctx, <-marked, p)
 	for _, w := range paces {
 		if w > 0 {
 			p.OfferedRPS += float64(time.Second) / float64(w)

@@ -24,7 +24,7 @@ func TestSmokePollOpenLoop(t *testing.T) {
 	if p.OfferedRPS <= 0 || r.Baseline != nil || r.Login != nil {
 		t.Errorf("offered %v polls/s, baseline %v, login %v: want an offered rate and no closed-loop phases", p.OfferedRPS, r.Baseline, r.Login)
 	}
-	if p.Redis == nil || p.Redis.Requests != p.Answered || p.Redis.Commands <= 0 {
+	if p.Redis == nil || p.Redis.Requests != p.Answered || p.Redis.Commands <= 0 || p.Redis.RoundTrips <= 0 {
 		t.Errorf("Redis cost %+v, want one over the %d answers", p.Redis, p.Answered)
 	}
 	if st, err := s.roomState(t); err != nil || st.Waiting != 0 || st.TargetActive != 20 {

@@ -15,20 +15,23 @@ import (
 
 // Reading what a run cost Redis: with --redis URL the tool reads Redis's
 // own counters (INFO stats, cpu and commandstats, one call) before and
-// after each phase and reports the difference per request. Redis counts
-// for everyone: on a Redis shared with other work the figures include it
-// (the report says so).
+// after each measured phase and reports the difference per request. Redis
+// counts for everyone: on a Redis shared with other work the figures
+// include it (the report says so).
 //
-//	commands   total_commands_processed: the commands clients sent, each
-//	           pipelined command counted, the commands a script runs not
-//	           (so an EVALSHA is one) — the round trips' upper bound
-//	scripts    evalsha + eval calls (commandstats)
-//	CPU        used_cpu_sys + used_cpu_user, Redis's own CPU time
-//	by command commandstats calls per command; these DO count the
-//	           commands scripts run, so they add up to more than commands
+//	round trips  total_reads_processed: the read events on client sockets,
+//	             about one per command sent alone or per pipeline (a burst
+//	             of commands that arrives at once is one read)
+//	commands     total_commands_processed: every command, the ones a
+//	             script runs included
+//	scripts      evalsha + eval calls (commandstats)
+//	CPU          used_cpu_sys + used_cpu_user, Redis's own CPU time
+//	by command   commandstats calls per command (scripts' own calls
+//	             included)
 
 // redisCounters is one read of Redis's counters.
 type redisCounters struct {
+	Reads     int64            // total_reads_processed
 	Commands  int64            // total_commands_processed
 	CPU       float64          // used_cpu_sys + used_cpu_user, seconds
 	ByCommand map[string]int64 // commandstats calls by command name
@@ -38,7 +41,7 @@ type redisCounters struct {
 // commandstats. A section missing is an error: the figures would be wrong.
 func parseRedisInfo(text string) (redisCounters, error) {
 	c := redisCounters{ByCommand: map[string]int64{}}
-	var haveCommands, haveSys, haveUser bool
+	var haveReads, haveCommands, haveSys, haveUser bool
 	sc := bufio.NewScanner(strings.NewReader(text))
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
@@ -48,6 +51,9 @@ func parseRedisInfo(text string) (redisCounters, error) {
 		}
 		var err error
 		switch {
+		case key == "total_reads_processed":
+			c.Reads, err = strconv.ParseInt(val, 10, 64)
+			haveReads = true
 		case key == "total_commands_processed":
 			c.Commands, err = strconv.ParseInt(val, 10, 64)
 			haveCommands = true
@@ -69,22 +75,24 @@ func parseRedisInfo(text string) (redisCounters, error) {
 			return c, fmt.Errorf("redis INFO: %q: %w", line, err)
 		}
 	}
-	if !haveCommands || !haveSys || !haveUser {
-		return c, fmt.Errorf("redis INFO: want total_commands_processed, used_cpu_sys and used_cpu_user")
+	if !haveReads || !haveCommands || !haveSys || !haveUser {
+		return c, fmt.Errorf("redis INFO: want total_reads_processed, total_commands_processed, used_cpu_sys and used_cpu_user")
 	}
 	return c, nil
 }
 
 // redisCost is what one phase cost Redis, in all and per request.
 type redisCost struct {
-	Requests        int        `json:"requests"` // the phase's requests answered
-	Commands        int64      `json:"commands"`
-	CommandsPerReq  float64    `json:"commandsPerRequest"`
-	Scripts         int64      `json:"scripts"`
-	ScriptsPerReq   float64    `json:"scriptsPerRequest"`
-	CPUSeconds      float64    `json:"cpuSeconds"`
-	CPUPerReqMicros float64    `json:"cpuPerRequestUs"`
-	TopCommands     []cmdCalls `json:"topCommands"` // most called, scripts' own calls included
+	Requests         int        `json:"requests"` // the phase's requests answered
+	RoundTrips       int64      `json:"roundTrips"`
+	RoundTripsPerReq float64    `json:"roundTripsPerRequest"`
+	Commands         int64      `json:"commands"`
+	CommandsPerReq   float64    `json:"commandsPerRequest"`
+	Scripts          int64      `json:"scripts"`
+	ScriptsPerReq    float64    `json:"scriptsPerRequest"`
+	CPUSeconds       float64    `json:"cpuSeconds"`
+	CPUPerReqMicros  float64    `json:"cpuPerRequestUs"`
+	TopCommands      []cmdCalls `json:"topCommands"` // most called, scripts' own calls included
 }
 
 // cmdCalls is one command's calls in a phase.
@@ -98,7 +106,7 @@ type cmdCalls struct {
 // (per-request figures are 0 when there were none); top is how many
 // commands to list.
 func costBetween(before, after redisCounters, requests, top int) redisCost {
-	r := redisCost{Requests: requests, Commands: after.Commands - before.Commands, CPUSeconds: after.CPU - before.CPU}
+	r := redisCost{Requests: requests, RoundTrips: after.Reads - before.Reads, Commands: after.Commands - before.Commands, CPUSeconds: after.CPU - before.CPU}
 	r.Scripts = after.ByCommand["evalsha"] - before.ByCommand["evalsha"] + after.ByCommand["eval"] - before.ByCommand["eval"]
 	per := func(n float64) float64 {
 		if requests == 0 {
@@ -106,6 +114,7 @@ func costBetween(before, after redisCounters, requests, top int) redisCost {
 		}
 		return n / float64(requests)
 	}
+	r.RoundTripsPerReq = per(float64(r.RoundTrips))
 	r.CommandsPerReq, r.ScriptsPerReq = per(float64(r.Commands)), per(float64(r.Scripts))
 	r.CPUPerReqMicros = per(r.CPUSeconds * 1e6)
 	for name, n := range after.ByCommand {
@@ -122,11 +131,12 @@ func costBetween(before, after redisCounters, requests, top int) redisCost {
 	return r
 }
 
-// String is the cost on one line, e.g. "2.01 commands/req (0.00 scripts),
-// Redis CPU 3.1 µs/req; top: hget 1.00, get 0.50".
+// String is the cost on one line, e.g. "0.110 round trips/req, 0.150
+// commands/req (0.003 scripts), Redis CPU 3.1 µs/req; by command …".
 func (r redisCost) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%.3f commands/req (%.3f scripts), Redis CPU %.1f µs/req", r.CommandsPerReq, r.ScriptsPerReq, r.CPUPerReqMicros)
+	fmt.Fprintf(&b, "%.3f round trips/req, %.3f commands/req (%.3f scripts), Redis CPU %.1f µs/req",
+		r.RoundTripsPerReq, r.CommandsPerReq, r.ScriptsPerReq, r.CPUPerReqMicros)
 	for i, c := range r.TopCommands {
 		if i == 0 {
 			b.WriteString("; by command (scripts' own calls included): ")
@@ -171,28 +181,4 @@ func (s *redisStats) close() {
 	if s != nil {
 		_ = s.rdb.Close()
 	}
-}
-
-// around runs phase and returns what it cost Redis over the requests it
-// reports; nil (and phase still run) without --redis or when a read fails.
-func (s *redisStats) around(ctx context.Context, phase func() int) *redisCost {
-	if s == nil {
-		phase()
-		return nil
-	}
-	before, err := s.read(ctx)
-	n := phase()
-	if err != nil {
-		return nil
-	}
-	after, err := s.read(ctx)
-	if err != nil {
-		return nil
-	}
-	// The first read's INFO is counted between the two reads: not the
-	// phase's.
-	after.Commands--
-	after.ByCommand["info"]--
-	c := costBetween(before, after, n, 6)
-	return &c
 }
