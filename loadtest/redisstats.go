@@ -154,7 +154,7 @@ type redisStats struct{ rdb *redis.Client }
 // redisFlag registers --redis on fs; the returned func, called after
 // parsing, connects (nil without --redis).
 func redisFlag(fs *flag.FlagSet) func() (*redisStats, error) {
-	url := fs.String("redis", "", "Redis URL (e.g. redis://127.0.0.1:6379/0): read its INFO counters before and after each phase and report commands, scripts and Redis CPU per request")
+	url := fs.String("redis", "", "Redis URL (e.g. redis://127.0.0.1:6379/0): read its INFO counters before and after each measured server phase and report round trips, commands, scripts and Redis CPU per request")
 	return func() (*redisStats, error) {
 		if *url == "" {
 			return nil, nil
