@@ -2,30 +2,35 @@ package stream
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
 )
 
-// errNotRunning: the hub is not running (not yet started, or stopped), so
-// nobody reads event numbers; the caller asks Redis itself.
-var errNotRunning = errors.New("stream: hub not running")
-
 // confirmer batches the reads of rooms' event numbers that exact polls
 // wait for (PositionNow). Every caller waits for a read that STARTS after
 // it arrived, so the number it gets bounds every event published before
 // its request; one read — one pipeline for every room asked meanwhile —
-// answers all the callers that arrived before it started. While a read is
-// in flight, new callers gather for the next one: the busier the instance,
-// the more polls share a round trip.
+// answers all the callers that arrived before it started.
+//
+// There is no reader goroutine: a caller that finds no read in flight
+// makes the read itself, at once. Callers that arrive while one is in
+// flight gather in the next batch; when the read ends, one of them (the
+// one that takes the batch's lead token) makes the next read for all of
+// them. So a lone poll costs one round trip and no hand-off, and the
+// busier the instance, the more polls share a round trip.
 type confirmer struct {
 	read func(ctx context.Context, rooms []string) ([]int64, error)
-	wake chan struct{} // capacity 1: "callers are waiting"
 
 	mu      sync.Mutex
-	running bool
-	pending map[string]*round // callers waiting for the next read, by room
+	reading bool   // a read is in flight, or handed on to next
+	next    *batch // callers waiting for the read after the one in flight
+}
+
+// batch is the callers of one read.
+type batch struct {
+	rounds map[string]*round // by room; fixed once the batch is taken
+	lead   chan struct{}     // capacity 1: the token that makes its holder read
 }
 
 // round is one room's share of one read.
@@ -37,101 +42,87 @@ type round struct {
 }
 
 func newConfirmer(read func(ctx context.Context, rooms []string) ([]int64, error)) *confirmer {
-	return &confirmer{read: read, wake: make(chan struct{}, 1), pending: map[string]*round{}}
+	return &confirmer{read: read}
+}
+
+func newBatch() *batch {
+	return &batch{rounds: map[string]*round{}, lead: make(chan struct{}, 1)}
+}
+
+// join adds a caller for room (under c.mu).
+func (b *batch) join(room string) *round {
+	r := b.rounds[room]
+	if r == nil {
+		r = &round{done: make(chan struct{})}
+		b.rounds[room] = r
+	}
+	r.callers++
+	return r
 }
 
 // wait returns room's event number as read by a read that started after
-// the call. It fails at once when the hub is not running.
+// the call. ctx bounds the read this caller makes, if it makes one (never
+// beyond 2 s, and its cancellation does not cut the read short for the
+// others); a caller waits at most as long as a read takes.
 func (c *confirmer) wait(ctx context.Context, room string) (int64, error) {
 	c.mu.Lock()
-	if !c.running {
+	if !c.reading {
+		c.reading = true
+		b := newBatch()
+		r := b.join(room)
 		c.mu.Unlock()
-		return 0, errNotRunning
+		c.readFor(ctx, b)
+		return r.ev, r.err
 	}
-	r := c.pending[room]
-	if r == nil {
-		r = &round{done: make(chan struct{})}
-		c.pending[room] = r
+	if c.next == nil {
+		c.next = newBatch()
 	}
-	r.callers++
+	b := c.next
+	r := b.join(room)
 	c.mu.Unlock()
-	select {
-	case c.wake <- struct{}{}:
-	default:
-	}
 	select {
 	case <-r.done:
-		return r.ev, r.err
-	case <-ctx.Done():
-		return 0, ctx.Err()
+	case <-b.lead:
+		c.readFor(ctx, b)
 	}
+	return r.ev, r.err
 }
 
-// run reads for the waiting callers until ctx is done; callers still
-// waiting then fail (errNotRunning), and so do later ones.
-func (c *confirmer) run(ctx context.Context) {
-	c.mu.Lock()
-	c.running = true
-	c.mu.Unlock()
-	defer func() {
-		c.mu.Lock()
-		c.running = false
-		left := c.take()
-		c.mu.Unlock()
-		for _, r := range left {
-			r.err = errNotRunning
-			close(r.done)
-		}
-	}()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-c.wake:
-		}
-		if ctx.Err() != nil {
-			return
-		}
-		c.mu.Lock()
-		batch := c.take()
-		c.mu.Unlock()
-		if len(batch) > 0 {
-			c.readBatch(ctx, batch)
-		}
-	}
-}
-
-// take returns the pending rounds, if any, and starts a new gathering
-// (under c.mu).
-func (c *confirmer) take() map[string]*round {
-	batch := c.pending
-	if len(batch) == 0 {
-		return nil
-	}
-	c.pending = map[string]*round{}
-	return batch
-}
-
-// readBatch reads the event numbers of batch's rooms in one call and
-// answers their callers.
-func (c *confirmer) readBatch(ctx context.Context, batch map[string]*round) {
-	rooms := make([]string, 0, len(batch))
-	for room := range batch {
+// readFor makes b's read, answers its callers, and hands the next batch's
+// lead to one of its callers (or marks that no read is in flight).
+func (c *confirmer) readFor(ctx context.Context, b *batch) {
+	defer c.handOn()
+	rooms := make([]string, 0, len(b.rounds))
+	for room := range b.rounds {
 		rooms = append(rooms, room)
 	}
-	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	evs, err := c.read(rctx, rooms)
 	cancel()
 	if err == nil && len(evs) != len(rooms) {
 		err = fmt.Errorf("stream: %d event numbers for %d rooms", len(evs), len(rooms))
 	}
 	for i, room := range rooms {
-		r := batch[room]
+		r := b.rounds[room]
 		if err != nil {
 			r.err = err
 		} else {
 			r.ev = evs[i]
 		}
 		close(r.done)
+	}
+}
+
+// handOn passes the lead to the batch gathered meanwhile, if any.
+func (c *confirmer) handOn() {
+	c.mu.Lock()
+	nb := c.next
+	c.next = nil
+	if nb == nil {
+		c.reading = false
+	}
+	c.mu.Unlock()
+	if nb != nil {
+		nb.lead <- struct{}{} // capacity 1, sent once: never blocks
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -14,12 +15,17 @@ import (
 type fakeReads struct {
 	mu      sync.Mutex
 	calls   [][]string
-	started chan int   // the number of each call as it starts
-	release chan int64 // the ev each call returns, in order
+	started chan int     // the number of each call as it starts
+	release chan outcome // what each call returns, in order
+}
+
+type outcome struct {
+	ev  int64
+	err error
 }
 
 func newFakeReads() *fakeReads {
-	return &fakeReads{started: make(chan int, 16), release: make(chan int64)}
+	return &fakeReads{started: make(chan int, 16), release: make(chan outcome)}
 }
 
 func (f *fakeReads) read(ctx context.Context, rooms []string) ([]int64, error) {
@@ -29,10 +35,13 @@ func (f *fakeReads) read(ctx context.Context, rooms []string) ([]int64, error) {
 	f.mu.Unlock()
 	f.started <- n
 	select {
-	case ev := <-f.release:
+	case o := <-f.release:
+		if o.err != nil {
+			return nil, o.err
+		}
 		out := make([]int64, len(rooms))
 		for i := range out {
-			out[i] = ev
+			out[i] = o.ev
 		}
 		return out, nil
 	case <-ctx.Done():
@@ -46,41 +55,12 @@ func (f *fakeReads) callsMade() [][]string {
 	return slices.Clone(f.calls)
 }
 
-// startConfirmer runs c until stop is called (at the latest when the
-// test ends) and returns once it runs.
-func startConfirmer(t *testing.T, c *confirmer) (stop func()) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { c.run(ctx); close(done) }()
-	stop = sync.OnceFunc(func() { cancel(); <-done })
-	t.Cleanup(stop)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		c.mu.Lock()
-		running := c.running
-		c.mu.Unlock()
-		if running {
-			return stop
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the confirmer did not start")
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
-type answer struct {
-	ev  int64
-	err error
-}
-
 // waitAsync calls c.wait in a goroutine and returns where its answer lands.
-func waitAsync(c *confirmer, room string) <-chan answer {
-	out := make(chan answer, 1)
+func waitAsync(c *confirmer, room string) <-chan outcome {
+	out := make(chan outcome, 1)
 	go func() {
 		ev, err := c.wait(context.Background(), room)
-		out <- answer{ev, err}
+		out <- outcome{ev, err}
 	}()
 	return out
 }
@@ -92,8 +72,8 @@ func awaitCallers(t *testing.T, c *confirmer, room string, n int) {
 	for {
 		c.mu.Lock()
 		got := 0
-		if r := c.pending[room]; r != nil {
-			got = r.callers
+		if c.next != nil && c.next.rounds[room] != nil {
+			got = c.next.rounds[room].callers
 		}
 		c.mu.Unlock()
 		if got == n {
@@ -106,17 +86,17 @@ func awaitCallers(t *testing.T, c *confirmer, room string, n int) {
 	}
 }
 
-// TestConfirmerCallersShareTheNextRead: callers that arrive while a read is
-// in flight never get its number (it may predate them); they all wait for
-// the next read, which serves them together, every room in one call.
+// TestConfirmerCallersShareTheNextRead: a lone caller reads at once;
+// callers that arrive while its read is in flight never get that read's
+// number (it may predate them): they wait for the next read, which one of
+// them makes for all of them, every room in one call.
 func TestConfirmerCallersShareTheNextRead(t *testing.T) {
 	f := newFakeReads()
 	c := newConfirmer(f.read)
-	startConfirmer(t, c)
 
 	first := waitAsync(c, "r1")
 	<-f.started // read 1 is in flight
-	var late []<-chan answer
+	var late []<-chan outcome
 	for range 10 {
 		late = append(late, waitAsync(c, "r1"))
 	}
@@ -124,12 +104,12 @@ func TestConfirmerCallersShareTheNextRead(t *testing.T) {
 	awaitCallers(t, c, "r1", 10)
 	awaitCallers(t, c, "r2", 1)
 
-	f.release <- 7 // read 1 answers
+	f.release <- outcome{ev: 7} // read 1 answers
 	if a := <-first; a.err != nil || a.ev != 7 {
 		t.Fatalf("first caller = %+v, want ev 7", a)
 	}
 	<-f.started // read 2: every late caller, both rooms
-	f.release <- 9
+	f.release <- outcome{ev: 9}
 	for i, ch := range late {
 		if a := <-ch; a.err != nil || a.ev != 9 {
 			t.Fatalf("late caller %d = %+v, want ev 9 from the read that started after it", i, a)
@@ -143,30 +123,69 @@ func TestConfirmerCallersShareTheNextRead(t *testing.T) {
 	if len(got) != len(want) || !slices.Equal(got[0], want[0]) || !slices.Equal(got[1], want[1]) {
 		t.Fatalf("reads = %v, want %v (12 callers, 2 reads)", got, want)
 	}
+
+	// Nothing in flight any more: the next caller reads at once, alone.
+	again := waitAsync(c, "r1")
+	<-f.started
+	f.release <- outcome{ev: 10}
+	if a := <-again; a.err != nil || a.ev != 10 {
+		t.Fatalf("a caller after the batches = %+v, want ev 10", a)
+	}
 }
 
-// TestConfirmerNotRunning: before run starts and after it stops, a caller
-// is told at once (it then asks Redis itself), and callers waiting when it
-// stops are released.
-func TestConfirmerNotRunning(t *testing.T) {
+// TestConfirmerReadFails: a failed read fails its callers (they then ask
+// Redis themselves), and the batch gathered meanwhile still gets its read.
+func TestConfirmerReadFails(t *testing.T) {
 	f := newFakeReads()
 	c := newConfirmer(f.read)
-	if _, err := c.wait(context.Background(), "r1"); !errors.Is(err, errNotRunning) {
-		t.Fatalf("before run: err = %v, want errNotRunning", err)
-	}
-	stop := startConfirmer(t, c)
-	a := waitAsync(c, "r1")
+	first := waitAsync(c, "r1")
 	<-f.started
 	late := waitAsync(c, "r1")
 	awaitCallers(t, c, "r1", 1)
-	stop() // read 1 is cut; the late caller is released
-	if got := <-a; got.err == nil {
-		t.Fatalf("caller of a cut read = %+v, want an error", got)
+	boom := errors.New("redis down")
+	f.release <- outcome{err: boom}
+	if a := <-first; !errors.Is(a.err, boom) {
+		t.Fatalf("caller of a failed read = %+v, want its error", a)
 	}
-	if got := <-late; !errors.Is(got.err, errNotRunning) {
-		t.Fatalf("caller waiting at the stop = %+v, want errNotRunning", got)
+	<-f.started
+	f.release <- outcome{ev: 3}
+	if a := <-late; a.err != nil || a.ev != 3 {
+		t.Fatalf("caller of the next read = %+v, want ev 3", a)
 	}
-	if _, err := c.wait(context.Background(), "r1"); !errors.Is(err, errNotRunning) {
-		t.Fatalf("after run: err = %v, want errNotRunning", err)
+}
+
+// TestConfirmerUnderLoad: 32 callers × 200 waits against a read that
+// answers the number of reads started so far. Every caller gets a read
+// that started after it arrived (a number above the count it saw on
+// arrival), nobody is left waiting, and the reads are shared.
+func TestConfirmerUnderLoad(t *testing.T) {
+	var started atomic.Int64
+	c := newConfirmer(func(ctx context.Context, rooms []string) ([]int64, error) {
+		n := started.Add(1)
+		time.Sleep(50 * time.Microsecond) // a round trip
+		out := make([]int64, len(rooms))
+		for i := range out {
+			out[i] = n
+		}
+		return out, nil
+	})
+	var wg sync.WaitGroup
+	for w := range 32 {
+		wg.Go(func() {
+			room := []string{"r1", "r2", "r3"}[w%3]
+			for range 200 {
+				seen := started.Load()
+				ev, err := c.wait(context.Background(), room)
+				if err != nil || ev <= seen {
+					t.Errorf("wait = %d, %v; want a read started after %d", ev, err, seen)
+					return
+				}
+			}
+		})
 	}
+	wg.Wait()
+	if n := started.Load(); n >= 32*200 {
+		t.Errorf("%d reads for %d waits: none shared", n, 32*200)
+	}
+	t.Logf("%d waits, %d reads", 32*200, started.Load())
 }

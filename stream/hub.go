@@ -133,7 +133,6 @@ func (h *Hub) Run(ctx context.Context) {
 	}
 	wg.Go(func() { h.resyncLoop(ctx) })
 	wg.Go(func() { h.drain(ctx) })
-	wg.Go(func() { h.conf.run(ctx) })
 	wg.Wait()
 	h.wg.Wait()
 }
@@ -343,8 +342,8 @@ func (h *Hub) fresh(st *roomState) bool {
 // every event up to that number. So the answer reflects every admission,
 // departure and pause completed before the call, on any instance. ok is
 // false when the state cannot say (not tracked yet, a missing or
-// in-flight event, Redis unreachable, the ticket admitted or gone, the hub
-// not running): the caller then asks Redis, which stays the judge.
+// in-flight event, Redis unreachable, the ticket admitted or gone): the
+// caller then asks Redis, which stays the judge.
 func (h *Hub) PositionNow(ctx context.Context, room string, ticket int64) (queue.Status, bool) {
 	if ticket <= 0 || h.redisDown.Load() {
 		return queue.Status{}, false
