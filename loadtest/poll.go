@@ -227,7 +227,7 @@ func measureClosed(ctx context.Context, o *options, cfg pollConfig, a *api, adm 
 		}
 	}
 	if rep.Login != nil && rep.Login.RPS > 0 {
-		rep.CostRatio = rep.Server.RPS / rep.Login.RPS // (1/login) ÷ (1/poll)
+		rep.CostRatio = rep.Server.AnsweredRPS / rep.Login.RPS // (1/login) ÷ (1/poll)
 	}
 	return nil
 }
