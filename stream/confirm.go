@@ -13,19 +13,25 @@ import (
 // its request; one read — one pipeline for every room asked meanwhile —
 // answers all the callers that arrived before it started.
 //
-// There is no reader goroutine: a caller that finds no read in flight
-// makes the read itself, at once. Callers that arrive while one is in
-// flight gather in the next batch; when the read ends, one of them (the
-// one that takes the batch's lead token) makes the next read for all of
-// them. So a lone poll costs one round trip and no hand-off, and the
-// busier the instance, the more polls share a round trip.
+// There is no reader goroutine: a caller that finds fewer than maxReads
+// reads in flight makes a read itself, at once. Callers that arrive while
+// maxReads are in flight gather in the next batch; when a read ends, one
+// of them (the one that takes the batch's lead token) makes the next read
+// for all of them. So a lone poll, or two at once, costs one round trip
+// and no wait, and the busier the instance, the more polls share a round
+// trip.
 type confirmer struct {
 	read func(ctx context.Context, rooms []string) ([]int64, error)
 
-	mu      sync.Mutex
-	reading bool   // a read is in flight, or handed on to next
-	next    *batch // callers waiting for the read after the one in flight
+	mu       sync.Mutex
+	inFlight int    // reads in flight, counting one handed on to next
+	next     *batch // callers waiting for a read slot
 }
+
+// maxReads bounds the reads in flight per instance: enough that a few
+// polls at once do not wait for each other's round trip, few enough that
+// a busy instance batches.
+const maxReads = 2
 
 // batch is the callers of one read.
 type batch struct {
@@ -66,8 +72,8 @@ func (b *batch) join(room string) *round {
 // others); a caller waits at most as long as a read takes.
 func (c *confirmer) wait(ctx context.Context, room string) (int64, error) {
 	c.mu.Lock()
-	if !c.reading {
-		c.reading = true
+	if c.inFlight < maxReads {
+		c.inFlight++
 		b := newBatch()
 		r := b.join(room)
 		c.mu.Unlock()
@@ -88,8 +94,8 @@ func (c *confirmer) wait(ctx context.Context, room string) (int64, error) {
 	return r.ev, r.err
 }
 
-// readFor makes b's read, answers its callers, and hands the next batch's
-// lead to one of its callers (or marks that no read is in flight).
+// readFor makes b's read, answers its callers, and hands its slot to the
+// next batch (or gives it back).
 func (c *confirmer) readFor(ctx context.Context, b *batch) {
 	defer c.handOn()
 	rooms := make([]string, 0, len(b.rounds))
@@ -113,13 +119,14 @@ func (c *confirmer) readFor(ctx context.Context, b *batch) {
 	}
 }
 
-// handOn passes the lead to the batch gathered meanwhile, if any.
+// handOn passes the ended read's slot to the batch gathered meanwhile, if
+// any.
 func (c *confirmer) handOn() {
 	c.mu.Lock()
 	nb := c.next
 	c.next = nil
 	if nb == nil {
-		c.reading = false
+		c.inFlight--
 	}
 	c.mu.Unlock()
 	if nb != nil {

@@ -13,10 +13,10 @@ import (
 // fakeReads is a read function whose calls block until the test lets each
 // one return, and which records the rooms of every call.
 type fakeReads struct {
-	mu      sync.Mutex
-	calls   [][]string
-	started chan int     // the number of each call as it starts
-	release chan outcome // what each call returns, in order
+	mu       sync.Mutex
+	calls    [][]string
+	releases map[int]chan outcome // what call n returns
+	started  chan int             // the number of each call as it starts
 }
 
 type outcome struct {
@@ -25,7 +25,21 @@ type outcome struct {
 }
 
 func newFakeReads() *fakeReads {
-	return &fakeReads{started: make(chan int, 16), release: make(chan outcome)}
+	return &fakeReads{started: make(chan int, 16), releases: map[int]chan outcome{}}
+}
+
+// release lets call n (1-based) return o.
+func (f *fakeReads) release(n int, o outcome) { f.releaseOf(n) <- o }
+
+func (f *fakeReads) releaseOf(n int) chan outcome {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ch := f.releases[n]
+	if ch == nil {
+		ch = make(chan outcome, 1)
+		f.releases[n] = ch
+	}
+	return ch
 }
 
 func (f *fakeReads) read(ctx context.Context, rooms []string) ([]int64, error) {
@@ -35,7 +49,7 @@ func (f *fakeReads) read(ctx context.Context, rooms []string) ([]int64, error) {
 	f.mu.Unlock()
 	f.started <- n
 	select {
-	case o := <-f.release:
+	case o := <-f.releaseOf(n):
 		if o.err != nil {
 			return nil, o.err
 		}
@@ -86,16 +100,19 @@ func awaitCallers(t *testing.T, c *confirmer, room string, n int) {
 	}
 }
 
-// TestConfirmerCallersShareTheNextRead: a lone caller reads at once;
-// callers that arrive while its read is in flight never get that read's
-// number (it may predate them): they wait for the next read, which one of
-// them makes for all of them, every room in one call.
+// TestConfirmerCallersShareTheNextRead: the first two callers read at
+// once, each alone (maxReads); callers that arrive while both reads are
+// in flight never get their numbers (they may predate them): they wait
+// for the next read, which one of them makes for all of them, every room
+// in one call, as soon as either read ends.
 func TestConfirmerCallersShareTheNextRead(t *testing.T) {
 	f := newFakeReads()
 	c := newConfirmer(f.read)
 
 	first := waitAsync(c, "r1")
-	<-f.started // read 1 is in flight
+	<-f.started // read 1
+	second := waitAsync(c, "r1")
+	<-f.started // read 2
 	var late []<-chan outcome
 	for range 10 {
 		late = append(late, waitAsync(c, "r1"))
@@ -104,12 +121,14 @@ func TestConfirmerCallersShareTheNextRead(t *testing.T) {
 	awaitCallers(t, c, "r1", 10)
 	awaitCallers(t, c, "r2", 1)
 
-	f.release <- outcome{ev: 7} // read 1 answers
-	if a := <-first; a.err != nil || a.ev != 7 {
-		t.Fatalf("first caller = %+v, want ev 7", a)
+	f.release(2, outcome{ev: 7}) // read 2 answers; read 1 is still out
+	if a := <-second; a.err != nil || a.ev != 7 {
+		t.Fatalf("second caller = %+v, want ev 7", a)
 	}
-	<-f.started // read 2: every late caller, both rooms
-	f.release <- outcome{ev: 9}
+	if n := <-f.started; n != 3 {
+		t.Fatalf("read %d started, want 3", n)
+	}
+	f.release(3, outcome{ev: 9}) // read 3: every late caller, both rooms
 	for i, ch := range late {
 		if a := <-ch; a.err != nil || a.ev != 9 {
 			t.Fatalf("late caller %d = %+v, want ev 9 from the read that started after it", i, a)
@@ -118,16 +137,24 @@ func TestConfirmerCallersShareTheNextRead(t *testing.T) {
 	if a := <-other; a.err != nil || a.ev != 9 {
 		t.Fatalf("r2's caller = %+v, want ev 9", a)
 	}
+	f.release(1, outcome{ev: 6})
+	if a := <-first; a.err != nil || a.ev != 6 {
+		t.Fatalf("first caller = %+v, want ev 6", a)
+	}
 	got := f.callsMade()
-	want := [][]string{{"r1"}, {"r1", "r2"}}
-	if len(got) != len(want) || !slices.Equal(got[0], want[0]) || !slices.Equal(got[1], want[1]) {
-		t.Fatalf("reads = %v, want %v (12 callers, 2 reads)", got, want)
+	want := [][]string{{"r1"}, {"r1"}, {"r1", "r2"}}
+	if len(got) != len(want) {
+		t.Fatalf("reads = %v, want %v (13 callers, 3 reads)", got, want)
+	}
+	for i := range want {
+		if !slices.Equal(got[i], want[i]) {
+			t.Fatalf("reads = %v, want %v (13 callers, 3 reads)", got, want)
+		}
 	}
 
 	// Nothing in flight any more: the next caller reads at once, alone.
 	again := waitAsync(c, "r1")
-	<-f.started
-	f.release <- outcome{ev: 10}
+	f.release(<-f.started, outcome{ev: 10})
 	if a := <-again; a.err != nil || a.ev != 10 {
 		t.Fatalf("a caller after the batches = %+v, want ev 10", a)
 	}
@@ -138,17 +165,23 @@ func TestConfirmerCallersShareTheNextRead(t *testing.T) {
 func TestConfirmerReadFails(t *testing.T) {
 	f := newFakeReads()
 	c := newConfirmer(f.read)
-	first := waitAsync(c, "r1")
-	<-f.started
+	var first []<-chan outcome
+	for range maxReads {
+		first = append(first, waitAsync(c, "r1"))
+		<-f.started
+	}
 	late := waitAsync(c, "r1")
 	awaitCallers(t, c, "r1", 1)
 	boom := errors.New("redis down")
-	f.release <- outcome{err: boom}
-	if a := <-first; !errors.Is(a.err, boom) {
-		t.Fatalf("caller of a failed read = %+v, want its error", a)
+	for n := 1; n <= maxReads; n++ {
+		f.release(n, outcome{err: boom})
 	}
-	<-f.started
-	f.release <- outcome{ev: 3}
+	for _, ch := range first {
+		if a := <-ch; !errors.Is(a.err, boom) {
+			t.Fatalf("caller of a failed read = %+v, want its error", a)
+		}
+	}
+	f.release(<-f.started, outcome{ev: 3})
 	if a := <-late; a.err != nil || a.ev != 3 {
 		t.Fatalf("caller of the next read = %+v, want ev 3", a)
 	}
