@@ -127,21 +127,23 @@
 //     the answer from memory is what the status script would have said
 //     then. Otherwise (the event is still on its way, or was lost) the
 //     poll asks Redis.
-//   - The reads are shared: polls that arrive while a read is in flight
-//     gather for the next one, and one pipeline reads every room they ask
-//     about (confirmer). One read answers every front poll of the
-//     instance that arrived during the previous one, so the busier the
-//     instance, the fewer round trips per poll: at most one, usually far
-//     less; none for polls behind the front.
+//   - The reads are shared (confirmer): a poll that finds fewer than two
+//     reads in flight on the instance reads at once, itself (no goroutine
+//     hand-off); polls that arrive while two are in flight gather, and
+//     when one ends, one of them reads for all of them — every room they
+//     ask about in one pipeline. So the busier the instance, the fewer
+//     round trips per poll: at most one (2.5 polls per read measured under
+//     a closed loop); none for polls behind the front.
 //
 // What this keeps: READY is seen by the first poll after the admission
 // script returned, on any instance (the ticket is at or below serving, or
 // the state has not caught up: both go to Redis, which answers READY with
 // the token — never 404); positions equal ZRANK + 1 because the state has
 // applied every departure before the read; a pause or message shows at
-// once. What it costs: a front poll waits for up to two event-number
-// round trips (the one in flight, then its own), and Redis serves one
-// HGET per batch instead of one status script per poll. While Redis is
+// once. What it costs: a front poll waits for one event-number round
+// trip, or under load for up to two (the end of one in flight, then its
+// batch's), and Redis serves one HGET per batch instead of one status
+// script per poll. While Redis is
 // unreachable the front is not answered from memory (the caller's status
 // read fails as before); behind the front the last state still answers.
 //
