@@ -29,7 +29,17 @@
 //     (BCrypt) throughput with --login-conns (4) for --login-duration (3s)
 //     and prints the per-request cost ratio (1/login rps) ÷ (1/poll rps):
 //     what a poll cost in the seed, which ran BCrypt on every poll, over
-//     what it costs here.
+//     what it costs here. --enter adds POST enter against a yardstick of
+//     enter's body size: users already waiting (the pollers again) and
+//     fresh users (new ids from --enter-first-id, minted: --mint-tokens).
+//     --mode open replaces the closed loop by the crowd as it polls: each
+//     of --users polls pollAfterMs after its answer (Retry-After after a
+//     429), first within --spread (5s), for --duration; run it with the
+//     limits on to see what they cost as they would occur. --redis URL
+//     reads Redis's INFO before and after each measured server phase and
+//     reports round trips, commands, scripts and Redis CPU per request (pollopen.go,
+//     pollenter.go, redisstats.go); each server phase also reports the
+//     server's CPU per answer (process_cpu_seconds_total).
 //
 //   - streams: push at scale. It freezes admission (targetActive 0), makes
 //     -n (10,000) users user<--first-user>… enter — with --mint-tokens
@@ -153,8 +163,9 @@
 // report for the others).
 //
 // The server needs demo data (`waitingroom seed --users 10000 --password
-// demo-pass --products 1 --stock 100000000`); the poll benchmark wants
-// WR_RATE_LIMITS=off so that layer 1 does not answer for the poll path.
+// demo-pass --products 1 --stock 100000000`); the poll benchmark's closed
+// loop wants WR_RATE_LIMITS=off so that layer 1 does not answer for the
+// poll path (its open loop is made for the limits on).
 // streams and surge --mint-tokens assume a freshly seeded database, where
 // userK has id K.
 //

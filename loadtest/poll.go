@@ -13,7 +13,6 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
-	"text/tabwriter"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -26,31 +25,65 @@ const maxRequests = 1_000_000
 // pollReport is what the poll scenario measured. A phase is nil when Ctrl-C
 // came before it.
 type pollReport struct {
-	Scenario      string  `json:"scenario"`
-	Base          string  `json:"base"`
-	Room          string  `json:"room"`
-	CPUs          int     `json:"cpus"`
-	Users         int     `json:"users"`
-	Ahead         int     `json:"ahead"`
-	TargetActive  int64   `json:"targetActive"` // restored after the run; 0 during it
-	BodyBytes     int     `json:"bodyBytes"`
-	BaselineBytes int     `json:"baselineBodyBytes"`
-	Server        *phase  `json:"server,omitempty"`
-	Baseline      *phase  `json:"baseline,omitempty"`
-	Login         *phase  `json:"login,omitempty"`
-	Ratio         float64 `json:"ratio,omitempty"`               // server ÷ baseline req/s; the bar is ≥ 0.5
-	CostRatio     float64 `json:"perRequestCostRatio,omitempty"` // (1/login req/s) ÷ (1/poll req/s)
-	Interrupted   bool    `json:"interrupted"`
+	Scenario      string       `json:"scenario"`
+	Base          string       `json:"base"`
+	Room          string       `json:"room"`
+	CPUs          int          `json:"cpus"`
+	Users         int          `json:"users"`
+	Ahead         int          `json:"ahead"`
+	TargetActive  int64        `json:"targetActive"` // restored after the run; 0 during it
+	BodyBytes     int          `json:"bodyBytes"`
+	BaselineBytes int          `json:"baselineBodyBytes"`
+	Mode          string       `json:"mode"`        // closed (as fast as answered) or open (each user at its band's pace)
+	RedisShared   bool         `json:"redisShared"` // --redis given: Redis figures include anything else it served meanwhile
+	Server        *phase       `json:"server,omitempty"`
+	Baseline      *phase       `json:"baseline,omitempty"`
+	Login         *phase       `json:"login,omitempty"`
+	Ratio         float64      `json:"ratio,omitempty"`               // server ÷ baseline req/s; the bar is ≥ 0.5
+	AnsweredRatio float64      `json:"answeredRatio,omitempty"`       // the same over answers (2xx and 429), when some were 429
+	CostRatio     float64      `json:"perRequestCostRatio,omitempty"` // (1/login req/s) ÷ (1/poll req/s)
+	Enter         *enterPhases `json:"enter,omitempty"`               // --enter
+	Interrupted   bool         `json:"interrupted"`
 }
 
-// phase is one closed-loop measurement against one target.
+// phase is one measurement against one target: closed loop (Conns
+// connections) or open loop (Conns users at their pace).
 type phase struct {
 	Target  string  `json:"target"`
 	Conns   int     `json:"conns"`
 	Seconds float64 `json:"seconds"`
 	OK      int     `json:"ok"`  // 2xx answers
 	RPS     float64 `json:"rps"` // OK ÷ Seconds
-	Latency Summary `json:"latency"`
+	// Answered counts 2xx and 429: a refused poll runs the whole poll
+	// path (status, then the pace), so it is an answer of the handler.
+	Answered    int     `json:"answered"`
+	AnsweredRPS float64 `json:"answeredRps"`
+	// OfferedRPS (open loop): the rate the users were asked to poll at,
+	// Σ 1 ÷ pollAfter over the users' last answers.
+	OfferedRPS float64    `json:"offeredRps,omitempty"`
+	Latency    Summary    `json:"latency"`
+	Redis      *redisCost `json:"redis,omitempty"` // --redis
+	// ServerCPUPerReqMicros is the server process's CPU time over the
+	// phase (its /metrics process_cpu_seconds_total) per answer.
+	ServerCPUPerReqMicros float64 `json:"serverCpuPerRequestUs,omitempty"`
+}
+
+// summarize is the phase of target from its requests' summary over
+// seconds of measurement.
+func summarize(target string, conns int, s Summary, d time.Duration) *phase {
+	p := &phase{Target: target, Conns: conns, Seconds: d.Seconds(), Latency: s}
+	for code, n := range s.Codes {
+		if code/100 == 2 {
+			p.OK += n
+		}
+		if code/100 == 2 || code == http.StatusTooManyRequests {
+			p.Answered += n
+		}
+	}
+	if p.Seconds > 0 {
+		p.RPS, p.AnsweredRPS = float64(p.OK)/p.Seconds, float64(p.Answered)/p.Seconds
+	}
+	return p
 }
 
 // reqFunc builds worker w's i-th request.
@@ -59,9 +92,12 @@ type reqFunc func(ctx context.Context, w, i int) (*http.Request, error)
 // pollConfig is the poll scenario's flags.
 type pollConfig struct {
 	conns, users, ahead, loginConns int
-	dur, warm, loginDur             time.Duration
+	dur, warm, loginDur, spread     time.Duration
 	password                        string
 	mt                              *minter // nil: log in
+	open                            bool    // --mode open
+	rs                              *redisStats
+	enter                           enterConfig
 }
 
 // parsePollFlags reads and checks the poll scenario's flags.
@@ -76,33 +112,55 @@ func parsePollFlags(o *options, args []string) (pollConfig, error) {
 	password := fs.String("password", "demo-pass", "password of the demo users")
 	loginConns := fs.Int("login-conns", 4, "connections of the login (BCrypt) measurement")
 	loginDur := fs.Duration("login-duration", 3*time.Second, "measured time of the login measurement")
+	mode := fs.String("mode", "closed", "closed: --conns connections poll as fast as answered, against the plain handler and login; open: each of the --users polls at the pace its answers ask for (pollAfterMs), for --duration after --spread")
+	spread := fs.Duration("spread", 5*time.Second, "open loop: the users' first polls are spread over this long, unmeasured")
+	redisFromFlags := redisFlag(fs)
+	enterFromFlags := enterFlags(fs)
 	if err := o.parse(fs, args); err != nil {
 		return pollConfig{}, err
 	}
-	if *conns < 1 || *users < 1 || *loginConns < 1 || *dur <= 0 || *loginDur <= 0 || *warm < 0 || *ahead < 0 {
-		return pollConfig{}, errors.New("poll: --conns, --users, --login-conns, --duration and --login-duration must be positive, --ahead not negative")
+	if *conns < 1 || *users < 1 || *loginConns < 1 || *dur <= 0 || *loginDur <= 0 || *warm < 0 || *ahead < 0 || *spread < 0 {
+		return pollConfig{}, errors.New("poll: --conns, --users, --login-conns, --duration and --login-duration must be positive, --ahead and --spread not negative")
+	}
+	if *mode != "closed" && *mode != "open" {
+		return pollConfig{}, fmt.Errorf("poll: --mode %q: want closed or open", *mode)
 	}
 	mt, err := minterFromFlags()
 	if err != nil {
 		return pollConfig{}, fmt.Errorf("poll: %w", err)
 	}
+	ec, err := enterFromFlags(mt)
+	if err != nil {
+		return pollConfig{}, fmt.Errorf("poll: %w", err)
+	}
+	rs, err := redisFromFlags()
+	if err != nil {
+		return pollConfig{}, fmt.Errorf("poll: %w", err)
+	}
 	return pollConfig{conns: *conns, users: *users, ahead: *ahead, loginConns: *loginConns,
-		dur: *dur, warm: *warm, loginDur: *loginDur, password: *password, mt: mt}, nil
+		dur: *dur, warm: *warm, loginDur: *loginDur, spread: *spread, password: *password, mt: mt,
+		open: *mode == "open", rs: rs, enter: ec}, nil
 }
 
 // runPoll is the poll scenario: with admission frozen, the pollers enter
-// behind --ahead others; then the server's GET position, a plain handler
-// with a body of the same size (the yardstick) and login are measured in
-// turn, each by closed-loop connections.
+// behind --ahead others. Closed loop: the server's GET position, a plain
+// handler with a body of the same size (the yardstick), optionally enter
+// (--enter) and login are measured in turn, each by closed-loop
+// connections. Open loop: the pollers poll at their bands' pace.
 func runPoll(ctx context.Context, o *options, args []string) (report, error) {
 	cfg, err := parsePollFlags(o, args)
 	if err != nil {
 		return nil, err
 	}
-	hc := newClient(max(cfg.conns, cfg.loginConns), o.timeout)
+	defer cfg.rs.close()
+	hc := newClient(max(cfg.conns, cfg.loginConns, cfg.enter.conns), o.timeout)
 	a := &api{base: o.base, room: o.room, hc: hc, rec: NewRecorder()}
 	adm := &admin{base: o.admin, token: o.adminToken, room: o.room, hc: newClient(2, o.timeout)}
-	rep := &pollReport{Scenario: "poll", Base: o.base, Room: o.room, CPUs: runtime.NumCPU(), Users: cfg.users, Ahead: cfg.ahead}
+	rep := &pollReport{Scenario: "poll", Base: o.base, Room: o.room, CPUs: runtime.NumCPU(), Users: cfg.users, Ahead: cfg.ahead,
+		Mode: "closed", RedisShared: cfg.rs != nil}
+	if cfg.open {
+		rep.Mode = "open"
+	}
 
 	// Freeze admission for the run, so that every poll takes the WAITING
 	// path — the one a waiting crowd hits — and restore it afterwards, also
@@ -118,41 +176,118 @@ func runPoll(ctx context.Context, o *options, args []string) (report, error) {
 	fmt.Fprintf(os.Stderr, "poll: admission frozen (targetActive %d → 0); entering %d users ahead, then the %d pollers\n", original, cfg.ahead, cfg.users)
 	if cfg.ahead > 0 {
 		front, err := prepareUsers(ctx, a, cfg.mt, cfg.ahead, cfg.users+1, 16, cfg.password)
-		defer leaveAll(cleanup, a, front)
+		defer leaveAllConcurrently(cleanup, a, adm, front, 16)
 		if err != nil {
 			return nil, fmt.Errorf("poll: %w", err)
 		}
 	}
 	tokens, err := prepareUsers(ctx, a, cfg.mt, cfg.users, 1, 16, cfg.password)
-	defer leaveAll(cleanup, a, tokens)
+	defer leaveAllConcurrently(cleanup, a, adm, tokens, 16)
 	if err != nil {
 		return nil, fmt.Errorf("poll: %w", err)
 	}
 	pollURL := o.base + a.roomPath("position")
-	baseURL, stop, err := startYardstick(ctx, hc, pollURL, tokens[0], rep)
-	if err != nil {
+	probe := &costProbe{rs: cfg.rs, adm: adm}
+	if cfg.open {
+		fmt.Fprintf(os.Stderr, "poll: open loop: %d users at their bands' pace, %v spread + %v\n", cfg.users, cfg.spread, cfg.dur)
+		rep.Server = openLoop(ctx, hc, pollURL, tokens, cfg.spread, cfg.dur, probe)
+	} else if err := measureClosed(ctx, o, cfg, a, adm, probe, pollURL, tokens, rep); err != nil {
 		return nil, err
 	}
-	defer stop()
+	rep.Interrupted = ctx.Err() != nil
+	return rep, nil
+}
 
+// measureClosed runs the closed-loop phases: the server, the yardstick,
+// enter (with --enter) and login, and works out the ratios.
+func measureClosed(ctx context.Context, o *options, cfg pollConfig, a *api, adm *admin, probe *costProbe, pollURL string, tokens []string, rep *pollReport) error {
+	hc := a.hc
+	baseURL, stop, err := startYardstick(ctx, hc, pollURL, tokens[0], rep)
+	if err != nil {
+		return err
+	}
+	defer stop()
 	fmt.Fprintf(os.Stderr, "poll: server: %d conns, %v warm-up + %v\n", cfg.conns, cfg.warm, cfg.dur)
-	rep.Server = measure(ctx, hc, "server", cfg.conns, cfg.warm, cfg.dur, pollRequests(pollURL, tokens))
+	rep.Server = measure(ctx, hc, "server", cfg.conns, cfg.warm, cfg.dur, pollRequests(pollURL, tokens), probe)
 	if ctx.Err() == nil {
 		fmt.Fprintf(os.Stderr, "poll: baseline: %d conns, %v warm-up + %v\n", cfg.conns, cfg.warm, cfg.dur)
-		rep.Baseline = measure(ctx, hc, "baseline", cfg.conns, cfg.warm, cfg.dur, pollRequests(baseURL, tokens))
+		rep.Baseline = measure(ctx, hc, "baseline", cfg.conns, cfg.warm, cfg.dur, pollRequests(baseURL, tokens), nil)
+	}
+	if cfg.enter.on && ctx.Err() == nil {
+		rep.Enter = measureEnter(ctx, cfg, a, adm, probe)
 	}
 	if ctx.Err() == nil {
 		fmt.Fprintf(os.Stderr, "poll: login: %d conns, %v\n", cfg.loginConns, cfg.loginDur)
-		rep.Login = measure(ctx, hc, "login", cfg.loginConns, 0, cfg.loginDur, loginRequests(o.base, cfg))
+		rep.Login = measure(ctx, hc, "login", cfg.loginConns, 0, cfg.loginDur, loginRequests(o.base, cfg), nil)
 	}
-	rep.Interrupted = ctx.Err() != nil
 	if rep.Baseline != nil && rep.Baseline.RPS > 0 {
 		rep.Ratio = rep.Server.RPS / rep.Baseline.RPS
+		if rep.Server.Answered != rep.Server.OK {
+			rep.AnsweredRatio = rep.Server.AnsweredRPS / rep.Baseline.RPS
+		}
 	}
 	if rep.Login != nil && rep.Login.RPS > 0 {
-		rep.CostRatio = rep.Server.RPS / rep.Login.RPS // (1/login) ÷ (1/poll)
+		rep.CostRatio = rep.Server.AnsweredRPS / rep.Login.RPS // (1/login) ÷ (1/poll)
 	}
-	return rep, nil
+	return nil
+}
+
+// costProbe measures what a phase costs beyond the client: Redis (with
+// --redis) and the server's CPU (its /metrics). A nil probe measures
+// nothing.
+type costProbe struct {
+	rs  *redisStats
+	adm *admin
+}
+
+// probeMark is the counters at the start of a measured phase.
+type probeMark struct {
+	redis   redisCounters
+	redisOK bool
+	cpu     float64
+	cpuOK   bool
+}
+
+const cpuMetric = "process_cpu_seconds_total"
+
+// begin reads the counters as a phase's measurement starts: the server's
+// CPU first, then Redis, so that the scrape is outside Redis's window.
+func (p *costProbe) begin(ctx context.Context) probeMark {
+	var m probeMark
+	if p == nil {
+		return m
+	}
+	got, _ := scrapeNames(ctx, p.adm, cpuMetric)
+	m.cpu, m.cpuOK = got[cpuMetric]
+	if p.rs != nil {
+		var err error
+		m.redis, err = p.rs.read(ctx)
+		m.redisOK = err == nil
+	}
+	return m
+}
+
+// end reads the counters again (Redis first) and adds to ph its costs per
+// answer.
+func (p *costProbe) end(ctx context.Context, m probeMark, ph *phase) {
+	if p == nil || ph == nil {
+		return
+	}
+	if m.redisOK {
+		if after, err := p.rs.read(ctx); err == nil {
+			// The first read's INFO is counted between the two reads:
+			// not the phase's.
+			after.Reads--
+			after.Commands--
+			after.ByCommand["info"]--
+			c := costBetween(m.redis, after, ph.Answered, 6)
+			ph.Redis = &c
+		}
+	}
+	got, _ := scrapeNames(ctx, p.adm, cpuMetric)
+	if c1, ok := got[cpuMetric]; ok && m.cpuOK && ph.Answered > 0 {
+		ph.ServerCPUPerReqMicros = (c1 - m.cpu) * 1e6 / float64(ph.Answered)
+	}
 }
 
 // startYardstick reads one real position answer and starts the plain
@@ -225,6 +360,11 @@ func get(ctx context.Context, hc *http.Client, url, bearer string) ([]byte, erro
 		return nil, err
 	}
 	req.Header.Set("Authorization", "Bearer "+bearer)
+	return readOK(hc, req)
+}
+
+// readOK sends req and returns the body of a 200 answer.
+func readOK(hc *http.Client, req *http.Request) ([]byte, error) {
 	resp, err := hc.Do(req)
 	if err != nil {
 		return nil, err
@@ -238,9 +378,10 @@ func get(ctx context.Context, hc *http.Client, url, bearer string) ([]byte, erro
 }
 
 // startBaseline serves the yardstick: a plain Fiber app on 127.0.0.1:0 with
-// one GET route whose handler encodes a fixed document with c.JSON — the
-// server's own WAITING answer, so both bodies have the same size. It returns
-// the route's URL and a func that stops the app.
+// one route (any method) whose handler encodes a fixed document with
+// c.JSON — the server's own answer (WAITING, or enter's), so both bodies
+// have the same size. It returns the route's URL and a func that stops the
+// app.
 func startBaseline(body []byte) (string, func(), error) {
 	var doc map[string]any
 	if err := json.Unmarshal(body, &doc); err != nil {
@@ -251,7 +392,7 @@ func startBaseline(body []byte) (string, func(), error) {
 		return "", nil, fmt.Errorf("poll: baseline: %w", err)
 	}
 	app := fiber.New(fiber.Config{DisableStartupMessage: true})
-	app.Get("/position", func(c *fiber.Ctx) error { return c.JSON(doc) })
+	app.All("/position", func(c *fiber.Ctx) error { return c.JSON(doc) })
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -265,28 +406,32 @@ func startBaseline(body []byte) (string, func(), error) {
 }
 
 // measure runs conns closed-loop workers against one target: warm unmeasured
-// (it opens the connections), then d measured.
-func measure(ctx context.Context, hc *http.Client, target string, conns int, warm, d time.Duration, newReq reqFunc) *phase {
+// (it opens the connections), then d measured; probe (nil: none) measures
+// what the measured part cost.
+func measure(ctx context.Context, hc *http.Client, target string, conns int, warm, d time.Duration, newReq reqFunc, probe *costProbe) *phase {
+	return measureKeeping(ctx, hc, target, conns, warm, d, newReq, nil, probe)
+}
+
+// measureKeeping is measure, handing each 2xx answer's body to keep (nil:
+// bodies are discarded unread).
+func measureKeeping(ctx context.Context, hc *http.Client, target string, conns int, warm, d time.Duration, newReq reqFunc,
+	keep func(w int, body []byte), probe *costProbe) *phase {
 	if warm > 0 {
-		closedLoop(ctx, hc, target, conns, warm, newReq)
+		closedLoop(ctx, hc, target, conns, warm, newReq, keep)
 	}
-	rec, elapsed := closedLoop(ctx, hc, target, conns, d, newReq)
+	m := probe.begin(ctx)
+	rec, elapsed := closedLoop(ctx, hc, target, conns, d, newReq, keep)
+	ph := summarize(target, conns, rec.Summary(target), elapsed)
+	probe.end(ctx, m, ph)
 	hc.CloseIdleConnections()
-	s := rec.Summary(target)
-	ok := 0
-	for code, n := range s.Codes {
-		if code/100 == 2 {
-			ok += n
-		}
-	}
-	return &phase{Target: target, Conns: conns, Seconds: elapsed.Seconds(), OK: ok, RPS: float64(ok) / elapsed.Seconds(), Latency: s}
+	return ph
 }
 
 // closedLoop runs conns workers for d; each sends its next request as soon
 // as the previous answer is read. Requests use ctx, not the deadline, so the
 // ones in flight at the deadline finish and count; the elapsed time runs
 // until the last of them. Each worker records on its own Recorder.
-func closedLoop(ctx context.Context, hc *http.Client, endpoint string, conns int, d time.Duration, newReq reqFunc) (*Recorder, time.Duration) {
+func closedLoop(ctx context.Context, hc *http.Client, endpoint string, conns int, d time.Duration, newReq reqFunc, keep func(w int, body []byte)) (*Recorder, time.Duration) {
 	run, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	recs := make([]*Recorder, conns)
@@ -310,9 +455,16 @@ func closedLoop(ctx context.Context, hc *http.Client, endpoint string, conns int
 					sleep(run, 10*time.Millisecond) // no hot spin on a refused connection
 					continue
 				}
-				_, err = io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
 				code := resp.StatusCode
+				if keep != nil && code/100 == 2 {
+					var body []byte
+					if body, err = io.ReadAll(resp.Body); err == nil {
+						keep(w, body)
+					}
+				} else {
+					_, err = io.Copy(io.Discard, resp.Body)
+				}
+				resp.Body.Close()
 				if err != nil {
 					code = codeError
 				}
@@ -327,44 +479,4 @@ func closedLoop(ctx context.Context, hc *http.Client, endpoint string, conns int
 		all.Merge(r)
 	}
 	return all, elapsed
-}
-
-func (r *pollReport) print(w io.Writer) {
-	fmt.Fprintf(w, "\npoll scenario: GET %s/api/v1/rooms/%s/position (queue JWT; status from memory behind position 100, else one Redis script) vs a plain Fiber JSON handler\n", r.Base, r.Room)
-	fmt.Fprintf(w, "the pollers wait behind %d users (positions %d–%d)\n", r.Ahead, r.Ahead+1, r.Ahead+r.Users)
-	fmt.Fprintf(w, "admission frozen during the run (targetActive %d → 0 → %d): every poll answers WAITING for one of %d users\n",
-		r.TargetActive, r.TargetActive, r.Users)
-	fmt.Fprintf(w, "response body: server %d B, baseline %d B (c.JSON of the same document, in-process on 127.0.0.1:0)\n", r.BodyBytes, r.BaselineBytes)
-	fmt.Fprintf(w, "NOTE: the load generator (and the in-process baseline) share this machine's %d CPUs with the server;\n", r.CPUs)
-	fmt.Fprintln(w, "      compare the ratios, not the absolute rates")
-	if r.Interrupted {
-		fmt.Fprintln(w, "INTERRUPTED: phases not reached are missing")
-	}
-	fmt.Fprintln(w)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "target\tconns\tseconds\trequests\tstatus codes\treq/s\tp50 ms\tp99 ms\tmax ms\t")
-	for _, p := range []*phase{r.Server, r.Baseline, r.Login} {
-		if p == nil {
-			continue
-		}
-		l := p.Latency
-		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%s\t%s\t%s\t%.2f\t%.2f\t%.1f\t\n", p.Target, p.Conns, p.Seconds, commas(l.Count),
-			l.CodesString(), commas(int(p.RPS+0.5)), msf(l.P50), msf(l.P99), msf(l.Max))
-	}
-	tw.Flush()
-	fmt.Fprintln(w)
-	if r.Ratio > 0 {
-		verdict := "met"
-		if r.Ratio < 0.5 {
-			verdict = "NOT met"
-		}
-		fmt.Fprintf(w, "poll throughput ratio server ÷ baseline: %.2f (contract bar ≥ 0.5: %s)\n", r.Ratio, verdict)
-	}
-	if r.CostRatio > 0 {
-		fmt.Fprintf(w, "per-request cost: the seed's poll ran BCrypt, ≈ one login = 1/%.1f req/s = %.2f ms; ours = 1/%s req/s = %.3f ms\n",
-			r.Login.RPS, 1000/r.Login.RPS, commas(int(r.Server.RPS+0.5)), 1000/r.Server.RPS)
-		fmt.Fprintf(w, "per-request cost ratio (1/login rps) ÷ (1/poll rps): %s× (seed: 1×; contract: per-poll CPU ≥ 1000× below one BCrypt cost-10 verify)\n",
-			commas(int(r.CostRatio+0.5)))
-		fmt.Fprintln(w, "  both are wall-clock costs at saturation of the shared CPUs; the load generator's share weighs far more on a poll than on a login")
-	}
 }

@@ -29,8 +29,9 @@ const (
 	smokeUsers    = 250
 )
 
-// smokeServer is one running server: its public and management base URLs.
-type smokeServer struct{ base, admin string }
+// smokeServer is one running server: its public and management base
+// URLs, and the URL of its Redis (its own).
+type smokeServer struct{ base, admin, redis string }
 
 func startSmokeServer(t *testing.T) smokeServer {
 	t.Helper()
@@ -62,7 +63,7 @@ func startSmokeServerWith(t *testing.T, users int, env map[string]string) smokeS
 	pub, adm := freeAddr(t), freeAddr(t)
 	vars["WR_HTTP_ADDR"], vars["WR_ADMIN_ADDR"] = pub, adm
 	vars["REDIS_URL"], vars["DATABASE_URL"] = redisURL, dbURL
-	s := smokeServer{base: "http://" + pub, admin: "http://" + adm}
+	s := smokeServer{base: "http://" + pub, admin: "http://" + adm, redis: redisURL}
 	startChild(t, vars, s)
 	return s
 }

@@ -215,7 +215,8 @@ func (s *Server) roomClaims(c *fiber.Ctx) (*token.Claims, string, error) {
 }
 
 // position answers a poll: no BCrypt, no SQL; from the hub's memory when
-// its room state is fresh, else one Redis script.
+// its room state is fresh (at the front once confirmed exact: see
+// currentStatus), else one Redis script.
 func (s *Server) position(c *fiber.Ctx) error {
 	claims, room, err := s.roomClaims(c)
 	if err != nil {
@@ -240,9 +241,10 @@ func (s *Server) position(c *fiber.Ctx) error {
 	// A refresh storm is refused at its band's own pace; the place is kept.
 	// READY says pollAfterMs 0 (nothing left to wait for): its polls are
 	// paced as if it said pollFloor, so a storm of READY polls is refused
-	// like any other.
+	// like any other. The pace is kept in this instance's memory (limitPoll):
+	// a poll answered from memory makes no Redis round trip at all.
 	pollAfter := max(time.Duration(doc.PollAfterMs)*time.Millisecond, pollFloor)
-	if err := s.limit(c, "poll", room+":"+claims.Subject, claims.Subject, pollLimit(pollAfter), true); err != nil {
+	if err := s.limitPoll(c, room, claims.Subject, pollAfter); err != nil {
 		return err
 	}
 	return c.JSON(doc)

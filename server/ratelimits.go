@@ -17,16 +17,27 @@ import (
 
 // Layer 1: who gets in. Each limit is one GCRA decision on Redis, shared by
 // every instance, taken BEFORE the work it protects (BCrypt at login, a
-// ticket at enter, the token at order). Per-address limits count by
-// clientKey (IPv4 address, IPv6 /64), never the exact address. When Redis
-// cannot decide, each limit has a policy:
+// ticket at enter, the token at order) — except the poll pace, below.
+// Per-address limits count by clientKey (IPv4 address, IPv6 /64), never
+// the exact address. When Redis cannot decide, each limit has a policy:
 //
 //	login (all four, package login) fail closed: 503 — BCrypt is the CPU sink
 //	enter (per address, per user)   fail open — enter needs Redis anyway
-//	poll (per user and room)        fail open — a poll is cheap
+//	poll (per user and room)        in memory: never asks Redis
 //	stream (per user and room)      fail open
 //	orders (per room, per user)     fail closed: 503 — the last line before the database
 //	orders read (per user)          fail closed: 503 — each read is a query
+//
+// The poll pace is kept in each instance's memory (package
+// ratelimit/local), one key per user and room: a poll answered from the
+// hub's memory then makes no Redis round trip, and one at the front at
+// most one (its status, or the event-number read it shares). The work it
+// guards is this instance's own (a poll costs no shared resource but the
+// status read). What that gives up: each instance counts alone, so a
+// client spreading a refresh storm over N instances gets at most N times
+// its band's pace (and N bursts); one that keeps its connection — a
+// browser does — gets the pace. Login, enter, stream and order limits,
+// which guard shared work, stay shared in Redis.
 //
 // A refusal is 429 with the contract's JSON, Retry-After (whole seconds,
 // rounded up), a waitingroom_rate_limited_total{limit} count and a
@@ -63,6 +74,18 @@ func (s *Server) limit(c *fiber.Ctx, name, subject, user string, lim ratelimit.L
 		return nil
 	}
 	return s.refuse(c, name, r.RetryAfter)
+}
+
+// limitPoll applies the poll pace of pollAfter to user's polls of room, in
+// this instance's memory (no Redis round trip). Exempt as limit is.
+func (s *Server) limitPoll(c *fiber.Ctx, room, user string, pollAfter time.Duration) error {
+	if !s.cfg.RateLimits || s.exempt(c, user) {
+		return nil
+	}
+	if r := s.polls.Allow(room+":"+user, pollLimit(pollAfter)); !r.Allowed {
+		return s.refuse(c, "poll", r.RetryAfter)
+	}
+	return nil
 }
 
 // refuse is the 429 of the limit named name, counted and recorded.

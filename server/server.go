@@ -33,6 +33,7 @@ import (
 	"waitingroom/server/pgstore"
 	"waitingroom/server/pow"
 	"waitingroom/server/ratelimit"
+	"waitingroom/server/ratelimit/local"
 	"waitingroom/server/seclog"
 	"waitingroom/server/token"
 	"waitingroom/stream"
@@ -73,6 +74,7 @@ type Server struct {
 	admitter *queue.Admitter
 	hub      *stream.Hub
 	limiter  *ratelimit.Limiter
+	polls    *local.Limiter     // the poll pace, in this instance's memory (ratelimits.go)
 	sec      *seclog.Log        // security events (package seclog)
 	checkout *checkout.Checkout // the order use case
 	acl      *access.Lists      // deny, allow and bypass lists
@@ -122,6 +124,7 @@ func New(o Options) (*Server, error) {
 	s.acl = access.New(o.Redis, prefix)
 	s.faults = faults.New(o.Redis, prefix, o.Config.FaultInjection)
 	s.limiter = ratelimit.New(o.Redis, prefix)
+	s.polls = local.New(local.Options{})
 	s.logins = s.newLogin(o)
 	s.admitter = s.newAdmitter()
 	s.rec = adaptive.NewRecorder(o.Redis, s.q, o.Config.Adaptive.Window)

@@ -122,16 +122,24 @@ func (s *Server) streamClaims(c *fiber.Ctx) (*token.Claims, string, error) {
 }
 
 // exactBand: users at these positions (or within the room's targetActive)
-// are the next to be admitted; their polls always read Redis so they see
-// READY the moment it happens, not one pub/sub hop later. They are few: at
-// one poll a second, at most this many Redis reads per second per room.
+// are the next to be admitted; their polls must see READY the moment it
+// happens, not one pub/sub hop later. They are answered by the hub's
+// PositionNow (memory, after one read of the room's event number shared
+// by every poll in flight on this instance), else by Redis.
 const exactBand = 100
 
-// currentStatus answers from the hub's memory when it is fresh and the user
-// is not near the front, else from Redis (the judge).
+// currentStatus answers from the hub's memory when it is fresh — at the
+// front only once confirmed exact (PositionNow) — else from Redis (the
+// judge).
 func (s *Server) currentStatus(ctx context.Context, room string, claims *token.Claims) (queue.Status, error) {
-	if st, ok := s.hub.Position(room, claims.Seq); ok && st.Position > max(exactBand, st.Target) {
+	st, ok := s.hub.Position(room, claims.Seq)
+	if ok && st.Position > max(exactBand, st.Target) {
 		return st, nil
+	}
+	if ok {
+		if st, ok = s.hub.PositionNow(ctx, room, claims.Seq); ok {
+			return st, nil
+		}
 	}
 	return s.q.Status(ctx, room, claims.Subject)
 }

@@ -103,8 +103,56 @@
 // Position answers GET position from the same state when it is fresh (not
 // stale and confirmed by a snapshot within 3 × ResyncEvery, or Redis is
 // unreachable, so nothing can have been admitted meanwhile); otherwise the
-// caller asks Redis, which stays the judge.
+// caller asks Redis, which stays the judge. Its answer may trail Redis by
+// one pub/sub hop, which is harmless behind the front: those users are not
+// the next to be admitted.
 //
+// # Polls at the front: exact without a status read
+//
+// At the front (positions 1–100, or within targetActive: the next to be
+// admitted) a poll must see READY as soon as the admission happened, on
+// any instance, and the pub/sub hop is not soon enough: a client told
+// "admitted" (or a poll that follows an admission on another instance)
+// must not be answered from a state that has not yet applied it.
+// PositionNow makes the memory answer exact at the moment of the poll
+// without a status script per poll:
+//
+//   - Every change that moves a waiting user — admission, departure, idle
+//     drop, opening, change of method, pause or message — increments the
+//     room's event number ev in the script that publishes it, atomically.
+//   - A poll at the front waits for one read of the room's ev (a plain
+//     HGET, Source.EventNumbers) that STARTS after the poll arrived. If the
+//     hub's state is gap-free (not stale) and has applied events up to that
+//     number, the state holds every change completed before the poll, and
+//     the answer from memory is what the status script would have said
+//     then. Otherwise (the event is still on its way, or was lost) the
+//     poll asks Redis.
+//   - The reads are shared (confirmer): a poll that finds fewer than two
+//     reads in flight on the instance reads at once, itself (no goroutine
+//     hand-off); polls that arrive while two are in flight gather, and
+//     when one ends, one of them reads for all of them — every room they
+//     ask about in one pipeline. So the busier the instance, the fewer
+//     round trips per poll: at most one (2.5 polls per read measured under
+//     a closed loop); none for polls behind the front.
+//
+// What this keeps: READY is seen by the first poll after the admission
+// script returned, on any instance (the ticket is at or below serving, or
+// the state has not caught up: both go to Redis, which answers READY with
+// the token — never 404); positions equal ZRANK + 1 because the state has
+// applied every departure before the read; a pause or message shows at
+// once. What it costs: a front poll waits for one event-number round
+// trip, or under load for up to two (the end of one in flight, then its
+// batch's), and Redis serves one HGET per batch instead of one status
+// script per poll. While Redis is
+// unreachable the front is not answered from memory (the caller's status
+// read fails as before); behind the front the last state still answers.
+//
+// Other designs weighed: answering the front from memory unconfirmed (one
+// pub/sub hop late, and a poll that follows an admission on another
+// instance could say WAITING to a user already admitted); batching the
+// status scripts of concurrent polls into one pipeline (still a script per
+// poll in Redis, and its reply per user); the status read kept only for
+// tickets the hub says were admitted (the same hop, the other way round).
 // # Concurrency
 //
 // A Hub is safe for concurrent use. Run owns the drain, resync and shard

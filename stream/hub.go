@@ -21,6 +21,8 @@ type Source interface {
 	Snapshots(ctx context.Context, rooms []string) ([]queue.RoomSnapshot, error)
 	// Statuses reads several users' statuses in one room.
 	Statuses(ctx context.Context, room string, users []string) ([]queue.Status, []error, error)
+	// EventNumbers reads rooms' event sequence numbers (see PositionNow).
+	EventNumbers(ctx context.Context, rooms []string) ([]int64, error)
 	// Events is the one subscription to every room's events, typed (the
 	// wire format is the queue's), until ctx is done.
 	Events(ctx context.Context) iter.Seq[queue.Notice]
@@ -80,6 +82,8 @@ type Hub struct {
 
 	est estimators // each room's wait estimate, fed by Resync
 
+	conf *confirmer // the shared reads exact polls wait for (PositionNow)
+
 	conns  atomic.Int64
 	closed atomic.Bool
 	// redisDown: the last resync could not reach Redis. Then no admission
@@ -111,7 +115,7 @@ func New(o Options) *Hub {
 		o.Logger = slog.Default()
 	}
 	h := &Hub{o: o, seed: maphash.MakeSeed(), rooms: map[string]*atomic.Pointer[roomState]{}, resync: make(chan struct{}, 1), outCh: make(chan struct{}),
-		est: estimators{m: map[string]*estimate.Estimator{}}}
+		est: estimators{m: map[string]*estimate.Estimator{}}, conf: newConfirmer(o.Source.EventNumbers)}
 	for range o.Shards {
 		h.shards = append(h.shards, newShard(h))
 	}
@@ -310,7 +314,8 @@ func (h *Hub) state(room string) *roomState {
 // While Redis is unreachable the last state counts as fresh (nothing can be
 // admitted meanwhile), so waiting users keep seeing their place.
 // ok is false otherwise; the caller then asks Redis. A room polled here for
-// the first time is tracked from now on.
+// the first time is tracked from now on. The answer may trail Redis by one
+// pub/sub hop; PositionNow does not.
 func (h *Hub) Position(room string, ticket int64) (queue.Status, bool) {
 	p := h.roomPtr(room, true)
 	st := p.Load()
@@ -318,8 +323,52 @@ func (h *Hub) Position(room string, ticket int64) (queue.Status, bool) {
 		h.requestResync()
 		return queue.Status{}, false
 	}
+	if !h.fresh(st) || ticket <= 0 {
+		return queue.Status{}, false
+	}
+	pos, ok := st.position(ticket)
+	if !ok {
+		return queue.Status{}, false
+	}
+	return st.status(ticket, pos), true
+}
+
+// fresh reports whether st may answer polls: no event is known to be
+// missing, and a snapshot confirmed it within 3 × ResyncEvery (or Redis is
+// unreachable).
+func (h *Hub) fresh(st *roomState) bool {
 	aged := time.Since(st.snapshotAt) > 3*h.o.ResyncEvery && !h.redisDown.Load()
-	if st.stale || aged || ticket <= 0 {
+	return !st.stale && !aged
+}
+
+// PositionNow is Position made exact at the moment of the call, for the
+// front of the queue where a poll must see READY as soon as admission
+// happened: it waits for one read of the room's event number that starts
+// after the call — shared by every call on this hub meanwhile, all rooms
+// in one pipeline — and answers from memory only if the state has applied
+// every event up to that number. So the answer reflects every admission,
+// departure and pause completed before the call, on any instance. ok is
+// false when the state cannot say (not tracked yet, a missing or
+// in-flight event, Redis unreachable, the ticket admitted or gone): the
+// caller then asks Redis, which stays the judge.
+func (h *Hub) PositionNow(ctx context.Context, room string, ticket int64) (queue.Status, bool) {
+	if ticket <= 0 || h.redisDown.Load() {
+		return queue.Status{}, false
+	}
+	p := h.roomPtr(room, true)
+	st := p.Load()
+	if st == nil {
+		h.requestResync()
+		return queue.Status{}, false
+	}
+	if _, ok := st.position(ticket); !ok || !h.fresh(st) {
+		return queue.Status{}, false // Redis must be read anyway
+	}
+	ev, err := h.conf.wait(ctx, room)
+	if err != nil {
+		return queue.Status{}, false
+	}
+	if st = p.Load(); st.ev < ev || !h.fresh(st) {
 		return queue.Status{}, false
 	}
 	pos, ok := st.position(ticket)

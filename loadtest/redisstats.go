@@ -1,0 +1,184 @@
+package main
+
+import (
+	"bufio"
+	"cmp"
+	"context"
+	"flag"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Reading what a run cost Redis: with --redis URL the tool reads Redis's
+// own counters (INFO stats, cpu and commandstats, one call) before and
+// after each measured phase and reports the difference per request. Redis
+// counts for everyone: on a Redis shared with other work the figures
+// include it (the report says so).
+//
+//	round trips  total_reads_processed: the read events on client sockets,
+//	             about one per command sent alone or per pipeline (a burst
+//	             of commands that arrives at once is one read)
+//	commands     total_commands_processed: every command, the ones a
+//	             script runs included
+//	scripts      evalsha + eval calls (commandstats)
+//	CPU          used_cpu_sys + used_cpu_user, Redis's own CPU time
+//	by command   commandstats calls per command (scripts' own calls
+//	             included)
+
+// redisCounters is one read of Redis's counters.
+type redisCounters struct {
+	Reads     int64            // total_reads_processed
+	Commands  int64            // total_commands_processed
+	CPU       float64          // used_cpu_sys + used_cpu_user, seconds
+	ByCommand map[string]int64 // commandstats calls by command name
+}
+
+// parseRedisInfo reads the counters from the text of INFO stats, cpu and
+// commandstats. A section missing is an error: the figures would be wrong.
+func parseRedisInfo(text string) (redisCounters, error) {
+	c := redisCounters{ByCommand: map[string]int64{}}
+	var haveReads, haveCommands, haveSys, haveUser bool
+	sc := bufio.NewScanner(strings.NewReader(text))
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		key, val, ok := strings.Cut(line, ":")
+		if !ok || strings.HasPrefix(line, "#") {
+			continue
+		}
+		var err error
+		switch {
+		case key == "total_reads_processed":
+			c.Reads, err = strconv.ParseInt(val, 10, 64)
+			haveReads = true
+		case key == "total_commands_processed":
+			c.Commands, err = strconv.ParseInt(val, 10, 64)
+			haveCommands = true
+		case key == "used_cpu_sys" || key == "used_cpu_user":
+			var f float64
+			f, err = strconv.ParseFloat(val, 64)
+			c.CPU += f
+			haveSys, haveUser = haveSys || key == "used_cpu_sys", haveUser || key == "used_cpu_user"
+		case strings.HasPrefix(key, "cmdstat_"):
+			// cmdstat_get:calls=2,usec=15,usec_per_call=7.50,...
+			calls, _, _ := strings.Cut(val, ",")
+			n, found := strings.CutPrefix(calls, "calls=")
+			if !found {
+				return c, fmt.Errorf("redis INFO: %q: no calls=", line)
+			}
+			c.ByCommand[strings.TrimPrefix(key, "cmdstat_")], err = strconv.ParseInt(n, 10, 64)
+		}
+		if err != nil {
+			return c, fmt.Errorf("redis INFO: %q: %w", line, err)
+		}
+	}
+	if !haveReads || !haveCommands || !haveSys || !haveUser {
+		return c, fmt.Errorf("redis INFO: want total_reads_processed, total_commands_processed, used_cpu_sys and used_cpu_user")
+	}
+	return c, nil
+}
+
+// redisCost is what one phase cost Redis, in all and per request.
+type redisCost struct {
+	Requests         int        `json:"requests"` // the phase's requests answered
+	RoundTrips       int64      `json:"roundTrips"`
+	RoundTripsPerReq float64    `json:"roundTripsPerRequest"`
+	Commands         int64      `json:"commands"`
+	CommandsPerReq   float64    `json:"commandsPerRequest"`
+	Scripts          int64      `json:"scripts"`
+	ScriptsPerReq    float64    `json:"scriptsPerRequest"`
+	CPUSeconds       float64    `json:"cpuSeconds"`
+	CPUPerReqMicros  float64    `json:"cpuPerRequestUs"`
+	TopCommands      []cmdCalls `json:"topCommands"` // most called, scripts' own calls included
+}
+
+// cmdCalls is one command's calls in a phase.
+type cmdCalls struct {
+	Name   string  `json:"name"`
+	Calls  int64   `json:"calls"`
+	PerReq float64 `json:"perRequest"`
+}
+
+// costBetween is what happened between two reads, over requests requests
+// (per-request figures are 0 when there were none); top is how many
+// commands to list.
+func costBetween(before, after redisCounters, requests, top int) redisCost {
+	r := redisCost{Requests: requests, RoundTrips: after.Reads - before.Reads, Commands: after.Commands - before.Commands, CPUSeconds: after.CPU - before.CPU}
+	r.Scripts = after.ByCommand["evalsha"] - before.ByCommand["evalsha"] + after.ByCommand["eval"] - before.ByCommand["eval"]
+	per := func(n float64) float64 {
+		if requests == 0 {
+			return 0
+		}
+		return n / float64(requests)
+	}
+	r.RoundTripsPerReq = per(float64(r.RoundTrips))
+	r.CommandsPerReq, r.ScriptsPerReq = per(float64(r.Commands)), per(float64(r.Scripts))
+	r.CPUPerReqMicros = per(r.CPUSeconds * 1e6)
+	for name, n := range after.ByCommand {
+		if d := n - before.ByCommand[name]; d > 0 {
+			r.TopCommands = append(r.TopCommands, cmdCalls{Name: name, Calls: d, PerReq: per(float64(d))})
+		}
+	}
+	slices.SortFunc(r.TopCommands, func(a, b cmdCalls) int {
+		return cmp.Or(cmp.Compare(b.Calls, a.Calls), cmp.Compare(a.Name, b.Name))
+	})
+	if len(r.TopCommands) > top {
+		r.TopCommands = r.TopCommands[:top]
+	}
+	return r
+}
+
+// String is the cost on one line, e.g. "0.110 round trips/req, 0.150
+// commands/req (0.003 scripts), Redis CPU 3.1 µs/req; by command …".
+func (r redisCost) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%.3f round trips/req, %.3f commands/req (%.3f scripts), Redis CPU %.1f µs/req",
+		r.RoundTripsPerReq, r.CommandsPerReq, r.ScriptsPerReq, r.CPUPerReqMicros)
+	for i, c := range r.TopCommands {
+		if i == 0 {
+			b.WriteString("; by command (scripts' own calls included): ")
+		} else {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s %.3f", c.Name, c.PerReq)
+	}
+	return b.String()
+}
+
+// redisStats reads a Redis's counters; nil when --redis was not given.
+type redisStats struct{ rdb *redis.Client }
+
+// redisFlag registers --redis on fs; the returned func, called after
+// parsing, connects (nil without --redis).
+func redisFlag(fs *flag.FlagSet) func() (*redisStats, error) {
+	url := fs.String("redis", "", "Redis URL (e.g. redis://127.0.0.1:6379/0): read its INFO counters before and after each measured server phase and report round trips, commands, scripts and Redis CPU per request")
+	return func() (*redisStats, error) {
+		if *url == "" {
+			return nil, nil
+		}
+		opt, err := redis.ParseURL(*url)
+		if err != nil {
+			return nil, fmt.Errorf("--redis: %w", err)
+		}
+		return &redisStats{rdb: redis.NewClient(opt)}, nil
+	}
+}
+
+// read returns the counters now.
+func (s *redisStats) read(ctx context.Context) (redisCounters, error) {
+	text, err := s.rdb.Info(ctx, "stats", "cpu", "commandstats").Result()
+	if err != nil {
+		return redisCounters{}, fmt.Errorf("redis INFO: %w", err)
+	}
+	return parseRedisInfo(text)
+}
+
+// close closes the connection (nil-safe).
+func (s *redisStats) close() {
+	if s != nil {
+		_ = s.rdb.Close()
+	}
+}

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// infoText is INFO stats, cpu and commandstats as Redis 7 answers them
+// (abridged, CRLF line ends).
+const infoText = "# Stats\r\ntotal_connections_received:12\r\ntotal_commands_processed:1500\r\ninstantaneous_ops_per_sec:3\r\n" +
+	"total_reads_processed:640\r\ntotal_writes_processed:630\r\n\r\n" +
+	"# CPU\r\nused_cpu_sys:1.250000\r\nused_cpu_user:2.500000\r\nused_cpu_sys_children:0.000000\r\n\r\n" +
+	"# Commandstats\r\ncmdstat_evalsha:calls=400,usec=36000,usec_per_call=90.00,rejected_calls=0,failed_calls=0\r\n" +
+	"cmdstat_hget:calls=900,usec=300,usec_per_call=0.33,rejected_calls=0,failed_calls=0\r\n" +
+	"cmdstat_info:calls=7,usec=700,usec_per_call=100.00,rejected_calls=0,failed_calls=0\r\n"
+
+func TestParseRedisInfo(t *testing.T) {
+	c, err := parseRedisInfo(infoText)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Reads != 640 || c.Commands != 1500 || c.CPU != 3.75 || c.ByCommand["evalsha"] != 400 || c.ByCommand["hget"] != 900 || c.ByCommand["info"] != 7 || len(c.ByCommand) != 3 {
+		t.Fatalf("got %+v, want 640 reads, 1500 commands, 3.75 s CPU (sys + user, not children), evalsha 400, hget 900, info 7", c)
+	}
+	for _, bad := range []string{
+		"# CPU\r\nused_cpu_sys:1\r\nused_cpu_user:2\r\n",                             // no stats section
+		strings.Replace(infoText, "calls=900", "calls=x", 1),                         // unreadable calls
+		strings.Replace(infoText, "cmdstat_hget:calls=900", "cmdstat_hget:n=900", 1), // no calls=
+	} {
+		if _, err := parseRedisInfo(bad); err == nil {
+			t.Errorf("parseRedisInfo(%q) accepted", bad)
+		}
+	}
+}
+
+// TestCostBetween: 1,000 polls over which Redis read 120 requests from
+// its clients and processed 250 commands (scripts' own calls included),
+// 100 of them scripts (evalsha), in 0.05 s of its CPU: 0.12 round trips,
+// 0.25 commands, 0.1 scripts and 50 µs of Redis CPU per poll; commands
+// listed by calls, ties by name.
+func TestCostBetween(t *testing.T) {
+	before := redisCounters{Reads: 80, Commands: 1000, CPU: 2, ByCommand: map[string]int64{"evalsha": 10, "hget": 5, "get": 1}}
+	after := redisCounters{Reads: 200, Commands: 1250, CPU: 2.05, ByCommand: map[string]int64{"evalsha": 110, "hget": 155, "get": 1, "zrank": 100, "set": 100}}
+	c := costBetween(before, after, 1000, 3)
+	if c.RoundTrips != 120 || c.RoundTripsPerReq != 0.12 || c.Commands != 250 || c.Scripts != 100 || c.CommandsPerReq != 0.25 || c.ScriptsPerReq != 0.1 {
+		t.Fatalf("got %+v, want 120 round trips (0.12/req), 250 commands (0.25/req), 100 scripts (0.1/req)", c)
+	}
+	if d := c.CPUPerReqMicros - 50; d > 1e-6 || d < -1e-6 {
+		t.Fatalf("Redis CPU per request %v µs, want 50", c.CPUPerReqMicros)
+	}
+	want := []cmdCalls{{"hget", 150, 0.15}, {"evalsha", 100, 0.1}, {"set", 100, 0.1}}
+	if len(c.TopCommands) != len(want) {
+		t.Fatalf("top commands %+v, want %+v", c.TopCommands, want)
+	}
+	for i := range want {
+		if c.TopCommands[i] != want[i] {
+			t.Fatalf("top commands %+v, want %+v", c.TopCommands, want)
+		}
+	}
+	if s := c.String(); !strings.Contains(s, "0.120 round trips/req, 0.250 commands/req (0.100 scripts), Redis CPU 50.0 µs/req") || !strings.Contains(s, "hget 0.150, evalsha 0.100, set 0.100") {
+		t.Fatalf("String() = %q", s)
+	}
+	if z := costBetween(before, after, 0, 3); z.CommandsPerReq != 0 || z.CPUPerReqMicros != 0 || z.Commands != 250 {
+		t.Fatalf("no requests: %+v, want totals only", z)
+	}
+}
+
+func TestOpenPace(t *testing.T) {
+	for _, c := range []struct {
+		code  int
+		body  string
+		retry string
+		wait  time.Duration
+		done  bool
+	}{
+		{200, `{"status":"WAITING","position":3,"pollAfterMs":1000}`, "", time.Second, false},
+		{200, `{"status":"WAITING","pollAfterMs":5000,"queueToken":"x"}`, "", 5 * time.Second, false},
+		{200, `{"status":"READY","entryToken":"t","pollAfterMs":0}`, "", 0, true},
+		{200, `{"status":"WAITING"}`, "", 700 * time.Millisecond, false}, // no pace: the fallback
+		{429, `{"error":"rate_limited"}`, "2", 2 * time.Second, false},
+		{429, `{"error":"rate_limited"}`, "", 700 * time.Millisecond, false},
+		{codeError, "", "", 700 * time.Millisecond, false},
+	} {
+		wait, done := openPace(c.code, []byte(c.body), c.retry, 700*time.Millisecond)
+		if wait != c.wait || done != c.done {
+			t.Errorf("openPace(%d, %s, %q) = %v, %v; want %v, %v", c.code, c.body, c.retry, wait, done, c.wait, c.done)
+		}
+	}
+}
+
+func TestJSONString(t *testing.T) {
+	body := []byte(`{"status":"WAITING","position":7,"queueToken":"eyJ.abc-_","pollAfterMs":1000}`)
+	if got := jsonString(body, "queueToken"); got != "eyJ.abc-_" {
+		t.Errorf("queueToken = %q", got)
+	}
+	if got := jsonString(body, "entryToken"); got != "" {
+		t.Errorf("absent key = %q", got)
+	}
+	if got := jsonString([]byte(`{"queueToken":"unterminated`), "queueToken"); got != "" {
+		t.Errorf("unterminated = %q", got)
+	}
+}
+
+// TestSummarize: 2xx are OK; 2xx and 429 are answers (a refused poll ran
+// the whole path); per second over the measured time.
+func TestSummarize(t *testing.T) {
+	p := summarize("server", 8, Summary{Count: 1000, Codes: map[int]int{200: 600, 204: 100, 429: 250, 404: 40, codeError: 10}}, 2*time.Second)
+	if p.OK != 700 || p.Answered != 950 || p.RPS != 350 || p.AnsweredRPS != 475 || p.Conns != 8 || p.Seconds != 2 {
+		t.Fatalf("got %+v, want OK 700, answered 950, 350 and 475 per second", p)
+	}
+}
