@@ -45,14 +45,26 @@ func TestPositionNowIsExact(t *testing.T) {
 			}
 		}
 	}
-	// caughtUp waits for this hub to apply the change, then PositionNow
-	// must answer the front user from memory, exactly.
+	// caughtUp waits for this hub to apply the change — every waiting
+	// user's place in memory is Redis's (a departure behind the front
+	// leaves the front's place as it was, so the front alone cannot
+	// tell) — then PositionNow must answer the front user from memory,
+	// exactly.
 	caughtUp := func(step string) {
 		t.Helper()
 		front := users[0]
 		waitFor(t, step+" applied", func() bool {
-			st, ok := f.hub.Position("r1", tickets[front])
-			return ok && st.Position == 1
+			for _, u := range users {
+				st, ok := f.hub.Position("r1", tickets[u])
+				want, err := f.q.Status(ctx, "r1", u)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !ok || st.Position != want.Position {
+					return false
+				}
+			}
+			return true
 		})
 		if st, ok := f.hub.PositionNow(ctx, "r1", tickets[front]); !ok || st.Position != 1 {
 			t.Fatalf("%s: PositionNow(%s) = %+v, %v; want position 1 from memory", step, front, st, ok)
