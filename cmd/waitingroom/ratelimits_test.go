@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"waitingroom/queue"
 	"waitingroom/queue/queuetest"
 	"waitingroom/server/token"
 )
@@ -197,8 +198,12 @@ func TestRedisDownPolicies(t *testing.T) {
 	base := newEnv(t)
 	e := &env{t: t, dbURL: base.dbURL, rdb: rdb, prefix: queuetest.Prefix()}
 	in := e.start(limited(map[string]string{"WR_TARGET_ACTIVE": "0"}))
-	// 150 people ahead, so the poller is answered from the hub's memory.
-	q := in.srv.Queue()
+	// 150 people ahead, so the poller is answered from the hub's memory
+	// (entered through a client with the usual timeouts: the server's are
+	// short on purpose, and a loaded machine must not fail the set-up).
+	setup := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + port})
+	t.Cleanup(func() { setup.Close() })
+	q := queue.New(setup, queue.Options{Prefix: e.prefix})
 	var ticket int64
 	for i := range 151 {
 		st, err := q.Enter(context.Background(), "default", "p"+strconv.Itoa(i))
