@@ -131,3 +131,38 @@ func TestEventsTyped(t *testing.T) {
 		t.Fatalf("after the context ended: %+v", n)
 	}
 }
+
+// TestGrantFromTheQueueIsADeparture: a user admitted by the bypass leaves
+// the queue like a departure — one event with their ticket in left, the
+// ticket in the snapshot's gone set — so the places behind move up on every
+// instance at once; a grant to someone not waiting publishes nothing.
+func TestGrantFromTheQueueIsADeparture(t *testing.T) {
+	q, _ := mustQueue(t, 0, time.Minute)
+	ctx := context.Background()
+	a, b := mustEnter(t, q, "a"), mustEnter(t, q, "b")
+	next, _ := mustSubscribe(t, q)
+	if _, err := q.Grant(ctx, "r1", "a"); err != nil {
+		t.Fatal(err)
+	}
+	n, ok := next()
+	if !ok || n.Err != nil || !slices.Equal(n.Event.Left, []int64{a.Ticket}) || n.Event.Waiting != 1 {
+		t.Fatalf("event = %+v, %v; want a's ticket %d left, 1 waiting", n, ok, a.Ticket)
+	}
+	snaps, err := q.Snapshots(ctx, []string{"r1"})
+	if err != nil || !slices.Equal(snaps[0].Gone, []int64{a.Ticket}) || snaps[0].Departed != 0 {
+		t.Fatalf("snapshot = %+v, %v; want a's ticket gone, nobody counted as left", snaps, err)
+	}
+	if st, err := q.Status(ctx, "r1", "b"); err != nil || st.Position != 1 || st.Ticket != b.Ticket {
+		t.Fatalf("b after the grant = %+v, %v; want position 1", st, err)
+	}
+	if _, err := q.Grant(ctx, "r1", "c"); err != nil { // never waited: no event
+		t.Fatal(err)
+	}
+	mustEnter(t, q, "d") // a later event must be the next one seen
+	if _, err := q.Leave(ctx, "r1", "d"); err != nil {
+		t.Fatal(err)
+	}
+	if n, ok := next(); !ok || n.Err != nil || len(n.Event.Left) != 1 || n.Event.Left[0] == a.Ticket {
+		t.Fatalf("next event = %+v, %v; want d's departure (the grant to c published nothing)", n, ok)
+	}
+}

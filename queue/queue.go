@@ -406,7 +406,8 @@ func (q *Queue) Grant(ctx context.Context, room, user string) (Status, error) {
 		return Status{}, ErrRoomNotFound
 	}
 	k := q.keys(room)
-	v, err := grantScript.Run(ctx, q.rdb, []string{k.queue, k.active, k.tokens, k.cfg, k.prequeue, k.idle}, user, newEntryToken()).Result()
+	v, err := grantScript.Run(ctx, q.rdb, []string{k.queue, k.active, k.tokens, k.cfg, k.prequeue, k.idle, k.stats, k.gone, k.seen},
+		user, newEntryToken(), k.channel, room).Result()
 	if err != nil {
 		return Status{}, unavailable("grant", err)
 	}
