@@ -373,16 +373,8 @@ func (s *surge) injectSlowdown(run, cleanup context.Context, start time.Time, re
 	cfg, adm := s.cfg, s.adm
 	rep.SlowdownMs = float64(cfg.slowdown.Milliseconds())
 	rep.SlowdownAtSeconds = cfg.slowAt.Seconds()
-	go func() {
-		if !sleepUntil(run, start.Add(cfg.slowAt)) {
-			return
-		}
-		if err := adm.setOrderDelay(run, cfg.slowdown); err != nil {
-			fmt.Fprintf(os.Stderr, "surge: could not inject the slowdown: %v\n", err)
-			return
-		}
-		fmt.Fprintf(os.Stderr, "surge: order delay %v injected at %.1fs\n", cfg.slowdown, time.Since(start).Seconds())
-	}()
+	go atTime(run, start, cfg.slowAt, fmt.Sprintf("order delay %v", cfg.slowdown),
+		func(ctx context.Context) error { return adm.setOrderDelay(ctx, cfg.slowdown) })
 	return func() {
 		cctx, cancel := context.WithTimeout(cleanup, 10*time.Second)
 		defer cancel()
@@ -397,16 +389,21 @@ func (s *surge) injectSlowdown(run, cleanup context.Context, start time.Time, re
 func (s *surge) changeLimit(run context.Context, start time.Time, rep *surgeReport) {
 	cfg, adm := s.cfg, s.adm
 	rep.LimitChangeTo, rep.LimitChangeAtSeconds = cfg.limitTo, cfg.limitAt.Seconds()
-	go func() {
-		if !sleepUntil(run, start.Add(cfg.limitAt)) {
-			return
-		}
-		if err := adm.setTarget(run, cfg.limitTo); err != nil {
-			fmt.Fprintf(os.Stderr, "surge: could not change targetActive: %v\n", err)
-			return
-		}
-		fmt.Fprintf(os.Stderr, "surge: targetActive %d from %.1fs\n", cfg.limitTo, time.Since(start).Seconds())
-	}()
+	go atTime(run, start, cfg.limitAt, fmt.Sprintf("targetActive %d", cfg.limitTo),
+		func(ctx context.Context) error { return adm.setTarget(ctx, cfg.limitTo) })
+}
+
+// atTime makes a change (what) at after from start, unless run ends first,
+// and says on stderr when it was made or why not.
+func atTime(run context.Context, start time.Time, after time.Duration, what string, change func(context.Context) error) {
+	if !sleepUntil(run, start.Add(after)) {
+		return
+	}
+	if err := change(run); err != nil {
+		fmt.Fprintf(os.Stderr, "surge: could not set %s: %v\n", what, err)
+		return
+	}
+	fmt.Fprintf(os.Stderr, "surge: %s from %.1fs\n", what, time.Since(start).Seconds())
 }
 
 // shareOrTime reads "50%" (or "0.5") as that share of over, and "120s" as

@@ -209,8 +209,9 @@ func (r response) num(k string) int64 {
 
 var client = &http.Client{Timeout: 30 * time.Second}
 
-// do sends a request; body may be a string (sent as is) or a value (JSON).
-func do(t testing.TB, method, url, bearer string, body any, headers ...string) response {
+// newRequest builds a request; body may be nil, a string (sent as is) or
+// a value (JSON); headers are name, value pairs.
+func newRequest(t testing.TB, method, url, bearer string, body any, headers ...string) *http.Request {
 	t.Helper()
 	var rd io.Reader
 	switch b := body.(type) {
@@ -234,6 +235,13 @@ func do(t testing.TB, method, url, bearer string, body any, headers ...string) r
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}
+	return req
+}
+
+// do sends a request; body may be a string (sent as is) or a value (JSON).
+func do(t testing.TB, method, url, bearer string, body any, headers ...string) response {
+	t.Helper()
+	req := newRequest(t, method, url, bearer, body, headers...)
 	res, err := client.Do(req)
 	if err != nil {
 		t.Errorf("%s %s: %v", method, url, err)

@@ -97,31 +97,7 @@ type answer struct {
 // body: nil, a string (sent as is) or a value (JSON).
 func (s *spec) call(method, url, bearer string, body any, want int, headers ...string) answer {
 	s.t.Helper()
-	newReq := func() *http.Request {
-		var rd io.Reader
-		switch b := body.(type) {
-		case nil:
-		case string:
-			rd = strings.NewReader(b)
-		default:
-			j, _ := json.Marshal(b)
-			rd = bytes.NewReader(j)
-		}
-		req, err := http.NewRequest(method, url, rd)
-		if err != nil {
-			s.t.Fatal(err)
-		}
-		if body != nil {
-			req.Header.Set("Content-Type", "application/json")
-		}
-		if bearer != "" {
-			req.Header.Set("Authorization", "Bearer "+bearer)
-		}
-		for i := 0; i+1 < len(headers); i += 2 {
-			req.Header.Set(headers[i], headers[i+1])
-		}
-		return req
-	}
+	newReq := func() *http.Request { return newRequest(s.t, method, url, bearer, body, headers...) }
 	res, err := s.hc.Do(newReq())
 	if err != nil {
 		s.t.Fatalf("%s %s: %v", method, url, err)
