@@ -58,10 +58,15 @@ type Config struct {
 type Issuer struct {
 	kid    string
 	keys   map[string][]byte
+	signer *signer            // signs with keys[kid]
+	byHead map[string]*signer // every key's signer by its header segment (verifyOwn)
 	parser *jwt.Parser
 	now    func() time.Time
 	cache  verified
 }
+
+// leeway is the clock skew allowed on exp and iat.
+const leeway = 5 * time.Second
 
 func keyID(secret string) string {
 	sum := sha256.Sum256([]byte(secret))
@@ -75,27 +80,28 @@ func New(cfg Config) *Issuer {
 	if cfg.Previous != "" {
 		t.keys[keyID(cfg.Previous)] = []byte(cfg.Previous)
 	}
+	t.byHead = map[string]*signer{}
+	for kid, key := range t.keys {
+		s := newSigner(kid, key)
+		t.byHead[s.head] = s
+		if kid == t.kid {
+			t.signer = s
+		}
+	}
 	t.parser = jwt.NewParser(
 		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
 		jwt.WithExpirationRequired(),
 		jwt.WithIssuedAt(),
 		jwt.WithIssuer(tokenIssuer),
 		jwt.WithAudience(tokenAudience),
-		jwt.WithLeeway(5*time.Second),
+		jwt.WithLeeway(leeway),
 		jwt.WithTimeFunc(func() time.Time { return t.now() }),
 	)
 	return t
 }
 
-func (t *Issuer) sign(c Claims) (string, error) {
-	tok := jwt.NewWithClaims(jwt.SigningMethodHS256, c)
-	tok.Header["kid"] = t.kid
-	s, err := tok.SignedString(t.keys[t.kid])
-	if err != nil {
-		return "", fmt.Errorf("tokens: sign: %w", err)
-	}
-	return s, nil
-}
+// sign returns c signed with the current key (sign.go).
+func (t *Issuer) sign(c Claims) (string, error) { return t.signer.sign(&c) }
 
 func (t *Issuer) claims(kind, user string, ttl time.Duration) Claims {
 	now := t.now()
@@ -144,7 +150,10 @@ func (t *Issuer) IssueSession(user, room, id string, start, end time.Time) (stri
 // A token verified before is found in a cache keyed by its exact bytes
 // (signature included), so a client polling with the same token is not
 // decoded and verified again on every request: only its expiry and kind are
-// checked. Any other byte string is verified in full.
+// checked. Any other byte string is verified in full. Access tokens are
+// not cached: a user presents one a few times (enter, orders), and in a
+// surge of arrivals caching each would cost more than verifying it again
+// (verifyOwn).
 func (t *Issuer) Parse(raw, kind string) (*Claims, error) {
 	c := t.cache.get(raw)
 	if c == nil {
@@ -152,7 +161,9 @@ func (t *Issuer) Parse(raw, kind string) (*Claims, error) {
 		if c, err = t.verify(raw); err != nil {
 			return nil, err
 		}
-		t.cache.put(raw, c)
+		if c.Kind != KindAccess {
+			t.cache.put(raw, c)
+		}
 	}
 	if !c.ExpiresAt.After(t.now()) {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, jwt.ErrTokenExpired)
@@ -166,8 +177,17 @@ func (t *Issuer) Parse(raw, kind string) (*Claims, error) {
 	return c, nil
 }
 
-// verify checks raw's signature and registered claims.
+// verify checks raw's signature and registered claims: a token in the
+// form this package signs by verifyOwn, any other by golang-jwt.
 func (t *Issuer) verify(raw string) (*Claims, error) {
+	if c, ok := t.verifyOwn(raw); ok {
+		return c, nil
+	}
+	return t.verifyFull(raw)
+}
+
+// verifyFull is verify by golang-jwt's parser.
+func (t *Issuer) verifyFull(raw string) (*Claims, error) {
 	var c Claims
 	_, err := t.parser.ParseWithClaims(raw, &c, func(tok *jwt.Token) (any, error) {
 		kid, _ := tok.Header["kid"].(string)
