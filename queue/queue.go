@@ -129,6 +129,7 @@ type Queue struct {
 	prefix     string
 	rateWindow time.Duration
 	idle       time.Duration
+	batch      *batcher // enter and status scripts of concurrent callers
 }
 
 // New returns a Queue on rdb. rdb may be a single node, Sentinel or Cluster
@@ -140,7 +141,7 @@ func New(rdb redis.UniversalClient, o Options) *Queue {
 	if o.RateWindow <= 0 {
 		o.RateWindow = 5 * time.Second
 	}
-	return &Queue{rdb: rdb, prefix: o.Prefix, rateWindow: o.RateWindow, idle: o.IdleTimeout}
+	return &Queue{rdb: rdb, prefix: o.Prefix, rateWindow: o.RateWindow, idle: o.IdleTimeout, batch: &batcher{rdb: rdb}}
 }
 
 // unavailable marks err as a failure to reach Redis.
@@ -158,7 +159,7 @@ func (q *Queue) Enter(ctx context.Context, room, user string) (Status, error) {
 		return Status{}, ErrRoomNotFound
 	}
 	k := q.keys(room)
-	v, err := enterScript.Run(ctx, q.rdb, []string{k.cfg, k.seq, k.queue, k.active, k.tokens, k.stats, k.seen, k.prequeue, k.idle}, user, newEntryToken()).Result()
+	v, err := q.batch.run(ctx, enterScript, []string{k.cfg, k.seq, k.queue, k.active, k.tokens, k.stats, k.seen, k.prequeue, k.idle}, user, newEntryToken())
 	if err != nil {
 		return Status{}, unavailable("enter", err)
 	}
@@ -183,7 +184,7 @@ func (q *Queue) Status(ctx context.Context, room, user string) (Status, error) {
 		return Status{}, ErrNotInQueue
 	}
 	k := q.keys(room)
-	v, err := statusScript.Run(ctx, q.rdb, q.statusKeys(k), user).Result()
+	v, err := q.batch.run(ctx, statusScript, q.statusKeys(k), user)
 	if err != nil {
 		return Status{}, unavailable("status", err)
 	}

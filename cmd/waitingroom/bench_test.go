@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -26,6 +27,13 @@ func cpuTime() time.Duration {
 // reports the process CPU time per request next to ns/op.
 func benchHandler(b *testing.B, h fasthttp.RequestHandler, uri, bearer string, wantStatus int) {
 	b.Helper()
+	benchRequests(b, h, "GET", uri, func() string { return bearer }, wantStatus)
+}
+
+// benchRequests is benchHandler with a method and a bearer token per
+// request (bearer is called from several goroutines at once).
+func benchRequests(b *testing.B, h fasthttp.RequestHandler, method, uri string, bearer func() string, wantStatus int) {
+	b.Helper()
 	b.ReportAllocs()
 	start := cpuTime()
 	b.ResetTimer()
@@ -35,8 +43,9 @@ func benchHandler(b *testing.B, h fasthttp.RequestHandler, uri, bearer string, w
 			ctx.Request.Reset()
 			ctx.Response.Reset()
 			ctx.Request.SetRequestURI(uri)
-			if bearer != "" {
-				ctx.Request.Header.Set("Authorization", "Bearer "+bearer)
+			ctx.Request.Header.SetMethod(method)
+			if tok := bearer(); tok != "" {
+				ctx.Request.Header.Set("Authorization", "Bearer "+tok)
 			}
 			h(&ctx)
 			if got := ctx.Response.StatusCode(); got != wantStatus {
@@ -75,6 +84,37 @@ func BenchmarkPosition(b *testing.B) {
 			benchHandler(b, in.srv.Public().Handler(), "/api/v1/rooms/default/position", tok, 200)
 		})
 	}
+}
+
+// BenchmarkEnter is the enter path: access-token verification, the enter
+// script on real Redis, a queue token signed and set as a cookie, JSON
+// encoding. "waiting": the same 1,000 users enter again (they keep their
+// place); "fresh": every request is a user never seen (a new ticket).
+func BenchmarkEnter(b *testing.B) {
+	e := newEnv(b)
+	in := e.start(map[string]string{"WR_TARGET_ACTIVE": "0", "WR_RATE_LIMITS": "off"})
+	tk := token.New(token.Config{Secret: testSecret})
+	const uri = "/api/v1/rooms/default/enter"
+	waiting := make([]string, 1000)
+	for i := range waiting {
+		waiting[i], _ = tk.IssueAccess(strconv.Itoa(i+1), time.Hour)
+	}
+	var next atomic.Int64
+	b.Run("waiting", func(b *testing.B) {
+		benchRequests(b, in.srv.Public().Handler(), "POST", uri, func() string {
+			return waiting[next.Add(1)%int64(len(waiting))]
+		}, 200)
+	})
+	fresh := make([]string, 200_000)
+	for i := range fresh {
+		fresh[i], _ = tk.IssueAccess(strconv.Itoa(10_000+i), time.Hour)
+	}
+	next.Store(0)
+	b.Run("fresh", func(b *testing.B) {
+		benchRequests(b, in.srv.Public().Handler(), "POST", uri, func() string {
+			return fresh[next.Add(1)%int64(len(fresh))]
+		}, 200)
+	})
 }
 
 // BenchmarkPlainJSON is the baseline: a bare Fiber handler returning a JSON
