@@ -58,10 +58,13 @@
 // names and the event parser are not exported: subscribers use Events.
 //
 // Imports: the standard library and go-redis; never another package of the
-// project but queue/loop. Sub-packages:
+// project but queue/loop and queue/batch. Sub-packages:
 //
 //   - adaptive: adaptive admission (order signals, the limit rule and
 //     controller, their keys, loops and script); imports queue and loop;
+//   - batch: the scripts of concurrent callers in shared round trips (enter
+//     and status here, rate-limit decisions in server/ratelimit); imports
+//     only go-redis;
 //   - loop: the periodic-loop helper every package uses (it sits here, at
 //     the bottom of the import graph, so that all can import it); imports
 //     only the standard library;

@@ -1,9 +1,5 @@
 package queue
 
-// BatchWaiting is how many callers wait for a round trip of q's batcher
-// (tests only).
-func BatchWaiting(q *Queue) int {
-	q.batch.mu.Lock()
-	defer q.batch.mu.Unlock()
-	return len(q.batch.next)
-}
+// BatchWaiting is how many callers wait for a round trip of q's enter and
+// status scripts (tests only).
+func BatchWaiting(q *Queue) int { return q.batch.Waiting() }

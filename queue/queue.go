@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"waitingroom/queue/batch"
 )
 
 // Sentinel errors. The HTTP layer maps each to one status in one table.
@@ -129,7 +131,7 @@ type Queue struct {
 	prefix     string
 	rateWindow time.Duration
 	idle       time.Duration
-	batch      *batcher // enter and status scripts of concurrent callers
+	batch      *batch.Runner // enter and status scripts of concurrent callers
 }
 
 // New returns a Queue on rdb. rdb may be a single node, Sentinel or Cluster
@@ -141,7 +143,7 @@ func New(rdb redis.UniversalClient, o Options) *Queue {
 	if o.RateWindow <= 0 {
 		o.RateWindow = 5 * time.Second
 	}
-	return &Queue{rdb: rdb, prefix: o.Prefix, rateWindow: o.RateWindow, idle: o.IdleTimeout, batch: &batcher{rdb: rdb}}
+	return &Queue{rdb: rdb, prefix: o.Prefix, rateWindow: o.RateWindow, idle: o.IdleTimeout, batch: batch.New(rdb)}
 }
 
 // unavailable marks err as a failure to reach Redis.
@@ -159,7 +161,7 @@ func (q *Queue) Enter(ctx context.Context, room, user string) (Status, error) {
 		return Status{}, ErrRoomNotFound
 	}
 	k := q.keys(room)
-	v, err := q.batch.run(ctx, enterScript, []string{k.cfg, k.seq, k.queue, k.active, k.tokens, k.stats, k.seen, k.prequeue, k.idle}, user, newEntryToken())
+	v, err := q.batch.Run(ctx, enterScript, []string{k.cfg, k.seq, k.queue, k.active, k.tokens, k.stats, k.seen, k.prequeue, k.idle}, user, newEntryToken()).Result()
 	if err != nil {
 		return Status{}, unavailable("enter", err)
 	}
@@ -184,7 +186,7 @@ func (q *Queue) Status(ctx context.Context, room, user string) (Status, error) {
 		return Status{}, ErrNotInQueue
 	}
 	k := q.keys(room)
-	v, err := q.batch.run(ctx, statusScript, q.statusKeys(k), user)
+	v, err := q.batch.Run(ctx, statusScript, q.statusKeys(k), user).Result()
 	if err != nil {
 		return Status{}, unavailable("status", err)
 	}

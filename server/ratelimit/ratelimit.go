@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"waitingroom/queue/batch"
 )
 
 //go:embed gcra.lua
@@ -69,14 +71,14 @@ func Parse(s string) (Limit, error) {
 
 // Limiter decides limits on Redis.
 type Limiter struct {
-	rdb    redis.Scripter
+	rdb    *batch.Runner // decisions of concurrent requests share round trips
 	prefix string
 }
 
 // New returns a Limiter whose keys live under the instance's key prefix
 // (e.g. "wr:"), in the package's own namespace: prefix + "rl:".
-func New(rdb redis.Scripter, prefix string) *Limiter {
-	return &Limiter{rdb: rdb, prefix: prefix + "rl:"}
+func New(rdb batch.Client, prefix string) *Limiter {
+	return &Limiter{rdb: batch.New(rdb), prefix: prefix + "rl:"}
 }
 
 // Result is one decision.
@@ -173,7 +175,7 @@ func (l *Limiter) run(ctx context.Context, mode string, checks ...Check) ([]Resu
 		}
 		args = append(args, c.Limit.Interval().Microseconds(), c.Limit.Burst, record)
 	}
-	v, err := gcra.Run(ctx, l.rdb, keys, args...).Int64Slice()
+	v, err := l.rdb.Run(ctx, gcra, keys, args...).Int64Slice()
 	if err != nil {
 		return nil, fmt.Errorf("ratelimit: %s: %w: %w", name, ErrUnavailable, err)
 	}
