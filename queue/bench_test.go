@@ -2,6 +2,7 @@ package queue_test
 
 import (
 	"context"
+	"flag"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -70,6 +71,84 @@ func BenchmarkAdmit(b *testing.B) {
 		res, err := q.Admit(ctx, "r1", batch)
 		if err != nil || len(res.Admitted) != batch {
 			b.Fatalf("admit = %d users, %v", len(res.Admitted), err)
+		}
+	}
+}
+
+var openUsers = flag.Int("open-users", 100_000, "BenchmarkOpening: users in the pre-queue")
+
+// BenchmarkOpening opens a random room whose pre-queue holds -open-users
+// users (filled directly, arrival order 1..n), and reports the Redis work
+// per user and the longest a PING sent every millisecond meanwhile had to
+// wait: how long the opening holds every other request of the shard.
+func BenchmarkOpening(b *testing.B) {
+	ctx := context.Background()
+	var perUser, stall float64
+	for i := range b.N {
+		b.StopTimer()
+		rdb, prefix := queuetest.Redis(b)
+		q := queue.New(rdb, queue.Options{Prefix: prefix})
+		room := "o" + strconv.Itoa(i)
+		fillPreQueue(b, q, rdb, room, *openUsers)
+		done := make(chan struct{})
+		worst := make(chan time.Duration)
+		go func() {
+			var w time.Duration
+			for {
+				select {
+				case <-done:
+					worst <- w
+					return
+				case <-time.After(time.Millisecond):
+				}
+				t0 := time.Now()
+				if err := rdb.Ping(ctx).Err(); err != nil {
+					b.Error(err)
+				}
+				w = max(w, time.Since(t0))
+			}
+		}()
+		b.StartTimer()
+		t0 := time.Now()
+		for {
+			res, err := q.Open(ctx, room, queue.NewShuffleSeed())
+			if err != nil {
+				b.Fatal(err)
+			}
+			if res.Done {
+				if res.Moved != *openUsers {
+					b.Fatalf("opened %+v, want %d moved", res, *openUsers)
+				}
+				break
+			}
+		}
+		perUser += float64(time.Since(t0).Microseconds()) / float64(*openUsers)
+		close(done)
+		stall = max(stall, float64((<-worst).Microseconds())/1000)
+	}
+	b.ReportMetric(perUser/float64(b.N), "µs/user")
+	b.ReportMetric(stall, "max-ping-ms")
+}
+
+// fillPreQueue makes room a random room with an opening time in the past
+// and n users in its pre-queue, written directly in pipelines.
+func fillPreQueue(b *testing.B, q *queue.Queue, rdb *redis.Client, room string, n int) {
+	ctx := context.Background()
+	if err := q.EnsureRoom(ctx, room, queue.RoomConfig{Target: 0, EntryTTL: time.Minute}); err != nil {
+		b.Fatal(err)
+	}
+	random, past := queue.MethodRandom, time.Now().Add(-time.Hour)
+	if _, err := q.UpdateRoom(ctx, room, queue.RoomUpdate{Method: &random, OpensAt: &past}, false, queue.RoomConfig{}); err != nil {
+		b.Fatal(err)
+	}
+	key := q.RoomKey(room, "prequeue")
+	for from := 0; from < n; from += 10_000 {
+		zs := make([]redis.Z, 0, 10_000)
+		for u := from; u < min(from+10_000, n); u++ {
+			zs = append(zs, redis.Z{Score: float64(u + 1), Member: "user" + strconv.Itoa(u)})
+		}
+		if err := rdb.ZAdd(ctx, key, zs...).Err(); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

@@ -21,11 +21,14 @@
 //   - a room has a method (fifo, random, passthrough, reject) and may have an
 //     opening time: arrivals before it wait in a pre-queue without a ticket;
 //     the first admission run at or after it (Redis TIME) reports the room
-//     due and the open script turns the pre-queue into the queue at once —
-//     shuffled with a seed drawn then and recorded (random; Permutation
+//     due and the open script turns the pre-queue into the queue —
+//     shuffled with a seed drawn then and recorded (random; Shuffle
 //     reproduces it) or in arrival order — giving fresh contiguous tickets
-//     and publishing one "open" event. It is idempotent: concurrent runs
-//     find the pre-queue empty;
+//     and publishing one "open" event. It works in slices of at most
+//     openSlice users per run, so a million-user opening never holds Redis
+//     for more than one slice; admission holds until the last slice, and
+//     newcomers meanwhile join the pre-queue behind. Concurrent runs share
+//     the slices; the run that empties the pre-queue finishes the opening;
 //   - what waiting users are told — the pause and the operator's message,
 //     with the method and the opening time — is published as one "config"
 //     event when it changes, and carried by every waiting status; a room's

@@ -3,3 +3,8 @@ package queue
 // BatchWaiting is how many callers wait for a round trip of q's enter and
 // status scripts (tests only).
 func BatchWaiting(q *Queue) int { return q.batch.Waiting() }
+
+// SetOpenSlice sets how many users one run of q's open script shuffles or
+// moves, and how many runs one Open call makes (tests only: a small slice
+// makes a small opening take many runs).
+func SetOpenSlice(q *Queue, users, runsPerCall int) { q.openSlice, q.openRuns = users, runsPerCall }

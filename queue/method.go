@@ -1,12 +1,15 @@
 package queue
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha1"
 	"encoding/binary"
 	"encoding/hex"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -47,47 +50,43 @@ func NewShuffleSeed() string {
 	return hex.EncodeToString(b[:])
 }
 
-// Permutation reproduces the opening script's shuffle of n users for seed:
-// out[p] is the 0-based arrival index of the user placed at position p+1.
-// It is Fisher–Yates driven by SHA-1 in counter mode (see
-// scripts/open.lua), so anyone holding the seed and the arrival order can
-// check an opening's result.
-func Permutation(seed string, n int) []int {
-	out := make([]int, n)
-	for i := range out {
-		out[i] = i
+// Shuffle reproduces a random opening's order of the users it shuffled
+// (those who arrived before the opening time, in any order): sorted by the
+// first 48 bits of sha1(seed:user), ties by user id, as scripts/open.lua
+// places them. Anyone holding the recorded seed and the list of users can
+// check an opening's result; nobody can compute it before the opening,
+// because the seed is drawn then.
+func Shuffle(seed string, users []string) []string {
+	type placed struct {
+		key  uint64
+		user string
 	}
-	for k := n; k >= 2; k-- {
-		j := draw(seed, k)
-		out[k-1], out[j] = out[j], out[k-1]
+	p := make([]placed, len(users))
+	for i, u := range users {
+		h := sha1.Sum([]byte(seed + ":" + u))
+		var b [8]byte
+		copy(b[2:], h[:6])
+		p[i] = placed{binary.BigEndian.Uint64(b[:]), u}
+	}
+	slices.SortFunc(p, func(a, b placed) int {
+		if c := cmp.Compare(a.key, b.key); c != 0 {
+			return c
+		}
+		return strings.Compare(a.user, b.user)
+	})
+	out := make([]string, len(p))
+	for i := range p {
+		out[i] = p[i].user
 	}
 	return out
 }
 
-// draw returns a uniform integer in [0, k): the first 48 bits of
-// sha1(seed:k[:attempt]), rejecting the top sliver that would bias it.
-func draw(seed string, k int) int {
-	const span = uint64(1) << 48
-	limit := span - span%uint64(k)
-	for attempt := 0; ; attempt++ {
-		in := seed + ":" + strconv.Itoa(k)
-		if attempt > 0 {
-			in += ":" + strconv.Itoa(attempt)
-		}
-		h := sha1.Sum([]byte(in))
-		var b [8]byte
-		copy(b[2:], h[:6])
-		if u := binary.BigEndian.Uint64(b[:]); u < limit {
-			return int(u % uint64(k))
-		}
-	}
-}
-
-// OpenResult is the outcome of one opening run.
+// OpenResult is the outcome of one Open call.
 type OpenResult struct {
 	Room string
-	// Moved is how many pre-queue users got a ticket; 0 when there was
-	// nothing to do (not yet time, or another run opened the room first).
+	// Moved is how many pre-queue users got a ticket in the opening this
+	// call finished; 0 when it did not finish one (not yet time, another
+	// instance finished it, or more slices remain: Done false).
 	Moved int
 	// Shuffled is how many of them were shuffled (method random: those who
 	// arrived before the opening time); Seed is the seed used ("" unless
@@ -95,30 +94,52 @@ type OpenResult struct {
 	Shuffled int
 	Seed     string
 	Waiting  int64 // queue length after the opening
+	// Done is false when the call stopped with part of the pre-queue still
+	// to move (call again).
+	Done bool
 }
 
-// Open turns room's pre-queue into its queue in one script, once its
-// opening time has come (Redis clock): shuffled with seed when the method
-// is random, in arrival order otherwise, each user getting a fresh ticket.
-// It is idempotent and safe to run from many instances at once: only the
-// first run after the opening time moves anyone (and records its seed).
+// openSlice is the most users one run of the open script shuffles or
+// moves: 10 to 40 ms of Redis time on the benchmark machine, so other
+// requests interleave with an opening of any size. openRunsPerCall bounds
+// the runs of one Open call, so an instance's admission tick also serves
+// its other rooms while a large opening is under way.
+const (
+	openSlice       = 1000
+	openRunsPerCall = 16
+)
+
+// Open turns room's pre-queue into its queue once its opening time has
+// come (Redis clock): shuffled with seed when the method is random (the
+// first run of an opening records its seed; later runs use it), in arrival
+// order otherwise, each user getting a fresh ticket. The script works in
+// slices of openSlice users; Open runs up to openRunsPerCall of them and
+// reports Done false when more remain. It is safe to run from many
+// instances at once: they share the slices, and only the run that empties
+// the pre-queue reports the opening (Moved, Seed) and publishes its event.
 // Errors: ErrRoomNotFound, ErrUnavailable.
 func (q *Queue) Open(ctx context.Context, room, seed string) (OpenResult, error) {
 	if !ValidRoom(room) {
 		return OpenResult{}, ErrRoomNotFound
 	}
 	k := q.keys(room)
-	v, err := openScript.Run(ctx, q.rdb, []string{k.cfg, k.seq, k.queue, k.prequeue, k.stats, k.seen}, k.channel, room, seed).Result()
-	if err != nil {
-		return OpenResult{}, unavailable("open", err)
+	keys := []string{k.cfg, k.seq, k.queue, k.prequeue, k.stats, k.seen}
+	for range q.openRuns {
+		v, err := openScript.Run(ctx, q.rdb, keys, k.channel, room, seed, q.openSlice).Result()
+		if err != nil {
+			return OpenResult{}, unavailable("open", err)
+		}
+		r := asReply("open", v)
+		n := r.int(0)
+		if n < 0 && r.err == nil {
+			return OpenResult{}, ErrRoomNotFound
+		}
+		res := OpenResult{Room: room, Moved: int(n), Shuffled: int(r.int(1)), Seed: r.str(2), Waiting: r.int(3), Done: r.int(5) == 1}
+		if res.Done || r.err != nil {
+			return res, r.err
+		}
 	}
-	r := asReply("open", v)
-	n := r.int(0)
-	if n < 0 && r.err == nil {
-		return OpenResult{}, ErrRoomNotFound
-	}
-	res := OpenResult{Room: room, Moved: int(n), Shuffled: int(r.int(1)), Seed: r.str(2), Waiting: r.int(3)}
-	return res, r.err
+	return OpenResult{Room: room}, nil
 }
 
 // schedule stores a method and/or opening time change (nil: unchanged; a

@@ -68,7 +68,7 @@ func chiSquare(counts []int, total int) float64 {
 // times on 10 pre-queued users with fresh seeds. Every user's position
 // distribution passes a chi-square test against uniform (9 degrees of
 // freedom, α = 0.0001 per user, critical value 33.72), and every result
-// equals queue.Permutation of its recorded seed over the arrival order.
+// equals queue.Shuffle of its recorded seed over the users.
 func TestShuffleIsFairAndReproducible(t *testing.T) {
 	q, rdb := mustQueue(t, 0, time.Minute)
 	prefix := prefixOf(t, q, rdb)
@@ -97,10 +97,10 @@ func TestShuffleIsFairAndReproducible(t *testing.T) {
 			t.Fatalf("open: %+v, %v", res, err)
 		}
 		got, tickets := queueOrder(t, rdb, prefix, room)
-		perm := queue.Permutation(seed, n)
+		order := queue.Shuffle(seed, arrival)
 		for pos, u := range got {
-			if want := arrival[perm[pos]]; u != want {
-				t.Fatalf("run %d: position %d is %s, Permutation(seed) says %s", run, pos+1, u, want)
+			if want := order[pos]; u != want {
+				t.Fatalf("run %d: position %d is %s, Shuffle(seed) says %s", run, pos+1, u, want)
 			}
 			if tickets[pos] != int64(pos+1) {
 				t.Fatalf("run %d: tickets %v, want 1..%d", run, tickets, n)
@@ -133,10 +133,17 @@ func TestShuffleIsFairAndReproducible(t *testing.T) {
 	if x := chiSquare(biased, runs); x <= critical {
 		t.Fatalf("the check accepts an unshuffled order (chi-square %.1f)", x)
 	}
-	// The same seed reproduces the same permutation.
+	// The same seed reproduces the same order, whatever order the users
+	// are listed in.
 	seed := queue.NewShuffleSeed()
-	if a, b := queue.Permutation(seed, 50), queue.Permutation(seed, 50); !slices.Equal(a, b) {
-		t.Fatalf("Permutation not reproducible: %v vs %v", a, b)
+	users := make([]string, 50)
+	for i := range users {
+		users[i] = "u" + strconv.Itoa(i)
+	}
+	a := queue.Shuffle(seed, users)
+	slices.Reverse(users)
+	if b := queue.Shuffle(seed, users); !slices.Equal(a, b) {
+		t.Fatalf("Shuffle not reproducible: %v vs %v", a, b)
 	}
 }
 
@@ -279,9 +286,13 @@ func TestRandomOpeningPutsLateArrivalsBehind(t *testing.T) {
 		t.Fatalf("open: %+v, %v", res, err)
 	}
 	users, _ := queueOrder(t, rdb, prefix, "r1")
-	perm := queue.Permutation(seed, 8)
+	early := make([]string, 8)
+	for i := range early {
+		early[i] = "e" + strconv.Itoa(i)
+	}
+	order := queue.Shuffle(seed, early)
 	for pos := range 8 {
-		if want := "e" + strconv.Itoa(perm[pos]); users[pos] != want {
+		if want := order[pos]; users[pos] != want {
 			t.Fatalf("position %d: %s, want %s (queue %v)", pos+1, users[pos], want, users)
 		}
 	}

@@ -132,6 +132,8 @@ type Queue struct {
 	rateWindow time.Duration
 	idle       time.Duration
 	batch      *batch.Runner // enter and status scripts of concurrent callers
+	openSlice  int           // users per run of the open script (openSlice; tests set less)
+	openRuns   int           // runs per Open call (openRunsPerCall)
 }
 
 // New returns a Queue on rdb. rdb may be a single node, Sentinel or Cluster
@@ -143,7 +145,7 @@ func New(rdb redis.UniversalClient, o Options) *Queue {
 	if o.RateWindow <= 0 {
 		o.RateWindow = 5 * time.Second
 	}
-	return &Queue{rdb: rdb, prefix: o.Prefix, rateWindow: o.RateWindow, idle: o.IdleTimeout, batch: batch.New(rdb)}
+	return &Queue{rdb: rdb, prefix: o.Prefix, rateWindow: o.RateWindow, idle: o.IdleTimeout, batch: batch.New(rdb), openSlice: openSlice, openRuns: openRunsPerCall}
 }
 
 // unavailable marks err as a failure to reach Redis.

@@ -131,7 +131,7 @@ type RoomInfo struct {
 	PreQueue  int64   // users waiting for the scheduled opening
 	// ShuffleSeed is the seed of the last opening's shuffle ("" when the
 	// last opening was not random, or there was none); Shuffled is how
-	// many users it shuffled, in arrival order (see Permutation).
+	// many users it shuffled (see Shuffle).
 	ShuffleSeed string
 	Shuffled    int64
 	OpenedAt    time.Time // the last opening (zero: none)

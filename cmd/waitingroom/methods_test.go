@@ -80,11 +80,14 @@ func TestScheduledRandomSale(t *testing.T) {
 	if seed == "" || room.num("preQueue") != 0 || room.num("waiting") != n {
 		t.Fatalf("room after the opening = %s", room.raw)
 	}
-	// Audit: the seed and the arrival order (user1..user6) give the queue.
-	perm := queue.Permutation(seed, n)
-	for pos, idx := range perm {
-		if got := zrank(t, e, "default", strconv.Itoa(idx+1)); got != int64(pos+1) {
-			t.Fatalf("user%d is at %d, Permutation(shuffleSeed) puts them at %d", idx+1, got, pos+1)
+	// Audit: the seed and the users shuffled (user ids 1..6) give the queue.
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = strconv.Itoa(i + 1)
+	}
+	for pos, id := range queue.Shuffle(seed, ids) {
+		if got := zrank(t, e, "default", id); got != int64(pos+1) {
+			t.Fatalf("user %s is at %d, Shuffle(shuffleSeed) puts them at %d", id, got, pos+1)
 		}
 	}
 }

@@ -1,34 +1,51 @@
--- open: at a scheduled opening, the pre-queue becomes the queue, in one
--- step. Idempotent and safe to run from any number of instances at once:
--- the first run moves everyone and empties the pre-queue, later runs find
--- nothing to do.
+-- open: at a scheduled opening, the pre-queue becomes the queue, one
+-- bounded slice per run, so that opening a pre-queue of a million users
+-- never holds Redis for more than one slice. Run it again until it reports
+-- done; safe to run from any number of instances at once (each run does
+-- the next slice; the run that empties the pre-queue finishes the opening,
+-- later runs find nothing to do).
 --
 -- KEYS[1] cfg      HASH  method, opens_at (ms, Redis clock)
 -- KEYS[2] seq      STRING ticket counter
 -- KEYS[3] queue    ZSET  member = user id, score = ticket number
--- KEYS[4] prequeue ZSET  member = user id, score = arrival number
--- KEYS[5] stats    HASH  serving, ev, sched, late_from, shuffle_seed, opened_ms
+-- KEYS[4] prequeue ZSET  member = user id, score = arrival number (>= 1),
+--                        or its shuffled place (< 0, method random)
+-- KEYS[5] stats    HASH  serving, ev, sched, late_from, shuffle_seed, opened_ms,
+--                        and while an opening is under way open_seed,
+--                        open_moved, open_shuffled
 -- KEYS[6] seen     ZSET  member = waiting user id, score = last seen (ms)
 -- ARGV[1] pub/sub channel of the room
 -- ARGV[2] room name (goes into the event)
--- ARGV[3] shuffle seed (hex, generated in Go; used when the method is random)
+-- ARGV[3] shuffle seed (hex, generated in Go; the first run of an opening
+--         records it, later runs use the recorded one)
+-- ARGV[4] slice: the most users one run shuffles or moves
 --
--- Order: those who arrived before the opening time (pre-queue score below
+-- Order: those who arrived before the opening time (arrival number below
 -- late_from) come first, shuffled when the method is random, else in
--- arrival order; those who arrived at or after it (before this run) follow
--- in arrival order. Each gets a fresh ticket from the room's counter, in
--- that order, so tickets stay contiguous and position = ticket - serving -
--- departed below (stream/doc.go). ONE event {kind="open"} is published.
+-- arrival order; those who arrived at or after it follow in arrival order,
+-- including those who arrive while the opening is under way (they join
+-- the pre-queue, which is not empty until the last slice). Admission holds
+-- while the pre-queue is not empty (admit.lua), and positions of users
+-- still in the pre-queue count everyone moved before them, so a run that
+-- has moved only part of the pre-queue tells nobody anything untrue.
 --
--- The shuffle is Fisher-Yates driven by SHA-1 in counter mode: for k = n
--- down to 2, u = the first 48 bits of sha1(seed .. ":" .. k) (with ":" ..
--- attempt appended on the rare rejection that keeps the draw unbiased), j =
--- u mod k + 1, swap items k and j. queue.Permutation reproduces it.
+-- The shuffle (method random) gives each early arrival the place
+-- -2^48 + the first 48 bits of sha1(seed .. ":" .. user): sorting by it,
+-- ties by user id, is a uniform random order for a seed nobody knows in
+-- advance, and queue.Shuffle reproduces it from the seed and the users.
+-- Every early arrival gets its place before anyone is moved.
 --
--- Returns {moved, shuffled, seed, waiting, sched}; moved = -1: no such
--- room; moved = 0: nothing to do (not yet time, or already opened).
+-- Moving takes the pre-queue from its lowest score: each user gets the
+-- next ticket from the room's counter, so tickets stay contiguous and
+-- position = ticket - serving - departed below (stream/doc.go). The run
+-- that empties the pre-queue publishes ONE event {kind="open"}.
+--
+-- Returns {moved, shuffled, seed, waiting, sched, done}: moved = -1: no
+-- such room; done = 0: a slice ran and more remain (moved = 0); done = 1
+-- with moved = 0: nothing to do (not yet time, or already opened); done =
+-- 1 with moved > 0: this run finished the opening and moved is its total.
 if redis.call('EXISTS', KEYS[1]) == 0 then
-  return {-1, 0, '', 0, 0}
+  return {-1, 0, '', 0, 0, 1}
 end
 local cfg = redis.call('HMGET', KEYS[1], 'method', 'opens_at')
 local method = cfg[1] or 'fifo'
@@ -36,47 +53,36 @@ local opensAt = tonumber(cfg[2])
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 if (opensAt and now < opensAt) or redis.call('ZCARD', KEYS[4]) == 0 then
-  return {0, 0, '', 0, 0}
+  return {0, 0, '', 0, 0, 1}
 end
-
-local all = redis.call('ZRANGE', KEYS[4], 0, -1, 'WITHSCORES')
-local lateFrom = tonumber(redis.call('HGET', KEYS[5], 'late_from'))
-local early, late = {}, {}
-for i = 1, #all, 2 do
-  if lateFrom and tonumber(all[i + 1]) >= lateFrom then
-    late[#late + 1] = all[i]
-  else
-    early[#early + 1] = all[i]
-  end
-end
+local slice = tonumber(ARGV[4])
+local st = redis.call('HMGET', KEYS[5], 'late_from', 'open_seed')
 
 local seed = ''
-local shuffled = 0
 if method == 'random' then
-  seed = ARGV[3]
-  shuffled = #early
-  local SPAN = 281474976710656 -- 2^48
-  local function draw(k)
-    local limit = SPAN - SPAN % k
-    local attempt = 0
-    while true do
-      local input = seed .. ':' .. k
-      if attempt > 0 then input = input .. ':' .. attempt end
-      local h = redis.sha1hex(input)
-      local u = tonumber(string.sub(h, 1, 6), 16) * 16777216 + tonumber(string.sub(h, 7, 12), 16)
-      if u < limit then return u % k + 1 end
-      attempt = attempt + 1
-    end
+  seed = st[2] or ARGV[3]
+  if not st[2] then
+    redis.call('HSET', KEYS[5], 'open_seed', seed)
   end
-  for k = #early, 2, -1 do
-    local j = draw(k)
-    early[k], early[j] = early[j], early[k]
+  local upto = st[1] and ('(' .. st[1]) or '+inf'
+  local todo = redis.call('ZRANGEBYSCORE', KEYS[4], 0, upto, 'LIMIT', 0, slice)
+  if #todo > 0 then
+    local SPAN = 281474976710656 -- 2^48
+    for i = 1, #todo do
+      local h = redis.sha1hex(seed .. ':' .. todo[i])
+      local u = tonumber(string.sub(h, 1, 6), 16) * 16777216 + tonumber(string.sub(h, 7, 12), 16)
+      redis.call('ZADD', KEYS[4], 'XX', u - SPAN, todo[i])
+    end
+    redis.call('HINCRBY', KEYS[5], 'open_shuffled', #todo)
+    return {0, 0, seed, 0, 0, 0}
   end
 end
 
+local next = redis.call('ZRANGE', KEYS[4], 0, slice - 1)
 local ticket = tonumber(redis.call('GET', KEYS[2]) or '0')
 local moved = 0
-local function place(user)
+for i = 1, #next do
+  local user = next[i]
   if not redis.call('ZSCORE', KEYS[3], user) then
     ticket = ticket + 1
     moved = moved + 1
@@ -84,12 +90,20 @@ local function place(user)
     redis.call('ZADD', KEYS[6], now, user)
   end
 end
-for i = 1, #early do place(early[i]) end
-for i = 1, #late do place(late[i]) end
+redis.call('ZREM', KEYS[4], unpack(next))
 redis.call('SET', KEYS[2], ticket)
-redis.call('DEL', KEYS[4])
-redis.call('HDEL', KEYS[5], 'late_from')
-if method == 'random' then
+moved = redis.call('HINCRBY', KEYS[5], 'open_moved', moved)
+if redis.call('ZCARD', KEYS[4]) > 0 then
+  return {0, 0, seed, 0, 0, 0}
+end
+
+-- The seed is recorded if this opening shuffled anyone (even should the
+-- method have changed while it was under way).
+local done = redis.call('HMGET', KEYS[5], 'open_seed', 'open_shuffled')
+seed = done[1] or ''
+local shuffled = tonumber(done[2] or '0')
+redis.call('HDEL', KEYS[5], 'late_from', 'open_seed', 'open_moved', 'open_shuffled')
+if done[1] then
   redis.call('HSET', KEYS[5], 'shuffle_seed', seed, 'shuffled', shuffled)
 else
   redis.call('HDEL', KEYS[5], 'shuffle_seed', 'shuffled')
@@ -100,4 +114,4 @@ local waiting = redis.call('ZCARD', KEYS[3])
 redis.call('PUBLISH', ARGV[1], cjson.encode({room = ARGV[2], kind = 'open', ts = now,
   ev = redis.call('HINCRBY', KEYS[5], 'ev', 1), sched = sched, waiting = waiting,
   opened = moved, serving = tonumber(redis.call('HGET', KEYS[5], 'serving') or '0')}))
-return {moved, shuffled, seed, waiting, sched}
+return {moved, shuffled, seed, waiting, sched, 1}

@@ -42,7 +42,7 @@ type roomDoc struct {
 	// PreQueue counts users waiting for the opening (read-only).
 	PreQueue int64 `json:"preQueue"`
 	// ShuffleSeed is the seed of the last random opening (null when none):
-	// with the arrival order it reproduces the shuffle (queue.Permutation).
+	// with the users shuffled it reproduces their order (queue.Shuffle).
 	ShuffleSeed *string `json:"shuffleSeed"`
 	// Gateway: the room's gateway settings (gateway mode only; absent
 	// otherwise).
