@@ -364,11 +364,7 @@ func pump(sub *stream.Sub, w streamWriter, gone <-chan struct{}) {
 				return
 			}
 		case <-sub.Done():
-			if u, ok := sub.Take(); ok {
-				w.send(u)
-			} else {
-				w.ended()
-			}
+			lastWord(sub, w)
 			return
 		case <-outage:
 			var now bool
@@ -383,8 +379,28 @@ func pump(sub *stream.Sub, w streamWriter, gone <-chan struct{}) {
 	}
 }
 
+// lastWord writes the update the hub left when it ended the stream, if
+// any. Not inlined: see deliver.
+//
+//go:noinline
+func lastWord(sub *stream.Sub, w streamWriter) {
+	if u, ok := sub.Take(); ok {
+		w.send(u)
+	} else {
+		w.ended()
+	}
+}
+
 // deliver writes sub's waiting update, then does the chores the hub handed
 // out; false ends the stream.
+//
+// Not inlined, and neither is lastWord: an Update in pump's own frame
+// would keep that frame large while the stream waits, and a waiting
+// stream's goroutine stack is shrunk (halved, at a collection) only
+// while it uses under a quarter of it. Measured at 18,000 streams: with
+// them inlined the stacks stayed at 8 KiB each.
+//
+//go:noinline
 func deliver(sub *stream.Sub, w streamWriter) bool {
 	if u, ok := sub.Take(); ok && !w.send(u) {
 		return false
