@@ -78,7 +78,19 @@
 //
 // Band coalescing: a connection at positions 1–100 gets every change;
 // 101–1000 at most one per second; beyond, one per 5 s (Options.Coalesce).
-// READY is delivered as soon as it is read.
+// READY is delivered as soon as it is read. A band push that falls due
+// between events waits for the next event while events keep coming (the
+// room changed within SweepEvery), and goes out with it: fresh news, not
+// news up to an event interval old; a quiet room's sweep sends it. After
+// a push that many connections had at once (their initial status, a
+// status read, the operator's news) a connection's next band push waits
+// a further random share of its band's interval, so the bands' pushes
+// spread over the interval instead of coming all in one event.
+//
+// Chores: a stream holds no timer. Its writer asks (Sub.Schedule) for a
+// keep-alive at least every so often, a liveness check, and an expiry
+// (its token's); the shard's sweep hands them out (Sub.Chores, signalled
+// through Notify like an update), one pass for all of its connections.
 //
 // Each connection has a latest-value slot: a new update overwrites one not
 // yet written, so a slow client costs one slot, never a queue, and never

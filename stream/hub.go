@@ -5,6 +5,7 @@ import (
 	"hash/maphash"
 	"iter"
 	"log/slog"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -164,6 +165,7 @@ func (h *Hub) onEvent(e queue.Event) {
 		return
 	}
 	n := old.apply(e)
+	n.seen = time.Now()
 	p.Store(n)
 	if n.stale {
 		h.requestResync()
@@ -244,7 +246,11 @@ func (h *Hub) Resync(ctx context.Context) {
 			}
 			continue
 		}
-		if !p.CompareAndSwap(old, fromSnapshot(sn, fc, now)) {
+		n := fromSnapshot(sn, fc, now)
+		if old != nil {
+			n.seen = old.seen
+		}
+		if !p.CompareAndSwap(old, n) {
 			// An event was applied while the snapshot was read or
 			// compared: it may be newer than the snapshot, so the
 			// snapshot must not replace it; read again.
@@ -381,7 +387,7 @@ func (h *Hub) PositionNow(ctx context.Context, room string, ticket int64) (queue
 // Subscribe registers a stream of user in room whose current status is
 // initial (read by the caller); initial is delivered at once.
 func (h *Hub) Subscribe(room, user string, initial queue.Status) *Sub {
-	s := &Sub{Room: room, User: user, hub: h, notify: make(chan struct{}, 1), done: make(chan struct{})}
+	s := &Sub{Room: room, User: user, hub: h, notify: make(chan struct{}, 1), done: make(chan struct{}), phase: rand.Float64()}
 	s.shard = h.shards[maphash.String(h.seed, user)%uint64(len(h.shards))]
 	if h.roomPtr(room, true).Load() == nil {
 		h.requestResync()
@@ -404,6 +410,16 @@ func (h *Hub) Subscribe(room, user string, initial queue.Status) *Sub {
 		}
 	}
 	return s
+}
+
+// beatStep is the time from one Beat to the next, for a stream that must
+// have one at least every beat: one sweep less, as they are handed out on
+// sweeps.
+func (h *Hub) beatStep(beat time.Duration) time.Duration {
+	if step := beat - h.o.SweepEvery; step > 0 {
+		return step
+	}
+	return beat
 }
 
 // drop ends a stalled subscription and counts it.

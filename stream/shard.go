@@ -105,22 +105,25 @@ func (sh *shard) run(ctx context.Context) {
 }
 
 // evaluate looks at the connections of dirty rooms (all rooms on a sweep)
-// and delivers what is due. Redis reads for users who left the waiting
-// state run in their own goroutine, never under the lock.
+// and delivers what is due; on a sweep it also hands out chores. Redis
+// reads for users who left the waiting state run in their own goroutine,
+// never under the lock.
 func (sh *shard) evaluate(ctx context.Context, sweep bool) {
 	now := time.Now()
 	var resolve map[string][]*Sub
 	var stalled []*Sub
 	sh.mu.Lock()
+	// rooms: the rooms to look at, each with whether an event (or a
+	// changed snapshot) marked it dirty since the last look.
 	rooms := sh.dirty
 	if sweep {
 		rooms = make(map[string]bool, len(sh.rooms))
 		for r := range sh.rooms {
-			rooms[r] = true
+			rooms[r] = sh.dirty[r]
 		}
 	}
 	sh.dirty = map[string]bool{}
-	for room := range rooms {
+	for room, evented := range rooms {
 		subs := sh.rooms[room]
 		if len(subs) == 0 {
 			continue
@@ -132,8 +135,9 @@ func (sh *shard) evaluate(ctx context.Context, sweep bool) {
 					stalled = append(stalled, s)
 					continue
 				}
+				sh.chores(s, now)
 			}
-			if sh.evaluateSub(s, st, now) {
+			if sh.evaluateSub(s, st, now, evented) {
 				if resolve == nil {
 					resolve = map[string][]*Sub{}
 				}
@@ -151,9 +155,36 @@ func (sh *shard) evaluate(ctx context.Context, sweep bool) {
 	}
 }
 
+// chores hands s the chores that are due (under sh.mu, on sweeps).
+func (sh *shard) chores(s *Sub, now time.Time) {
+	var c Chore
+	if s.beat > 0 && !now.Before(s.nextBeat) {
+		c |= Beat
+		s.nextBeat = now.Add(sh.hub.beatStep(s.beat))
+	}
+	if s.check > 0 && !now.Before(s.nextCheck) {
+		c |= Check
+		s.nextCheck = now.Add(s.check)
+	}
+	if !s.endAt.IsZero() && !now.Before(s.endAt) {
+		c |= Expire
+		s.endAt = time.Time{}
+	}
+	if c != 0 {
+		s.assign(c)
+	}
+}
+
 // evaluateSub delivers s's next update if one is due under its band, and
-// reports whether its status must be read from Redis instead.
-func (sh *shard) evaluateSub(s *Sub, st *roomState, now time.Time) (needsRedis bool) {
+// reports whether its status must be read from Redis instead. evented
+// says whether an event has just changed the room.
+//
+// A band push that falls due between events waits for the next event
+// while events keep coming (the room changed within SweepEvery): then it
+// goes out with that event's news and its fresh publish time, instead of
+// on a sweep with news up to an event interval old. When the room goes
+// quiet, the next sweep sends it.
+func (sh *shard) evaluateSub(s *Sub, st *roomState, now time.Time, evented bool) (needsRedis bool) {
 	if s.resolving {
 		return false
 	}
@@ -190,11 +221,18 @@ func (sh *shard) evaluateSub(s *Sub, st *roomState, now time.Time) (needsRedis b
 		// Only the total changed: tell the top band at its own pace too.
 		every = max(every, time.Second)
 	}
-	if now.Sub(s.lastSent) < every {
-		return false
+	if every > 0 {
+		wait := every
+		if s.spread {
+			wait += time.Duration(float64(every) * s.phase)
+		}
+		if now.Sub(s.lastSent) < wait || !evented && now.Sub(st.seen) < sh.hub.o.SweepEvery {
+			return false
+		}
 	}
 	s.lastPos, s.lastWaiting, s.lastSent = pos, st.waiting, now
 	s.lastPaused, s.lastMessage = st.paused, st.message
+	s.spread = every == 0 && !told // the operator's news reached every band at once
 	next := st.status(s.ticket, pos)
 	s.state = next.State
 	s.put(Update{Status: next, Published: st.ts}, now)
@@ -258,7 +296,7 @@ func (sh *shard) setStatus(s *Sub, st queue.Status, now, published time.Time) {
 		s.ticket, s.sched = 0, st.Sched
 		s.lastPaused, s.lastMessage = st.Paused, st.Message
 	}
-	s.lastSent = now
+	s.lastSent, s.spread = now, true
 	s.put(Update{Status: st, Published: published}, now)
 }
 

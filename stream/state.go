@@ -25,6 +25,7 @@ type roomState struct {
 	paused  bool      // the room is paused: waiting users are told, ETA withheld
 	message string    // the operator's message to waiting users ("": none)
 	ts      time.Time // when the last change was published (Redis clock)
+	seen    time.Time // when this instance applied the last event (its clock)
 
 	stale      bool      // an event may be missing: re-read before trusting
 	snapshotAt time.Time // when Redis last confirmed this state

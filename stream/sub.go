@@ -31,7 +31,7 @@ type Update struct {
 }
 
 // Sub is one stream connection's subscription. Its writer waits on
-// Notify, then writes what Take returns.
+// Notify, then writes what Take returns and does what Chores returns.
 type Sub struct {
 	Room, User string
 
@@ -40,9 +40,10 @@ type Sub struct {
 	notify chan struct{}
 	done   chan struct{}
 
-	mu       sync.Mutex // guards slot, filledAt, closed
+	mu       sync.Mutex // guards slot, filledAt, chores, closed
 	slot     *Update
 	filledAt time.Time
+	chores   Chore
 	closed   bool
 
 	// Owned by the shard (under shard.mu).
@@ -58,10 +59,72 @@ type Sub struct {
 	expires     time.Time // READY: end of the entry window
 	sched       int64     // the room's schedule number when last read (pre-queue)
 	resolving   bool
+	// spread: the last push was not a band push (the initial status, a
+	// status read, the operator's news), which many connections may have
+	// had at once; the next band push then waits phase × the band's
+	// interval longer, so those pushes spread over the interval.
+	spread bool
+	phase  float64 // in [0, 1), fixed per subscription
+	// The chores asked for by Schedule, and when each is next due.
+	beat, check         time.Duration
+	nextBeat, nextCheck time.Time
+	endAt               time.Time
+}
+
+// Chore is work the hub hands a stream's writer on its sweeps, so that a
+// stream needs no timer of its own: one sweep per shard does for all of
+// its connections what a ticker per connection would.
+type Chore uint8
+
+const (
+	// Beat: write a keep-alive (an SSE comment, a WebSocket ping).
+	Beat Chore = 1 << iota
+	// Check: see whether the client is still there.
+	Check
+	// Expire: the stream's credential has expired; end it.
+	Expire
+)
+
+// Schedule asks the hub for chores: Beat at least every beat (handed out
+// up to one SweepEvery early, so that the gap between two is never longer
+// than beat), Check about every check, and Expire once, at the first sweep
+// at or after end. A zero value asks for none of that kind. The writer
+// collects them with Chores when Notify is signalled.
+func (s *Sub) Schedule(beat, check time.Duration, end time.Time) {
+	now := time.Now()
+	s.shard.mu.Lock()
+	s.beat, s.check, s.endAt = beat, check, end
+	s.nextBeat, s.nextCheck = now.Add(s.shard.hub.beatStep(beat)), now.Add(check)
+	s.shard.mu.Unlock()
+}
+
+// Chores returns the chores handed out since the last call, and clears them.
+func (s *Sub) Chores() Chore {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.chores
+	s.chores = 0
+	return c
+}
+
+// assign adds chores c and signals the writer (not an update: it does not
+// count as unwritten for StallTimeout).
+func (s *Sub) assign(c Chore) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.chores |= c
+	s.mu.Unlock()
+	select {
+	case s.notify <- struct{}{}:
+	default:
+	}
 }
 
 // Notify is signalled (capacity 1, never blocks the hub) when an update is
-// waiting in the slot.
+// waiting in the slot or a chore was handed out.
 func (s *Sub) Notify() <-chan struct{} { return s.notify }
 
 // Done is closed when the subscription ends: Close, a drop for stalling,
