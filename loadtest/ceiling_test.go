@@ -52,6 +52,7 @@ func TestCeilingSmoke(t *testing.T) {
 		{"admission tick, 100 admitted", "zpopmin", 1},
 		{"admission tick, 100 admitted", "zadd", 100},
 		{"PUBLISH, 2 subscribed instances", "publish", 1},
+		{"order: consume + release", "evalsha", 2},
 	} {
 		m, ok := perOp[w.kind]
 		if !ok {
@@ -61,8 +62,8 @@ func TestCeilingSmoke(t *testing.T) {
 			t.Errorf("%s: %s %.2f per op, want %.0f", w.kind, w.cmd, got, w.want)
 		}
 	}
-	if len(r.Costs) != 14 {
-		t.Errorf("%d costs, want 12 measured and 2 derived", len(r.Costs))
+	if len(r.Costs) != 15 {
+		t.Errorf("%d costs, want 13 measured and 2 derived", len(r.Costs))
 	}
 	if r.Fill == nil || r.Fill.Users != 300 || r.Fill.Bytes <= 0 {
 		t.Fatalf("fill %+v: want 300 users taking memory", r.Fill)

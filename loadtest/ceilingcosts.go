@@ -155,6 +155,7 @@ func (r *ceilingRun) kinds(n int) []costKind {
 			return repeat(ctx, ticks, func(ctx context.Context) error { _, err := q.Admit(ctx, room, 8); return err })
 		}},
 		r.admitKind(n / 100),
+		r.orderKind(n),
 		{kind: "leave", per: "leave", cmd: "evalsha", ops: n, depth: 1, run: func(ctx context.Context) error {
 			return chunks(ctx, ids("b", n, 2*n), 8, 1, func(ctx context.Context, part []string) error {
 				_, err := q.Leave(ctx, room, part[0])
@@ -182,6 +183,40 @@ func (r *ceilingRun) admitKind(ticks int) costKind {
 				res, err := r.q.Admit(ctx, costsRoom, admitPerTick)
 				if err == nil && len(res.Admitted) != admitPerTick {
 					err = fmt.Errorf("admitted %d, want %d", len(res.Admitted), admitPerTick)
+				}
+				return err
+			})
+		}}
+}
+
+// orderKind measures an order's two scripts per admitted user: consume
+// (the entry token spent, compare-then-delete) and release (the slot
+// freed when the order ends), for the n users the admission kind
+// admitted, each sent alone from 8 callers at once.
+func (r *ceilingRun) orderKind(n int) costKind {
+	var users, tokens []string
+	return costKind{kind: "order: consume + release", per: "order", cmd: "evalsha", ops: n, depth: 1,
+		setup: func(ctx context.Context) (func(), error) {
+			m, err := r.rdb.HGetAll(ctx, r.q.RoomKey(costsRoom, "tokens")).Result()
+			if err == nil && len(m) < n {
+				err = fmt.Errorf("%d entry tokens, want %d", len(m), n)
+			}
+			for u, t := range m {
+				users, tokens = append(users, u), append(tokens, t)
+			}
+			users, tokens = users[:min(n, len(users))], tokens[:min(n, len(tokens))]
+			return func() {}, err
+		},
+		run: func(ctx context.Context) error {
+			idx := make([]string, len(users))
+			for i := range idx {
+				idx[i] = strconv.Itoa(i)
+			}
+			return chunks(ctx, idx, 8, 1, func(ctx context.Context, part []string) error {
+				i, _ := strconv.Atoi(part[0])
+				c, err := r.q.Consume(ctx, costsRoom, users[i], tokens[i], 30*time.Second)
+				if err == nil {
+					_, err = r.q.Release(ctx, c)
 				}
 				return err
 			})
