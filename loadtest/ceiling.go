@@ -48,6 +48,7 @@ type ceilingConfig struct {
 	steps     bool // run the ceiling steps (off with --no-ceiling)
 	costs     bool
 	ops       int // operations per kind (--costs)
+	depth     int // pipeline depth of the batched kinds (--costs)
 	base      int // users waiting in the room while costs are measured
 	instances int // pattern subscribers for the PUBLISH cost
 	fill      int
@@ -63,6 +64,7 @@ func parseCeilingFlags(o *options, args []string) (ceilingConfig, error) {
 	fs.DurationVar(&c.dur, "duration", 3*time.Second, "measured time per step")
 	noCeiling := fs.Bool("no-ceiling", false, "skip the ceiling steps (run only --costs and/or --fill)")
 	fs.BoolVar(&c.costs, "costs", false, "also measure the Redis CPU of one operation of each kind")
+	fs.IntVar(&c.depth, "depth", 10, "--costs: scripts per round trip for the kinds the server batches (enter, status, event number, snapshot, PUBLISH)")
 	fs.IntVar(&c.ops, "ops", 20000, "--costs: operations per kind (snapshots and admission ticks: a tenth)")
 	fs.IntVar(&c.base, "waiting", 100000, "--costs: users waiting in the room while the costs are measured")
 	fs.IntVar(&c.instances, "instances", 8, "--costs: pattern subscribers (one per server instance) for the PUBLISH cost")
@@ -82,8 +84,8 @@ func parseCeilingFlags(o *options, args []string) (ceilingConfig, error) {
 	switch {
 	case c.url == "":
 		return c, errors.New("ceiling: --redis is required")
-	case c.pipeline < 1 || c.dur <= 0 || c.ops < 100 || c.base < 0 || c.instances < 1 || c.fill < 0:
-		return c, errors.New("ceiling: --pipeline, --duration, --instances must be positive, --ops at least 100, --waiting and --fill not negative")
+	case c.pipeline < 1 || c.dur <= 0 || c.ops < 100 || c.depth < 1 || c.depth > c.ops/10 || c.base < 0 || c.instances < 1 || c.fill < 0:
+		return c, errors.New("ceiling: --pipeline, --duration, --instances must be positive, --ops at least 100, --depth from 1 to --ops/10, --waiting and --fill not negative")
 	}
 	return c, nil
 }

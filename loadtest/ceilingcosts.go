@@ -40,10 +40,11 @@ type unitCost struct {
 // costsRoom is the room the costs are measured in.
 const costsRoom = "costs"
 
-// costDepth is the pipeline depth of the kinds the server batches (enter,
-// status, event numbers, snapshots, limiter decisions, PUBLISH): a busy
-// instance's batch (package queue/batch) is of this order.
-const costDepth = 10
+// The kinds the server batches (enter, status, event numbers, snapshots,
+// PUBLISH) are sent in pipelines of --depth (default 10): a busy
+// instance's batch (package queue/batch) is of that order; a lightly
+// loaded one sends one or two scripts per round trip, and each then
+// carries more of the socket work.
 
 // unitCosts measures each kind in turn in one room holding cfg.base
 // waiting users; the order matters (admission pops the first base users,
@@ -72,7 +73,7 @@ func (r *ceilingRun) unitCosts(ctx context.Context) ([]unitCost, error) {
 		fmt.Fprintf(os.Stderr, "ceiling: cost of %s: %.1f µs CPU, %.1f µs exec per %s\n", c.Kind, c.CPU, c.Exec, c.Per)
 		out = append(out, c)
 	}
-	return append(out, derivedCosts(out, r.cfg.instances)...), nil
+	return append(out, derivedCosts(out, r.cfg.instances, r.cfg.depth)...), nil
 }
 
 // costKind is one kind to measure: run makes ops operations of it, in
@@ -121,7 +122,7 @@ func (r *ceilingRun) measure(ctx context.Context, k costKind) (unitCost, error) 
 
 // kinds are the operations the server makes, in the order measured.
 func (r *ceilingRun) kinds(n int) []costKind {
-	q, room, d := r.q, costsRoom, costDepth
+	q, room, d := r.q, costsRoom, r.cfg.depth
 	rooms := make([]string, d)
 	for i := range rooms {
 		rooms[i] = room
@@ -244,11 +245,11 @@ func (r *ceilingRun) publishKind(n, subs int) costKind {
 	channel := r.q.RoomKey(costsRoom, "events")
 	payload := `{"room":"costs","ev":123456,"ts":1764547200000,"waiting":987654,"active":200,"rate":"1000.000","pruned":0,` +
 		`"serving":123456,"admitted":["1000001","1000002","1000003","1000004","1000005","1000006","1000007","1000008","1000009","1000010"]}`
-	k := costKind{kind: fmt.Sprintf("PUBLISH, %d subscribed instances", subs), per: "publish", cmd: "publish", ops: n, depth: costDepth,
+	k := costKind{kind: fmt.Sprintf("PUBLISH, %d subscribed instances", subs), per: "publish", cmd: "publish", ops: n, depth: r.cfg.depth,
 		run: func(ctx context.Context) error {
-			return repeat(ctx, n/costDepth, func(ctx context.Context) error {
+			return repeat(ctx, n/r.cfg.depth, func(ctx context.Context) error {
 				p := r.rdb.Pipeline()
-				for range costDepth {
+				for range r.cfg.depth {
 					p.Publish(ctx, channel, payload)
 				}
 				_, err := p.Exec(ctx)
@@ -290,7 +291,7 @@ func (r *ceilingRun) subscribers(ctx context.Context, subs int) (func(), error) 
 // derivedCosts works out the per-user cost of admission (the tick that
 // admits minus the tick that admits nobody, per user) and the cost of
 // PUBLISH per subscribed instance.
-func derivedCosts(cs []unitCost, instances int) []unitCost {
+func derivedCosts(cs []unitCost, instances, depth int) []unitCost {
 	find := func(prefix string) *unitCost {
 		for i := range cs {
 			if strings.HasPrefix(cs[i].Kind, prefix) {
@@ -305,7 +306,7 @@ func derivedCosts(cs []unitCost, instances int) []unitCost {
 			CPU: (full.CPU - idle.CPU) / admitPerTick, Exec: (full.Exec - idle.Exec) / admitPerTick})
 	}
 	if none, some := find("PUBLISH, 0 "), find(fmt.Sprintf("PUBLISH, %d ", instances)); none != nil && some != nil {
-		out = append(out, unitCost{Kind: "PUBLISH, per subscribed instance", Per: "publish × instance", Ops: some.Ops, Depth: costDepth, Derived: true,
+		out = append(out, unitCost{Kind: "PUBLISH, per subscribed instance", Per: "publish × instance", Ops: some.Ops, Depth: depth, Derived: true,
 			CPU: (some.CPU - none.CPU) / float64(instances), Exec: (some.Exec - none.Exec) / float64(instances)})
 	}
 	return out
