@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -138,7 +139,7 @@ func runCeiling(ctx context.Context, o *options, args []string) (report, error) 
 	if err != nil {
 		return nil, fmt.Errorf("ceiling: --redis: %w", err)
 	}
-	opt.PoolSize = max(opt.PoolSize, cfg.conns[len(cfg.conns)-1]+cfg.instances+4)
+	opt.PoolSize = max(opt.PoolSize, slices.Max(cfg.conns)+cfg.instances+4)
 	rdb := redis.NewClient(opt)
 	defer rdb.Close()
 	if err := rdb.Ping(ctx).Err(); err != nil {
