@@ -41,6 +41,20 @@
 //     pollenter.go, redisstats.go); each server phase also reports the
 //     server's CPU per answer (process_cpu_seconds_total).
 //
+//   - ceiling: one room on one Redis shard, with no server. It drives the
+//     Redis of --redis directly through package queue, under a key prefix
+//     of its own that it deletes at the end. --conns (1,2,4,8,16)
+//     connections each send pipelines of --pipeline (100) fresh users'
+//     enter scripts (queue.Enters) for --duration (3s) per step, with a
+//     fresh room each step. It stops once the rate has not risen by 5 %
+//     twice in a row, and reports enters/s and Redis's CPU ÷ wall time
+//     (1.00 is one core busy). --costs fills a room with --waiting
+//     (100,000) users, then measures --ops (20,000) operations of each
+//     kind the server makes (ceilingcosts.go): Redis used_cpu,
+//     commandstats usec and commands per operation. The kinds the server
+//     batches go in pipelines of --depth (10). --fill N reports used_memory
+//     per waiting user. The figures feed BENCHMARKS.md, "Capacity model".
+//
 //   - streams: push at scale. It freezes admission (targetActive 0), makes
 //     -n (10,000) users user<--first-user>… enter — with --mint-tokens
 //     their access tokens are minted from the server's secret

@@ -27,7 +27,8 @@ import (
 //	scripts      evalsha + eval calls (commandstats)
 //	CPU          used_cpu_sys + used_cpu_user, Redis's own CPU time
 //	by command   commandstats calls per command (scripts' own calls
-//	             included)
+//	             included), and the µs Redis spent executing each (usec)
+//	memory       used_memory (INFO memory), bytes
 
 // redisCounters is one read of Redis's counters.
 type redisCounters struct {
@@ -35,12 +36,14 @@ type redisCounters struct {
 	Commands  int64            // total_commands_processed
 	CPU       float64          // used_cpu_sys + used_cpu_user, seconds
 	ByCommand map[string]int64 // commandstats calls by command name
+	Usec      map[string]int64 // commandstats usec (execution time) by command name
+	Memory    int64            // used_memory, bytes (0 when INFO memory was not read)
 }
 
 // parseRedisInfo reads the counters from the text of INFO stats, cpu and
 // commandstats. A section missing is an error: the figures would be wrong.
 func parseRedisInfo(text string) (redisCounters, error) {
-	c := redisCounters{ByCommand: map[string]int64{}}
+	c := redisCounters{ByCommand: map[string]int64{}, Usec: map[string]int64{}}
 	var haveReads, haveCommands, haveSys, haveUser bool
 	sc := bufio.NewScanner(strings.NewReader(text))
 	for sc.Scan() {
@@ -62,14 +65,10 @@ func parseRedisInfo(text string) (redisCounters, error) {
 			f, err = strconv.ParseFloat(val, 64)
 			c.CPU += f
 			haveSys, haveUser = haveSys || key == "used_cpu_sys", haveUser || key == "used_cpu_user"
+		case key == "used_memory":
+			c.Memory, err = strconv.ParseInt(val, 10, 64)
 		case strings.HasPrefix(key, "cmdstat_"):
-			// cmdstat_get:calls=2,usec=15,usec_per_call=7.50,...
-			calls, _, _ := strings.Cut(val, ",")
-			n, found := strings.CutPrefix(calls, "calls=")
-			if !found {
-				return c, fmt.Errorf("redis INFO: %q: no calls=", line)
-			}
-			c.ByCommand[strings.TrimPrefix(key, "cmdstat_")], err = strconv.ParseInt(n, 10, 64)
+			err = c.parseCommandStat(strings.TrimPrefix(key, "cmdstat_"), val)
 		}
 		if err != nil {
 			return c, fmt.Errorf("redis INFO: %q: %w", line, err)
@@ -79,6 +78,28 @@ func parseRedisInfo(text string) (redisCounters, error) {
 		return c, fmt.Errorf("redis INFO: want total_reads_processed, total_commands_processed, used_cpu_sys and used_cpu_user")
 	}
 	return c, nil
+}
+
+// parseCommandStat reads one commandstats line's value, e.g.
+// "calls=2,usec=15,usec_per_call=7.50,...": calls is required, usec kept
+// when present.
+func (c *redisCounters) parseCommandStat(name, val string) error {
+	calls, rest, _ := strings.Cut(val, ",")
+	n, found := strings.CutPrefix(calls, "calls=")
+	if !found {
+		return fmt.Errorf("redis INFO: cmdstat_%s: no calls=", name)
+	}
+	var err error
+	if c.ByCommand[name], err = strconv.ParseInt(n, 10, 64); err != nil {
+		return fmt.Errorf("redis INFO: cmdstat_%s: %w", name, err)
+	}
+	usec, _, _ := strings.Cut(rest, ",")
+	if u, ok := strings.CutPrefix(usec, "usec="); ok {
+		if c.Usec[name], err = strconv.ParseInt(u, 10, 64); err != nil {
+			return fmt.Errorf("redis INFO: cmdstat_%s: %w", name, err)
+		}
+	}
+	return nil
 }
 
 // redisCost is what one phase cost Redis, in all and per request.
@@ -169,7 +190,7 @@ func redisFlag(fs *flag.FlagSet) func() (*redisStats, error) {
 
 // read returns the counters now.
 func (s *redisStats) read(ctx context.Context) (redisCounters, error) {
-	text, err := s.rdb.Info(ctx, "stats", "cpu", "commandstats").Result()
+	text, err := s.rdb.Info(ctx, "stats", "cpu", "memory", "commandstats").Result()
 	if err != nil {
 		return redisCounters{}, fmt.Errorf("redis INFO: %w", err)
 	}

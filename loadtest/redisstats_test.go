@@ -23,6 +23,13 @@ func TestParseRedisInfo(t *testing.T) {
 	if c.Reads != 640 || c.Commands != 1500 || c.CPU != 3.75 || c.ByCommand["evalsha"] != 400 || c.ByCommand["hget"] != 900 || c.ByCommand["info"] != 7 || len(c.ByCommand) != 3 {
 		t.Fatalf("got %+v, want 640 reads, 1500 commands, 3.75 s CPU (sys + user, not children), evalsha 400, hget 900, info 7", c)
 	}
+	if c.Usec["evalsha"] != 36000 || c.Usec["hget"] != 300 || c.Memory != 0 {
+		t.Fatalf("usec %v, memory %d: want evalsha 36000, hget 300 µs, memory 0 (no memory section)", c.Usec, c.Memory)
+	}
+	m, err := parseRedisInfo(infoText + "# Memory\r\nused_memory:1048576\r\nused_memory_human:1.00M\r\n")
+	if err != nil || m.Memory != 1048576 {
+		t.Fatalf("used_memory %d (%v), want 1048576", m.Memory, err)
+	}
 	for _, bad := range []string{
 		"# CPU\r\nused_cpu_sys:1\r\nused_cpu_user:2\r\n",                             // no stats section
 		strings.Replace(infoText, "calls=900", "calls=x", 1),                         // unreadable calls

@@ -52,6 +52,13 @@
 // admission loop per instance; run as many instances as you like. Events
 // runs on its caller's goroutine until its context is done.
 //
+// Bulk enter: Enters runs many users' enter scripts in one pipeline (one
+// round trip, each user still one atomic script). The HTTP path does not
+// use it — it enters one user per request and shares round trips through
+// queue/batch — but the load tool's ceiling scenario does, to drive one
+// room's shard until Redis itself is the limit (BENCHMARKS.md, "Capacity
+// model").
+//
 // Exports: what other packages use, and no more. Four names are used only
 // by tests — Queue.Admit, Queue.Open and NewShuffleSeed (stream's and
 // server's tests admit and open rooms at a moment of their choosing) and

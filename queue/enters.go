@@ -1,0 +1,53 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Enters puts each of users in room's queue (or reports where they already
+// are), as Enter does for one, in one pipeline: one round trip for all of
+// them, each user still one atomic enter script, run in the order given
+// (so tickets follow that order for users who are new). It is the bulk
+// form the load tool drives to find how many enters one Redis shard takes
+// (BENCHMARKS.md, "Capacity model"); the HTTP path enters one user per
+// request and batches concurrent requests itself (package queue/batch).
+//
+// The slice of statuses and the slice of errors are both as long as users:
+// errs[i] is ErrRoomPaused or ErrRoomClosed for a user the room refused, or
+// a decoding error. The last error is for the whole call: ErrRoomNotFound
+// (an invalid or missing room) or ErrUnavailable.
+func (q *Queue) Enters(ctx context.Context, room string, users ...string) ([]Status, []error, error) {
+	if !ValidRoom(room) {
+		return nil, nil, ErrRoomNotFound
+	}
+	k := q.keys(room)
+	ks := []string{k.cfg, k.seq, k.queue, k.active, k.tokens, k.stats, k.seen, k.prequeue, k.idle}
+	cmds := make([]*redis.Cmd, len(users))
+	err := q.pipelineScript(ctx, enterScript, func(p redis.Pipeliner) {
+		for i, u := range users {
+			cmds[i] = enterScript.EvalSha(ctx, p, ks, u, newEntryToken())
+		}
+	})
+	if err != nil {
+		return nil, nil, unavailable("enters", err)
+	}
+	sts := make([]Status, len(users))
+	errs := make([]error, len(users))
+	for i, c := range cmds {
+		v := c.Val()
+		switch asReply("enter", v).str(0) {
+		case "NOROOM":
+			return nil, nil, fmt.Errorf("queue: enters: %w", ErrRoomNotFound)
+		case "PAUSED":
+			errs[i] = ErrRoomPaused
+		case "REJECT":
+			errs[i] = ErrRoomClosed
+		default:
+			sts[i], errs[i] = decodeStatus(v)
+		}
+	}
+	return sts, errs, nil
+}
