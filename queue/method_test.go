@@ -38,6 +38,21 @@ func redisNow(tb testing.TB, rdb *redis.Client) time.Time {
 	return now
 }
 
+// openEvents counts the open events received on ps until it has been
+// quiet for 200 ms.
+func openEvents(ctx context.Context, ps *redis.PubSub) int {
+	opens := 0
+	for {
+		m, err := ps.ReceiveTimeout(ctx, 200*time.Millisecond)
+		if err != nil {
+			return opens
+		}
+		if msg, ok := m.(*redis.Message); ok && strings.Contains(msg.Payload, `"kind":"open"`) {
+			opens++
+		}
+	}
+}
+
 // queueOrder returns room's queue, front first, with its tickets.
 func queueOrder(tb testing.TB, rdb *redis.Client, prefix, room string) ([]string, []int64) {
 	tb.Helper()
@@ -243,17 +258,7 @@ func TestOpeningWithTwoAdmittersIsAtomicAndIdempotent(t *testing.T) {
 		t.Fatalf("status after opening: %+v, %v", st, err)
 	}
 	// Exactly one open event among what was published.
-	opens := 0
-	for {
-		m, err := ps.ReceiveTimeout(ctx, 200*time.Millisecond)
-		if err != nil {
-			break
-		}
-		if msg, ok := m.(*redis.Message); ok && strings.Contains(msg.Payload, `"kind":"open"`) {
-			opens++
-		}
-	}
-	if opens != 1 {
+	if opens := openEvents(ctx, ps); opens != 1 {
 		t.Fatalf("open events = %d, want 1", opens)
 	}
 	if res, err := q.Open(ctx, "r1", queue.NewShuffleSeed()); err != nil || res.Moved != 0 {

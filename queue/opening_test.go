@@ -4,12 +4,9 @@ import (
 	"context"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"waitingroom/queue"
 )
@@ -133,17 +130,7 @@ func TestOpeningInSlices(t *testing.T) {
 	if info, _ := q.Room(ctx, "r1"); info.ShuffleSeed != seed || info.Shuffled != n {
 		t.Fatalf("recorded: seed %q shuffled %d", info.ShuffleSeed, info.Shuffled)
 	}
-	opens := 0
-	for {
-		m, err := ps.ReceiveTimeout(ctx, 200*time.Millisecond)
-		if err != nil {
-			break
-		}
-		if msg, ok := m.(*redis.Message); ok && strings.Contains(msg.Payload, `"kind":"open"`) {
-			opens++
-		}
-	}
-	if opens != 1 {
+	if opens := openEvents(ctx, ps); opens != 1 {
 		t.Fatalf("open events = %d, want 1", opens)
 	}
 }
