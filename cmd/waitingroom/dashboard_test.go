@@ -333,7 +333,11 @@ func TestDashboardNewerFields(t *testing.T) {
 		t.Helper()
 		steps()
 		waitFor(t, what, func() bool { return f.lastPut() == want })
-		p.waitJS(what+" saved", textOf("control-msg")+`.startsWith('Saved default:')`)
+		// The message may still be the previous save's; the controls are
+		// enabled again only when this PUT has been answered (a click on a
+		// disabled button would be lost).
+		p.waitJS(what+" saved", textOf("control-msg")+`.startsWith('Saved default:') && `+
+			`![...document.querySelectorAll('#controls button')].some((b) => b.disabled)`)
 	}
 	send("mode", `{"mode":"adaptive"}`, func() {
 		p.setField("mode-input", "adaptive")
