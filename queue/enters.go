@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/redis/go-redis/v9"
@@ -24,7 +25,7 @@ func (q *Queue) Enters(ctx context.Context, room string, users ...string) ([]Sta
 		return nil, nil, ErrRoomNotFound
 	}
 	k := q.keys(room)
-	ks := []string{k.cfg, k.seq, k.queue, k.active, k.tokens, k.stats, k.seen, k.prequeue, k.idle}
+	ks := enterKeys(k)
 	cmds := make([]*redis.Cmd, len(users))
 	err := q.pipelineScript(ctx, enterScript, func(p redis.Pipeliner) {
 		for i, u := range users {
@@ -37,16 +38,9 @@ func (q *Queue) Enters(ctx context.Context, room string, users ...string) ([]Sta
 	sts := make([]Status, len(users))
 	errs := make([]error, len(users))
 	for i, c := range cmds {
-		v := c.Val()
-		switch asReply("enter", v).str(0) {
-		case "NOROOM":
+		sts[i], errs[i] = enterReply(c.Val())
+		if errors.Is(errs[i], ErrRoomNotFound) {
 			return nil, nil, fmt.Errorf("queue: enters: %w", ErrRoomNotFound)
-		case "PAUSED":
-			errs[i] = ErrRoomPaused
-		case "REJECT":
-			errs[i] = ErrRoomClosed
-		default:
-			sts[i], errs[i] = decodeStatus(v)
 		}
 	}
 	return sts, errs, nil

@@ -163,12 +163,20 @@ func (q *Queue) Enter(ctx context.Context, room, user string) (Status, error) {
 		return Status{}, ErrRoomNotFound
 	}
 	k := q.keys(room)
-	v, err := q.batch.Run(ctx, enterScript, []string{k.cfg, k.seq, k.queue, k.active, k.tokens, k.stats, k.seen, k.prequeue, k.idle}, user, newEntryToken()).Result()
+	v, err := q.batch.Run(ctx, enterScript, enterKeys(k), user, newEntryToken()).Result()
 	if err != nil {
 		return Status{}, unavailable("enter", err)
 	}
-	r := asReply("enter", v)
-	switch r.str(0) {
+	return enterReply(v)
+}
+
+func enterKeys(k keys) []string {
+	return []string{k.cfg, k.seq, k.queue, k.active, k.tokens, k.stats, k.seen, k.prequeue, k.idle}
+}
+
+// enterReply decodes one reply of the enter script.
+func enterReply(v any) (Status, error) {
+	switch asReply("enter", v).str(0) {
 	case "NOROOM":
 		return Status{}, ErrRoomNotFound
 	case "PAUSED":
