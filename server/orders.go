@@ -12,6 +12,7 @@ import (
 	"waitingroom/server/api"
 	"waitingroom/server/checkout"
 	"waitingroom/server/pgstore"
+	"waitingroom/server/ratelimit"
 )
 
 type orderRequest struct {
@@ -43,10 +44,9 @@ func (s *Server) order(c *fiber.Ctx) error {
 		// The last line: a room-wide ceiling that holds even if the queue
 		// is bypassed by a bug, then a per-user one.
 		Limits: func(context.Context) error {
-			if err := s.limit(c, "order_room", claims.Room, claims.Subject, s.cfg.Limits.OrderRoom, false); err != nil {
-				return err
-			}
-			return s.limit(c, "order_user", claims.Subject, claims.Subject, s.cfg.Limits.OrderUser, false)
+			return s.limits(c, claims.Subject, false,
+				ratelimit.Check{Name: "order_room", Subject: claims.Room, Limit: s.cfg.Limits.OrderRoom},
+				ratelimit.Check{Name: "order_user", Subject: claims.Subject, Limit: s.cfg.Limits.OrderUser})
 		},
 	})
 	if res.Outcome != "" {

@@ -9,6 +9,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"waitingroom/queue"
+	"waitingroom/server/ratelimit"
 	"waitingroom/server/token"
 )
 
@@ -96,10 +97,9 @@ func (s *Server) enter(c *fiber.Ctx) error {
 	}
 	room := roomParam(c)
 	ctx := c.UserContext()
-	if err := s.limit(c, "enter_ip", s.clientKey(c), user, s.cfg.Limits.EnterIP, true); err != nil {
-		return err
-	}
-	if err := s.limit(c, "enter_user", user, user, s.cfg.Limits.EnterUser, true); err != nil {
+	if err := s.limits(c, user, true,
+		ratelimit.Check{Name: "enter_ip", Subject: s.clientKey(c), Limit: s.cfg.Limits.EnterIP},
+		ratelimit.Check{Name: "enter_user", Subject: user, Limit: s.cfg.Limits.EnterUser}); err != nil {
 		return err
 	}
 	if err := s.checkChallenge(c, room, user); err != nil {

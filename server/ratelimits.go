@@ -19,7 +19,10 @@ import (
 // every instance, taken BEFORE the work it protects (BCrypt at login, a
 // ticket at enter, the token at order) — except the poll pace, below.
 // Per-address limits count by clientKey (IPv4 address, IPv6 /64), never
-// the exact address. When Redis cannot decide, each limit has a policy:
+// the exact address. A request under two limits (enter: address and user;
+// order: room and user) has them decided at once, all or nothing, in one
+// round trip (limits, ratelimit.Limiter.Take): a request refused by one
+// counts on neither. When Redis cannot decide, each limit has a policy:
 //
 //	login (all four, package login) fail closed: 503 — BCrypt is the CPU sink
 //	enter (per address, per user)   fail open — enter needs Redis anyway
@@ -61,19 +64,34 @@ const (
 // login). failOpen says what happens when Redis cannot decide. Addresses
 // and users on the allow list are exempt.
 func (s *Server) limit(c *fiber.Ctx, name, subject, user string, lim ratelimit.Limit, failOpen bool) error {
+	return s.limits(c, user, failOpen, ratelimit.Check{Name: name, Subject: subject, Limit: lim})
+}
+
+// limits applies several limits to one request of user at once: one
+// decision in one round trip, all or nothing (a request refused by one
+// limit counts on none of them). The 429 names the refusing limit with the
+// longest wait, so that its Retry-After holds for all of them.
+func (s *Server) limits(c *fiber.Ctx, user string, failOpen bool, checks ...ratelimit.Check) error {
 	if !s.cfg.RateLimits || s.exempt(c, user) {
 		return nil
 	}
-	r, err := s.limiter.Allow(c.UserContext(), name, subject, lim)
+	rs, err := s.limiter.Take(c.UserContext(), checks...)
 	switch {
 	case errors.Is(err, ratelimit.ErrUnavailable) && failOpen:
 		return nil
 	case err != nil:
 		return errors.Join(api.ErrUnavailable, err)
-	case r.Allowed:
+	}
+	refused := -1
+	for i, r := range rs {
+		if !r.Allowed && (refused < 0 || r.RetryAfter > rs[refused].RetryAfter) {
+			refused = i
+		}
+	}
+	if refused < 0 {
 		return nil
 	}
-	return s.refuse(c, name, r.RetryAfter)
+	return s.refuse(c, checks[refused].Name, rs[refused].RetryAfter)
 }
 
 // limitPoll applies the poll pace of pollAfter to user's polls of room, in

@@ -169,13 +169,16 @@ func TestRedisCluster(t *testing.T) {
 	}
 
 	// The access lists are one MULTI over keys of one slot; the limiter's
-	// script runs on its key's node (b has limits on).
+	// scripts run on their keys' nodes (b has limits on).
 	if r := do(t, "PUT", a.admin+"/admin/access", testAdminToken, map[string]any{"deny": []string{"10.9.8.7"}, "allow": []string{"127.0.0.9"}}); r.status != 200 {
 		t.Fatalf("PUT access on a cluster: %d %s", r.status, r.raw)
 	}
 	if r := do(t, "POST", b.base+"/api/v1/auth/login", "", map[string]string{"loginId": user(50), "password": testPassword}); r.status != 200 {
 		t.Fatalf("login through the limiter on a cluster: %d %s", r.status, r.raw)
 	}
+	// Enter's two limits (address, user) are keys of different slots:
+	// decided by one script each, in one round trip.
+	b.enter(user(51), rooms[0])
 	if r := do(t, "GET", b.admin+"/readyz", "", nil); r.status != 200 {
 		t.Fatalf("readyz on a cluster: %d %s", r.status, r.raw)
 	}

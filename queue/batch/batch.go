@@ -89,6 +89,58 @@ func (b *Runner) Run(ctx context.Context, script *redis.Script, keys []string, a
 	}
 }
 
+// Script is one script of RunAll, with its keys and args.
+type Script struct {
+	Script *redis.Script
+	Keys   []string
+	Args   []any
+}
+
+// RunAll runs one caller's scripts in one round trip (a pipeline of their
+// own, or the next batch, which they join together) and returns their
+// commands in order: e.g. decisions on keys of different Cluster slots,
+// which one script cannot take.
+func (b *Runner) RunAll(ctx context.Context, scripts ...Script) []*redis.Cmd {
+	calls := make([]*call, len(scripts))
+	for i, sc := range scripts {
+		calls[i] = &call{script: sc.Script, keys: sc.Keys, args: sc.Args}
+	}
+	b.mu.Lock()
+	if b.inFlight < MaxInFlight {
+		b.inFlight++
+		b.mu.Unlock()
+		b.send(ctx, calls)
+		b.handOn()
+		return cmdsOf(calls)
+	}
+	for _, c := range calls {
+		c.done = make(chan struct{})
+	}
+	b.next = append(b.next, calls...)
+	b.mu.Unlock()
+	for _, c := range calls {
+		select {
+		case <-c.done:
+		case <-ctx.Done():
+			cmds := make([]*redis.Cmd, len(calls))
+			for i := range cmds {
+				cmds[i] = redis.NewCmd(ctx)
+				cmds[i].SetErr(ctx.Err())
+			}
+			return cmds
+		}
+	}
+	return cmdsOf(calls)
+}
+
+func cmdsOf(calls []*call) []*redis.Cmd {
+	cmds := make([]*redis.Cmd, len(calls))
+	for i, c := range calls {
+		cmds[i] = c.cmd
+	}
+	return cmds
+}
+
 // Waiting is how many callers wait for a round trip now.
 func (b *Runner) Waiting() int {
 	b.mu.Lock()
@@ -110,7 +162,7 @@ func (b *Runner) handOn() {
 	}
 	b.mu.Unlock()
 	go func() {
-		b.send(calls)
+		b.send(context.Background(), calls)
 		for _, c := range calls {
 			close(c.done)
 		}
@@ -118,12 +170,12 @@ func (b *Runner) handOn() {
 	}()
 }
 
-// send runs calls in one pipeline. The callers' contexts do not bound it
-// (one leaving must not cut the others short); the client's own read and
-// write timeouts do. A script Redis does not know yet (NOSCRIPT: a
-// restarted or flushed Redis) is run again alone, which loads it.
-func (b *Runner) send(calls []*call) {
-	ctx := context.Background()
+// send runs calls in one pipeline. A batch of several callers is sent
+// with context.Background (one leaving must not cut the others short);
+// the client's own read and write timeouts bound it. A script Redis does
+// not know yet (NOSCRIPT: a restarted or flushed Redis) is run again
+// alone, which loads it.
+func (b *Runner) send(ctx context.Context, calls []*call) {
 	if len(calls) == 1 {
 		c := calls[0]
 		c.cmd = c.script.Run(ctx, b.rdb, c.keys, c.args...)

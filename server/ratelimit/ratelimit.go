@@ -1,6 +1,7 @@
 package ratelimit
 
 import (
+	"cmp"
 	"context"
 	_ "embed"
 	"errors"
@@ -71,14 +72,16 @@ func Parse(s string) (Limit, error) {
 
 // Limiter decides limits on Redis.
 type Limiter struct {
-	rdb    *batch.Runner // decisions of concurrent requests share round trips
-	prefix string
+	rdb     *batch.Runner // decisions of concurrent requests share round trips
+	prefix  string
+	cluster bool // keys of different slots cannot share a script
 }
 
 // New returns a Limiter whose keys live under the instance's key prefix
 // (e.g. "wr:"), in the package's own namespace: prefix + "rl:".
 func New(rdb batch.Client, prefix string) *Limiter {
-	return &Limiter{rdb: batch.New(rdb), prefix: prefix + "rl:"}
+	_, cluster := rdb.(*redis.ClusterClient)
+	return &Limiter{rdb: batch.New(rdb), prefix: prefix + "rl:", cluster: cluster}
 }
 
 // Result is one decision.
@@ -111,6 +114,8 @@ type Check struct {
 	// recorded (by Take, Charge or Refund): e.g. a limit that must allow
 	// the request but is charged separately, later.
 	PeekOnly bool
+
+	index int // its place among the checks of a Take (slots)
 }
 
 func (l *Limiter) key(c Check) string {
@@ -134,8 +139,81 @@ func (l *Limiter) Allow(ctx context.Context, name, subject string, lim Limit) (R
 // each only if all allow it (all or nothing): a reservation that Refund
 // gives back when the request turns out not to count. The results are in
 // the order of checks.
+//
+// The checks need not share a Slot: on one Redis (single or Sentinel) one
+// script decides them all. On a Cluster the checks of each slot are
+// decided by a script of their own, all sent in one round trip; when one
+// slot's checks refuse, what the others recorded is given back at once
+// (all or nothing still, though for that moment the others counted the
+// request).
 func (l *Limiter) Take(ctx context.Context, checks ...Check) ([]Result, error) {
-	return l.run(ctx, "take", checks...)
+	groups := l.slots(checks)
+	if len(groups) <= 1 {
+		return l.run(ctx, "take", checks...)
+	}
+	scripts := make([]batch.Script, len(groups))
+	for i, g := range groups {
+		scripts[i] = l.script("take", g)
+	}
+	out := make([]Result, len(checks))
+	var recorded [][]Check
+	var firstErr error
+	for i, cmd := range l.rdb.RunAll(ctx, scripts...) {
+		rs, err := decode(groups[i], cmd)
+		if err != nil {
+			firstErr = cmp.Or(firstErr, err)
+			continue
+		}
+		if allowed(rs) {
+			recorded = append(recorded, groups[i])
+		}
+		for j, c := range groups[i] {
+			out[c.index] = rs[j]
+		}
+	}
+	if firstErr == nil && len(recorded) == len(groups) {
+		return out, nil
+	}
+	for _, g := range recorded {
+		if err := l.Refund(ctx, g...); err != nil {
+			firstErr = cmp.Or(firstErr, err)
+		}
+	}
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	return out, nil
+}
+
+// slots groups checks by the Cluster slot of their keys (one group on a
+// single Redis): checks of one non-empty Slot share a group, a check
+// without one is a group of its own. Each check remembers its index in
+// checks.
+func (l *Limiter) slots(checks []Check) [][]Check {
+	if !l.cluster || len(checks) <= 1 {
+		return [][]Check{checks}
+	}
+	var groups [][]Check
+	at := map[string]int{}
+	for i, c := range checks {
+		c.index = i
+		if g, ok := at[c.Slot]; ok && c.Slot != "" {
+			groups[g] = append(groups[g], c)
+			continue
+		}
+		at[c.Slot] = len(groups)
+		groups = append(groups, []Check{c})
+	}
+	return groups
+}
+
+func allowed(rs []Result) bool {
+	for _, r := range rs {
+		if !r.Allowed {
+			return false
+		}
+	}
+	return true
 }
 
 // Peek decides as Take would and records nothing.
@@ -163,7 +241,12 @@ func (l *Limiter) run(ctx context.Context, mode string, checks ...Check) ([]Resu
 	if len(checks) == 0 {
 		return nil, nil
 	}
-	name := checks[0].Name
+	sc := l.script(mode, checks)
+	return decode(checks, l.rdb.Run(ctx, sc.Script, sc.Keys, sc.Args...))
+}
+
+// script is the gcra script in mode on checks.
+func (l *Limiter) script(mode string, checks []Check) batch.Script {
 	keys := make([]string, len(checks))
 	args := make([]any, 1, 1+3*len(checks))
 	args[0] = mode
@@ -175,7 +258,13 @@ func (l *Limiter) run(ctx context.Context, mode string, checks ...Check) ([]Resu
 		}
 		args = append(args, c.Limit.Interval().Microseconds(), c.Limit.Burst, record)
 	}
-	v, err := l.rdb.Run(ctx, gcra, keys, args...).Int64Slice()
+	return batch.Script{Script: gcra, Keys: keys, Args: args}
+}
+
+// decode reads the gcra script's reply on checks.
+func decode(checks []Check, cmd *redis.Cmd) ([]Result, error) {
+	name := checks[0].Name
+	v, err := cmd.Int64Slice()
 	if err != nil {
 		return nil, fmt.Errorf("ratelimit: %s: %w: %w", name, ErrUnavailable, err)
 	}

@@ -195,6 +195,51 @@ func TestTakeIsAllOrNothing(t *testing.T) {
 	}
 }
 
+// TestTakeAcrossSlots: checks of different slots (an address and a user,
+// as enter takes them) are all or nothing too, whether one script decides
+// them (one Redis) or one script per slot (a Cluster): a refusal by one
+// leaves nothing recorded on the other, and the 429's wait is honest.
+func TestTakeAcrossSlots(t *testing.T) {
+	for _, split := range []bool{false, true} {
+		name := map[bool]string{false: "one script", true: "one script per slot"}[split]
+		t.Run(name, func(t *testing.T) {
+			rdb, prefix := queuetest.Redis(t)
+			l := ratelimit.New(rdb, prefix)
+			if split {
+				ratelimit.SplitBySlot(l)
+			}
+			ctx := context.Background()
+			addr := ratelimit.Check{Name: "enter_ip", Subject: "10.0.0.1", Limit: ratelimit.Limit{Rate: 1, Per: time.Hour, Burst: 10}}
+			user := ratelimit.Check{Name: "enter_user", Subject: "u1", Limit: ratelimit.Limit{Rate: 1, Per: time.Hour, Burst: 1}}
+			if r, err := l.Take(ctx, addr, user); err != nil || len(r) != 2 || !r[0].Allowed || !r[1].Allowed {
+				t.Fatalf("first take = %+v %v", r, err)
+			}
+			for range 3 {
+				r, err := l.Take(ctx, addr, user)
+				if err != nil || !r[0].Allowed || r[1].Allowed || r[1].RetryAfter < 59*time.Minute {
+					t.Fatalf("take past the user's limit = %+v %v, want the address allowed, the user refused for about 1h", r, err)
+				}
+			}
+			r, err := l.Peek(ctx, addr)
+			if err != nil || r[0].Debt <= 59*time.Minute || r[0].Debt > time.Hour {
+				t.Fatalf("address debt = %+v %v, want one interval (1h): refused takes left nothing", r, err)
+			}
+			// The other way round: the address refuses, the user is not charged.
+			other := ratelimit.Check{Name: "enter_user", Subject: "u2", Limit: user.Limit}
+			narrowAddr := ratelimit.Check{Name: "enter_ip", Subject: "10.0.0.2", Limit: ratelimit.Limit{Rate: 1, Per: time.Hour, Burst: 1}}
+			if _, err := l.Take(ctx, narrowAddr); err != nil {
+				t.Fatal(err)
+			}
+			if r, err := l.Take(ctx, narrowAddr, other); err != nil || r[0].Allowed || !r[1].Allowed {
+				t.Fatalf("take past the address's limit = %+v %v", r, err)
+			}
+			if r, err := l.Peek(ctx, other); err != nil || r[0].InDebt() {
+				t.Fatalf("user after a refusal by the address = %+v %v, want nothing recorded", r, err)
+			}
+		})
+	}
+}
+
 // TestChargeSaturates: a thousand charges leave the subject refused for at
 // most one emission interval, and charged whether allowed or not.
 func TestChargeSaturates(t *testing.T) {
