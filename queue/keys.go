@@ -1,16 +1,27 @@
 package queue
 
-import "regexp"
+import "strings"
 
 // DefaultPrefix is the key prefix used when Options.Prefix is empty.
 const DefaultPrefix = "wr:"
 
-var roomName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
-
 // ValidRoom reports whether name can be a room: 1–64 characters of a–z, 0–9,
 // '-' and '_', starting with a letter or digit. The name becomes a Redis
 // Cluster hash tag, so braces and other punctuation are refused.
-func ValidRoom(name string) bool { return roomName.MatchString(name) }
+func ValidRoom(name string) bool {
+	if len(name) == 0 || len(name) > 64 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		switch c := name[i]; {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+		case (c == '-' || c == '_') && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
 
 // RoomKey returns the Redis key "<prefix>{room}:<name>": a key under the
 // room's hash tag, so in the one Redis Cluster slot of all the room's keys.
@@ -42,21 +53,33 @@ type keys struct {
 }
 
 func (q *Queue) keys(room string) keys {
+	// One string holds them all (an enter builds them on every call).
 	base := q.RoomKey(room, "")
-	return keys{
-		cfg:      base + ConfigKey,
-		seq:      base + "seq",
-		queue:    base + "queue",
-		active:   base + "active",
-		tokens:   base + "tokens",
-		stats:    base + "stats",
-		gone:     base + "gone",
-		seen:     base + "seen",
-		channel:  base + "events",
-		prequeue: base + "prequeue",
-		idle:     base + "idle",
+	var b strings.Builder
+	b.Grow(len(keyNames)*len(base) + keyNamesLen)
+	var at [len(keyNames) + 1]int
+	for i, name := range keyNames {
+		b.WriteString(base)
+		b.WriteString(name)
+		at[i+1] = b.Len()
 	}
+	all := b.String()
+	k := func(i int) string { return all[at[i]:at[i+1]] }
+	return keys{cfg: k(0), seq: k(1), queue: k(2), active: k(3), tokens: k(4), stats: k(5),
+		gone: k(6), seen: k(7), channel: k(8), prequeue: k(9), idle: k(10)}
 }
+
+// keyNames are the names of keys' fields, in its order.
+var keyNames = [...]string{ConfigKey, "seq", "queue", "active", "tokens", "stats", "gone", "seen", "events", "prequeue", "idle"}
+
+// keyNamesLen is the sum of keyNames' lengths.
+var keyNamesLen = func() int {
+	n := 0
+	for _, name := range keyNames {
+		n += len(name)
+	}
+	return n
+}()
 
 // roomsKey is the set of room names, read by the admission loop and the
 // admin API. It is never touched by a script, so it may live on any slot.

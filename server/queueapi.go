@@ -129,7 +129,7 @@ func (s *Server) enter(c *fiber.Ctx) error {
 	s.setEntryCookie(c, room, st)
 	doc := s.statusDoc(room, st)
 	doc.QueueToken = tok
-	return c.JSON(doc)
+	return sendStatus(c, &doc)
 }
 
 // enterer is who enters: the user of the access token, or in gateway mode
@@ -247,7 +247,7 @@ func (s *Server) position(c *fiber.Ctx) error {
 	if err := s.limitPoll(c, room, claims.Subject, pollAfter); err != nil {
 		return err
 	}
-	return c.JSON(doc)
+	return sendStatus(c, &doc)
 }
 
 // leave gives up the caller's place or entry window. A caller the
