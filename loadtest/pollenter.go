@@ -15,7 +15,8 @@ import (
 // against the plain handler answering a body of enter's size, for users
 // already waiting (the pollers enter again: enter is idempotent and keeps
 // their place) and for fresh users (a new id per request: each takes a
-// ticket and a new queue token). Run the server with WR_RATE_LIMITS=off:
+// ticket and a new queue token), between two runs of the plain handler
+// (the ratios are to their mean). Run the server with WR_RATE_LIMITS=off:
 // the enter limits (per address, per user) would refuse a closed loop.
 
 // enterConfig is the enter phases' flags.
@@ -63,14 +64,18 @@ func intFlag(fs *flag.FlagSet, name string) int {
 // enterPhases are the enter measurements, and their ratios to the
 // yardstick.
 type enterPhases struct {
-	Waiting      *phase  `json:"waiting,omitempty"`  // users already waiting enter again
-	Fresh        *phase  `json:"fresh,omitempty"`    // new users take a ticket
-	Baseline     *phase  `json:"baseline,omitempty"` // the plain handler, a body of enter's size
-	WaitingRatio float64 `json:"waitingRatio,omitempty"`
-	FreshRatio   float64 `json:"freshRatio,omitempty"`
-	BodyBytes    int     `json:"bodyBytes"`
-	FreshEntered int     `json:"freshEntered"` // fresh users who entered (warm-up included); they leave afterwards
-	Error        string  `json:"error,omitempty"`
+	Waiting  *phase `json:"waiting,omitempty"`  // users already waiting enter again
+	Fresh    *phase `json:"fresh,omitempty"`    // new users take a ticket
+	Baseline *phase `json:"baseline,omitempty"` // the plain handler, a body of enter's size, after the enters
+	// BaselineBefore is the plain handler again, before the enters: the
+	// ratios are to the mean of the two, so that a machine whose load
+	// drifts during the run moves the yardstick with the enters.
+	BaselineBefore *phase  `json:"baselineBefore,omitempty"`
+	WaitingRatio   float64 `json:"waitingRatio,omitempty"`
+	FreshRatio     float64 `json:"freshRatio,omitempty"`
+	BodyBytes      int     `json:"bodyBytes"`
+	FreshEntered   int     `json:"freshEntered"` // fresh users who entered (warm-up included); they leave afterwards
+	Error          string  `json:"error,omitempty"`
 }
 
 // measureEnter runs the enter phases (admission frozen), then has the
@@ -101,7 +106,8 @@ func measureEnter(ctx context.Context, cfg pollConfig, a *api, adm *admin, probe
 		e.Error = err.Error()
 		return e
 	}
-	fmt.Fprintf(os.Stderr, "poll: enter (waiting), enter (fresh), baseline (enter): %d conns, %v warm-up + %v each\n", conns, cfg.warm, cfg.dur)
+	fmt.Fprintf(os.Stderr, "poll: baseline (enter), enter (waiting), enter (fresh), baseline (enter): %d conns, %v warm-up + %v each\n", conns, cfg.warm, cfg.dur)
+	e.BaselineBefore = measure(ctx, hc, "baseline (enter, before)", conns, cfg.warm, cfg.dur, postRequests(baseURL, access), nil)
 	e.Waiting = measure(ctx, hc, "enter (waiting)", conns, cfg.warm, cfg.dur, postRequests(enterURL, access), probe)
 	kept := make([][]string, conns) // the fresh users' queue tokens, by worker
 	var next atomic.Int64
@@ -120,8 +126,9 @@ func measureEnter(ctx context.Context, cfg pollConfig, a *api, adm *admin, probe
 		e.Baseline = measure(ctx, hc, "baseline (enter)", conns, cfg.warm, cfg.dur, postRequests(baseURL, access), nil)
 	}
 	leaveAllConcurrently(context.WithoutCancel(ctx), a, adm, left, 16)
-	if e.Baseline != nil && e.Baseline.RPS > 0 {
-		e.WaitingRatio, e.FreshRatio = e.Waiting.RPS/e.Baseline.RPS, e.Fresh.RPS/e.Baseline.RPS
+	if e.Baseline != nil && e.Baseline.RPS > 0 && e.BaselineBefore.RPS > 0 {
+		base := (e.Baseline.RPS + e.BaselineBefore.RPS) / 2
+		e.WaitingRatio, e.FreshRatio = e.Waiting.RPS/base, e.Fresh.RPS/base
 	}
 	return e
 }

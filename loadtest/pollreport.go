@@ -84,8 +84,9 @@ func (r *pollReport) printRatios(w io.Writer) {
 			fmt.Fprintf(w, "enter: %s\n", e.Error)
 		}
 		if e.WaitingRatio > 0 {
-			fmt.Fprintf(w, "enter throughput ratio ÷ baseline (%d B body): users already waiting %.2f, fresh users %.2f (contract bar ≥ 0.4: %s, %s); %s fresh users entered and left\n",
-				e.BodyBytes, e.WaitingRatio, e.FreshRatio, verdict(e.WaitingRatio, 0.4), verdict(e.FreshRatio, 0.4), commas(e.FreshEntered))
+			fmt.Fprintf(w, "enter throughput ratio ÷ baseline (%d B body; baseline before %s, after %s req/s): users already waiting %.2f, fresh users %.2f (contract bar ≥ 0.4: %s, %s); %s fresh users entered and left\n",
+				e.BodyBytes, commas(int(e.BaselineBefore.RPS+0.5)), commas(int(e.Baseline.RPS+0.5)),
+				e.WaitingRatio, e.FreshRatio, verdict(e.WaitingRatio, 0.4), verdict(e.FreshRatio, 0.4), commas(e.FreshEntered))
 		}
 	}
 	if r.CostRatio > 0 {
