@@ -105,10 +105,10 @@ type Check struct {
 	Name, Subject string
 	Limit         Limit
 	// Slot, when set, is the Redis hash tag of the key: checks decided
-	// together in one call (Take, Charge, Refund, Peek with several
-	// checks) must share it so that a Redis Cluster holds their keys on
-	// one slot. It should be the part of the subject they share, e.g. the
-	// client address.
+	// together by Charge, Refund or Peek must share it so that a Redis
+	// Cluster holds their keys on one slot (Take decides checks of
+	// different slots too, one script per slot). It should be the part of
+	// the subject they share, e.g. the client address.
 	Slot string
 	// PeekOnly makes the check take part in a decision without ever being
 	// recorded (by Take, Charge or Refund): e.g. a limit that must allow
