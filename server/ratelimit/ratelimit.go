@@ -174,10 +174,11 @@ func (l *Limiter) Take(ctx context.Context, checks ...Check) ([]Result, error) {
 	if firstErr == nil && len(recorded) == len(groups) {
 		return out, nil
 	}
+	// A refusal (or an undecided slot) gives back what the others
+	// recorded. A refund that fails leaves the request counted on them:
+	// the strict side, and the refusal stands.
 	for _, g := range recorded {
-		if err := l.Refund(ctx, g...); err != nil {
-			firstErr = cmp.Or(firstErr, err)
-		}
+		_ = l.Refund(ctx, g...)
 	}
 	if firstErr != nil {
 		return nil, firstErr
