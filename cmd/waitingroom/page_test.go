@@ -122,7 +122,11 @@ func (b *browser) tab(in *instance) *page {
 				return
 			}
 			p.mu.Lock()
-			p.logs = append(p.logs, fmt.Sprintf("%s [%s] %s", m.Type, m.Source, m.Text))
+			line := fmt.Sprintf("%s %s [%s] %s", m.Time.Format("15:04:05.000"), m.Type, m.Source, m.Text)
+			if m.URL != "" {
+				line += " (" + m.URL + ")"
+			}
+			p.logs = append(p.logs, line)
 			if m.IsException() || m.Source == "security" || strings.Contains(m.Text, "Content Security Policy") {
 				p.issues = append(p.issues, m.String())
 			}

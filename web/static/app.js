@@ -167,7 +167,7 @@ const chan = typeof BroadcastChannel === 'function' ? new BroadcastChannel('wr.'
 const LOCK = 'wr.lead.' + room;
 const S = {
   access: stored('sessionStorage', 'wr.access'), accessExp: Number(stored('sessionStorage', 'wr.accessExp')) || 0,
-  screen: '', msg: null, last: null, stop: null, role: '', skew: 0, announced: 0,
+  screen: '', msg: null, under: null, last: null, stop: null, role: '', skew: 0, announced: 0,
   entry: null, entryEnd: NaN, products: [], ordering: false, ended: null, order: null, opensEnd: NaN,
   // The room's public document (GET /rooms/{room}) and when it was asked for;
   // when the last status came; whether the last 30 s were announced; since
@@ -603,7 +603,10 @@ async function checkPlace() {
 // welcomeBack says the place was kept, for a while.
 function welcomeBack() {
   say('placeKept');
-  setTimeout(() => { if (S.msg && S.msg.key === 'placeKept') say(null); }, 60000);
+  setTimeout(() => {
+    if (S.msg && S.msg.key === 'placeKept') say(null);
+    if (S.under && S.under.key === 'placeKept') S.under = null;
+  }, 60000);
 }
 
 // --- API --------------------------------------------------------------------
@@ -689,7 +692,7 @@ function pushTier(open) {
           // tier is blocked on the way (or switched off), not the server.
           if (!delivered) {
             if (h.fail(p.status)) return;
-            say('liveOff');
+            notice('liveOff');
           }
         }
         later(backoff(fails++));
@@ -824,8 +827,8 @@ function lead(signal, last) {
 // degraded shows (or clears) that the server cannot reach its queue store:
 // the stream stays, nothing moves, the place is kept.
 function degraded(d) {
-  if (d) say('degraded');
-  else if (S.msg && S.msg.key === 'degraded') say(null);
+  if (d) notice('degraded');
+  else clearNotice('degraded');
 }
 
 // link shows a dropped connection, and when it comes back after a long
@@ -833,12 +836,31 @@ function degraded(d) {
 function link(ok) {
   if (!ok) {
     S.downAt = S.downAt || Date.now();
-    return say('reconnecting');
+    return notice('reconnecting');
   }
   const gap = S.downAt ? Date.now() - S.downAt : 0;
   S.downAt = 0;
   if (gap >= GAP_MS && HOLDING_SCREENS.includes(S.screen)) welcomeBack();
-  else if (S.msg && (S.msg.key === 'reconnecting' || S.msg.key === 'liveOff')) say(null);
+  else clearNotice('reconnecting', 'liveOff');
+}
+
+// notice shows a passing connection notice (NOTICES) over the message on
+// screen, which comes back when the notice is cleared: a "welcome back"
+// outlives the reconnect that often follows a wake.
+const NOTICES = ['reconnecting', 'liveOff', 'degraded'];
+function notice(key) {
+  if (!S.msg || !NOTICES.includes(S.msg.key)) S.under = S.msg;
+  say(key);
+}
+
+// clearNotice ends the notice shown if it is one of keys, bringing back
+// the message it covered.
+function clearNotice(...keys) {
+  if (!S.msg || !keys.includes(S.msg.key)) return;
+  const m = S.under;
+  S.under = null;
+  if (m) say(m.key, m.params, m.error);
+  else say(null);
 }
 
 // follow keeps this tab's status current until READY or the end: as the
