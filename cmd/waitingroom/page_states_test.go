@@ -203,22 +203,55 @@ func TestPageStatesComingBack(t *testing.T) {
 	p := sizedTab(t, in, sz)
 	p.enterAs(user(2), sz)
 	p.waitJS("position 2", atPosition(2))
+	p.freezeAndWake(16 * time.Second) // longer than the page's gap (GAP_MS)
+	p.waitJS("the place kept, said", placeKeptSaid)
+	p.waitJS("still in line", atPosition(2))
+}
+
+// placeKeptSaid: the page is shown and says the place was kept.
+const placeKeptSaid = `document.visibilityState === 'visible' && document.getElementById("message").textContent.startsWith('Welcome back — your place was kept.')`
+
+// freezeAndWake freezes the page (as a phone does with a page in the
+// background) for d, then wakes and shows it. Freezing hides the page
+// first; waking leaves it hidden until it has the focus again.
+func (p *page) freezeAndWake(d time.Duration) {
+	p.t.Helper()
 	lifecycle := func(s cdppage.SetWebLifecycleStateState) chromedp.Action[chromedp.Void] {
 		return chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
 			_, err := chromedp.Call(ctx, cdppage.SetWebLifecycleState, cdppage.SetWebLifecycleStateParams{State: s})
 			return err
 		})
 	}
-	// Freezing hides the page first; waking leaves it hidden until it has
-	// the focus again.
 	p.do("freeze", lifecycle(cdppage.SetWebLifecycleStateStateFrozen))
-	time.Sleep(16 * time.Second) // longer than the page's gap (GAP_MS)
+	time.Sleep(d)
 	p.do("wake and show", lifecycle(cdppage.SetWebLifecycleStateStateActive),
 		chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
 			_, err := chromedp.Call(ctx, emulation.SetFocusEmulationEnabled, emulation.SetFocusEmulationEnabledParams{Enabled: true})
 			return err
 		}))
-	p.waitJS("the place kept, said", `document.visibilityState === 'visible' && `+textOf("message")+`.startsWith('Welcome back — your place was kept.')`)
+}
+
+// TestPageNoticeGivesBackTheMessage: a connection notice covers the
+// message on screen and gives it back when it clears. The "welcome back"
+// said after a wake is said again once an outage of the queue store that
+// came after it is over (it used to be cleared with the notice).
+func TestPageNoticeGivesBackTheMessage(t *testing.T) {
+	t.Parallel()
+	sz := pageSizes[0]
+	e, rp := ownRedisEnv(t)
+	in := e.start(map[string]string{"WR_ADMIT_INTERVAL": "50ms", "WR_TARGET_ACTIVE": "0", "WR_POLL_BANDS": "100:250ms,*:5s"})
+	in.enter(user(1), "default")
+	p := sizedTab(t, in, sz)
+	p.enterAs(user(2), sz)
+	p.waitJS("position 2", atPosition(2))
+	waitFor(t, "the page's stream", func() bool { return in.streamsOpen("sse") == 1 })
+	p.freezeAndWake(16 * time.Second)
+	p.waitJS("the place kept, said", placeKeptSaid)
+
+	rp.kill()
+	p.waitJS("the outage notice", textOf("message")+".includes('briefly unreachable')")
+	startRedis(t, rp.dir, rp.port)
+	p.waitJS("the welcome back, said again", placeKeptSaid)
 	p.waitJS("still in line", atPosition(2))
 }
 
