@@ -24,7 +24,8 @@
 //     logs in and enters --users (50) users, and drives GET position with
 //     --conns (64) closed-loop connections for --duration (10s) — first
 //     against the server, then against a plain Fiber JSON handler started
-//     in-process whose body is the same size. It reports req/s, p50 and p99
+//     in-process (--baseline-process: in a process of its own, as the
+//     server runs) whose body is the same size. It reports req/s, p50 and p99
 //     of each and their ratio (the bar: ≥ 0.5), then measures login
 //     (BCrypt) throughput with --login-conns (4) for --login-duration (3s)
 //     and prints the per-request cost ratio (1/login rps) ÷ (1/poll rps):

@@ -25,7 +25,7 @@ var scenarios = []struct {
 	run         func(ctx context.Context, o *options, args []string) (report, error)
 }{
 	{"seed", "the seed's k6 test: VUs loop login → enter → poll every 0.5 s → order; /metrics before and after", runSeed},
-	{"poll", "poll-path throughput against an in-process plain Fiber baseline, and login (BCrypt) cost", runPoll},
+	{"poll", "poll-path throughput against a plain Fiber baseline (in-process, or --baseline-process), and login (BCrypt) cost", runPoll},
 	{"streams", "N waiting users each hold an SSE or WebSocket stream while admissions run: fan-out lag, RSS per stream", runStreams},
 	{"surge", "N shoppers arrive (a burst and a trickle), wait by SSE, WebSocket or polling — some abandon, reload or never show — and order after a think time: FIFO, ETA accuracy over the wait, active cap, lost users", runSurge},
 	{"attack", "the surge alone, then beside attacks from other addresses (stuffing, storm, idle sockets, streams, bombs, cross-site): both side by side", runAttack},
@@ -42,6 +42,12 @@ func run() int {
 		return 2
 	}
 	name := os.Args[1]
+	if name == plainHandlerCmd {
+		if err := runPlainHandler(); err != nil {
+			fmt.Fprintln(os.Stderr, "loadtest:", err)
+		}
+		return 1
+	}
 	i := 0
 	for i < len(scenarios) && scenarios[i].name != name {
 		i++

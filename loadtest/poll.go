@@ -7,15 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"runtime"
 	"strconv"
 	"sync"
 	"time"
-
-	"github.com/gofiber/fiber/v2"
 )
 
 // maxRequests caps one closed-loop worker's requests in one phase, so the
@@ -34,8 +31,9 @@ type pollReport struct {
 	TargetActive  int64        `json:"targetActive"` // restored after the run; 0 during it
 	BodyBytes     int          `json:"bodyBytes"`
 	BaselineBytes int          `json:"baselineBodyBytes"`
-	Mode          string       `json:"mode"`        // closed (as fast as answered) or open (each user at its band's pace)
-	RedisShared   bool         `json:"redisShared"` // --redis given: Redis figures include anything else it served meanwhile
+	BaselineWhere string       `json:"baselineWhere"` // "in-process" (inside the load tool) or "own process" (--baseline-process)
+	Mode          string       `json:"mode"`          // closed (as fast as answered) or open (each user at its band's pace)
+	RedisShared   bool         `json:"redisShared"`   // --redis given: Redis figures include anything else it served meanwhile
 	Server        *phase       `json:"server,omitempty"`
 	Baseline      *phase       `json:"baseline,omitempty"`
 	Login         *phase       `json:"login,omitempty"`
@@ -98,6 +96,7 @@ type pollConfig struct {
 	open                            bool    // --mode open
 	rs                              *redisStats
 	enter                           enterConfig
+	ownProcess                      bool // --baseline-process
 }
 
 // parsePollFlags reads and checks the poll scenario's flags.
@@ -116,6 +115,7 @@ func parsePollFlags(o *options, args []string) (pollConfig, error) {
 	spread := fs.Duration("spread", 5*time.Second, "open loop: the users' first polls are spread over this long, unmeasured")
 	redisFromFlags := redisFlag(fs)
 	enterFromFlags := enterFlags(fs)
+	own := fs.Bool("baseline-process", false, "run the plain handler in a process of its own, as the server runs, instead of inside the load tool (where it shares the tool's Go runtime and network poller, and costs the machine about a third less per request)")
 	if err := o.parse(fs, args); err != nil {
 		return pollConfig{}, err
 	}
@@ -139,7 +139,7 @@ func parsePollFlags(o *options, args []string) (pollConfig, error) {
 	}
 	return pollConfig{conns: *conns, users: *users, ahead: *ahead, loginConns: *loginConns,
 		dur: *dur, warm: *warm, loginDur: *loginDur, spread: *spread, password: *password, mt: mt,
-		open: *mode == "open", rs: rs, enter: ec}, nil
+		open: *mode == "open", rs: rs, enter: ec, ownProcess: *own}, nil
 }
 
 // runPoll is the poll scenario: with admission frozen, the pollers enter
@@ -202,7 +202,7 @@ func runPoll(ctx context.Context, o *options, args []string) (report, error) {
 // enter (with --enter) and login, and works out the ratios.
 func measureClosed(ctx context.Context, o *options, cfg pollConfig, a *api, adm *admin, probe *costProbe, pollURL string, tokens []string, rep *pollReport) error {
 	hc := a.hc
-	baseURL, stop, err := startYardstick(ctx, hc, pollURL, tokens[0], rep)
+	baseURL, stop, err := startYardstick(ctx, hc, pollURL, tokens[0], cfg.ownProcess, rep)
 	if err != nil {
 		return err
 	}
@@ -293,12 +293,12 @@ func (p *costProbe) end(ctx context.Context, m probeMark, ph *phase) {
 // startYardstick reads one real position answer and starts the plain
 // handler that answers a body of the same size; it returns the handler's
 // URL and its stop, and puts both body sizes in rep.
-func startYardstick(ctx context.Context, hc *http.Client, pollURL, token string, rep *pollReport) (string, func(), error) {
+func startYardstick(ctx context.Context, hc *http.Client, pollURL, token string, own bool, rep *pollReport) (string, func(), error) {
 	body, err := get(ctx, hc, pollURL, token)
 	if err != nil {
 		return "", nil, fmt.Errorf("poll: sample position: %w", err)
 	}
-	baseURL, stop, err := startBaseline(body)
+	baseURL, stop, err := startBaseline(body, own)
 	if err != nil {
 		return "", nil, err
 	}
@@ -308,6 +308,7 @@ func startYardstick(ctx context.Context, hc *http.Client, pollURL, token string,
 		return "", nil, fmt.Errorf("poll: baseline: %w", err)
 	}
 	rep.BodyBytes, rep.BaselineBytes = len(body), len(baseBody)
+	rep.BaselineWhere = map[bool]string{false: "in-process", true: "own process"}[own]
 	return baseURL, stop, nil
 }
 
@@ -375,34 +376,6 @@ func readOK(hc *http.Client, req *http.Request) ([]byte, error) {
 		err = fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(b))
 	}
 	return b, err
-}
-
-// startBaseline serves the yardstick: a plain Fiber app on 127.0.0.1:0 with
-// one route (any method) whose handler encodes a fixed document with
-// c.JSON — the server's own answer (WAITING, or enter's), so both bodies
-// have the same size. It returns the route's URL and a func that stops the
-// app.
-func startBaseline(body []byte) (string, func(), error) {
-	var doc map[string]any
-	if err := json.Unmarshal(body, &doc); err != nil {
-		return "", nil, fmt.Errorf("poll: baseline document: %w", err)
-	}
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		return "", nil, fmt.Errorf("poll: baseline: %w", err)
-	}
-	app := fiber.New(fiber.Config{DisableStartupMessage: true})
-	app.All("/position", func(c *fiber.Ctx) error { return c.JSON(doc) })
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = app.Listener(ln) // returns when the app shuts down
-	}()
-	stop := func() {
-		_ = app.ShutdownWithTimeout(5 * time.Second)
-		<-done
-	}
-	return "http://" + ln.Addr().String() + "/position", stop, nil
 }
 
 // measure runs conns closed-loop workers against one target: warm unmeasured

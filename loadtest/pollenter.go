@@ -94,7 +94,7 @@ func measureEnter(ctx context.Context, cfg pollConfig, a *api, adm *admin, probe
 		e.Error = fmt.Sprintf("sample enter: %v", err)
 		return e
 	}
-	baseURL, stop, err := startBaseline(sample)
+	baseURL, stop, err := startBaseline(sample, cfg.ownProcess)
 	if err != nil {
 		e.Error = err.Error()
 		return e

@@ -14,9 +14,9 @@ func (r *pollReport) print(w io.Writer) {
 	if r.Mode == "open" {
 		fmt.Fprintln(w, "open loop: each user polls pollAfterMs after its answer (Retry-After after a 429): the offered rate is the crowd's, not the server's ceiling")
 	} else {
-		fmt.Fprintf(w, "response body: server %d B, baseline %d B (c.JSON of the same document, in-process on 127.0.0.1:0)\n", r.BodyBytes, r.BaselineBytes)
+		fmt.Fprintf(w, "response body: server %d B, baseline %d B (c.JSON of the same document, %s on 127.0.0.1:0)\n", r.BodyBytes, r.BaselineBytes, r.BaselineWhere)
 	}
-	fmt.Fprintf(w, "NOTE: the load generator (and the in-process baseline) share this machine's %d CPUs with the server;\n", r.CPUs)
+	fmt.Fprintf(w, "NOTE: the load generator (and the baseline) share this machine's %d CPUs with the server;\n", r.CPUs)
 	fmt.Fprintln(w, "      compare the ratios, not the absolute rates")
 	if r.RedisShared {
 		fmt.Fprintln(w, "Redis figures are Redis's own counters (INFO) over each phase: they include anything else that Redis served meanwhile")

@@ -40,14 +40,15 @@ func TestSmokePollClosedWithEnter(t *testing.T) {
 	var o options
 	rep, err := runPoll(t.Context(), &o, s.args("--users", "10", "--ahead", "5", "--conns", "4", "--warmup", "0", "--duration", "300ms",
 		"--login-duration", "200ms", "--login-conns", "1", "--password", smokePassword,
-		"--enter", "--enter-users", "3000", "--mint-tokens", "--jwt-secret", smokeSecret))
+		"--enter", "--enter-users", "3000", "--mint-tokens", "--jwt-secret", smokeSecret, "--baseline-process"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := rep.(*pollReport)
 	logOnFailure(t, r)
 	e := r.Enter
-	if e == nil || e.Error != "" || e.Waiting == nil || e.Fresh == nil || e.Baseline == nil {
+	if e == nil || e.Error != "" || e.Waiting == nil || e.Fresh == nil || e.Baseline == nil || e.BaselineBefore == nil ||
+		e.Baseline.OK == 0 || r.Baseline == nil || r.Baseline.OK == 0 {
 		t.Fatalf("enter phases: %+v", e)
 	}
 	if e.Waiting.OK == 0 || e.Waiting.OK != e.Waiting.Latency.Count || e.Fresh.OK == 0 || e.Fresh.OK != e.Fresh.Latency.Count {
