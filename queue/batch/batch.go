@@ -68,25 +68,10 @@ type call struct {
 // script.Run(ctx, rdb, keys, args...) would.
 func (b *Runner) Run(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
 	c := &call{script: script, keys: keys, args: args}
-	b.mu.Lock()
-	if b.inFlight < MaxInFlight {
-		b.inFlight++
-		b.mu.Unlock()
-		c.cmd = script.Run(ctx, b.rdb, keys, args...)
-		b.handOn()
-		return c.cmd
+	if !b.do(ctx, []*call{c}) {
+		return ended(ctx)
 	}
-	c.done = make(chan struct{})
-	b.next = append(b.next, c)
-	b.mu.Unlock()
-	select {
-	case <-c.done:
-		return c.cmd
-	case <-ctx.Done():
-		cmd := redis.NewCmd(ctx)
-		cmd.SetErr(ctx.Err())
-		return cmd
-	}
+	return c.cmd
 }
 
 // Script is one script of RunAll, with its keys and args.
@@ -105,13 +90,29 @@ func (b *Runner) RunAll(ctx context.Context, scripts ...Script) []*redis.Cmd {
 	for i, sc := range scripts {
 		calls[i] = &call{script: sc.Script, keys: sc.Keys, args: sc.Args}
 	}
+	ok := b.do(ctx, calls)
+	cmds := make([]*redis.Cmd, len(calls))
+	for i, c := range calls {
+		if !ok {
+			cmds[i] = ended(ctx)
+			continue
+		}
+		cmds[i] = c.cmd
+	}
+	return cmds
+}
+
+// do runs calls in one round trip: at once when fewer than MaxInFlight
+// are in flight, else in the next batch. It reports false when ctx ended
+// first (the calls may still run; their commands are not to be read).
+func (b *Runner) do(ctx context.Context, calls []*call) bool {
 	b.mu.Lock()
 	if b.inFlight < MaxInFlight {
 		b.inFlight++
 		b.mu.Unlock()
 		b.send(ctx, calls)
 		b.handOn()
-		return cmdsOf(calls)
+		return true
 	}
 	for _, c := range calls {
 		c.done = make(chan struct{})
@@ -122,23 +123,17 @@ func (b *Runner) RunAll(ctx context.Context, scripts ...Script) []*redis.Cmd {
 		select {
 		case <-c.done:
 		case <-ctx.Done():
-			cmds := make([]*redis.Cmd, len(calls))
-			for i := range cmds {
-				cmds[i] = redis.NewCmd(ctx)
-				cmds[i].SetErr(ctx.Err())
-			}
-			return cmds
+			return false
 		}
 	}
-	return cmdsOf(calls)
+	return true
 }
 
-func cmdsOf(calls []*call) []*redis.Cmd {
-	cmds := make([]*redis.Cmd, len(calls))
-	for i, c := range calls {
-		cmds[i] = c.cmd
-	}
-	return cmds
+// ended is the command of a caller whose context ended while it waited.
+func ended(ctx context.Context) *redis.Cmd {
+	cmd := redis.NewCmd(ctx)
+	cmd.SetErr(ctx.Err())
+	return cmd
 }
 
 // Waiting is how many callers wait for a round trip now.

@@ -114,8 +114,6 @@ type Check struct {
 	// recorded (by Take, Charge or Refund): e.g. a limit that must allow
 	// the request but is charged separately, later.
 	PeekOnly bool
-
-	index int // its place among the checks of a Take (slots)
 }
 
 func (l *Limiter) key(c Check) string {
@@ -147,13 +145,17 @@ func (l *Limiter) Allow(ctx context.Context, name, subject string, lim Limit) (R
 // (all or nothing still, though for that moment the others counted the
 // request).
 func (l *Limiter) Take(ctx context.Context, checks ...Check) ([]Result, error) {
-	groups := l.slots(checks)
-	if len(groups) <= 1 {
+	slots := l.slots(checks)
+	if len(slots) <= 1 {
 		return l.run(ctx, "take", checks...)
 	}
-	scripts := make([]batch.Script, len(groups))
-	for i, g := range groups {
-		scripts[i] = l.script("take", g)
+	groups := make([][]Check, len(slots))
+	scripts := make([]batch.Script, len(slots))
+	for i, at := range slots {
+		for _, j := range at {
+			groups[i] = append(groups[i], checks[j])
+		}
+		scripts[i] = l.script("take", groups[i])
 	}
 	out := make([]Result, len(checks))
 	var recorded [][]Check
@@ -167,8 +169,8 @@ func (l *Limiter) Take(ctx context.Context, checks ...Check) ([]Result, error) {
 		if allowed(rs) {
 			recorded = append(recorded, groups[i])
 		}
-		for j, c := range groups[i] {
-			out[c.index] = rs[j]
+		for k, j := range slots[i] {
+			out[j] = rs[k]
 		}
 	}
 	if firstErr == nil && len(recorded) == len(groups) {
@@ -186,24 +188,23 @@ func (l *Limiter) Take(ctx context.Context, checks ...Check) ([]Result, error) {
 	return out, nil
 }
 
-// slots groups checks by the Cluster slot of their keys (one group on a
-// single Redis): checks of one non-empty Slot share a group, a check
-// without one is a group of its own. Each check remembers its index in
-// checks.
-func (l *Limiter) slots(checks []Check) [][]Check {
+// slots groups the indexes of checks by the Cluster slot of their keys:
+// none on a single Redis, where one script takes them all; else checks of
+// one non-empty Slot share a group, and a check without one is a group of
+// its own.
+func (l *Limiter) slots(checks []Check) [][]int {
 	if !l.cluster || len(checks) <= 1 {
-		return [][]Check{checks}
+		return nil
 	}
-	var groups [][]Check
+	var groups [][]int
 	at := map[string]int{}
 	for i, c := range checks {
-		c.index = i
 		if g, ok := at[c.Slot]; ok && c.Slot != "" {
-			groups[g] = append(groups[g], c)
+			groups[g] = append(groups[g], i)
 			continue
 		}
 		at[c.Slot] = len(groups)
-		groups = append(groups, []Check{c})
+		groups = append(groups, []int{i})
 	}
 	return groups
 }
