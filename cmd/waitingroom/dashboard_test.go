@@ -287,13 +287,17 @@ func TestDashboardUnreachableAndBack(t *testing.T) {
 	p.waitLive()
 	p.waitJS("samples", chartPoints("chart-waiting")+` >= 2 && `+chartPoints("chart-latency")+` >= 2`)
 
+	downAt := time.Now().UnixMilli()
 	f.down.Store(true)
 	p.waitJS("unreachable", `document.getElementById('conn').dataset.state === 'unreachable' && `+textOf("conn")+`.startsWith('Unreachable since')`)
-	// An outage of a few seconds: the tab misses about three samples that
-	// the server's history holds (an outage of one sample left a margin of
-	// one point, which a second the history loop missed on a loaded
-	// machine ate).
-	time.Sleep(3 * time.Second)
+	// The outage lasts until the server's history holds three points the
+	// tab missed (an outage of one sample left a margin of one point, which
+	// a second the history loop missed on a loaded machine ate).
+	waitFor(t, "three points recorded during the outage", func() bool {
+		r := do(t, "GET", fmt.Sprintf("%s/admin/rooms/default/history?since=%d", in.admin, downAt), testAdminToken, nil)
+		var doc struct{ Points [][]any }
+		return r.status == 200 && json.Unmarshal([]byte(r.raw), &doc) == nil && len(doc.Points) >= 3
+	})
 	f.down.Store(false)
 	p.waitLive()
 	moves := func(chart string) string {
