@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -67,7 +68,7 @@ func startBaselineProcess(body []byte) (string, func(), error) {
 		return "", nil, fmt.Errorf("poll: baseline process: %w", err)
 	}
 	cmd := exec.Command(self, plainHandlerCmd)
-	cmd.Stdin = strings.NewReader(string(body))
+	cmd.Stdin = bytes.NewReader(body)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
