@@ -3,6 +3,7 @@ package queue_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"strconv"
 	"sync"
@@ -12,6 +13,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"waitingroom/queue"
+	"waitingroom/queue/batch"
+	"waitingroom/queue/queuetest"
 )
 
 // holdHook holds every script sent alone until gate is closed (telling
@@ -154,5 +157,54 @@ func TestBatchedEnterUnreachable(t *testing.T) {
 		if !errors.Is(err, queue.ErrUnavailable) && !errors.As(err, &ne) {
 			t.Errorf("enter v%d: %v, want ErrUnavailable", i, err)
 		}
+	}
+}
+
+// TestSharedRunner: a queue given a Runner (Options.Batch) sends its
+// scripts through it, so they wait for the round trips of the Runner's
+// other callers (an instance's rate limiter) and share the next one.
+func TestSharedRunner(t *testing.T) {
+	rdb, prefix := queuetest.Redis(t)
+	shared := batch.New(rdb)
+	q := queue.New(rdb, queue.Options{Prefix: prefix, Batch: shared})
+	ctx := context.Background()
+	if err := q.EnsureRoom(ctx, "r1", queue.RoomConfig{Target: 0, EntryTTL: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	other := redis.NewScript("return 1")
+	if err := other.Load(ctx, rdb).Err(); err != nil {
+		t.Fatal(err)
+	}
+	mustEnter(t, q, "u0") // the enter script is loaded
+	h := &holdHook{gate: make(chan struct{}), held: make(chan struct{}, 2)}
+	rdb.AddHook(h)
+
+	var wg sync.WaitGroup
+	for range batch.MaxInFlight {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if v, err := shared.Run(ctx, other, nil).Int(); err != nil || v != 1 {
+				t.Errorf("the other caller's script: %v, %v", v, err)
+			}
+		}()
+		<-h.held
+	}
+	entered := make(chan error, 1)
+	go func() {
+		st, err := q.Enter(ctx, "r1", "u1")
+		if err == nil && st.State != queue.Waiting {
+			err = fmt.Errorf("status %+v", st)
+		}
+		entered <- err
+	}()
+	waitFor(t, "the enter waiting on the shared runner", func() bool { return shared.Waiting() == 1 })
+	if n := queue.BatchWaiting(q); n != 1 {
+		t.Fatalf("the queue's runner has %d waiting, want the shared one's 1", n)
+	}
+	close(h.gate)
+	wg.Wait()
+	if err := <-entered; err != nil {
+		t.Fatalf("enter through the shared runner: %v", err)
 	}
 }

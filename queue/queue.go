@@ -118,6 +118,11 @@ type Options struct {
 	// (WR_IDLE_TIMEOUT). 0 keeps everyone. The drop is remembered for
 	// idleMemory (Status then says ErrIdle) unless the user enters again.
 	IdleTimeout time.Duration
+	// Batch, when set, runs the enter and status scripts (on rdb's
+	// connection pool, as rdb would): share one with the instance's other
+	// callers of scripts (its rate limiter) and their scripts share round
+	// trips too. Nil: a Runner of the queue's own.
+	Batch *batch.Runner
 }
 
 // idleMemory is how long a drop for idleness is remembered: a day, longer
@@ -145,7 +150,10 @@ func New(rdb redis.UniversalClient, o Options) *Queue {
 	if o.RateWindow <= 0 {
 		o.RateWindow = 5 * time.Second
 	}
-	return &Queue{rdb: rdb, prefix: o.Prefix, rateWindow: o.RateWindow, idle: o.IdleTimeout, batch: batch.New(rdb), openSlice: openSlice, openRuns: openRunsPerCall}
+	if o.Batch == nil {
+		o.Batch = batch.New(rdb)
+	}
+	return &Queue{rdb: rdb, prefix: o.Prefix, rateWindow: o.RateWindow, idle: o.IdleTimeout, batch: o.Batch, openSlice: openSlice, openRuns: openRunsPerCall}
 }
 
 // unavailable marks err as a failure to reach Redis.

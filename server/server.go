@@ -17,6 +17,7 @@ import (
 
 	"waitingroom/queue"
 	"waitingroom/queue/adaptive"
+	"waitingroom/queue/batch"
 	"waitingroom/queue/history"
 	"waitingroom/queue/loop"
 	"waitingroom/queue/presence"
@@ -114,8 +115,11 @@ func New(o Options) (*Server, error) {
 	s.pingRedis = func(ctx context.Context) error { return o.Redis.Ping(ctx).Err() }
 	s.sec = seclog.New(o.Logger, s.m.secEvents)
 	s.tokens = token.New(o.Config.Tokens)
+	// The queue's scripts and the limiter's share round trips (one
+	// batch.Runner), as the decisions and enters of concurrent requests do.
+	scripts := batch.New(o.Redis)
 	qo := o.Config.Queue
-	qo.Prefix = o.KeyPrefix
+	qo.Prefix, qo.Batch = o.KeyPrefix, scripts
 	s.q = queue.New(o.Redis, qo)
 	prefix := o.KeyPrefix
 	if prefix == "" {
@@ -123,7 +127,7 @@ func New(o Options) (*Server, error) {
 	}
 	s.acl = access.New(o.Redis, prefix)
 	s.faults = faults.New(o.Redis, prefix, o.Config.FaultInjection)
-	s.limiter = ratelimit.New(o.Redis, prefix)
+	s.limiter = ratelimit.NewOn(scripts, prefix)
 	s.polls = local.New(local.Options{})
 	s.logins = s.newLogin(o)
 	s.admitter = s.newAdmitter()

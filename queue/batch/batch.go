@@ -55,6 +55,9 @@ type Runner struct {
 // New returns a Runner on rdb.
 func New(rdb Client) *Runner { return &Runner{rdb: rdb} }
 
+// Client is the client the Runner runs on.
+func (b *Runner) Client() Client { return b.rdb }
+
 // call is one caller's script.
 type call struct {
 	script *redis.Script

@@ -79,9 +79,13 @@ type Limiter struct {
 
 // New returns a Limiter whose keys live under the instance's key prefix
 // (e.g. "wr:"), in the package's own namespace: prefix + "rl:".
-func New(rdb batch.Client, prefix string) *Limiter {
-	_, cluster := rdb.(*redis.ClusterClient)
-	return &Limiter{rdb: batch.New(rdb), prefix: prefix + "rl:", cluster: cluster}
+func New(rdb batch.Client, prefix string) *Limiter { return NewOn(batch.New(rdb), prefix) }
+
+// NewOn is New on a Runner shared with other callers of scripts (the
+// queue's), so that their scripts and the limiter's share round trips.
+func NewOn(b *batch.Runner, prefix string) *Limiter {
+	_, cluster := b.Client().(*redis.ClusterClient)
+	return &Limiter{rdb: b, prefix: prefix + "rl:", cluster: cluster}
 }
 
 // Result is one decision.
