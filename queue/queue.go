@@ -118,10 +118,10 @@ type Options struct {
 	// (WR_IDLE_TIMEOUT). 0 keeps everyone. The drop is remembered for
 	// idleMemory (Status then says ErrIdle) unless the user enters again.
 	IdleTimeout time.Duration
-	// Batch, when set, runs the enter and status scripts (on rdb's
-	// connection pool, as rdb would): share one with the instance's other
-	// callers of scripts (its rate limiter) and their scripts share round
-	// trips too. Nil: a Runner of the queue's own.
+	// Batch, when set, runs the enter and status scripts; it must be a
+	// Runner on rdb. Share one with the instance's other callers of
+	// scripts (its rate limiter) and their scripts share round trips too.
+	// Nil: a Runner of the queue's own.
 	Batch *batch.Runner
 }
 
