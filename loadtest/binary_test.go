@@ -46,10 +46,7 @@ func TestMain(m *testing.M) {
 	// The test binary serves as the plain handler's process too (poll
 	// --baseline-process starts os.Executable()).
 	if len(os.Args) > 1 && os.Args[1] == plainHandlerCmd {
-		if err := runPlainHandler(); err != nil {
-			fmt.Fprintln(os.Stderr, "loadtest:", err)
-		}
-		os.Exit(1)
+		os.Exit(plainHandlerMain())
 	}
 	code := m.Run()
 	if built.dir != "" {

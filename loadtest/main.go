@@ -43,10 +43,7 @@ func run() int {
 	}
 	name := os.Args[1]
 	if name == plainHandlerCmd {
-		if err := runPlainHandler(); err != nil {
-			fmt.Fprintln(os.Stderr, "loadtest:", err)
-		}
-		return 1
+		return plainHandlerMain()
 	}
 	i := 0
 	for i < len(scenarios) && scenarios[i].name != name {

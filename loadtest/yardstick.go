@@ -89,6 +89,15 @@ func startBaselineProcess(body []byte) (string, func(), error) {
 	return strings.TrimSpace(line), stop, nil
 }
 
+// plainHandlerMain runs plainHandlerCmd and is the process's exit code
+// (it returns only on an error; the parent kills it).
+func plainHandlerMain() int {
+	if err := runPlainHandler(); err != nil {
+		fmt.Fprintln(os.Stderr, "loadtest:", err)
+	}
+	return 1
+}
+
 // runPlainHandler is plainHandlerCmd: the document on standard input,
 // served on 127.0.0.1:0 (the URL on the first line of standard output)
 // until the process is killed.
