@@ -123,6 +123,10 @@ type Options struct {
 	// scripts (its rate limiter) and their scripts share round trips too.
 	// Nil: a Runner of the queue's own.
 	Batch *batch.Runner
+	// EnterGuard is the Lua of a decision that EnterGuarded takes inside
+	// the enter script, before entering (see guard.go): the instance's
+	// rate limits, ratelimit.InlineLua. "": EnterGuarded is refused.
+	EnterGuard string
 }
 
 // idleMemory is how long a drop for idleness is remembered: a day, longer
@@ -137,6 +141,7 @@ type Queue struct {
 	rateWindow time.Duration
 	idle       time.Duration
 	batch      *batch.Runner // enter and status scripts of concurrent callers
+	guarded    *redis.Script // the enter script behind Options.EnterGuard (nil: none)
 	openSlice  int           // users per run of the open script (openSlice; tests set less)
 	openRuns   int           // runs per Open call (openRunsPerCall)
 }
@@ -153,7 +158,7 @@ func New(rdb redis.UniversalClient, o Options) *Queue {
 	if o.Batch == nil {
 		o.Batch = batch.New(rdb)
 	}
-	return &Queue{rdb: rdb, prefix: o.Prefix, rateWindow: o.RateWindow, idle: o.IdleTimeout, batch: o.Batch, openSlice: openSlice, openRuns: openRunsPerCall}
+	return &Queue{rdb: rdb, prefix: o.Prefix, rateWindow: o.RateWindow, idle: o.IdleTimeout, batch: o.Batch, guarded: guardedEnter(o.EnterGuard), openSlice: openSlice, openRuns: openRunsPerCall}
 }
 
 // unavailable marks err as a failure to reach Redis.

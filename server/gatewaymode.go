@@ -189,11 +189,18 @@ func (s *Server) challenge(c *fiber.Ctx) error {
 	return c.JSON(fiber.Map{"required": true, "challenge": ch.Token, "difficulty": ch.Difficulty, "expiresAt": ch.ExpiresAt})
 }
 
+// needsChallenge reports whether user's enter of room is under a proof of
+// work: an anonymous visitor in gateway mode, in a room whose challenge is
+// pow.
+func (s *Server) needsChallenge(room, user string) bool {
+	return s.gw != nil && strings.HasPrefix(user, visitorPrefix) && s.gwSettings.Get(room).Challenge == gateway.ChallengePoW
+}
+
 // checkChallenge applies a room's proof of work to a visitor's enter: a
 // visitor already in the queue (a reload, a second tab) keeps its place
 // without one; anyone else sends a solved challenge, spent once.
 func (s *Server) checkChallenge(c *fiber.Ctx, room, user string) error {
-	if s.gw == nil || !strings.HasPrefix(user, visitorPrefix) || s.gwSettings.Get(room).Challenge != gateway.ChallengePoW {
+	if !s.needsChallenge(room, user) {
 		return nil
 	}
 	if _, err := s.q.Status(c.UserContext(), room, user); !errors.Is(err, queue.ErrNotInQueue) {

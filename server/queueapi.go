@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"log/slog"
 	"math"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"waitingroom/queue"
+	"waitingroom/server/api"
 	"waitingroom/server/ratelimit"
 	"waitingroom/server/token"
 )
@@ -96,23 +98,7 @@ func (s *Server) enter(c *fiber.Ctx) error {
 		return err
 	}
 	room := roomParam(c)
-	ctx := c.UserContext()
-	if err := s.limits(c, user, true,
-		ratelimit.Check{Name: "enter_ip", Subject: s.clientKey(c), Limit: s.cfg.Limits.EnterIP},
-		ratelimit.Check{Name: "enter_user", Subject: user, Limit: s.cfg.Limits.EnterUser}); err != nil {
-		return err
-	}
-	if err := s.checkChallenge(c, room, user); err != nil {
-		return err
-	}
-	var st queue.Status
-	if s.acl.Current().Bypass.HasUser(user) {
-		st, err = s.q.Grant(ctx, room, user)
-		s.log.LogAttrs(ctx, slog.LevelWarn, "audit: queue bypass", slog.String("room", room),
-			slog.String("user", user), slog.String("ip", s.clientIP(c)))
-	} else {
-		st, err = s.q.Enter(ctx, room, user)
-	}
+	st, err := s.enterRoom(c, room, user)
 	if err != nil {
 		return err
 	}
@@ -130,6 +116,46 @@ func (s *Server) enter(c *fiber.Ctx) error {
 	doc := s.statusDoc(room, st)
 	doc.QueueToken = tok
 	return sendStatus(c, &doc)
+}
+
+// enterRoom enters user in room under the enter limits (address and
+// user). Where it can — one Redis, a user under the limits who needs no
+// challenge and has no bypass — the limits are decided inside the enter
+// script (queue.EnterGuarded): one script call instead of two, the
+// decision the same (taken first, all or nothing, counted even when the
+// room then refuses the entry). Else they are decided first (limits), the
+// challenge checked, and the user entered or, on the bypass list, granted.
+func (s *Server) enterRoom(c *fiber.Ctx, room, user string) (queue.Status, error) {
+	ctx := c.UserContext()
+	checks := []ratelimit.Check{
+		{Name: "enter_ip", Subject: s.clientKey(c), Limit: s.cfg.Limits.EnterIP},
+		{Name: "enter_user", Subject: user, Limit: s.cfg.Limits.EnterUser}}
+	bypass := s.acl.Current().Bypass.HasUser(user)
+	if s.cfg.RateLimits && !bypass && !s.needsChallenge(room, user) && !s.exempt(c, user) {
+		if keys, args, ok := s.limiter.Inline(checks...); ok {
+			st, refusal, err := s.q.EnterGuarded(ctx, room, user, keys, args...)
+			if err != nil || refusal == nil {
+				return st, err
+			}
+			rs, err := ratelimit.Refused(checks, refusal)
+			if err != nil {
+				return queue.Status{}, errors.Join(api.ErrUnavailable, err)
+			}
+			return queue.Status{}, s.refused(c, checks, rs)
+		}
+	}
+	if err := s.limits(c, user, true, checks...); err != nil {
+		return queue.Status{}, err
+	}
+	if err := s.checkChallenge(c, room, user); err != nil {
+		return queue.Status{}, err
+	}
+	if !bypass {
+		return s.q.Enter(ctx, room, user)
+	}
+	s.log.LogAttrs(ctx, slog.LevelWarn, "audit: queue bypass", slog.String("room", room),
+		slog.String("user", user), slog.String("ip", s.clientIP(c)))
+	return s.q.Grant(ctx, room, user)
 }
 
 // enterer is who enters: the user of the access token, or in gateway mode

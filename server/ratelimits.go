@@ -22,7 +22,9 @@ import (
 // the exact address. A request under two limits (enter: address and user;
 // order: room and user) has them decided at once, all or nothing, in one
 // round trip (limits, ratelimit.Limiter.Take): a request refused by one
-// counts on neither. When Redis cannot decide, each limit has a policy:
+// counts on neither. Enter's are decided inside the enter script itself
+// where one Redis holds both (enterRoom): one script per enter, not two.
+// When Redis cannot decide, each limit has a policy:
 //
 //	login (all four, package login) fail closed: 503 — BCrypt is the CPU sink
 //	enter (per address, per user)   fail open — enter needs Redis anyway
@@ -69,8 +71,7 @@ func (s *Server) limit(c *fiber.Ctx, name, subject, user string, lim ratelimit.L
 
 // limits applies several limits to one request of user at once: one
 // decision in one round trip, all or nothing (a request refused by one
-// limit counts on none of them). The 429 names the refusing limit with the
-// longest wait, so that its Retry-After holds for all of them.
+// limit counts on none of them), answered by refused.
 func (s *Server) limits(c *fiber.Ctx, user string, failOpen bool, checks ...ratelimit.Check) error {
 	if !s.cfg.RateLimits || s.exempt(c, user) {
 		return nil
@@ -82,6 +83,13 @@ func (s *Server) limits(c *fiber.Ctx, user string, failOpen bool, checks ...rate
 	case err != nil:
 		return errors.Join(api.ErrUnavailable, err)
 	}
+	return s.refused(c, checks, rs)
+}
+
+// refused is the 429 of the decision rs on checks (nil when every check
+// allowed): it names the refusing limit with the longest wait, so that its
+// Retry-After holds for all of them.
+func (s *Server) refused(c *fiber.Ctx, checks []ratelimit.Check, rs []ratelimit.Result) error {
 	refused := -1
 	for i, r := range rs {
 		if !r.Allowed && (refused < 0 || r.RetryAfter > rs[refused].RetryAfter) {

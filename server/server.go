@@ -120,6 +120,7 @@ func New(o Options) (*Server, error) {
 	scripts := batch.New(o.Redis)
 	qo := o.Config.Queue
 	qo.Prefix, qo.Batch = o.KeyPrefix, scripts
+	qo.EnterGuard = ratelimit.InlineLua // the enter limits, decided inside the enter script
 	s.q = queue.New(o.Redis, qo)
 	prefix := o.KeyPrefix
 	if prefix == "" {

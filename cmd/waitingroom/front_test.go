@@ -18,9 +18,11 @@ import (
 
 // redisCounter is a go-redis hook that counts, per kind, the commands one
 // client sends: "status" (the status script), "gcra" (a rate-limit
-// script), "ev" (the reads of a room's event number that exact polls wait
-// for) and "trips" (round trips: one per command sent alone, one per
-// pipeline).
+// script), "enter" (a script on a room's ticket counter: the enter script,
+// guarded or not), "limited enter" (one that also carries rate-limit keys:
+// the enter limits decided inside it), "ev" (the reads of a room's event
+// number that exact polls wait for) and "trips" (round trips: one per
+// command sent alone, one per pipeline).
 type redisCounter struct {
 	scripts map[string]string // SHA-1 → kind
 
@@ -29,14 +31,21 @@ type redisCounter struct {
 }
 
 // countRedis adds a counter to e's client. Scripts are told apart by the
-// SHA-1 of their source, read from the repository.
+// SHA-1 of their source, read from the repository, or by their keys.
 func countRedis(t *testing.T, e *env) *redisCounter {
 	t.Helper()
 	c := &redisCounter{scripts: map[string]string{}, n: map[string]int{}}
-	for kind, path := range map[string]string{"status": "../../queue/scripts/status.lua", "gcra": "../../server/ratelimit/gcra.lua"} {
-		src, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
+	for kind, paths := range map[string][]string{
+		"status": {"../../queue/scripts/status.lua"},
+		"gcra":   {"../../server/ratelimit/gcra_lib.lua", "../../server/ratelimit/gcra.lua"},
+	} {
+		var src []byte
+		for _, path := range paths {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			src = append(src, b...)
 		}
 		sum := sha1.Sum(src)
 		c.scripts[hex.EncodeToString(sum[:])] = kind
@@ -72,6 +81,7 @@ func (c *redisCounter) count(cmd redis.Cmder) {
 		if sha, ok := args[1].(string); ok && c.scripts[sha] != "" {
 			c.add(c.scripts[sha])
 		}
+		c.countByKeys(args)
 	case "eval":
 		if src, ok := args[1].(string); ok {
 			sum := sha1.Sum([]byte(src))
@@ -83,6 +93,28 @@ func (c *redisCounter) count(cmd redis.Cmder) {
 		if key, ok := args[1].(string); ok && strings.HasSuffix(key, ":stats") && args[2] == "ev" {
 			c.add("ev")
 		}
+	}
+}
+
+// countByKeys counts a script by its keys (args: EVAL or EVALSHA's):
+// "enter" when one is a room's ticket counter, "limited enter" when
+// rate-limit keys come with it.
+func (c *redisCounter) countByKeys(args []any) {
+	n, ok := args[2].(int)
+	if !ok || len(args) < 3+n {
+		return
+	}
+	enter, limit := false, false
+	for _, k := range args[3 : 3+n] {
+		key, _ := k.(string)
+		enter = enter || strings.HasSuffix(key, "}:seq")
+		limit = limit || strings.Contains(key, ":rl:")
+	}
+	if enter {
+		c.add("enter")
+	}
+	if enter && limit {
+		c.add("limited enter")
 	}
 }
 

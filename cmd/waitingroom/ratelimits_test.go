@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/http"
 	"strconv"
@@ -351,5 +352,65 @@ func TestHardening(t *testing.T) {
 			}
 			break // closed by the server (possibly after a 408)
 		}
+	}
+}
+
+// TestEnterLimitsInsideTheEnterScript: with the limits on, an enter costs
+// one script on Redis — the enter limits decided inside the enter script —
+// not a rate-limit script and then the enter. The decision is the same:
+// enters past the per-user limit and past the per-address limit are
+// refused (429, the contract's JSON, Retry-After) without entering anyone,
+// while other users and addresses enter; a refused enter counts on neither
+// limit (all or nothing).
+func TestEnterLimitsInsideTheEnterScript(t *testing.T) {
+	e := newEnv(t)
+	cnt := countRedis(t, e)
+	in := e.start(limited(behindProxy(map[string]string{"WR_TARGET_ACTIVE": "0",
+		"WR_LIMIT_ENTER_USER": "2/1h:2", "WR_LIMIT_ENTER_IP": "3/1h:3"})))
+	toks := map[int]string{}
+	for _, u := range []int{1, 2, 3, 4, 9} {
+		toks[u] = in.login(user(u))
+	}
+	enter := func(u int, ip string) response {
+		return do(t, "POST", in.base+"/api/v1/rooms/default/enter", toks[u], nil, "X-Real-IP", ip)
+	}
+	if r := enter(9, "10.9.9.9"); r.status != 200 { // the scripts are loaded
+		t.Fatalf("first enter = %d %s", r.status, r.raw)
+	}
+	before := cnt.snapshot()
+	want := []struct {
+		user   int
+		ip     string
+		status int
+	}{
+		{1, "10.0.0.1", 200}, {1, "10.0.0.1", 200}, // the user's two
+		{1, "10.0.0.1", 429}, // the user's third: counts on neither limit
+		{2, "10.0.0.1", 200}, // so the address's third is allowed
+		{3, "10.0.0.1", 429}, // its fourth is not
+		{4, "10.0.0.2", 200}, // another address is unaffected
+	}
+	for i, w := range want {
+		r := enter(w.user, w.ip)
+		if r.status != w.status {
+			t.Fatalf("enter %d (user %d from %s) = %d %s, want %d", i+1, w.user, w.ip, r.status, r.raw, w.status)
+		}
+		if r.status == 429 && (r.str("error") != "rate_limited" || r.header.Get("Retry-After") == "") {
+			t.Fatalf("enter %d refused without the contract's JSON or Retry-After: %v %s", i+1, r.header, r.raw)
+		}
+	}
+	d := cnt.since(before)
+	if d["enter"] != len(want) || d["limited enter"] != len(want) || d["gcra"] != 0 {
+		t.Fatalf("%d enters ran %d enter scripts (%d with the limits inside) and %d rate-limit scripts; want %d, %d and 0",
+			len(want), d["enter"], d["limited enter"], d["gcra"], len(want), len(want))
+	}
+	claims, err := token.New(token.Config{Secret: testSecret}).Parse(toks[3], token.KindAccess)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := in.srv.Queue().Status(context.Background(), "default", claims.Subject); !errors.Is(err, queue.ErrNotInQueue) {
+		t.Fatalf("a refused user's status: %v, want not in the queue", err)
+	}
+	if n := in.metric("waitingroom_rate_limited_total"); n != 2 {
+		t.Fatalf("rate_limited_total = %v, want 2", n)
 	}
 }

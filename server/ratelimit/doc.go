@@ -10,7 +10,9 @@
 // several limits at once (all or nothing), Refund gives a reservation back,
 // Charge records a request found to count after the work, and every Result
 // tells whether its subject is in debt (has recorded requests that time has
-// not yet paid back).
+// not yet paid back). Inline hands Take's decision to a script of another
+// package, which runs it first (InlineLua) and does its own work only when
+// every limit allows: the decision and the work it guards in one script.
 //
 // Concurrency: a Limiter is safe for concurrent use.
 package ratelimit

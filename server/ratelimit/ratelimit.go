@@ -15,10 +15,30 @@ import (
 	"waitingroom/queue/batch"
 )
 
-//go:embed gcra.lua
-var gcraSrc string
+var (
+	//go:embed gcra_lib.lua
+	gcraLib string
+	//go:embed gcra.lua
+	gcraMain string
 
-var gcra = redis.NewScript(gcraSrc)
+	gcra = redis.NewScript(gcraLib + gcraMain)
+)
+
+// InlineLua lets another script take Take's decision first, in the same
+// call (Inline): it defines the local function guard(k0, a0), which takes
+// the ARGV[a0] checks on KEYS[k0] on (their arguments from ARGV[a0+1]) and
+// returns nil when every one allows (and records them), else the results,
+// which Refused decodes. The enter script runs it
+// (queue.Options.EnterGuard).
+var InlineLua = gcraLib + `
+local function guard(k0, a0)
+  local out, all = gcra('take', k0, a0 + 1, tonumber(ARGV[a0]))
+  if all then
+    return nil
+  end
+  return out
+end
+`
 
 // ErrUnavailable: Redis could not decide; the caller applies the limit's
 // policy (fail open or closed).
@@ -242,6 +262,34 @@ func (l *Limiter) Refund(ctx context.Context, checks ...Check) error {
 	return err
 }
 
+// Inline returns the keys and arguments of Take's decision on checks for
+// a script that runs InlineLua on them, appended to its own, so that the
+// decision and the work it guards cost one script. ok is false where that
+// cannot be (a Redis Cluster: the keys are in other slots than the
+// script's); the caller then calls Take first.
+func (l *Limiter) Inline(checks ...Check) (keys []string, args []any, ok bool) {
+	if l.cluster || len(checks) == 0 {
+		return nil, nil, false
+	}
+	sc := l.script("take", checks)
+	sc.Args[0] = len(checks) // InlineLua's ARGV[a0]: the count, not a mode
+	return sc.Keys, sc.Args, true
+}
+
+// Refused decodes the refusal of InlineLua on checks (a nil refusal is no
+// refusal: every check allowed). The results are Take's.
+func Refused(checks []Check, refusal []any) ([]Result, error) {
+	v := make([]int64, len(refusal))
+	for i, x := range refusal {
+		n, ok := x.(int64)
+		if !ok {
+			return nil, fmt.Errorf("ratelimit: %s: refusal %v", checks[0].Name, refusal)
+		}
+		v[i] = n
+	}
+	return results(checks, v)
+}
+
 // run executes the script in mode on checks and decodes its reply.
 func (l *Limiter) run(ctx context.Context, mode string, checks ...Check) ([]Result, error) {
 	if len(checks) == 0 {
@@ -274,6 +322,12 @@ func decode(checks []Check, cmd *redis.Cmd) ([]Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ratelimit: %s: %w: %w", name, ErrUnavailable, err)
 	}
+	return results(checks, v)
+}
+
+// results reads the gcra reply v on checks: 3 integers per check.
+func results(checks []Check, v []int64) ([]Result, error) {
+	name := checks[0].Name
 	if len(v) != 3*len(checks) {
 		return nil, fmt.Errorf("ratelimit: %s: reply %v", name, v)
 	}

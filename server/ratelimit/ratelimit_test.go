@@ -283,3 +283,65 @@ func TestPeekOnlyDecidesButIsNotRecorded(t *testing.T) {
 		t.Fatalf("rec's debt = %v, want 3 recorded takes (the refused one recorded nothing)", r[0].Debt)
 	}
 }
+
+// TestInlineDecidesAsTake: a script running InlineLua on Inline's keys
+// and arguments decides as Take does — all or nothing, the refusal's
+// results (Refused) Take's — and goes on with its own work only when every
+// check allows; on a Cluster Inline declines (the keys are in other slots).
+func TestInlineDecidesAsTake(t *testing.T) {
+	rdb, prefix := queuetest.Redis(t)
+	l := ratelimit.New(rdb, prefix)
+	ctx := context.Background()
+	// The script's own work: count the requests it was let through for.
+	work := redis.NewScript(ratelimit.InlineLua + `
+local refused = guard(2, 1)
+if refused then
+  return {'REFUSED', refused}
+end
+return {'DONE', redis.call('INCR', KEYS[1])}
+`)
+	done := prefix + "done"
+	addr := ratelimit.Check{Name: "enter_ip", Subject: "10.0.0.1", Limit: ratelimit.Limit{Rate: 1, Per: time.Hour, Burst: 10}}
+	user := ratelimit.Check{Name: "enter_user", Subject: "u1", Limit: ratelimit.Limit{Rate: 1, Per: time.Hour, Burst: 1}}
+	run := func(checks ...ratelimit.Check) (done int64, rs []ratelimit.Result) {
+		t.Helper()
+		keys, args, ok := l.Inline(checks...)
+		if !ok {
+			t.Fatal("Inline declined on one Redis")
+		}
+		v, err := work.Run(ctx, rdb, append([]string{prefix + "done"}, keys...), args...).Slice()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v[0] == "DONE" {
+			return v[1].(int64), nil
+		}
+		rs, err = ratelimit.Refused(checks, v[1].([]any))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return 0, rs
+	}
+	if n, rs := run(addr, user); n != 1 || rs != nil {
+		t.Fatalf("first request: work %d, refusal %+v; want the work done", n, rs)
+	}
+	for range 3 {
+		n, rs := run(addr, user)
+		if n != 0 || len(rs) != 2 || !rs[0].Allowed || rs[1].Allowed || rs[1].RetryAfter < 59*time.Minute {
+			t.Fatalf("past the user's limit: work %d, refusal %+v; want no work, the user refused for about 1h", n, rs)
+		}
+	}
+	if r, err := l.Peek(ctx, addr); err != nil || r[0].Debt <= 59*time.Minute || r[0].Debt > time.Hour {
+		t.Fatalf("address debt = %+v %v, want one interval (1h): refused requests left nothing", r, err)
+	}
+	if n, err := rdb.Get(ctx, done).Int(); err != nil || n != 1 {
+		t.Fatalf("work done %d times (%v), want 1", n, err)
+	}
+	if _, err := ratelimit.Refused([]ratelimit.Check{addr}, []any{"x", int64(0), int64(0)}); err == nil {
+		t.Fatal("a malformed refusal decoded")
+	}
+	ratelimit.SplitBySlot(l)
+	if _, _, ok := l.Inline(addr, user); ok {
+		t.Fatal("Inline accepted on a Cluster")
+	}
+}
