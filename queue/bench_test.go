@@ -152,3 +152,48 @@ func fillPreQueue(b *testing.B, q *queue.Queue, rdb *redis.Client, room string, 
 		}
 	}
 }
+
+// BenchmarkSnapshotGone measures one room's snapshot with 100,000
+// departed tickets above serving (written directly): full sends the list,
+// held is the read of a hub that already holds it, which only counts it.
+func BenchmarkSnapshotGone(b *testing.B) {
+	const departed = 100_000
+	rdb, prefix := queuetest.Redis(b)
+	q := queue.New(rdb, queue.Options{Prefix: prefix})
+	ctx := context.Background()
+	if err := q.EnsureRoom(ctx, "r1", queue.RoomConfig{Target: 0, EntryTTL: time.Minute}); err != nil {
+		b.Fatal(err)
+	}
+	for from := 0; from < departed; from += 10_000 {
+		zs := make([]redis.Z, 0, 10_000)
+		for t := from + 1; t <= from+10_000; t++ {
+			zs = append(zs, redis.Z{Score: float64(t), Member: strconv.Itoa(t)})
+		}
+		if err := rdb.ZAdd(ctx, q.RoomKey("r1", "gone"), zs...).Err(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := rdb.HSet(ctx, q.RoomKey("r1", "stats"), "ev", 7).Err(); err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		held queue.GoneHeld
+	}{
+		{"full", queue.GoneHeld{}},
+		{"held", queue.GoneHeld{Known: true, Ev: 7, Count: departed}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			held := []queue.GoneHeld{c.held}
+			for range b.N {
+				snaps, err := q.SnapshotsSince(ctx, []string{"r1"}, held)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if sn := snaps[0]; sn.GoneCount != departed || sn.GoneOmitted != c.held.Known {
+					b.Fatalf("snapshot: %d departed, omitted %v", sn.GoneCount, sn.GoneOmitted)
+				}
+			}
+		})
+	}
+}

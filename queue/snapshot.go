@@ -25,16 +25,52 @@ type RoomSnapshot struct {
 	Paused  bool    // the room is paused: nobody is admitted
 	Message string  // the operator's message to waiting users ("": none)
 	Gone    []int64 // tickets above Serving whose users left, ascending
+	// GoneCount is how many tickets above Serving have left: len(Gone)
+	// when they were sent.
+	GoneCount int64
+	// GoneOmitted: Gone was not sent (it is nil) because the caller's
+	// GoneHeld matched the room: the list the caller holds is the room's.
+	GoneOmitted bool
+}
+
+// GoneHeld is what a reader already holds of a room's departed tickets,
+// so that a snapshot need not send them again (SnapshotsSince): Count
+// tickets above Serving, derived without a gap up to event Ev (a confirmed
+// snapshot, then every event after it in order). Every script that changes
+// the departed tickets above serving bumps the room's ev in the same call,
+// so such a list is the room's exactly while the room's ev is Ev; Serving
+// and Count are checked as well, cheaply, against an ev that does not
+// witness a change (a Redis that lost writes and counted up again). The
+// zero GoneHeld (Known false) holds nothing: the list is sent.
+type GoneHeld struct {
+	Known   bool
+	Ev      int64
+	Serving int64
+	Count   int64
 }
 
 // Snapshots reads the snapshot of each room, one atomic script per room,
-// all rooms in one pipeline. A missing room reads as an empty snapshot.
+// all rooms in one pipeline, each with its departed tickets. A missing
+// room reads as an empty snapshot.
 func (q *Queue) Snapshots(ctx context.Context, rooms []string) ([]RoomSnapshot, error) {
+	return q.SnapshotsSince(ctx, rooms, nil)
+}
+
+// SnapshotsSince reads the snapshots of rooms like Snapshots, except that a
+// room's departed tickets are left out (GoneOmitted) when held[i] matches
+// the room: reading them costs Redis O(n) per room and read (tens of ms
+// at 150,000), and a hub that follows the room's events already holds
+// them. held may be nil or shorter than rooms: those rooms hold nothing.
+func (q *Queue) SnapshotsSince(ctx context.Context, rooms []string, held []GoneHeld) ([]RoomSnapshot, error) {
 	cmds := make([]*redis.Cmd, len(rooms))
 	err := q.pipelineScript(ctx, snapshotScript, func(p redis.Pipeliner) {
 		for i, room := range rooms {
 			k := q.keys(room)
-			cmds[i] = snapshotScript.EvalSha(ctx, p, []string{k.stats, k.queue, k.gone, k.cfg, k.active})
+			var args []any
+			if i < len(held) && held[i].Known {
+				args = []any{held[i].Ev, held[i].Serving, held[i].Count}
+			}
+			cmds[i] = snapshotScript.EvalSha(ctx, p, []string{k.stats, k.queue, k.gone, k.cfg, k.active}, args...)
 		}
 	})
 	if err != nil {
@@ -42,21 +78,34 @@ func (q *Queue) Snapshots(ctx context.Context, rooms []string) ([]RoomSnapshot, 
 	}
 	out := make([]RoomSnapshot, len(rooms))
 	for i, c := range cmds {
-		r := asReply("snapshot", c.Val())
-		s := RoomSnapshot{Room: rooms[i], Serving: r.int(0), Ev: r.int(1), Waiting: r.int(2), Rate: r.float(3), Target: r.int(4),
-			Closed: r.int(5) == 1, Sched: r.int(6), Paused: r.int(11) == 1, Message: r.str(12)}
-		next := 0
-		s.Flow, next = r.flow(7)
-		for j := next; j < len(r.v); j++ {
-			s.Gone = append(s.Gone, r.int(j))
+		s, err := decodeSnapshot(rooms[i], c.Val())
+		if err != nil {
+			return nil, err
 		}
-		if r.err != nil {
-			return nil, r.err
-		}
-		slices.Sort(s.Gone)
 		out[i] = s
 	}
 	return out, nil
+}
+
+// decodeSnapshot reads the snapshot script's reply for room.
+func decodeSnapshot(room string, v any) (RoomSnapshot, error) {
+	r := asReply("snapshot", v)
+	s := RoomSnapshot{Room: room, Serving: r.int(0), Ev: r.int(1), Waiting: r.int(2), Rate: r.float(3), Target: r.int(4),
+		Closed: r.int(5) == 1, Sched: r.int(6), Paused: r.int(11) == 1, Message: r.str(12)}
+	next := 0
+	s.Flow, next = r.flow(7)
+	s.GoneCount, s.GoneOmitted = r.int(next), r.int(next+1) == 0
+	if n := len(r.v) - next - 2; !s.GoneOmitted && r.err == nil && n > 0 {
+		s.Gone = make([]int64, 0, n)
+		for j := next + 2; j < len(r.v); j++ {
+			s.Gone = append(s.Gone, r.int(j))
+		}
+	}
+	if r.err != nil {
+		return RoomSnapshot{}, r.err
+	}
+	slices.Sort(s.Gone)
+	return s, nil
 }
 
 // Flow is what a room's ETA is estimated from (see queue/estimate): its

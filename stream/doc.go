@@ -43,6 +43,35 @@
 // from Redis replaces the state unless the state has already applied a
 // newer event.
 //
+// States are immutable and shared, so an event makes a new one; gone is
+// kept as two sorted lists, a base and the few departures since, so that
+// dropping entries ≤ serving only reslices and a departure copies the
+// short list, merged into a new base once it outgrows √|gone|: O(√n) per
+// departure amortized instead of copying the whole of gone per event.
+//
+// # Re-reads without the departed list
+//
+// gone can be long (150,000 departed tickets above serving in a room of a
+// million), and sending it costs Redis O(n) per read: tens of ms per room,
+// every ResyncEvery, on every instance. So each read is told what the
+// state already holds (queue.GoneHeld): its ev, serving and |gone|, unless
+// it is stale or missing (then it holds nothing). The snapshot script
+// leaves gone out when the room's ev and serving are those and the room
+// counts as many departed tickets above serving (ZCOUNT, O(log n)), and the
+// new state keeps the held list. This is sound because every script that
+// changes the departed tickets above serving (a departure, a grant, an idle
+// drop, an admission that moves serving) bumps ev in the same atomic call
+// and publishes what changed, and a state that is not stale was derived
+// from a confirmed snapshot and then every event after it in order: at the
+// same ev, its gone is Redis's. serving and the count are checked as
+// well, cheaply, in case ev does not witness a change (a Redis that lost
+// writes and counted ev up again): any difference and the list is sent.
+// A missed event is thus corrected by the next read (ev differs), as
+// before. The held list is that of the state the read was asked with,
+// captured before the read; an event applied while the read runs has a
+// greater ev than a snapshot that left the list out (its ev is the held
+// one), so that newer state is kept and the snapshot dropped, as above.
+//
 // # Pre-queue and openings
 //
 // Users who arrive before a room's scheduled opening wait in a pre-queue
@@ -173,9 +202,9 @@
 //
 // # Imports
 //
-// The standard library, queue (its Status, RoomSnapshot and Event types;
-// the hub reaches Redis only through Source, which *queue.Queue
-// implements) and queue/loop; never server. (stream/sse is the client side
-// of an event stream, used by tests and the load tool; the hub does not
-// import it.)
+// The standard library, queue (its Status, RoomSnapshot, GoneHeld and
+// Event types; the hub reaches Redis only through Source, which
+// *queue.Queue implements) and queue/loop; never server. (stream/sse is
+// the client side of an event stream, used by tests and the load tool; the
+// hub does not import it.)
 package stream

@@ -18,8 +18,10 @@ import (
 
 // Source is what the hub reads from Redis (implemented by *queue.Queue).
 type Source interface {
-	// Snapshots reads rooms' states, one atomic read per room.
-	Snapshots(ctx context.Context, rooms []string) ([]queue.RoomSnapshot, error)
+	// SnapshotsSince reads rooms' states, one atomic read per room; a
+	// room's departed tickets are left out when held[i] says the caller
+	// holds exactly them (see queue.GoneHeld).
+	SnapshotsSince(ctx context.Context, rooms []string, held []queue.GoneHeld) ([]queue.RoomSnapshot, error)
 	// Statuses reads several users' statuses in one room.
 	Statuses(ctx context.Context, room string, users []string) ([]queue.Status, []error, error)
 	// EventNumbers reads rooms' event sequence numbers (see PositionNow).
@@ -205,7 +207,10 @@ func (h *Hub) resyncLoop(ctx context.Context) {
 	loop.EveryOrWake(ctx, h.o.ResyncEvery, h.resync, func(ctx context.Context, _ bool) { h.Resync(ctx) })
 }
 
-// Resync re-reads every known room's state from Redis now.
+// Resync re-reads every known room's state from Redis now. Each read is
+// told what the room's state already holds of the departed tickets (see
+// roomState.goneHeld): when Redis has the same, the list is not sent again
+// and the new state keeps the held one.
 func (h *Hub) Resync(ctx context.Context) {
 	h.mu.RLock()
 	rooms := make([]string, 0, len(h.rooms))
@@ -217,8 +222,16 @@ func (h *Hub) Resync(ctx context.Context) {
 		return
 	}
 	slices.Sort(rooms)
+	// The states as they were when the reads were asked for: a list left
+	// out is the one of that state, whatever was applied since.
+	held := make([]*roomState, len(rooms))
+	args := make([]queue.GoneHeld, len(rooms))
+	for i, r := range rooms {
+		held[i] = h.state(r)
+		args[i] = held[i].goneHeld()
+	}
 	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	snaps, err := h.o.Source.Snapshots(rctx, rooms)
+	snaps, err := h.o.Source.SnapshotsSince(rctx, rooms, args)
 	cancel()
 	if err != nil && ctx.Err() != nil {
 		return // shutting down: the read was cut, Redis is not down
@@ -229,38 +242,48 @@ func (h *Hub) Resync(ctx context.Context) {
 	}
 	h.setRedisDown(false)
 	now := time.Now()
-	for _, sn := range snaps {
-		fc := h.est.observe(sn, now)
-		p := h.roomPtr(sn.Room, true)
-		old := p.Load()
-		if old != nil && old.ev > sn.Ev {
-			// Events newer than the snapshot arrived while it was read:
-			// keep them (with the new forecast, unless yet another event
-			// came in meanwhile: the next read brings it), and read again
-			// if something may still be missing.
-			n := *old
-			n.fc = fc
-			p.CompareAndSwap(old, &n)
-			if old.stale {
-				h.requestResync()
-			}
-			continue
-		}
-		n := fromSnapshot(sn, fc, now)
-		if old != nil {
-			n.seen = old.seen
-		}
-		if !p.CompareAndSwap(old, n) {
-			// An event was applied while the snapshot was read or
-			// compared: it may be newer than the snapshot, so the
-			// snapshot must not replace it; read again.
+	for i, sn := range snaps {
+		h.take(sn, held[i], h.est.observe(sn, now), now)
+	}
+}
+
+// take replaces a room's state with snapshot sn, read given
+// held.goneHeld(), unless the state has meanwhile applied events newer
+// than sn.
+func (h *Hub) take(sn queue.RoomSnapshot, held *roomState, fc estimate.Forecast, now time.Time) {
+	p := h.roomPtr(sn.Room, true)
+	old := p.Load()
+	if old != nil && old.ev > sn.Ev {
+		// Events newer than the snapshot arrived while it was read:
+		// keep them (with the new forecast, unless yet another event
+		// came in meanwhile: the next read brings it), and read again
+		// if something may still be missing.
+		n := *old
+		n.fc = fc
+		p.CompareAndSwap(old, &n)
+		if old.stale {
 			h.requestResync()
-			continue
 		}
-		if old == nil || old.ev != sn.Ev || old.serving != sn.Serving || old.waiting != sn.Waiting ||
-			old.paused != sn.Paused || old.message != sn.Message {
-			h.markDirty(sn.Room)
-		}
+		return
+	}
+	n, ok := fromSnapshot(sn, held, fc, now)
+	if !ok {
+		h.requestResync() // cannot happen: the read was given held's numbers
+		return
+	}
+	if old != nil {
+		n.seen = old.seen
+	}
+	if !p.CompareAndSwap(old, n) {
+		// An event was applied while the snapshot was read or
+		// compared: it may be newer than the snapshot, so the
+		// snapshot must not replace it; read again.
+		h.requestResync()
+		return
+	}
+	if old == nil || old.ev != sn.Ev || old.serving != sn.Serving || old.waiting != sn.Waiting ||
+		old.paused != sn.Paused || old.message != sn.Message {
+		h.markDirty(sn.Room)
 	}
 }
 

@@ -1,8 +1,6 @@
 package stream
 
 import (
-	"slices"
-	"sort"
 	"time"
 
 	"waitingroom/queue"
@@ -14,7 +12,7 @@ import (
 type roomState struct {
 	room    string
 	serving int64
-	gone    []int64 // ascending, all > serving
+	gone    goneSet // departed tickets, all > serving
 	waiting int64
 	rate    float64
 	target  int64
@@ -37,11 +35,11 @@ func (s *roomState) position(t int64) (pos int64, ok bool) {
 	if t <= s.serving {
 		return 0, false
 	}
-	i := sort.Search(len(s.gone), func(i int) bool { return s.gone[i] >= t })
-	if i < len(s.gone) && s.gone[i] == t {
+	below, left := s.gone.rank(t)
+	if left {
 		return 0, false
 	}
-	return t - s.serving - int64(i), true
+	return t - s.serving - int64(below), true
 }
 
 // status returns the waiting status of ticket t at position pos.
@@ -55,13 +53,34 @@ func (s *roomState) status(t, pos int64) queue.Status {
 	return st
 }
 
+// goneHeld is what a snapshot read may take as this state's departed
+// tickets (queue.GoneHeld): nothing when there is no state or it may have
+// missed an event (stale), as its list may then be wrong.
+func (s *roomState) goneHeld() queue.GoneHeld {
+	if s == nil || s.stale {
+		return queue.GoneHeld{}
+	}
+	return queue.GoneHeld{Known: true, Ev: s.ev, Serving: s.serving, Count: int64(s.gone.len())}
+}
+
 // fromSnapshot builds a confirmed state with the forecast made from it.
-func fromSnapshot(sn queue.RoomSnapshot, fc estimate.Forecast, now time.Time) *roomState {
+// When the snapshot left the departed tickets out, they are those of held,
+// the state whose goneHeld the read was given; ok is false when held does
+// not match the snapshot (then it cannot be used).
+func fromSnapshot(sn queue.RoomSnapshot, held *roomState, fc estimate.Forecast, now time.Time) (s *roomState, ok bool) {
+	gone := goneSet{base: sn.Gone}
+	if sn.GoneOmitted {
+		h := held.goneHeld()
+		if !h.Known || h.Ev != sn.Ev || h.Serving != sn.Serving || h.Count != sn.GoneCount {
+			return nil, false
+		}
+		gone = held.gone
+	}
 	return &roomState{
-		room: sn.Room, serving: sn.Serving, gone: sn.Gone, waiting: sn.Waiting,
+		room: sn.Room, serving: sn.Serving, gone: gone, waiting: sn.Waiting,
 		rate: sn.Rate, target: sn.Target, fc: fc, ev: sn.Ev, ts: now, snapshotAt: now,
 		closed: sn.Closed, sched: sn.Sched, paused: sn.Paused, message: sn.Message,
-	}
+	}, true
 }
 
 // apply returns the state after event e. It is marked stale when e does not
@@ -92,18 +111,7 @@ func (s *roomState) apply(e queue.Event) *roomState {
 	if e.Message != nil {
 		n.message = *e.Message
 	}
-	gone := make([]int64, 0, len(s.gone)+len(e.Left))
-	for _, g := range s.gone {
-		if g > n.serving {
-			gone = append(gone, g)
-		}
-	}
-	for _, g := range e.Left {
-		if g > n.serving {
-			gone = append(gone, g)
-		}
-	}
-	slices.Sort(gone)
-	n.gone = slices.Compact(gone)
+	// Both cost O(log n) unless someone left (see goneSet).
+	n.gone = s.gone.above(n.serving).with(e.Left, n.serving)
 	return &n
 }

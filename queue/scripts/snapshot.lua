@@ -7,6 +7,8 @@
 -- KEYS[3] gone    ZSET  tickets of waiting users who left (score = ticket)
 -- KEYS[4] cfg     HASH  target, method, ttl_ms, paused, message
 -- KEYS[5] active  ZSET  member = user id, score = deadline (ms, Redis clock)
+-- ARGV (optional) ev, serving, count: what the caller already holds of the
+--   departed tickets (queue.GoneHeld). Without them the list is sent.
 --
 -- Returns {serving, ev, waiting, rate, target, closed, sched, admitted,
 -- expired, departed, ttlMs, paused, message, active, holds, holdMs, binMs,
@@ -19,8 +21,18 @@
 -- waiting users ('' when none), the slots held, the slots freed by an
 -- ended order and their total hold time, the active slots by time left on
 -- their deadline (bin i counts deadlines i…i+1 bins from now; the first
--- also those already past, the last everything beyond), and the departed
--- tickets above serving, ascending.
+-- also those already past, the last everything beyond), how many departed
+-- tickets lie above serving, 1 when they follow (0: left out), and the
+-- departed tickets above serving, ascending, when they follow.
+--
+-- The list is left out when the caller's ev and serving are the room's and
+-- its count is the room's count: every script that changes the departed
+-- tickets above serving (leave, grant, an idle drop, an admission that
+-- moves serving) bumps ev in the same call, so a caller that derived its
+-- list gap-free up to this ev holds exactly this list; serving and the
+-- count cost O(log n) and catch an ev that does not witness a change (a
+-- Redis that lost writes and counted ev up again). Reading the list is
+-- O(n): tens of ms at 150,000 departures, every second on every instance.
 local nbins = 25
 local st = redis.call('HMGET', KEYS[1], 'serving', 'ev', 'rate', 'sched', 'admitted', 'expired', 'left', 'abandoned',
                       'holds', 'hold_ms')
@@ -44,8 +56,15 @@ for i = 0, nbins - 1 do
   if i == nbins - 1 then hi = '+inf' end
   out[#out + 1] = redis.call('ZCOUNT', KEYS[5], lo, hi)
 end
-local gone = redis.call('ZRANGEBYSCORE', KEYS[3], '(' .. serving, '+inf')
-for i = 1, #gone do
-  out[#out + 1] = gone[i]
+local count = redis.call('ZCOUNT', KEYS[3], '(' .. serving, '+inf')
+local held = #ARGV == 3 and tonumber(ARGV[1]) == tonumber(st[2] or '0') and
+             tonumber(ARGV[2]) == tonumber(serving) and tonumber(ARGV[3]) == count
+out[#out + 1] = count
+out[#out + 1] = held and 0 or 1
+if not held then
+  local gone = redis.call('ZRANGEBYSCORE', KEYS[3], '(' .. serving, '+inf')
+  for i = 1, #gone do
+    out[#out + 1] = gone[i]
+  end
 end
 return out
