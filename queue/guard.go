@@ -67,8 +67,9 @@ func (q *Queue) EnterGuarded(ctx context.Context, room, user string, guardKeys [
 	if !ValidRoom(room) {
 		return Status{}, nil, ErrRoomNotFound
 	}
-	keys := append(enterKeys(q.keys(room)), guardKeys...)
-	args := append([]any{user, newEntryToken()}, guardArgs...)
+	keys := enterKeys(q.keys(room), guardKeys...)
+	args := append(make([]any, 0, enterArgCount+len(guardArgs)), user, newEntryToken())
+	args = append(args, guardArgs...)
 	v, err := q.batch.Run(ctx, q.guarded, keys, args...).Result()
 	if err != nil {
 		return Status{}, nil, unavailable("enter", err)

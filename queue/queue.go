@@ -183,8 +183,11 @@ func (q *Queue) Enter(ctx context.Context, room, user string) (Status, error) {
 	return enterReply(v)
 }
 
-func enterKeys(k keys) []string {
-	return []string{k.cfg, k.seq, k.queue, k.active, k.tokens, k.stats, k.seen, k.prequeue, k.idle}
+// enterKeys are the enter script's keys, followed by extra (a guard's).
+func enterKeys(k keys, extra ...string) []string {
+	ks := make([]string, 0, enterKeyCount+len(extra))
+	ks = append(ks, k.cfg, k.seq, k.queue, k.active, k.tokens, k.stats, k.seen, k.prequeue, k.idle)
+	return append(ks, extra...)
 }
 
 // enterReply decodes one reply of the enter script.
