@@ -39,8 +39,10 @@ EXPOSE 8080 8081
 # No HEALTHCHECK instruction: the image has no shell or HTTP client to run
 # one, and orchestrators probe over HTTP themselves. Probe the management
 # port: liveness GET :8081/healthz (200 while the process serves),
-# readiness GET :8081/readyz (503 while Redis or Postgres does not answer:
-# take the instance out of the load balancer). Stop with SIGTERM; the
+# readiness GET :8081/readyz (503 while Redis or Postgres does not answer,
+# or while a configured room is missing from Redis, as in the first
+# admission interval after a start or a loss of Redis's data: take the
+# instance out of the load balancer). Stop with SIGTERM; the
 # instance drains within WR_SHUTDOWN_TIMEOUT.
 STOPSIGNAL SIGTERM
 ENTRYPOINT ["/usr/local/bin/waitingroom"]

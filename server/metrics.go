@@ -36,6 +36,7 @@ type metrics struct {
 	secEvents       *prometheus.CounterVec
 	paused          *prometheus.GaugeVec // by room
 	dependencyUp    *prometheus.GaugeVec // by dependency (readiness.go)
+	roomsMissing    prometheus.Gauge     // configured rooms absent (readiness.go)
 	// The wait estimate, judged against the waits that followed.
 	etaError  *prometheus.GaugeVec
 	etaJudged *prometheus.GaugeVec
@@ -72,6 +73,12 @@ func (m *metrics) gaugeVec(name, help string, labels ...string) *prometheus.Gaug
 	return g
 }
 
+func (m *metrics) gauge(name, help string) prometheus.Gauge {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
+	m.reg.MustRegister(g)
+	return g
+}
+
 func (m *metrics) counterVec(name, help string, labels ...string) *prometheus.CounterVec {
 	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
 	m.reg.MustRegister(c)
@@ -103,6 +110,7 @@ func (m *metrics) registerQueue() {
 	m.orders = m.counterVec("waitingroom_orders_total", "Order attempts by result.", "result")
 	m.paused = m.gaugeVec("waitingroom_room_paused", "1 while the operator has paused the room (as of this instance's last admission run).", "room")
 	m.dependencyUp = m.gaugeVec("waitingroom_dependency_up", "1 when the dependency (redis, postgres) answered this instance's last readiness check (every 5 s, as GET /readyz checks), else 0.", "dependency")
+	m.roomsMissing = m.gauge("waitingroom_rooms_missing", "Configured rooms (WR_ROOMS) absent from Redis at this instance's last readiness check (every 5 s, as GET /readyz's rooms check); kept while Redis does not answer.")
 	m.etaError = m.gaugeVec("waitingroom_eta_error_ratio",
 		"Median |ETA − wait| ÷ wait of the estimates shown to the room's last in line and to the one in the middle over the last hour, judged once they had their turn (0 until one is: see waitingroom_eta_judged).", "room")
 	m.etaJudged = m.gaugeVec("waitingroom_eta_judged", "Estimates judged for waitingroom_eta_error_ratio (the last hour's, recorded once a second).", "room")

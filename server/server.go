@@ -183,6 +183,7 @@ func (s *Server) newAdminApp(o Options, prefix string) *fiber.App {
 		Forecast:     s.hub.Forecast,
 		PingRedis:    s.pingRedis,
 		PingPostgres: o.Store.Ping,
+		CheckRooms:   s.checkRooms,
 		ClientKey:    s.clientKey,
 		ClientIP:     s.clientIP,
 	})

@@ -58,8 +58,10 @@ type Options struct {
 	// Forecast is a room's wait forecast on this instance (the stream
 	// hub's; see queue/estimate).
 	Forecast func(room string) estimate.Forecast
-	// PingRedis and PingPostgres are /readyz's checks.
-	PingRedis, PingPostgres func(ctx context.Context) error
+	// PingRedis and PingPostgres are /readyz's checks of the dependencies;
+	// CheckRooms its check that the configured rooms exist in Redis (nil:
+	// none to check, it passes).
+	PingRedis, PingPostgres, CheckRooms func(ctx context.Context) error
 	// ClientKey is the subject of the throttle (the client address's key);
 	// ClientIP is the client address as logged.
 	ClientKey, ClientIP func(c *fiber.Ctx) string
@@ -106,15 +108,22 @@ func New(o Options) *fiber.App {
 	return f
 }
 
-// readyz is 200 when Redis and Postgres each answer within a second
-// (checked in parallel, so one slow dependency does not fail the other).
+// readyz is 200 when Redis and Postgres each answer within a second and
+// every configured room exists ("rooms": an instance whose Redis answers
+// but lost the rooms would answer every enter 404). The checks run in
+// parallel, a second each, so one slow check does not fail another; each
+// is named in the body, "ok" or its error.
 func (a *app) readyz(c *fiber.Ctx) error {
-	check := func(ping func(context.Context) error) <-chan string {
+	check := func(run func(context.Context) error) <-chan string {
 		out := make(chan string, 1)
+		if run == nil {
+			out <- "ok"
+			return out
+		}
 		go func() {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			defer cancel()
-			if err := ping(ctx); err != nil {
+			if err := run(ctx); err != nil {
 				out <- err.Error()
 				return
 			}
@@ -122,11 +131,12 @@ func (a *app) readyz(c *fiber.Ctx) error {
 		}()
 		return out
 	}
-	rc := check(a.PingRedis)
-	pc := check(a.PingPostgres)
-	checks := fiber.Map{"redis": <-rc, "postgres": <-pc}
-	if checks["redis"] != "ok" || checks["postgres"] != "ok" {
-		return c.Status(fiber.StatusServiceUnavailable).JSON(fiber.Map{"status": "unavailable", "checks": checks})
+	rc, pc, roc := check(a.PingRedis), check(a.PingPostgres), check(a.CheckRooms)
+	checks := fiber.Map{"redis": <-rc, "postgres": <-pc, "rooms": <-roc}
+	for _, v := range checks {
+		if v != "ok" {
+			return c.Status(fiber.StatusServiceUnavailable).JSON(fiber.Map{"status": "unavailable", "checks": checks})
+		}
 	}
 	return c.JSON(fiber.Map{"status": "ok", "checks": checks})
 }
