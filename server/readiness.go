@@ -60,7 +60,10 @@ func (s *Server) watchReadiness(ctx context.Context) {
 // memory under noeviction, a read-only replica) or the loop is not
 // running, and the instance leaves the load balancer with every
 // dependency up. A room lost for one admission interval is seldom
-// sampled, so the gauge stays quiet for the ordinary recoveries.
+// sampled, so the gauge stays quiet for the ordinary recoveries — except
+// at start, where the loop's first sample may come before the admission
+// loop's first run and count the rooms it is about to create, until the
+// next sample 5 s later (the alert waits 2 minutes).
 //
 // Only the configured rooms count: they are the ones the loop recreates
 // (so waiting ends the failure) and those gateway mode's WR_PROTECT routes
