@@ -276,9 +276,12 @@ func (l *Limiter) Inline(checks ...Check) (keys []string, args []any, ok bool) {
 	return sc.Keys, sc.Args, true
 }
 
-// Refused decodes the refusal of InlineLua on checks (a nil refusal is no
-// refusal: every check allowed). The results are Take's.
+// Refused decodes the refusal of InlineLua on checks: Take's results, at
+// least one of which refuses (else it is an error, as is a malformed one).
 func Refused(checks []Check, refusal []any) ([]Result, error) {
+	if len(checks) == 0 {
+		return nil, errors.New("ratelimit: a refusal of no checks")
+	}
 	v := make([]int64, len(refusal))
 	for i, x := range refusal {
 		n, ok := x.(int64)
@@ -287,7 +290,11 @@ func Refused(checks []Check, refusal []any) ([]Result, error) {
 		}
 		v[i] = n
 	}
-	return results(checks, v)
+	rs, err := results(checks, v)
+	if err == nil && allowed(rs) {
+		return nil, fmt.Errorf("ratelimit: %s: a refusal that refuses nothing: %v", checks[0].Name, refusal)
+	}
+	return rs, err
 }
 
 // run executes the script in mode on checks and decodes its reply.

@@ -337,8 +337,10 @@ return {'DONE', redis.call('INCR', KEYS[1])}
 	if n, err := rdb.Get(ctx, done).Int(); err != nil || n != 1 {
 		t.Fatalf("work done %d times (%v), want 1", n, err)
 	}
-	if _, err := ratelimit.Refused([]ratelimit.Check{addr}, []any{"x", int64(0), int64(0)}); err == nil {
-		t.Fatal("a malformed refusal decoded")
+	for _, bad := range [][]any{{"x", int64(0), int64(0)}, {int64(1), int64(0)}, {int64(1), int64(0), int64(0)}} {
+		if _, err := ratelimit.Refused([]ratelimit.Check{addr}, bad); err == nil {
+			t.Fatalf("refusal %v decoded: want an error (malformed, or refusing nothing)", bad)
+		}
 	}
 	ratelimit.SplitBySlot(l)
 	if _, _, ok := l.Inline(addr, user); ok {
