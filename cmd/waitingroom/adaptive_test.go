@@ -228,6 +228,11 @@ func TestAdaptiveLimitFollowsSlowdown(t *testing.T) {
 		return s["stale"] == false && s["baselineP90Ms"].(float64) > 0
 	})
 	before := room().num("targetActive")
+	t.Cleanup(func() {
+		if t.Failed() { // what the controller saw, for a failure under a loaded machine
+			t.Logf("limit changes %+v; room now %s", limitChanges(a, b), room().raw)
+		}
+	})
 	slowFrom := windowNow()
 	if r := do(t, "PUT", a.admin+"/admin/faults", testAdminToken, `{"orderDelay":"300ms"}`); r.status != 200 {
 		t.Fatalf("PUT faults = %d %s", r.status, r.raw)
