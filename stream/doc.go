@@ -72,6 +72,14 @@
 // greater ev than a snapshot that left the list out (its ev is the held
 // one), so that newer state is kept and the snapshot dropped, as above.
 //
+// A snapshot whose ev is below the one the state had before the read
+// cannot be older news: ev only grows, so Redis lost its data (a restart
+// without persistence, a failover to a replica behind) and its numbers
+// start over. Then the snapshot replaces the state whatever its ev, and
+// the room is read again at once for what was applied meanwhile;
+// otherwise the state would be kept as "newer" until the new numbers
+// passed the old ones, with positions derived from a room that is gone.
+//
 // # Pre-queue and openings
 //
 // Users who arrive before a room's scheduled opening wait in a pre-queue

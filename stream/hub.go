@@ -253,6 +253,26 @@ func (h *Hub) Resync(ctx context.Context) {
 func (h *Hub) take(sn queue.RoomSnapshot, held *roomState, fc estimate.Forecast, now time.Time) {
 	p := h.roomPtr(sn.Room, true)
 	old := p.Load()
+	if held != nil && held.ev > sn.Ev {
+		// The room's ev went back below one this instance saw before the
+		// read: Redis lost its data (a restart without persistence, a
+		// failover to a replica behind). Its numbers start over, so the
+		// newer-event test below would keep the old state until the new
+		// ev passed it; the snapshot is the truth now. What was applied
+		// meanwhile is read again at once.
+		h.o.Logger.Warn("stream: a room's event number went back (Redis lost data); its state is read anew",
+			"room", sn.Room, "seen", held.ev, "now", sn.Ev)
+		if n, ok := fromSnapshot(sn, nil, fc, now); ok {
+			if old != nil {
+				n.seen = old.seen
+			}
+			if p.CompareAndSwap(old, n) {
+				h.markDirty(sn.Room)
+			}
+		}
+		h.requestResync()
+		return
+	}
 	if old != nil && old.ev > sn.Ev {
 		// Events newer than the snapshot arrived while it was read:
 		// keep them (with the new forecast, unless yet another event

@@ -206,3 +206,43 @@ func TestResyncCorrectsAMissedDeparture(t *testing.T) {
 		}
 	}
 }
+
+// TestResyncAfterRedisLostTheRoom: Redis loses its data (a restart
+// without persistence): the room is created anew, its event numbers start
+// over, and new users take the old tickets. The hub, which had seen higher
+// event numbers, must take the next read as the truth rather than keep its
+// state as newer, so positions equal ZRANK again.
+func TestResyncAfterRedisLostTheRoom(t *testing.T) {
+	f := newResyncFixture(t, 12)
+	for _, u := range []string{"u3", "u5", "u9"} {
+		f.leave(u)
+	}
+	f.awaitEvents()
+	ctx := context.Background()
+	keys, err := f.rdb.Keys(ctx, f.q.RoomKey("r1", "*")).Result()
+	if err != nil || len(keys) == 0 {
+		t.Fatalf("room keys %v: %v", keys, err)
+	}
+	if err := f.rdb.Del(ctx, keys...).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.q.EnsureRoom(ctx, "r1", queue.RoomConfig{Target: 0, EntryTTL: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	f.tickets = map[string]int64{}
+	for i := range 10 {
+		u := "w" + strconv.Itoa(i)
+		st, err := f.q.Enter(ctx, "r1", u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.tickets[u] = st.Ticket
+	}
+	if len(f.wrongPositions()) == 0 {
+		t.Fatal("the hub's old state already gives the new users' positions: the test proves nothing")
+	}
+	f.hub.Resync(ctx)
+	if w := f.wrongPositions(); len(w) > 0 {
+		t.Fatalf("after the re-read positions differ from ZRANK for %v (state %+v)", w, f.hub.state("r1"))
+	}
+}
