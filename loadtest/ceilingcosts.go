@@ -145,8 +145,12 @@ func (r *ceilingRun) kinds(n int) []costKind {
 		{kind: "event number (HGET; exact polls at the front)", per: "read", cmd: "hget", ops: n, depth: d, run: func(ctx context.Context) error {
 			return repeat(ctx, n/d, func(ctx context.Context) error { _, err := q.EventNumbers(ctx, rooms); return err })
 		}},
-		{kind: "snapshot (hub resync)", per: "snapshot", cmd: "evalsha", ops: ticks, depth: d, run: func(ctx context.Context) error {
-			return repeat(ctx, ticks/d, func(ctx context.Context) error { _, err := q.Snapshots(ctx, rooms); return err })
+		{kind: "snapshot (hub resync, in sync)", per: "snapshot", cmd: "evalsha", ops: ticks, depth: d, run: func(ctx context.Context) error {
+			held, err := heldOf(ctx, q, room, d)
+			if err != nil {
+				return err
+			}
+			return repeat(ctx, ticks/d, func(ctx context.Context) error { _, err := q.SnapshotsSince(ctx, rooms, held); return err })
 		}},
 		{kind: "presence stamp", per: "user stamped", cmd: "evalsha", ops: n, depth: n / 500, run: func(ctx context.Context) error {
 			return q.Touch(ctx, room, waiting)
@@ -386,4 +390,20 @@ func repeat(ctx context.Context, n int, fn func(ctx context.Context) error) erro
 		}
 	}
 	return nil
+}
+
+// heldOf is what a hub in sync with room holds of its departed tickets,
+// n times over: the server's re-reads send the list only when it differs
+// (queue.GoneHeld), so that is the snapshot the server pays for.
+func heldOf(ctx context.Context, q *queue.Queue, room string, n int) ([]queue.GoneHeld, error) {
+	snaps, err := q.Snapshots(ctx, []string{room})
+	if err != nil {
+		return nil, err
+	}
+	sn := snaps[0]
+	held := make([]queue.GoneHeld, n)
+	for i := range held {
+		held[i] = queue.GoneHeld{Known: true, Ev: sn.Ev, Serving: sn.Serving, Count: sn.GoneCount}
+	}
+	return held, nil
 }
