@@ -49,11 +49,7 @@ func guardedEnter(guardLua string) *redis.Script {
 	if guardLua == "" {
 		return nil
 	}
-	src, err := scriptFS.ReadFile("scripts/enter.lua")
-	if err != nil {
-		panic("queue: missing embedded script enter: " + err.Error())
-	}
-	return redis.NewScript(guardLua + "\n" + guardCall + string(src))
+	return redis.NewScript(guardLua + "\n" + guardCall + scriptSource("enter"))
 }
 
 // EnterGuarded is Enter preceded by the guard (Options.EnterGuard) on
@@ -64,24 +60,20 @@ func (q *Queue) EnterGuarded(ctx context.Context, room, user string, guardKeys [
 	if q.guarded == nil {
 		return Status{}, nil, ErrNoGuard
 	}
-	if !ValidRoom(room) {
-		return Status{}, nil, ErrRoomNotFound
+	return q.enter(ctx, q.guarded, room, user, guardKeys, guardArgs...)
+}
+
+// guardRefusal is the guard's refusal in a reply of the guarded enter
+// script, nil when the reply is the enter's.
+func guardRefusal(v any) ([]any, error) {
+	r := asReply("enter", v)
+	if r.str(0) != "GUARD" {
+		return nil, nil
 	}
-	keys := enterKeys(q.keys(room), guardKeys...)
-	args := append(make([]any, 0, enterArgCount+len(guardArgs)), user, newEntryToken())
-	args = append(args, guardArgs...)
-	v, err := q.batch.Run(ctx, q.guarded, keys, args...).Result()
-	if err != nil {
-		return Status{}, nil, unavailable("enter", err)
-	}
-	if r := asReply("enter", v); r.str(0) == "GUARD" {
-		if len(r.v) == 2 {
-			if refused, ok := r.v[1].([]any); ok {
-				return Status{}, refused, nil
-			}
+	if len(r.v) == 2 {
+		if refused, ok := r.v[1].([]any); ok {
+			return refused, nil
 		}
-		return Status{}, nil, fmt.Errorf("queue: enter: guard reply %v", v)
 	}
-	st, err = enterReply(v)
-	return st, nil, err
+	return nil, fmt.Errorf("queue: enter: guard reply %v", v)
 }

@@ -24,7 +24,7 @@ func (q *Queue) MissingRooms(ctx context.Context, rooms []string) ([]string, err
 	_, err := q.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, room := range rooms {
 			if ValidRoom(room) {
-				cmds[i] = p.Exists(ctx, q.keys(room).cfg)
+				cmds[i] = p.Exists(ctx, q.RoomKey(room, ConfigKey))
 			}
 		}
 		return nil

@@ -172,15 +172,31 @@ func msTime(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
 // Re-entering keeps the first ticket; a user holding a live entry token gets
 // Ready. Errors: ErrRoomNotFound, ErrRoomPaused, ErrUnavailable.
 func (q *Queue) Enter(ctx context.Context, room, user string) (Status, error) {
+	st, _, err := q.enter(ctx, enterScript, room, user, nil)
+	return st, err
+}
+
+// enter runs script — the enter script, or it behind a guard
+// (EnterGuarded) — for user in room, with the guard's keys and arguments
+// after the enter's own. refused is the guard's refusal (nil: none).
+func (q *Queue) enter(ctx context.Context, script *redis.Script, room, user string, guardKeys []string, guardArgs ...any) (st Status, refused []any, err error) {
 	if !ValidRoom(room) {
-		return Status{}, ErrRoomNotFound
+		return Status{}, nil, ErrRoomNotFound
 	}
-	k := q.keys(room)
-	v, err := q.batch.Run(ctx, enterScript, enterKeys(k), user, newEntryToken()).Result()
+	keys := enterKeys(q.keys(room), guardKeys...)
+	args := append(make([]any, 0, enterArgCount+len(guardArgs)), user, newEntryToken())
+	args = append(args, guardArgs...)
+	v, err := q.batch.Run(ctx, script, keys, args...).Result()
 	if err != nil {
-		return Status{}, unavailable("enter", err)
+		return Status{}, nil, unavailable("enter", err)
 	}
-	return enterReply(v)
+	if script == q.guarded {
+		if refused, err := guardRefusal(v); refused != nil || err != nil {
+			return Status{}, refused, err
+		}
+	}
+	st, err = enterReply(v)
+	return st, nil, err
 }
 
 // enterKeys are the enter script's keys, followed by extra (a guard's).

@@ -12,12 +12,15 @@ import (
 //go:embed scripts/*.lua
 var scriptFS embed.FS
 
-func mustScript(name string) *redis.Script {
+func mustScript(name string) *redis.Script { return redis.NewScript(scriptSource(name)) }
+
+// scriptSource is the source of the embedded script name.
+func scriptSource(name string) string {
 	src, err := scriptFS.ReadFile("scripts/" + name + ".lua")
 	if err != nil {
 		panic(fmt.Sprintf("queue: missing embedded script %s: %v", name, err))
 	}
-	return redis.NewScript(string(src))
+	return string(src)
 }
 
 var (
