@@ -35,7 +35,7 @@ func (s *Server) login(c *fiber.Ctx) error {
 	}
 	id, err := s.logins.Verify(c.UserContext(), login.Attempt{
 		LoginID: req.LoginID, Password: req.Password, Address: s.clientKey(c),
-		Limited: s.cfg.RateLimits && !s.exempt(c, ""),
+		Limited: s.limited(c, ""),
 	})
 	if err != nil {
 		return s.loginError(c, req.LoginID, err)

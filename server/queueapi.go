@@ -131,7 +131,7 @@ func (s *Server) enterRoom(c *fiber.Ctx, room, user string) (queue.Status, error
 		{Name: "enter_ip", Subject: s.clientKey(c), Limit: s.cfg.Limits.EnterIP},
 		{Name: "enter_user", Subject: user, Limit: s.cfg.Limits.EnterUser}}
 	bypass := s.acl.Current().Bypass.HasUser(user)
-	if s.cfg.RateLimits && !bypass && !s.needsChallenge(room, user) && !s.exempt(c, user) {
+	if !bypass && !s.needsChallenge(room, user) && s.limited(c, user) {
 		if keys, args, ok := s.limiter.Inline(checks...); ok {
 			st, refusal, err := s.q.EnterGuarded(ctx, room, user, keys, args...)
 			if err != nil || refusal == nil {

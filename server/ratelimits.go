@@ -73,7 +73,7 @@ func (s *Server) limit(c *fiber.Ctx, name, subject, user string, lim ratelimit.L
 // decision in one round trip, all or nothing (a request refused by one
 // limit counts on none of them), answered by refused.
 func (s *Server) limits(c *fiber.Ctx, user string, failOpen bool, checks ...ratelimit.Check) error {
-	if !s.cfg.RateLimits || s.exempt(c, user) {
+	if !s.limited(c, user) {
 		return nil
 	}
 	rs, err := s.limiter.Take(c.UserContext(), checks...)
@@ -84,6 +84,13 @@ func (s *Server) limits(c *fiber.Ctx, user string, failOpen bool, checks ...rate
 		return errors.Join(api.ErrUnavailable, err)
 	}
 	return s.refused(c, checks, rs)
+}
+
+// limited reports whether user's request (user "" before login) is under
+// the rate limits: they are on, and neither user nor address is on the
+// allow list.
+func (s *Server) limited(c *fiber.Ctx, user string) bool {
+	return s.cfg.RateLimits && !s.exempt(c, user)
 }
 
 // refused is the 429 of the decision rs on checks (nil when every check
@@ -105,7 +112,7 @@ func (s *Server) refused(c *fiber.Ctx, checks []ratelimit.Check, rs []ratelimit.
 // limitPoll applies the poll pace of pollAfter to user's polls of room, in
 // this instance's memory (no Redis round trip). Exempt as limit is.
 func (s *Server) limitPoll(c *fiber.Ctx, room, user string, pollAfter time.Duration) error {
-	if !s.cfg.RateLimits || s.exempt(c, user) {
+	if !s.limited(c, user) {
 		return nil
 	}
 	if r := s.polls.Allow(room+":"+user, pollLimit(pollAfter)); !r.Allowed {
