@@ -249,31 +249,22 @@ func (h *Hub) Resync(ctx context.Context) {
 
 // take replaces a room's state with snapshot sn, read given
 // held.goneHeld(), unless the state has meanwhile applied events newer
-// than sn.
+// than sn (newer by the numbers of a Redis that kept its data).
 func (h *Hub) take(sn queue.RoomSnapshot, held *roomState, fc estimate.Forecast, now time.Time) {
 	p := h.roomPtr(sn.Room, true)
 	old := p.Load()
-	if held != nil && held.ev > sn.Ev {
-		// The room's ev went back below one this instance saw before the
-		// read: Redis lost its data (a restart without persistence, a
-		// failover to a replica behind). Its numbers start over, so the
-		// newer-event test below would keep the old state until the new
-		// ev passed it; the snapshot is the truth now. What was applied
-		// meanwhile is read again at once.
+	// A room's ev below one this instance saw before the read means Redis
+	// lost its data (a restart without persistence, a failover to a
+	// replica behind): its numbers start over, so the newer-event test
+	// below would keep the old state until the new ev passed it. The
+	// snapshot is the truth now; what was applied meanwhile is read again.
+	regressed := held != nil && held.ev > sn.Ev
+	if regressed {
 		h.o.Logger.Warn("stream: a room's event number went back (Redis lost data); its state is read anew",
 			"room", sn.Room, "seen", held.ev, "now", sn.Ev)
-		if n, ok := fromSnapshot(sn, nil, fc, now); ok {
-			if old != nil {
-				n.seen = old.seen
-			}
-			if p.CompareAndSwap(old, n) {
-				h.markDirty(sn.Room)
-			}
-		}
 		h.requestResync()
-		return
 	}
-	if old != nil && old.ev > sn.Ev {
+	if old != nil && old.ev > sn.Ev && !regressed {
 		// Events newer than the snapshot arrived while it was read:
 		// keep them (with the new forecast, unless yet another event
 		// came in meanwhile: the next read brings it), and read again
