@@ -15,28 +15,35 @@ import (
 	"waitingroom/queue/queuetest"
 )
 
-// recordingSource is the queue as the hub's Source, keeping every
-// snapshot its reads returned.
+// recordingSource is the queue as the hub's Source, keeping the snapshots
+// of the reads made by resync (the test's own Resync calls), not those of
+// the hub's background re-reads, which may be in flight at any time.
 type recordingSource struct {
 	*queue.Queue
 	mu    sync.Mutex
 	reads []queue.RoomSnapshot
 }
 
+// ownRead marks the context of the test's own Resync calls.
+type ownRead struct{}
+
 func (s *recordingSource) SnapshotsSince(ctx context.Context, rooms []string, held []queue.GoneHeld) ([]queue.RoomSnapshot, error) {
 	snaps, err := s.Queue.SnapshotsSince(ctx, rooms, held)
-	s.mu.Lock()
-	s.reads = append(s.reads, snaps...)
-	s.mu.Unlock()
+	if ctx.Value(ownRead{}) != nil {
+		s.mu.Lock()
+		s.reads = append(s.reads, snaps...)
+		s.mu.Unlock()
+	}
 	return snaps, err
 }
 
-// take returns the snapshots read since the last take.
-func (s *recordingSource) take() []queue.RoomSnapshot {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r := s.reads
-	s.reads = nil
+// resync re-reads the hub's rooms now and returns the snapshots read.
+func (f *resyncFixture) resync() []queue.RoomSnapshot {
+	f.hub.Resync(context.WithValue(context.Background(), ownRead{}, true))
+	f.src.mu.Lock()
+	defer f.src.mu.Unlock()
+	r := f.src.reads
+	f.src.reads = nil
 	return r
 }
 
@@ -151,9 +158,7 @@ func TestResyncInSyncLeavesTheGoneListOut(t *testing.T) {
 		f.leave(u)
 	}
 	f.awaitEvents()
-	f.src.take()
-	f.hub.Resync(context.Background())
-	reads := f.src.take()
+	reads := f.resync()
 	if len(reads) == 0 {
 		t.Fatal("no snapshot read")
 	}
@@ -189,10 +194,8 @@ func TestResyncCorrectsAMissedDeparture(t *testing.T) {
 		if len(f.wrongPositions()) == 0 {
 			t.Fatalf("after %s left unseen the hub's positions are already right: the test proves nothing", u)
 		}
-		f.src.take()
-		f.hub.Resync(context.Background())
 		full := false
-		for _, sn := range f.src.take() {
+		for _, sn := range f.resync() {
 			full = full || !sn.GoneOmitted
 		}
 		if !full {
@@ -241,7 +244,7 @@ func TestResyncAfterRedisLostTheRoom(t *testing.T) {
 	if len(f.wrongPositions()) == 0 {
 		t.Fatal("the hub's old state already gives the new users' positions: the test proves nothing")
 	}
-	f.hub.Resync(ctx)
+	f.resync()
 	if w := f.wrongPositions(); len(w) > 0 {
 		t.Fatalf("after the re-read positions differ from ZRANK for %v (state %+v)", w, f.hub.state("r1"))
 	}
