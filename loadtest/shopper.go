@@ -74,6 +74,9 @@ func (r *crowdRun) arrive() bool {
 	return true
 }
 
+// enterTimeout bounds one enter request of a shopper.
+const enterTimeout = 10 * time.Second
+
 // enter gets the shopper an access token and enters the room, retried on
 // 429, 503 or no answer (enter is idempotent).
 func (r *crowdRun) enter(s *shopper) (queueStatus, bool) {
@@ -85,11 +88,16 @@ func (r *crowdRun) enter(s *shopper) (queueStatus, bool) {
 		}
 		return queueStatus{}, false
 	}
+	// An enter sent is let finish when the run ends meanwhile: the server
+	// queues the shopper whether or not the answer is read, and a shopper
+	// entered must be known, to be sent home (retries stop with the run).
 	var st queueStatus
 	code, err := withRetry(r.ctx, func() (int, error) {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), enterTimeout)
+		defer cancel()
 		var code int
 		var err error
-		st, code, err = s.g.api.enter(r.ctx, access)
+		st, code, err = s.g.api.enter(ctx, access)
 		return code, err
 	})
 	if err == nil && code != http.StatusOK {
