@@ -4,6 +4,7 @@
 #                       reset the demo room and start a crowd of simulated shoppers
 #                       (CROWD=0: without it; KEEP_ROOMS=1: keep the room's settings)
 #   make test           go vet, gofmt check, go test -race against real services
+#   make test-short     go test -short: no browser, no extra processes (about a minute)
 #   make bench          Go benchmarks against the same services
 #   make loadtest ARGS="..."
 #   make image          the container image (Dockerfile) with podman or docker
@@ -33,7 +34,7 @@ services = svc="$$(deploy/dev-services.sh up --db $(1))"; eval "$$svc"
 test_env = $(call services,postgres); \
 	export WR_TEST_REDIS_URL="$$REDIS_URL" WR_TEST_DATABASE_URL="$$DATABASE_URL"
 
-.PHONY: build run test bench loadtest services services-stop clean image
+.PHONY: build run test test-short bench loadtest services services-stop clean image
 
 build:
 	$(GO) build -o $(BIN) ./cmd/waitingroom
@@ -116,32 +117,13 @@ run: build
 	if [[ -n $$helper ]]; then kill -INT -- "-$$helper" 2>/dev/null || true; wait "$$helper" || true; fi; \
 	exit "$$rc"
 
+# test: everything CI runs (deploy/dev-test.sh says what, and times each
+# phase); test-short: the developer's loop, no browser or extra processes.
 test:
-	@$(test_env); \
-	missing=(); \
-	[[ -x /usr/bin/chromium ]] || missing+=(chromium); \
-	command -v promtool >/dev/null || missing+=(prometheus); \
-	command -v "$$($(GO) env CC)" >/dev/null || missing+=(gcc libc6-dev); \
-	if (( $${#missing[@]} )); then \
-		if [[ $$(id -u) == 0 ]]; then \
-			echo "==> installing $${missing[*]} (browser tests, go test -race, promtool for the alert rules)"; \
-			apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y "$${missing[@]}"; \
-		else \
-			echo "warning: $${missing[*]} missing and not root, not installing (sudo apt-get install -y $${missing[*]}); tests needing them will fail" >&2; \
-		fi; \
-	fi; \
-	echo "==> go vet ./..."; \
-	$(GO) vet ./...; \
-	echo "==> gofmt -l"; \
-	unformatted="$$(find . \( -path ./.git -o -path ./.run -o -path ./bin -o -name vendor -o -name testdata \) -prune \
-		-o -name '*.go' -print0 | xargs -0 -r gofmt -l)"; \
-	if [[ -n $$unformatted ]]; then \
-		echo "gofmt: these files are not formatted (run gofmt -w on them):" >&2; \
-		echo "$$unformatted" >&2; \
-		exit 1; \
-	fi; \
-	echo "==> go test -race -count=1 -timeout 15m ./..."; \
-	$(GO) test -race -count=1 -timeout 15m ./...
+	@GO=$(GO) deploy/dev-test.sh
+
+test-short:
+	@GO=$(GO) deploy/dev-test.sh --short
 
 bench:
 	@$(test_env); \

@@ -126,6 +126,9 @@ type child struct {
 // ends: SIGTERM, then the exit, which must be a clean one.
 func startChild(t *testing.T, vars map[string]string, s smokeServer) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: no extra processes")
+	}
 	c := &child{cmd: exec.Command(commandPath(t)), stderr: &tailBuffer{max: stderrTail}, exited: make(chan struct{})}
 	c.cmd.Env = childEnv(vars)
 	c.cmd.Stdout, c.cmd.Stderr = c.stderr, c.stderr

@@ -39,6 +39,9 @@ func freePort(t *testing.T) string {
 func (e *env) startChild(nofile string, vars ...string) (in *instance, exited <-chan struct{}) {
 	t := e.t
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: no extra processes")
+	}
 	pub, adm := freePort(t.(*testing.T)), freePort(t.(*testing.T))
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(),

@@ -232,6 +232,9 @@ const (
 // unchecked.
 func promtool(t *testing.T) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: no promtool")
+	}
 	p, err := exec.LookPath("promtool")
 	if err != nil {
 		t.Fatal("promtool is missing: apt-get install -y prometheus (make test installs it when run as root)")

@@ -42,6 +42,9 @@ type browser struct {
 // the test sets up its server meanwhile); it is closed when t ends.
 func newBrowser(t *testing.T, extraFlags ...string) *browser {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: no browser")
+	}
 	if _, err := os.Stat(chromiumPath); err != nil {
 		t.Fatalf("browser tests need Chromium at %s (%v): run `make test`, which installs it, or `apt-get install chromium`", chromiumPath, err)
 	}

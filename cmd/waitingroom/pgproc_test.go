@@ -40,6 +40,9 @@ func pgBinDir(t *testing.T) string {
 
 func startPostgres(t *testing.T) *pgProc {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: no extra processes")
+	}
 	p := &pgProc{t: t, bin: pgBinDir(t)}
 	_, p.port, _ = net.SplitHostPort(freePort(t))
 	dir, err := os.MkdirTemp("", "wr-pg-")

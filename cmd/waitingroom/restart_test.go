@@ -32,6 +32,9 @@ func startRedis(t *testing.T, dir, port string, extra ...string) *redisProc {
 // startProc runs redis-server with args and waits until port accepts.
 func startProc(t *testing.T, dir, port string, args ...string) *redisProc {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: no extra processes")
+	}
 	p := &redisProc{t: t, dir: dir, port: port}
 	p.cmd = exec.Command("redis-server", args...)
 	if err := p.cmd.Start(); err != nil {

@@ -46,6 +46,9 @@ func port(t *testing.T) string {
 // with redis-cli --cluster create, and returns their addresses once the
 // cluster reports ok.
 func startCluster(t *testing.T, n int) []string {
+	if testing.Short() {
+		t.Skip("-short: no extra processes")
+	}
 	t.Helper()
 	var addrs []string
 	for range n {

@@ -106,6 +106,9 @@ func harness(t *testing.T) string {
 // ends. Exceptions and CSP violations in the page fail the test.
 func browse(t *testing.T) context.Context {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: no browser")
+	}
 	if _, err := os.Stat(chromiumPath); err != nil {
 		t.Fatalf("the worker tests need Chromium at %s (%v): `apt-get install chromium`", chromiumPath, err)
 	}

@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# dev-test.sh: what `make test` and `make test-short` run.
+#
+# Usage:
+#   deploy/dev-test.sh            every check and every test, with -race (CI)
+#   deploy/dev-test.sh --short    go test -short: no browser, no extra
+#                                 processes, no package installs (a minute)
+#
+# Phases, each timed (the times are printed at the end, also on failure):
+#   services  Redis and PostgreSQL from deploy/dev-services.sh (--db postgres:
+#             each test makes a fresh database of its own)
+#   tools     what the tests need and the machine lacks, installed with
+#             apt-get --no-install-recommends when running as root: chromium
+#             (page tests), prometheus (its promtool checks the alert rules),
+#             gcc (go test -race needs cgo)
+#   vet, gofmt, tree (no binary in git ls-files)
+#   test      go test -race -count=1 ./...; packages run in parallel (go
+#             test's -p, one per core), and each package's binary has its
+#             own -timeout (WR_TEST_TIMEOUT, 20m)
+#
+# Any failing phase fails the run: nothing here retries or skips a failure.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+GO=${GO:-go}
+short=0
+[[ ${1:-} == --short ]] && short=1
+
+started=$SECONDS
+times=()
+phase() {
+	local name=$1 t=$SECONDS
+	shift
+	echo "==> $name"
+	"$@"
+	times+=("$(printf '%-10s %5ds' "$name" $((SECONDS - t)))")
+}
+report() {
+	local rc=$?
+	echo "==> phase times"
+	((${#times[@]})) && printf '    %s\n' "${times[@]}"
+	printf '    %-10s %5ds%s\n' total $((SECONDS - started)) "$( ((rc == 0)) || echo " (failed, exit $rc)")"
+}
+trap report EXIT
+
+services() {
+	local svc
+	svc="$(deploy/dev-services.sh up --db postgres)"
+	eval "$svc"
+	export WR_TEST_REDIS_URL="$REDIS_URL" WR_TEST_DATABASE_URL="$DATABASE_URL"
+}
+
+tools() {
+	local missing=()
+	[[ -x /usr/bin/chromium ]] || missing+=(chromium)
+	command -v promtool >/dev/null || missing+=(prometheus)
+	command -v "$($GO env CC)" >/dev/null || missing+=(gcc libc6-dev)
+	((${#missing[@]})) || return 0
+	if [[ $(id -u) != 0 ]]; then
+		echo "warning: ${missing[*]} missing and not root, not installing" \
+			"(sudo apt-get install -y --no-install-recommends ${missing[*]}); tests needing them will fail" >&2
+		return 0
+	fi
+	echo "installing ${missing[*]}"
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+format() {
+	local unformatted
+	unformatted="$(find . \( -path ./.git -o -path ./.run -o -path ./bin -o -name vendor -o -name testdata -o -name node_modules \) -prune \
+		-o -name '*.go' -print0 | xargs -0 -r gofmt -l)"
+	if [[ -n $unformatted ]]; then
+		echo "gofmt: these files are not formatted (run gofmt -w on them):" >&2
+		echo "$unformatted" >&2
+		return 1
+	fi
+}
+
+# tree: build outputs never enter git (an ELF, or any file git sees as
+# binary that is not an image or an HTML report).
+tree() {
+	local bad=() f
+	while IFS= read -r f; do
+		case $f in *.png | *.jpg | *.svg | *.ico | *.woff2) continue ;; esac
+		[[ -f $f ]] || continue
+		if [[ $(head -c 4 "$f" | od -An -tx1 | tr -d ' ') == 7f454c46 ]] || [[ -x $f && $f != *.sh && $(head -c 2 "$f") != '#!' ]]; then
+			bad+=("$f")
+		fi
+	done < <(git ls-files 2>/dev/null)
+	if ((${#bad[@]})); then
+		echo "tree: build outputs are tracked by git (git rm --cached them): ${bad[*]}" >&2
+		return 1
+	fi
+}
+
+gotest() {
+	if ((short)); then
+		$GO test -short -count=1 -timeout 5m ./...
+	else
+		$GO test -race -count=1 -timeout "${WR_TEST_TIMEOUT:-20m}" ./...
+	fi
+}
+
+phase services services
+((short)) || phase tools tools
+phase vet $GO vet ./...
+phase gofmt format
+phase tree tree
+phase test gotest
