@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -551,17 +552,21 @@ func TestComposeGatewayVariant(t *testing.T) {
 	}
 }
 
-// TestComposeConfigTool runs the compose tool's own check when one is
-// installed (none is on the development machines; the tests above do not
-// need it).
+// TestComposeConfigTool runs compose's own check (`config -q`, no daemon
+// needed) when compose v2 is installed: none is on the development
+// machines, and the tests above do not need it. (The Python docker-compose
+// 1.x does not know the compose specification's newer keys.)
 func TestComposeConfigTool(t *testing.T) {
 	var tool []string
-	if exec.Command("docker", "compose", "version").Run() == nil {
-		tool = []string{"docker", "compose"}
-	} else if p, err := exec.LookPath("docker-compose"); err == nil {
-		tool = []string{p}
-	} else {
-		t.Log("no docker compose or docker-compose here: only the parser above checked the files")
+	for _, c := range [][]string{{"docker", "compose"}, {"docker-compose"}} {
+		out, err := exec.Command(c[0], append(c[1:], "version", "--short")...).Output()
+		if err == nil && strings.HasPrefix(strings.TrimPrefix(strings.TrimSpace(string(out)), "v"), "2") {
+			tool = c
+			break
+		}
+	}
+	if tool == nil {
+		t.Log("no compose v2 here (docker compose, docker-compose): only the parser above checked the files")
 		return
 	}
 	for _, files := range [][]string{{composeBase}, {composeBase, composeGW}} {
@@ -766,4 +771,49 @@ func recipeLines(stderr string) []string {
 		}
 	}
 	return lines
+}
+
+// TestDockerfileCopiesWhatTheCommandImports: the image's build stage
+// copies each top-level package the command imports, and .dockerignore
+// keeps none of them out: no engine builds the image here, so a new
+// package would otherwise break the image unseen.
+func TestDockerfileCopiesWhatTheCommandImports(t *testing.T) {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	out, err := exec.Command(goTool, "list", "-deps", ".").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	need := map[string]bool{}
+	for _, p := range strings.Fields(string(out)) {
+		if dir, ok := strings.CutPrefix(p, "waitingroom/"); ok {
+			need[strings.Split(dir, "/")[0]] = true
+		}
+	}
+	df, err := os.ReadFile("../../Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	copied := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^COPY ([a-z0-9_-]+) \./([a-z0-9_-]+)$`).FindAllSubmatch(df, -1) {
+		copied[string(m[1])] = true
+	}
+	ignore, err := os.ReadFile("../../.dockerignore")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ignored := strings.Fields(string(regexp.MustCompile(`(?m)^#.*$`).ReplaceAll(ignore, nil)))
+	if len(need) < 4 {
+		t.Fatalf("go list found %v", need)
+	}
+	for dir := range need {
+		if !copied[dir] {
+			t.Errorf("the command imports waitingroom/%s/…, which the Dockerfile does not copy", dir)
+		}
+		if slices.Contains(ignored, dir) {
+			t.Errorf(".dockerignore keeps %s out of the build context", dir)
+		}
+	}
 }
