@@ -2,8 +2,11 @@
 #
 # The waitingroom image: one static binary (the waiting-room page and the
 # operator dashboard are embedded in it) on a distroless base, run as a
-# non-root user. Build it with `make image` (podman or docker, whichever
-# exists) or `docker build -t waitingroom .`; deploy/compose.yaml uses it.
+# non-root user. Build it with `make image` (podman, else docker: it says
+# what is missing when neither works) or `DOCKER_BUILDKIT=1 docker build -t
+# waitingroom .`; deploy/compose.yaml builds it once for its two instances.
+# The cache mounts below (RUN --mount) need BuildKit: docker's buildx plugin
+# from docker 23 on, DOCKER_BUILDKIT=1 before; podman and buildah have it.
 #
 # Configuration comes from the environment (the README's table): at least
 # REDIS_URL, DATABASE_URL, WR_JWT_SECRET and WR_ADMIN_TOKEN.
@@ -13,6 +16,8 @@ ARG GO_VERSION=1.26
 FROM docker.io/library/golang:${GO_VERSION}-bookworm AS build
 WORKDIR /src
 COPY go.mod go.sum ./
+# Every top-level package the command imports (cmd/waitingroom/deploy_test.go
+# checks this list against `go list -deps`).
 COPY cmd ./cmd
 COPY queue ./queue
 COPY server ./server

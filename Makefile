@@ -132,16 +132,37 @@ bench:
 loadtest:
 	$(GO) run ./loadtest $(ARGS)
 
-# image: the container image (Dockerfile) with podman, else docker.
+# image: the container image (Dockerfile) with podman, else docker: the first
+# whose `info` answers (docker's needs its daemon; podman needs none). The
+# Dockerfile's RUN --mount needs BuildKit: docker gets DOCKER_BUILDKIT=1, and
+# from docker 23 on that needs the buildx plugin. What is missing is said in
+# one line, instead of the engine's own errors.
 IMAGE ?= waitingroom:latest
 image:
-	@engine="$$(command -v podman || command -v docker || true)"; \
+	@engine=""; why=(); \
+	for e in podman docker; do \
+		command -v "$$e" >/dev/null || continue; \
+		if timeout 10 "$$e" info >/dev/null 2>&1; then engine=$$e; break; fi; \
+		case $$e in \
+			docker) why+=("docker is installed but no daemon answers (docker info fails; start it: systemctl start docker)") ;; \
+			*) why+=("$$e is installed but \`$$e info\` fails (run it to see why)") ;; \
+		esac; \
+	done; \
 	if [[ -z $$engine ]]; then \
-		echo "make image: neither podman nor docker is installed (Debian: apt-get install -y podman)" >&2; \
+		(( $${#why[@]} )) || why=("neither podman nor docker is installed"); \
+		msg="$$(printf '%s; ' "$${why[@]}")"; \
+		echo "make image: $${msg%; }; podman needs no daemon: apt-get install -y podman" >&2; \
 		exit 1; \
 	fi; \
+	if [[ $$engine == docker ]] && ! docker buildx version >/dev/null 2>&1; then \
+		v="$$(docker version --format '{{.Client.Version}}' 2>/dev/null || true)"; \
+		if ! [[ $${v%%.*} =~ ^[0-9]+$$ ]] || (( $${v%%.*} >= 23 )); then \
+			echo "make image: docker $${v:-?} has no BuildKit (the buildx plugin, docker-buildx-plugin), which the Dockerfile's RUN --mount needs; install it, or podman" >&2; \
+			exit 1; \
+		fi; \
+	fi; \
 	echo "==> $$engine build -t $(IMAGE) ."; \
-	"$$engine" build -t "$(IMAGE)" .
+	DOCKER_BUILDKIT=1 "$$engine" build -t "$(IMAGE)" .
 
 # Print the export lines, for a shell: eval "$(make -s services)"
 services:

@@ -16,8 +16,12 @@
 //     waitingroom_db_connection_hold_seconds, its max the bound of the
 //     highest bucket that gained samples. The report puts orders, failed
 //     orders, status codes and p50/p90/p95/p99/max per endpoint, and polls
-//     lost to 404 next to the seed's published figures. A progress line
-//     goes to stderr every 5 s.
+//     lost to 404 next to the seed's published figures. 429s are layer 1's
+//     refusals, counted apart from failed orders (refused429 in the JSON);
+//     when there are any the report says why and how to run without them
+//     (the seed's figures were measured with WR_RATE_LIMITS=off). The
+//     users log in two at a time, a 503 (BCrypt slots busy) retried. A
+//     progress line goes to stderr every 5 s.
 //
 //   - poll: the poll path's throughput against a yardstick, in one run.
 //     It freezes the room's admission (targetActive 0, restored at the end),

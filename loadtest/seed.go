@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"text/tabwriter"
 	"time"
@@ -48,7 +49,8 @@ type seedReport struct {
 	Seconds      float64            `json:"seconds"`
 	Interrupted  bool               `json:"interrupted"`
 	Orders       int                `json:"ordersCompleted"`
-	FailedOrders int                `json:"ordersFailed"`
+	FailedOrders int                `json:"ordersFailed"`         // neither 201 nor 429
+	Refused      map[string]int     `json:"refused429,omitempty"` // 429s by endpoint: layer 1's refusals, not failures
 	Polls        int                `json:"polls"`
 	Polls404     int                `json:"polls404"`
 	Hold         *holdReport        `json:"dbConnectionHold,omitempty"`
@@ -124,11 +126,22 @@ func runSeed(ctx context.Context, o *options, args []string) (report, error) {
 	for _, ep := range seedEndpoints {
 		rep.Endpoints[ep] = rec.Summary(ep)
 	}
-	orders, polls := rep.Endpoints["orders"], rep.Endpoints["position"]
-	rep.Orders = orders.Codes[http.StatusCreated]
-	rep.FailedOrders = orders.Count - rep.Orders
-	rep.Polls, rep.Polls404 = polls.Count, polls.Codes[http.StatusNotFound]
+	rep.count()
 	return rep, nil
+}
+
+// count derives the report's figures from its endpoints' status codes.
+func (r *seedReport) count() {
+	r.Refused = map[string]int{}
+	for _, ep := range seedEndpoints {
+		if n := r.Endpoints[ep].Codes[http.StatusTooManyRequests]; n > 0 {
+			r.Refused[ep] = n
+		}
+	}
+	orders, polls := r.Endpoints["orders"], r.Endpoints["position"]
+	r.Orders = orders.Codes[http.StatusCreated]
+	r.FailedOrders = orders.Count - r.Orders - r.Refused["orders"]
+	r.Polls, r.Polls404 = polls.Count, polls.Codes[http.StatusNotFound]
 }
 
 // holdDelta turns the run's histogram into the report's figures.
@@ -146,20 +159,40 @@ func holdDelta(d Histogram) (*holdReport, string) {
 	return h, ""
 }
 
-// loginAll logs in user1…userN at once and returns their access tokens.
+// Logins before the run: a few at a time, since the server verifies BCrypt
+// hashes on a few slots (half the cores) and answers 503 to a login that
+// waits too long for one, as 20 at once do on a busy 2-core machine. A 503
+// is tried again after loginRetryPause, loginTries times in all.
+const (
+	loginsAtOnce    = 2
+	loginTries      = 5
+	loginRetryPause = time.Second
+)
+
+// loginAll logs in user1…userN and returns their access tokens.
 func loginAll(ctx context.Context, a *api, n int, password string) ([]string, error) {
 	tokens := make([]string, n)
 	errs := make([]error, n)
+	slots := make(chan struct{}, loginsAtOnce)
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
+			slots <- struct{}{}
+			defer func() { <-slots }()
 			user := "user" + strconv.Itoa(i+1)
 			tok, code, err := a.login(ctx, user, password)
-			if err == nil && code != http.StatusOK {
-				err = fmt.Errorf("HTTP %d", code)
+			for try := 1; err == nil && code == http.StatusServiceUnavailable && try < loginTries && sleep(ctx, loginRetryPause); try++ {
+				tok, code, err = a.login(ctx, user, password)
 			}
-			if err != nil {
-				errs[i] = fmt.Errorf("login %s: %w (seeded? `waitingroom seed --users N --password P`)", user, err)
+			switch {
+			case err != nil:
+				errs[i] = fmt.Errorf("login %s: %w", user, err)
+			case code == http.StatusUnauthorized:
+				errs[i] = fmt.Errorf("login %s: HTTP 401 (seeded? `waitingroom seed --users N --password P`)", user)
+			case code == http.StatusTooManyRequests:
+				errs[i] = fmt.Errorf("login %s: HTTP 429: the server's login limits refused it (WR_LIMIT_LOGIN_*; WR_RATE_LIMITS=off turns layer 1 off)", user)
+			case code != http.StatusOK:
+				errs[i] = fmt.Errorf("login %s: HTTP %d", user, code)
 			}
 			tokens[i] = tok
 		})
@@ -206,10 +239,12 @@ func seedVU(run, reqCtx context.Context, a *api, access string, product int64, p
 // returned func waits for the printer to stop.
 func startProgress(run context.Context, start time.Time, rec *Recorder, adm *admin) (wait func()) {
 	done := progressLines(run, adm, start, func() string {
-		return fmt.Sprintf("orders %s  enters %s  polls %s (404: %d)  failed orders %d  no response %d",
+		refused := rec.Count("orders", http.StatusTooManyRequests)
+		return fmt.Sprintf("orders %s  enters %s  polls %s (404: %d)  failed orders %d  refused (429): enters %s orders %s  no response %d",
 			commas(rec.Count("orders", http.StatusCreated)),
 			commas(rec.Total("enter")), commas(rec.Total("position")), rec.Count("position", http.StatusNotFound),
-			rec.Total("orders")-rec.Count("orders", http.StatusCreated), noResponse(rec))
+			rec.Total("orders")-rec.Count("orders", http.StatusCreated)-refused,
+			commas(rec.Count("enter", http.StatusTooManyRequests)), commas(refused), noResponse(rec))
 	})
 	return func() { <-done }
 }
@@ -254,7 +289,8 @@ func (r *seedReport) print(w io.Writer) {
 	fmt.Fprintf(tw, "\t this run\t seed (k6, %d VUs × %.0f s)\n", s.vus, s.seconds)
 	fmt.Fprintf(tw, "orders completed\t %s (%.1f/s)\t %s (%.1f/s)\n",
 		commas(r.Orders), float64(r.Orders)/r.Seconds, commas(s.orders), float64(s.orders)/s.seconds)
-	fmt.Fprintf(tw, "failed orders\t %d\t %d\n", r.FailedOrders, s.failed)
+	fmt.Fprintf(tw, "failed orders (not 201, not 429)\t %d\t %d\n", r.FailedOrders, s.failed)
+	fmt.Fprintf(tw, "orders refused by layer 1 (429)\t %s\t - (no rate limits)\n", commas(r.Refused["orders"]))
 	o := r.Endpoints["orders"]
 	fmt.Fprintf(tw, "order p50 / p95 / max\t %s / %s / %s\t %.0f / %.0f / %s ms\n",
 		ms(o.P50), ms(o.P95), ms(o.Max), s.orderP50Ms, s.orderP95Ms, commas(int(s.orderMaxMs)))
@@ -287,6 +323,36 @@ func (r *seedReport) print(w io.Writer) {
 	fmt.Fprintf(w, "seed's status codes: enter 200×%d 500×%d · position 200×%d 404×%d · orders 200×%d (the seed answered orders with 200)\n",
 		s.enter200, s.enter500, s.polls200, s.polls404, s.orders)
 	fmt.Fprintln(w, "hold figures: Δ of two /metrics snapshots taken after the logins and after the run; the max is a histogram bucket bound, not a sample")
+	r.printRefused(w)
+}
+
+// printRefused says plainly when layer 1 refused part of the run, why, and
+// how to run it as the seed's figures were measured.
+func (r *seedReport) printRefused(w io.Writer) {
+	total := 0
+	parts := []string{}
+	for _, ep := range seedEndpoints {
+		if n := r.Refused[ep]; n > 0 {
+			total += n
+			parts = append(parts, fmt.Sprintf("%s %s", ep, commas(n)))
+		}
+	}
+	if total == 0 {
+		return
+	}
+	perMin := func(ep string) float64 {
+		if r.Seconds <= 0 || r.VUs == 0 {
+			return 0
+		}
+		return float64(r.Endpoints[ep].Count) / float64(r.VUs) / (r.Seconds / 60)
+	}
+	fmt.Fprintf(w, "\nLAYER 1 REFUSED PART OF THIS RUN: %s requests answered 429 (%s); they are not failed orders.\n",
+		commas(total), strings.Join(parts, ", "))
+	fmt.Fprintf(w, "Why: this loop is %d users each entering about %.0f and ordering about %.0f times a minute, all from one address;\n"+
+		"the server's per-user and per-address limits (WR_LIMIT_ENTER_USER, WR_LIMIT_ORDER_USER, WR_LIMIT_ENTER_IP: 20, 10 and 120 a minute\n"+
+		"by default) rightly refuse that. The seed's figures were measured without layer 1: to compare, start the server with\n"+
+		"WR_RATE_LIMITS=off (e.g. `WR_RATE_LIMITS=off make run CROWD=0`) and run this again.\n",
+		r.VUs, perMin("enter"), perMin("orders"))
 }
 
 // maxBound says where the largest hold lies, by bucket bounds.

@@ -30,8 +30,8 @@ const (
 )
 
 // smokeServer is one running server: its public and management base
-// URLs, and the URL of its Redis (its own).
-type smokeServer struct{ base, admin, redis string }
+// URLs, and the URLs of its Redis (its own) and database.
+type smokeServer struct{ base, admin, redis, db string }
 
 func startSmokeServer(t *testing.T) smokeServer {
 	t.Helper()
@@ -63,7 +63,7 @@ func startSmokeServerWith(t *testing.T, users int, env map[string]string) smokeS
 	pub, adm := freeAddr(t), freeAddr(t)
 	vars["WR_HTTP_ADDR"], vars["WR_ADMIN_ADDR"] = pub, adm
 	vars["REDIS_URL"], vars["DATABASE_URL"] = redisURL, dbURL
-	s := smokeServer{base: "http://" + pub, admin: "http://" + adm, redis: redisURL}
+	s := smokeServer{base: "http://" + pub, admin: "http://" + adm, redis: redisURL, db: dbURL}
 	startChild(t, vars, s)
 	return s
 }

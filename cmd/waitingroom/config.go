@@ -286,6 +286,13 @@ func (p *envParser) passKeys(cfg *Config) {
 
 // secrets checks the JWT secrets and the admin token, generated in WR_DEV.
 func (p *envParser) secrets(cfg *Config) {
+	// Example values once shipped in deploy/compose.yaml ("change-me-…")
+	// are public: a server started with one signs tokens anyone can forge.
+	for _, name := range []string{"WR_JWT_SECRET", "WR_JWT_SECRET_PREVIOUS", "WR_ADMIN_TOKEN", "WR_PASS_KEY"} {
+		if strings.Contains(strings.ToLower(p.getenv(name)), "change-me") {
+			p.fail(name, "(placeholder)", "is an example value from the repository, public: set a random one (openssl rand -hex 32)")
+		}
+	}
 	p.passKeys(cfg)
 	c := &cfg.Server
 	switch {
