@@ -197,3 +197,18 @@ func TestSettingsCheck(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkMatch: the canonical form's cost on every request to the
+// origin, protected or not.
+func BenchmarkMatch(b *testing.B) {
+	rs, _ := ParseRoutes("POST /api/orders=sale, GET /checkout/*=sale, * /vip/*=vip")
+	tab := NewTable(rs)
+	for _, p := range []string{"/static/app.3f2a.js", "/API//Orders;x=1/"} {
+		b.Run(p, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				_, _, _ = tab.Match("GET", p, p)
+			}
+		})
+	}
+}
