@@ -86,7 +86,12 @@ func (g *Gateway) Close() { g.o.Upstream.Close() }
 
 // Handle answers one request: the fasthttp handler of the origin's paths.
 func (g *Gateway) Handle(ctx *fasthttp.RequestCtx) {
-	room, protected := g.o.Settings.Routes().Match(string(ctx.Method()), string(ctx.Path()))
+	room, protected, err := g.o.Settings.Routes().Match(string(ctx.Method()), string(ctx.Path()), string(ctx.URI().PathOriginal()))
+	if err != nil {
+		g.m.requests.WithLabelValues("unknown", "invalid_path").Inc()
+		writeError(ctx, failure{status: fasthttp.StatusBadRequest, code: "invalid_request", msg: err.Error()})
+		return
+	}
 	if !protected {
 		g.forward(ctx, "unprotected", "")
 		return

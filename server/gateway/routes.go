@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"waitingroom/queue"
 )
@@ -14,6 +15,9 @@ import (
 // pattern, queued by Room. A pattern is an exact path ("/api/orders") or a
 // prefix ending in "/*" ("/checkout/*" matches "/checkout" and everything
 // below it; "/*" matches every path). A GET route also covers HEAD.
+// Patterns and requests' paths are compared in canonical form (Match):
+// "/API/Orders/", "/api/orders;x=1" and "/api/orders.json" are all
+// "/api/orders".
 type Route struct {
 	Method  string
 	Pattern string
@@ -77,6 +81,10 @@ func checkPattern(p string) error {
 		return errors.New("the path must start with /")
 	case strings.ContainsAny(p, "?# \t"):
 		return errors.New("the path must not hold a query, a fragment or spaces")
+	case strings.ContainsAny(p, ";\\"):
+		return errors.New("the path must not hold ; or \\ (requests are matched without ;params, a \\ read as /)")
+	case !validEscapes(p):
+		return errors.New("the path holds a malformed percent-escape")
 	case strings.Contains(strings.TrimSuffix(p, "/*"), "*"):
 		return errors.New("* is allowed only as a final /*")
 	case strings.Contains(p, "//") || strings.Contains(p, "/./") || strings.Contains(p, "/../") ||
@@ -88,22 +96,13 @@ func checkPattern(p string) error {
 	return nil
 }
 
-// matches reports whether the route covers a request.
-func (r Route) matches(method, path string) bool {
-	if r.Method != "*" && r.Method != method && !(r.Method == "GET" && method == "HEAD") {
-		return false
-	}
-	prefix, wild := strings.CutSuffix(r.Pattern, "/*")
-	if !wild {
-		return path == r.Pattern
-	}
-	return path == prefix || strings.HasPrefix(path, prefix+"/") || prefix == ""
-}
-
 // Table is a set of routes, matched most specific first: an exact pattern
 // before any prefix, a longer prefix before a shorter one, a named method
 // before "*". It is immutable.
-type Table struct{ routes []Route }
+type Table struct {
+	routes []Route
+	canon  []string // each route's pattern in canonical form, a final "/*" kept
+}
 
 // NewTable orders routes for matching.
 func NewTable(routes []Route) *Table {
@@ -111,10 +110,13 @@ func NewTable(routes []Route) *Table {
 	slices.SortStableFunc(t.routes, func(a, b Route) int {
 		return cmp.Or(
 			cmp.Compare(exactness(b), exactness(a)),
-			cmp.Compare(len(b.Pattern), len(a.Pattern)),
+			cmp.Compare(len(canonicalPattern(b.Pattern)), len(canonicalPattern(a.Pattern))),
 			cmp.Compare(named(b), named(a)),
 		)
 	})
+	for _, r := range t.routes {
+		t.canon = append(t.canon, canonicalPattern(r.Pattern))
+	}
 	return t
 }
 
@@ -133,14 +135,181 @@ func named(r Route) int {
 }
 
 // Match returns the room that queues a request, if a route covers it.
-func (t *Table) Match(method, path string) (room string, ok bool) {
-	for _, r := range t.routes {
-		if r.matches(method, path) {
-			return r.Room, true
+// path is the request's path as fasthttp decoded and normalized it (the
+// path the origin receives, ctx.Path()), raw the path as the client sent
+// it (ctx.URI().PathOriginal()). Both are read in canonical form (see
+// canonical); a path origins would not all read one way is an error
+// wrapping ErrAmbiguousPath, whatever the routes.
+func (t *Table) Match(method, path, raw string) (room string, ok bool, err error) {
+	p, err := canonicalRequest(path, raw)
+	if err != nil {
+		return "", false, err
+	}
+	for i, r := range t.routes {
+		if methodCovers(r.Method, method) && patternCovers(t.canon[i], p) {
+			return r.Room, true, nil
 		}
 	}
-	return "", false
+	return "", false, nil
 }
 
 // Routes returns the table's routes, in matching order.
 func (t *Table) Routes() []Route { return append([]Route(nil), t.routes...) }
+
+// methodCovers reports whether a route's method covers a request's: "*"
+// any, GET also HEAD (every framework answers HEAD with the GET handler).
+// Case is ignored, though the public port refuses a method not in upper
+// case before any route is matched.
+func methodCovers(route, method string) bool {
+	return route == "*" || strings.EqualFold(route, method) || (route == "GET" && strings.EqualFold(method, "HEAD"))
+}
+
+// patternCovers reports whether a canonical pattern covers a canonical
+// path, or the path without a format suffix on its last segment: each
+// ".ext" from any dot on ("/api/orders.json" and "/api/orders.v1.json" are
+// "/api/orders" to a router with optional formats).
+func patternCovers(pattern, path string) bool {
+	prefix, wild := strings.CutSuffix(pattern, "/*")
+	covers := func(p string) bool {
+		if !wild {
+			return p == prefix
+		}
+		return prefix == "" || p == prefix || strings.HasPrefix(p, prefix+"/")
+	}
+	if covers(path) {
+		return true
+	}
+	last := strings.LastIndexByte(path, '/') + 1
+	for i := last + 1; i < len(path); i++ {
+		if path[i] == '.' && covers(path[:i]) {
+			return true
+		}
+	}
+	return false
+}
+
+// ErrAmbiguousPath is a request path that origins do not all read one
+// way: a malformed percent-escape, bytes that are not UTF-8 once decoded
+// (overlong forms included) or a control character (NUL included). Such a
+// request is refused with 400 whatever the routes. Match's error is one;
+// its text says which, for the visitor.
+var ErrAmbiguousPath = errors.New("ambiguous request path")
+
+type pathError string
+
+func (e pathError) Error() string      { return string(e) }
+func (pathError) Is(target error) bool { return target == ErrAmbiguousPath }
+
+// canonicalRequest checks a request's path (fasthttp's decoded form and
+// the raw one, see Match) and returns its canonical form.
+func canonicalRequest(path, raw string) (string, error) {
+	if !validEscapes(raw) {
+		return "", pathError("the request path holds a malformed percent-escape (% must be followed by two hex digits)")
+	}
+	p := unescapeAll(path)
+	if !utf8.ValidString(p) {
+		return "", pathError("the request path is not UTF-8 once percent-decoded")
+	}
+	if strings.ContainsFunc(p, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return "", pathError("the request path holds a control character")
+	}
+	return canonical(p), nil
+}
+
+// canonical is a decoded path as the most lenient origin routes it (the
+// README's table in "Put it in front of your site" says why each step):
+// a backslash is a slash; each segment loses its ";params" and its
+// trailing spaces and dots; empty and "." segments are dropped and ".."
+// removes the one before; the result is case-folded, starts with "/" and
+// has no trailing slash. The format suffix is patternCovers' part.
+func canonical(p string) string {
+	p = strings.ReplaceAll(p, `\`, "/")
+	// Upper then lower case: a letter that a case-insensitive router takes
+	// for an ASCII one either way folds to it ("ſ" uppercases to "S", the
+	// Kelvin sign lowercases to "k").
+	p = strings.ToLower(strings.ToUpper(p))
+	segs := make([]string, 0, strings.Count(p, "/")+1)
+	for _, s := range strings.Split(p, "/") {
+		s, _, _ = strings.Cut(s, ";")
+		if s = strings.TrimRight(s, " "); s != "." && s != ".." {
+			s = strings.TrimRight(s, ".")
+		}
+		switch s {
+		case "", ".":
+		case "..":
+			if len(segs) > 0 {
+				segs = segs[:len(segs)-1]
+			}
+		default:
+			segs = append(segs, s)
+		}
+	}
+	return "/" + strings.Join(segs, "/")
+}
+
+// canonicalPattern is a route pattern's canonical form: canonical of its
+// decoded path, a final "/*" kept ("/*" stays "/*").
+func canonicalPattern(pattern string) string {
+	prefix, wild := strings.CutSuffix(pattern, "/*")
+	c := canonical(unescapeAll(prefix))
+	if !wild {
+		return c
+	}
+	return strings.TrimSuffix(c, "/") + "/*"
+}
+
+// unescapeAll decodes a path's valid percent-escapes, again while a round
+// leaves some (at most three rounds): an origin that decodes twice must
+// not see a protected path where the gateway saw another.
+func unescapeAll(p string) string {
+	for range 3 {
+		if !strings.Contains(p, "%") {
+			break
+		}
+		q := unescape(p)
+		if q == p {
+			break
+		}
+		p = q
+	}
+	return p
+}
+
+// unescape decodes p's valid percent-escapes and leaves any other "%".
+func unescape(p string) string {
+	var b strings.Builder
+	for i := 0; i < len(p); i++ {
+		if p[i] == '%' && i+2 < len(p) && isHex(p[i+1]) && isHex(p[i+2]) {
+			b.WriteByte(unhex(p[i+1])<<4 | unhex(p[i+2]))
+			i += 2
+			continue
+		}
+		b.WriteByte(p[i])
+	}
+	return b.String()
+}
+
+// validEscapes reports whether every "%" of p starts a percent-escape.
+func validEscapes(p string) bool {
+	for i := strings.IndexByte(p, '%'); i >= 0; i = strings.IndexByte(p, '%') {
+		if i+2 >= len(p) || !isHex(p[i+1]) || !isHex(p[i+2]) {
+			return false
+		}
+		p = p[i+3:]
+	}
+	return true
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+func unhex(c byte) byte {
+	switch {
+	case c >= 'a':
+		return c - 'a' + 10
+	case c >= 'A':
+		return c - 'A' + 10
+	}
+	return c - '0'
+}

@@ -1,8 +1,11 @@
 package gateway
 
 import (
+	"errors"
 	"strings"
 	"testing"
+
+	"github.com/valyala/fasthttp"
 )
 
 func TestParseRoutes(t *testing.T) {
@@ -28,6 +31,9 @@ func TestParseRoutes(t *testing.T) {
 		"GET /a?x=1=sale":         "query",
 		"GET /a/../b=sale":        "normalized",
 		"GET /a//b=sale":          "normalized",
+		"GET /a;b=sale":           "must not hold ;",
+		"GET /a\\b=sale":          "must not hold ;",
+		"GET /a%zz=sale":          "malformed percent-escape",
 		"GET /_wr/api=sale":       "waiting room's own",
 		"GET /_wr=sale":           "waiting room's own",
 		"GET /checkout/*={bad}":   "room name",
@@ -57,14 +63,115 @@ func TestTableMatchesMostSpecificFirst(t *testing.T) {
 		{"DELETE", "/checkout/cart", "all"}, // no route for DELETE below /checkout
 		{"GET", "/", "all"},
 	} {
-		if room, ok := tab.Match(c.method, c.path); !ok || room != c.room {
-			t.Errorf("%s %s = %q, %v; want %q", c.method, c.path, room, ok, c.room)
+		if room, ok, err := tab.Match(c.method, c.path, c.path); !ok || err != nil || room != c.room {
+			t.Errorf("%s %s = %q, %v, %v; want %q", c.method, c.path, room, ok, err, c.room)
 		}
 	}
 	exact := NewTable([]Route{{Method: "POST", Pattern: "/api/orders", Room: "sale"}})
 	for _, c := range [][2]string{{"GET", "/api/orders"}, {"POST", "/api/orders/1"}, {"POST", "/api/order"}} {
-		if room, ok := exact.Match(c[0], c[1]); ok {
+		if room, ok, _ := exact.Match(c[0], c[1], c[1]); ok {
 			t.Errorf("%s %s matched %q", c[0], c[1], room)
+		}
+	}
+}
+
+// match matches a request-target as the public port sees it: path is
+// fasthttp's decoded and normalized form, raw the one sent.
+func match(t *testing.T, tab *Table, method, target string) (string, bool, error) {
+	t.Helper()
+	var u fasthttp.URI
+	if err := u.Parse([]byte("shop.example"), []byte(target)); err != nil {
+		t.Fatalf("%s: %v", target, err)
+	}
+	return tab.Match(method, string(u.Path()), string(u.PathOriginal()))
+}
+
+// TestMatchCanonicalForms: every spelling of a route that some mainstream
+// origin routes to the same handler matches it; near misses do not; an
+// ambiguous path is an error whatever the routes.
+func TestMatchCanonicalForms(t *testing.T) {
+	rs, err := ParseRoutes("POST /api/orders=sale, GET /checkout/*=sale, GET /Files/Report.PDF=doc, GET /caf%C3%A9/=cafe, * /vip/*=vip")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab := NewTable(rs)
+	for _, c := range []struct{ method, target, room string }{
+		// Case (Express, ASP.NET, IIS), also of the method.
+		{"POST", "/API/Orders", "sale"}, {"POST", "/api/ORDERS", "sale"}, {"post", "/api/orders", "sale"},
+		{"GET", "/CHECKOUT/PAY", "sale"}, {"GET", "/files/report.pdf", "doc"},
+		{"POST", "/api/orderſ", "sale"}, {"GET", "/chec\u212Aout/x", "sale"}, // ſ and the Kelvin sign
+		// Slashes: trailing (Express, Rails, Django), repeated (fasthttp, Tomcat, nginx), backslash (IIS).
+		{"POST", "/api/orders/", "sale"}, {"POST", "/api//orders//", "sale"}, {"POST", "//api/orders", "sale"},
+		{"POST", "/api\\orders", "sale"}, {"POST", "/api%5Corders", "sale"}, {"POST", "/api/orders\\", "sale"},
+		// Percent-encoding: of any byte, %2F a separator, twice encoded.
+		{"POST", "/api/orders%2F", "sale"}, {"POST", "/api%2Forders", "sale"}, {"POST", "/%61pi/%6Frders", "sale"},
+		{"POST", "/api/orders%252F", "sale"}, {"POST", "/api%252Forders", "sale"}, {"GET", "/caf%C3%A9", "cafe"},
+		{"GET", "/CAF%C3%89/", "cafe"},
+		// Dot segments, also encoded, also after a ;param (Tomcat's "/..;/").
+		{"POST", "/api/./orders", "sale"}, {"POST", "/api/x/../orders", "sale"}, {"POST", "/api/x/%2e%2e/orders", "sale"},
+		{"POST", "/api/x/..;/orders", "sale"}, {"POST", "/api/orders/.", "sale"}, {"POST", "/../api/orders", "sale"},
+		{"POST", "/api/x/..%2Forders", "sale"}, {"GET", "/x/..\\checkout/a", "sale"},
+		// ;params on any segment (Tomcat, Spring, Jetty), also encoded.
+		{"POST", "/api/orders;jsessionid=1", "sale"}, {"POST", "/api;v=2/orders", "sale"}, {"POST", "/api/orders%3Bx", "sale"},
+		{"GET", "/checkout;a=b/pay", "sale"},
+		// Format suffixes (Rails' (.:format), Spring's suffix patterns).
+		{"POST", "/api/orders.json", "sale"}, {"POST", "/api/orders.JSON/", "sale"}, {"POST", "/api/orders.v1.json", "sale"},
+		{"GET", "/checkout.html", "sale"}, {"GET", "/files/report.pdf.gz", "doc"},
+		// Trailing dots and spaces of a segment (Windows paths).
+		{"POST", "/api/orders.", "sale"}, {"POST", "/api/orders%20", "sale"}, {"POST", "/api./orders", "sale"},
+		// HEAD is GET; the query, a fragment, the absolute form do not count.
+		{"HEAD", "/Checkout/Pay", "sale"}, {"POST", "/api/orders?x=1", "sale"}, {"POST", "/api/orders#x", "sale"},
+		{"POST", "http://shop.example/API/orders/", "sale"}, {"DELETE", "/VIP", "vip"},
+	} {
+		if room, ok, err := match(t, tab, c.method, c.target); !ok || err != nil || room != c.room {
+			t.Errorf("%s %s = %q, %v, %v; want %q", c.method, c.target, room, ok, err, c.room)
+		}
+	}
+	for _, c := range [][2]string{
+		{"GET", "/api/orders"}, {"POST", "/api/orders/1"}, {"POST", "/api/ordersx"}, {"POST", "/api/order"},
+		{"POST", "/api-orders"}, {"POST", "/apiorders"}, {"POST", "/api/x/orders"}, {"POST", "/.api/orders"},
+		{"GET", "/checkoutx"}, {"POST", "/checkout/pay"}, {"GET", "/files/report"}, {"GET", "/files/report.pdfx"},
+		{"GET", "/x/checkout"}, {"GET", "/vipx"}, {"POST", "/api/orders%25zz"},
+	} {
+		if room, ok, err := match(t, tab, c[0], c[1]); ok || err != nil {
+			t.Errorf("%s %s = %q, %v, %v; want no route", c[0], c[1], room, ok, err)
+		}
+	}
+	empty := NewTable(nil)
+	for target, want := range map[string]string{
+		"/api/orders%00":       "control character",
+		"/a%0d%0aSet-Cookie:x": "control character",
+		"/a%7F":                "control character",
+		"/a%2500":              "control character", // NUL once decoded twice
+		"/api/orders%zz":       "malformed percent-escape",
+		"/api/orders%4":        "malformed percent-escape",
+		"/api/orders%":         "malformed percent-escape",
+		"/a/%u006F":            "malformed percent-escape",
+		"/api/%C0%AForders":    "not UTF-8", // an overlong "/"
+		"/api/%E0%80%AForders": "not UTF-8",
+		"/api/orders%E9":       "not UTF-8", // Latin-1
+		"/api/%ED%A0%80orders": "not UTF-8", // a surrogate
+		"/api/%F4%90%80%80x":   "not UTF-8", // beyond U+10FFFF
+		"/a/%25C0%25AF/orders": "not UTF-8",
+	} {
+		for _, tab := range []*Table{tab, empty} {
+			_, ok, err := match(t, tab, "GET", target)
+			if ok || !errors.Is(err, ErrAmbiguousPath) || !strings.Contains(err.Error(), want) {
+				t.Errorf("GET %s = %v, %v; want an error saying %q", target, ok, err, want)
+			}
+		}
+	}
+}
+
+// TestCanonicalPatterns: a pattern is read as a request's path is, so its
+// own spelling does not matter.
+func TestCanonicalPatterns(t *testing.T) {
+	for pattern, want := range map[string]string{
+		"/api/orders": "/api/orders", "/API/Orders/": "/api/orders", "/checkout/*": "/checkout/*", "/*": "/*",
+		"/Caf%C3%A9/*": "/café/*", "/a%2Fb": "/a/b", "/": "/",
+	} {
+		if got := canonicalPattern(pattern); got != want {
+			t.Errorf("canonicalPattern(%q) = %q, want %q", pattern, got, want)
 		}
 	}
 }
@@ -88,5 +195,20 @@ func TestSettingsCheck(t *testing.T) {
 		if _, err := s.Check("sale"); err == nil {
 			t.Errorf("%s: accepted %+v", name, s)
 		}
+	}
+}
+
+// BenchmarkMatch: the canonical form's cost on every request to the
+// origin, protected or not.
+func BenchmarkMatch(b *testing.B) {
+	rs, _ := ParseRoutes("POST /api/orders=sale, GET /checkout/*=sale, * /vip/*=vip")
+	tab := NewTable(rs)
+	for _, p := range []string{"/static/app.3f2a.js", "/API//Orders;x=1/"} {
+		b.Run(p, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				_, _, _ = tab.Match("GET", p, p)
+			}
+		})
 	}
 }

@@ -1272,18 +1272,24 @@ function giveUp(key) {
 }
 
 // backTo is where an admitted visitor goes: ?return= when it is a path on
-// this site outside the waiting room's own (/_wr/), else "/".
+// this site outside the waiting room's own (/_wr/), else "/". The return
+// is resolved as a URL and accepted only when it is this page's origin; the
+// path it gives is resolved again, so what the visitor is sent to is what
+// was checked: "/.//evil.example" resolves to the path "//evil.example",
+// which on its own names another site.
 function backTo() {
   const r = new URLSearchParams(location.search).get('return') || '';
-  if (!r.startsWith('/') || r.startsWith('//') || r.startsWith('/\\')) return '/';
-  let u;
+  if (!r.startsWith('/')) return '/';
+  let u, to;
   try {
-    u = new URL(r, location.origin);
+    u = new URL(r, location.href);
+    to = u.pathname + u.search + u.hash;
+    if (u.origin !== location.origin || new URL(to, location.href).href !== u.href) return '/';
   } catch {
     return '/';
   }
-  if (u.origin !== location.origin || /^\/_wr(\/|$)/.test(u.pathname) || (BASE && u.pathname.startsWith(BASE + '/'))) return '/';
-  return u.pathname + u.search + u.hash;
+  if (/^\/_wr(\/|$)/.test(u.pathname) || (BASE && u.pathname.startsWith(BASE + '/'))) return '/';
+  return to;
 }
 
 // back takes an admitted visitor back to the site once the entry cookie is
