@@ -12,7 +12,8 @@
 #   tools     what the tests need and the machine lacks, installed with
 #             apt-get --no-install-recommends when running as root: chromium
 #             (page tests), prometheus (its promtool checks the alert rules),
-#             gcc (go test -race needs cgo)
+#             gcc (go test -race needs cgo), nodejs and npm (the Express
+#             origin of the gateway's route tests, npm ci from its lock file)
 #   vet, gofmt, tree (no binary in git ls-files)
 #   test      go test -race -count=1 ./...; packages run in parallel (go
 #             test's -p, one per core), and each package's binary has its
@@ -55,7 +56,19 @@ tools() {
 	[[ -x /usr/bin/chromium ]] || missing+=(chromium)
 	command -v promtool >/dev/null || missing+=(prometheus)
 	command -v "$($GO env CC)" >/dev/null || missing+=(gcc libc6-dev)
-	((${#missing[@]})) || return 0
+	command -v npm >/dev/null || missing+=(nodejs npm)
+	if ((${#missing[@]})); then install "${missing[@]}"; fi
+	# The gateway's route tests run a real Express origin (package-lock.json
+	# pins it; npm's registry is the one place it comes from).
+	local express=cmd/waitingroom/testdata/express-origin
+	if [[ ! -d $express/node_modules/express ]] && command -v npm >/dev/null; then
+		echo "npm ci --prefix $express"
+		npm ci --prefix "$express" --no-audit --no-fund --loglevel=error
+	fi
+}
+
+install() {
+	local missing=("$@")
 	if [[ $(id -u) != 0 ]]; then
 		echo "warning: ${missing[*]} missing and not root, not installing" \
 			"(sudo apt-get install -y --no-install-recommends ${missing[*]}); tests needing them will fail" >&2

@@ -117,6 +117,9 @@ type hit struct {
 // when its stdin closes, at the test's end.
 func startExpress(t *testing.T) (base string, hits func() []hit) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: no extra processes")
+	}
 	dir, _ := filepath.Abs(filepath.Join("testdata", "express-origin"))
 	node, err := exec.LookPath("node")
 	if err != nil {
