@@ -134,12 +134,18 @@ func named(r Route) int {
 
 // Match returns the room that queues a request, if a route covers it.
 func (t *Table) Match(method, path string) (room string, ok bool) {
+	r, ok := t.Find(method, path)
+	return r.Room, ok
+}
+
+// Find returns the route that covers a request, if one does.
+func (t *Table) Find(method, path string) (Route, bool) {
 	for _, r := range t.routes {
 		if r.matches(method, path) {
-			return r.Room, true
+			return r, true
 		}
 	}
-	return "", false
+	return Route{}, false
 }
 
 // Routes returns the table's routes, in matching order.
