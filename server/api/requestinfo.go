@@ -27,8 +27,7 @@ var unmatchedRoute = &fiber.Route{Path: Unmatched}
 // the access line: call it once the handlers are done.
 func RouteName(c *fiber.Ctx, err error) string {
 	r := c.Route()
-	var fe *fiber.Error
-	if errors.As(err, &fe) && (fe.Code == fiber.StatusNotFound || fe.Code == fiber.StatusMethodNotAllowed) {
+	if err != nil && notFound(err) {
 		r = unmatchedRoute
 	}
 	c.Context().SetUserValue(routeKey{}, r)
@@ -54,4 +53,11 @@ func User(ctx *fasthttp.RequestCtx) string {
 		return *u
 	}
 	return ""
+}
+
+// notFound reports whether err is Fiber's 404 or 405. (Apart, and only
+// for errors: errors.As's target escapes, an allocation per request.)
+func notFound(err error) bool {
+	var fe *fiber.Error
+	return errors.As(err, &fe) && (fe.Code == fiber.StatusNotFound || fe.Code == fiber.StatusMethodNotAllowed)
 }
