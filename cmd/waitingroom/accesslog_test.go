@@ -3,18 +3,22 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"waitingroom/server/accesslog"
+	"waitingroom/server/token"
 	"waitingroom/stream/sse"
 )
 
@@ -317,4 +321,59 @@ func parseID(t testing.TB, id string) int64 {
 		t.Fatalf("event id %q is not a number", id)
 	}
 	return n
+}
+
+// TestGatewayAccessLog: in gateway mode an origin request's line names
+// the protected route's pattern, or "origin"; the origin's failure is a
+// WARN line with the request id.
+func TestGatewayAccessLog(t *testing.T) {
+	o := startOrigin(t)
+	l, _ := net.Listen("tcp", "127.0.0.1:0")
+	dead := "http://" + l.Addr().String()
+	l.Close()
+	in := gatewayInstance(t, o, map[string]string{"WR_UPSTREAM": dead, "WR_LOG_FORMAT": "json"})
+	c := visitor(t)
+	code, h, _ := call(t, c, "GET", in.base+"/some/page?token=x", "")
+	code2, h2, _ := call(t, c, "POST", in.base+"/checkout/pay", `{}`, "Accept", "application/json")
+	if code != 502 || code2 != 403 {
+		t.Fatalf("statuses = %d %d, want 502 403", code, code2)
+	}
+	id := h.Get("X-Request-Id")
+	if l := accessLine(t, in, id); l == nil || l["route"] != "origin" || l["status"] != 502.0 || l["level"] != "WARN" {
+		t.Errorf("the unprotected request's line = %v", l)
+	}
+	if l := accessLine(t, in, h2.Get("X-Request-Id")); l == nil || l["route"] != "/checkout/*" || l["status"] != 403.0 {
+		t.Errorf("the protected request's line = %v", l)
+	}
+	found := false
+	for _, m := range logLines(t, in) {
+		found = found || m["msg"] == "gateway: origin failed" && m["request_id"] == id && m["level"] == "WARN"
+	}
+	if !found {
+		t.Errorf("no WARN line for the origin's failure with its request id:\n%s", in.logs)
+	}
+}
+
+// BenchmarkAccessLog is the poll path from the hub's memory through the
+// whole public handler (protocol filter, Fiber, the access log's check)
+// with the access log off and in its default mode: a 200 costs the
+// default mode a status comparison.
+func BenchmarkAccessLog(b *testing.B) {
+	for _, mode := range []string{"off", "errors"} {
+		b.Run(mode, func(b *testing.B) {
+			e := newEnv(b)
+			in := e.start(map[string]string{"WR_TARGET_ACTIVE": "0", "WR_ACCESS_LOG": mode, "WR_LOG_LEVEL": "info"})
+			q := in.srv.Queue()
+			var ticket int64
+			for i := range 150 {
+				st, err := q.Enter(context.Background(), "default", strconv.Itoa(i+1))
+				if err != nil {
+					b.Fatal(err)
+				}
+				ticket = st.Ticket
+			}
+			tok, _ := token.New(token.Config{Secret: testSecret}).IssueQueue("150", "default", ticket, time.Hour)
+			benchHandler(b, in.srv.Public().Server().Handler, "/api/v1/rooms/default/position", tok, 200)
+		})
+	}
 }
