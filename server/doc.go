@@ -43,8 +43,7 @@
 // access, faults, checkout, login, token, ratelimit, pgstore, listener,
 // gateway, pass, pow, admin (the management app), api (the error form and
 // request decoding both apps share), seclog (the security log), accesslog
-// (the access log). None of
-// them imports server.
+// (the access log). None of them imports server.
 //
 // Concurrency: a Server is safe for concurrent use by Fiber's handlers. Serve
 // owns its goroutines (the two listeners) and stops them before it returns.
