@@ -22,6 +22,7 @@ func (s *Server) accessClaims(c *fiber.Ctx) (*token.Claims, error) {
 	if err != nil {
 		return nil, err
 	}
+	api.SetUser(c, &claims.Subject) // for the access line
 	return claims, s.checkUser(claims.Subject)
 }
 
@@ -69,6 +70,7 @@ func (s *Server) queueClaims(c *fiber.Ctx, room string) (*token.Claims, error) {
 	if err != nil {
 		return nil, err
 	}
+	api.SetUser(c, &claims.Subject) // for the access line
 	return claims, s.checkUser(claims.Subject)
 }
 

@@ -6,6 +6,7 @@ import (
 
 	"waitingroom/queue"
 	"waitingroom/queue/adaptive"
+	"waitingroom/server/accesslog"
 	"waitingroom/server/checkout"
 	"waitingroom/server/listener"
 	"waitingroom/server/login"
@@ -73,6 +74,9 @@ type Config struct {
 	// WR_UPSTREAM_TIMEOUT, WR_UPSTREAM_BODY_LIMIT, WR_PROTECT, WR_PASS_KEY,
 	// WR_PASS_KEY_PREVIOUS, WR_VISITOR_TTL.
 	Gateway GatewayConfig
+	// AccessLog (WR_ACCESS_LOG): which requests get an access line; the
+	// zero value is accesslog.Errors.
+	AccessLog accesslog.Mode
 }
 
 // Limits are layer 1's limits outside login (login.Config has those), each

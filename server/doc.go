@@ -33,15 +33,17 @@
 // and layer 1's limits (ratelimits.go, over package ratelimit; login's own
 // are package login's). Errors are returned by handlers and written by
 // package api in the contract's form; tokenrefusal.go records refused
-// tokens as security events (package seclog).
+// tokens as security events (package seclog). Once a request is answered,
+// whatever answered it, the protocol filter hands it to the access log
+// (accesslog.go, over package accesslog).
 //
 // What is not HTTP lives elsewhere, each concept in a package that owns its
 // data, its Redis keys and its loop: queue (rooms, the admission loop),
 // queue/adaptive, queue/presence, stream (the push hub), and under server:
 // access, faults, checkout, login, token, ratelimit, pgstore, listener,
 // gateway, pass, pow, admin (the management app), api (the error form and
-// request decoding both apps share), seclog (the security log). None of
-// them imports server.
+// request decoding both apps share), seclog (the security log), accesslog
+// (the access log). None of them imports server.
 //
 // Concurrency: a Server is safe for concurrent use by Fiber's handlers. Serve
 // owns its goroutines (the two listeners) and stops them before it returns.

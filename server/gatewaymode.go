@@ -126,10 +126,12 @@ func ownPath(path []byte) bool {
 func (s *Server) visitor(c *fiber.Ctx) (string, error) {
 	if raw := c.Cookies(visitorCookie); raw != "" {
 		if v, err := s.tokens.Parse(raw, token.KindVisitor); err == nil {
+			api.SetUser(c, &v.Subject) // for the access line
 			return v.Subject, s.checkUser(v.Subject)
 		}
 	}
 	id := visitorPrefix + randomID()
+	api.SetUser(c, &id)
 	tok, err := s.tokens.IssueVisitor(id, s.cfg.Gateway.VisitorTTL)
 	if err != nil {
 		return "", err

@@ -40,7 +40,9 @@ func (s *Server) login(c *fiber.Ctx) error {
 	if err != nil {
 		return s.loginError(c, req.LoginID, err)
 	}
-	tok, err := s.tokens.IssueAccess(userID(id), s.cfg.AccessTTL)
+	user := userID(id)
+	api.SetUser(c, &user) // for the access line
+	tok, err := s.tokens.IssueAccess(user, s.cfg.AccessTTL)
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"encoding/json"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/valyala/fasthttp"
@@ -64,6 +65,7 @@ func (s *Server) guard(app *fiber.App, gatewayMode bool) {
 		// Last: whatever answered (a refusal below resets the response).
 		defer ctx.Response.Header.Set(api.RequestIDHeader, id)
 		toOrigin := gatewayMode && !ownPath(ctx.Path())
+		defer s.logAccess(ctx, srv, toOrigin, time.Now())
 		if r := checkProtocol(&ctx.Request.Header, toOrigin); r != nil {
 			s.m.protocolRefused.WithLabelValues(r.reason).Inc()
 			r.write(ctx)

@@ -2,7 +2,6 @@ package server
 
 import (
 	"encoding/json"
-	"errors"
 	"strconv"
 	"strings"
 	"time"
@@ -75,18 +74,12 @@ func markServed(next fasthttp.RequestHandler) fasthttp.RequestHandler {
 // It resolves errors itself so the recorded status is the one sent.
 func (s *Server) observe(c *fiber.Ctx) error {
 	start := time.Now()
-	route := ""
-	if err := c.Next(); err != nil {
-		var fe *fiber.Error
-		if errors.As(err, &fe) && (fe.Code == fiber.StatusNotFound || fe.Code == fiber.StatusMethodNotAllowed) {
-			route = "unmatched" // one label for every unknown path
-		}
+	err := c.Next()
+	route := api.RouteName(c, err) // "unmatched": one label for every unknown path
+	if err != nil {
 		if werr := api.Write(c, s.log, err); werr != nil {
 			return werr
 		}
-	}
-	if route == "" {
-		route = c.Route().Path
 	}
 	s.m.httpDuration.WithLabelValues(route, strconv.Itoa(c.Response().StatusCode())).Observe(time.Since(start).Seconds())
 	return nil

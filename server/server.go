@@ -22,6 +22,7 @@ import (
 	"waitingroom/queue/loop"
 	"waitingroom/queue/presence"
 	"waitingroom/server/access"
+	"waitingroom/server/accesslog"
 	"waitingroom/server/admin"
 	"waitingroom/server/admin/audit"
 	"waitingroom/server/api"
@@ -94,6 +95,8 @@ type Server struct {
 	pow        *pow.Pow
 	prefix     string                          // where the page and API live: "" or gateway.Prefix
 	pingRedis  func(ctx context.Context) error // /readyz's and the readiness loop's check
+	// The ports' access logs (accesslog.go).
+	accessPublic, accessAdmin *accesslog.Log
 }
 
 // New builds a Server. It does no I/O: the admission loop creates the
@@ -114,6 +117,7 @@ func New(o Options) (*Server, error) {
 	s := &Server{cfg: o.Config, store: o.Store, m: newMetrics(o.Registry), log: o.Logger}
 	s.pingRedis = func(ctx context.Context) error { return o.Redis.Ping(ctx).Err() }
 	s.sec = seclog.New(o.Logger, s.m.secEvents)
+	s.newAccessLogs()
 	s.tokens = token.New(o.Config.Tokens)
 	// The queue's scripts and the limiter's share round trips (one
 	// batch.Runner), as the decisions and enters of concurrent requests do.

@@ -109,6 +109,7 @@ func (s *Server) streamClaims(c *fiber.Ctx) (*token.Claims, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
+	api.SetUser(c, &claims.Subject) // for the access line
 	if err := s.checkUser(claims.Subject); err != nil {
 		return nil, "", err
 	}
@@ -209,11 +210,35 @@ func (s *Server) events(c *fiber.Ctx) error {
 	// goroutine per stream, instead of fasthttp's connection goroutine,
 	// its buffers and a pipe. The response is close-delimited: no
 	// Content-Length, no chunking.
-	w := &sseWriter{s: s, conn: c.Context().Conn(), room: room, events: s.m.streamEvents.WithLabelValues("sse")}
+	w := &sseWriter{s: s, conn: c.Context().Conn(), room: room, id: lastEventID(c), events: s.m.streamEvents.WithLabelValues("sse")}
 	head := sseHead(api.RequestID(c.Context()))
 	c.Context().HijackSetNoResponse(true)
 	c.Context().Hijack(func(net.Conn) { w.run(sub, head, release) })
 	return nil
+}
+
+// SSE event ids: a status event's id is the room's event number the
+// status reflects (stream.Update.Ev), or one more than the stream's last
+// id when that is not greater — never less than the Last-Event-ID the
+// client reconnected with. So ids only grow along a stream and across its
+// reconnects (EventSource sends the last id it saw), and a client may drop
+// an event whose id it has seen. A reconnect is not replayed: its first
+// event is the current status, as on any connect. Only status events
+// carry an id.
+//
+// maxEventID bounds a Last-Event-ID taken from a client: 2^53, the largest
+// integer a JavaScript client holds exactly. A larger or malformed one is
+// ignored (the stream starts from the room's number).
+const maxEventID = 1 << 53
+
+// lastEventID is the request's Last-Event-ID when it is an id this server
+// could have sent, else 0.
+func lastEventID(c *fiber.Ctx) int64 {
+	n, err := strconv.ParseInt(c.Get("Last-Event-ID"), 10, 64)
+	if err != nil || n < 0 || n >= maxEventID {
+		return 0
+	}
+	return n
 }
 
 // sseHead is the stream's response head, written on the hijacked
@@ -243,7 +268,7 @@ type sseWriter struct {
 	s      *Server
 	conn   net.Conn
 	room   string
-	id     int64     // the last status event's id
+	id     int64     // the last status event's id (sseID)
 	until  time.Time // the write deadline last set
 	events prometheus.Counter
 }
@@ -294,7 +319,7 @@ func (w *sseWriter) send(u stream.Update) bool {
 		buf = append(buf, w.s.goneData(u)...)
 		buf = append(buf, "\n\n"...)
 	default:
-		w.id++
+		w.id = max(w.id+1, u.Ev)
 		buf = strconv.AppendInt(append(buf, "event: status\nid: "...), w.id, 10)
 		buf = w.s.appendStatus(append(buf, "\ndata: "...), w.room, u, "")
 		buf = append(buf, "\n\n"...)

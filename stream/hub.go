@@ -423,12 +423,15 @@ func (h *Hub) PositionNow(ctx context.Context, room string, ticket int64) (queue
 func (h *Hub) Subscribe(room, user string, initial queue.Status) *Sub {
 	s := &Sub{Room: room, User: user, hub: h, notify: make(chan struct{}, 1), done: make(chan struct{}), phase: rand.Float64()}
 	s.shard = h.shards[maphash.String(h.seed, user)%uint64(len(h.shards))]
-	if h.roomPtr(room, true).Load() == nil {
+	var ev int64
+	if st := h.roomPtr(room, true).Load(); st == nil {
 		h.requestResync()
+	} else {
+		ev = st.ev
 	}
 	now := time.Now()
 	s.shard.mu.Lock()
-	s.shard.setStatus(s, initial, now, time.Time{})
+	s.shard.setStatus(s, initial, now, time.Time{}, ev)
 	s.shard.mu.Unlock()
 	if h.closed.Load() {
 		s.finish(Update{Reconnect: true}, now)

@@ -235,7 +235,7 @@ func (sh *shard) evaluateSub(s *Sub, st *roomState, now time.Time, evented bool)
 	s.spread = every == 0 && !told // the operator's news reached every band at once
 	next := st.status(s.ticket, pos)
 	s.state = next.State
-	s.put(Update{Status: next, Published: st.ts}, now)
+	s.put(Update{Status: next, Published: st.ts, Ev: st.ev}, now)
 	return false
 }
 
@@ -250,9 +250,9 @@ func (sh *shard) resolve(ctx context.Context, room string, subs []*Sub) {
 	sts, errs, err := sh.hub.o.Source.Statuses(rctx, room, users)
 	cancel()
 	now := time.Now()
-	published := time.Time{}
+	published, ev := time.Time{}, int64(0)
 	if st := sh.hub.state(room); st != nil {
-		published = st.ts
+		published, ev = st.ts, st.ev
 	}
 	var gone []*Sub
 	sh.mu.Lock()
@@ -263,11 +263,11 @@ func (sh *shard) resolve(ctx context.Context, room string, subs []*Sub) {
 			// Redis unreachable: try again on a later sweep.
 		case errors.Is(errs[i], queue.ErrNotInQueue):
 			s.state = queue.NotInQueue
-			s.put(Update{Gone: true, Idle: errors.Is(errs[i], queue.ErrIdle), Published: published}, now)
+			s.put(Update{Gone: true, Idle: errors.Is(errs[i], queue.ErrIdle), Published: published, Ev: ev}, now)
 			gone = append(gone, s)
 		case errs[i] != nil:
 		default:
-			sh.setStatus(s, sts[i], now, published)
+			sh.setStatus(s, sts[i], now, published, ev)
 		}
 	}
 	sh.mu.Unlock()
@@ -276,8 +276,9 @@ func (sh *shard) resolve(ctx context.Context, room string, subs []*Sub) {
 	}
 }
 
-// setStatus records and delivers a status read from Redis (under sh.mu).
-func (sh *shard) setStatus(s *Sub, st queue.Status, now, published time.Time) {
+// setStatus records and delivers a status read from Redis (under sh.mu);
+// published and ev are the room's state's, as Update has them.
+func (sh *shard) setStatus(s *Sub, st queue.Status, now, published time.Time, ev int64) {
 	s.state = st.State
 	switch st.State {
 	case queue.Ready:
@@ -297,7 +298,7 @@ func (sh *shard) setStatus(s *Sub, st queue.Status, now, published time.Time) {
 		s.lastPaused, s.lastMessage = st.Paused, st.Message
 	}
 	s.lastSent, s.spread = now, true
-	s.put(Update{Status: st, Published: published}, now)
+	s.put(Update{Status: st, Published: published, Ev: ev}, now)
 }
 
 // all returns every subscription of the shard.

@@ -28,6 +28,10 @@ type Update struct {
 	// Published is when the change was published (Redis clock), for the
 	// fan-out lag; zero for updates not caused by an event.
 	Published time.Time
+	// Ev is the room's event number as the hub knew it when it made the
+	// update (0: no state yet): it only grows, unless Redis lost its data
+	// (see the package doc). SSE gives it as the event's id.
+	Ev int64
 }
 
 // Sub is one stream connection's subscription. Its writer waits on

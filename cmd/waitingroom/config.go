@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"slices"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 	"waitingroom/queue/adaptive"
 	"waitingroom/server"
 	"waitingroom/server/access"
+	"waitingroom/server/accesslog"
 	"waitingroom/server/checkout"
 	"waitingroom/server/gateway"
 	"waitingroom/server/listener"
@@ -34,6 +36,7 @@ type Config struct {
 	DatabaseURL string // DATABASE_URL, default "postgres://postgres@127.0.0.1:5432/waitingroom?sslmode=disable"
 	DBPool      int32  // WR_DB_POOL (40)
 	Dev         bool   // WR_DEV=1: generated JWT secret and admin token, with a warning
+	Log         LogConfig
 	Server      server.Config
 }
 
@@ -94,7 +97,9 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		Queue:        queue.Options{IdleTimeout: p.durationOrZero("WR_IDLE_TIMEOUT", 5*time.Minute, 5*time.Second, 24*time.Hour)},
 		Checkout:     checkout.Options{Timeout: p.duration("WR_ORDER_TIMEOUT", 5*time.Second, 100*time.Millisecond, 5*time.Minute)},
 	}
+	c.Log = p.logs()
 	s := &c.Server
+	s.AccessLog = p.accessLog()
 	p.connections(s)
 	p.layer1(s)
 	p.login(s)
@@ -103,6 +108,58 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	p.gateway(s)
 	p.secrets(&c)
 	return c, p.err
+}
+
+// Logs: WR_LOG_LEVEL, WR_LOG_FORMAT and WR_ACCESS_LOG.
+
+// LogConfig is how the instance logs (newLogger in main.go).
+type LogConfig struct {
+	Level slog.Level // WR_LOG_LEVEL: debug, info (default), warn or error
+	// Format (WR_LOG_FORMAT) is "text", "json", or "" when unset: text
+	// when stderr is a terminal (a person reads it), else JSON (a
+	// collector does).
+	Format string
+}
+
+// loadLogConfig reads the log settings alone: main sets the logger up
+// with them before any command runs (serve's LoadConfig reads them again).
+func loadLogConfig(getenv func(string) string) (LogConfig, error) {
+	p := envParser{getenv: getenv}
+	c := p.logs()
+	return c, p.err
+}
+
+func (p *envParser) logs() LogConfig {
+	var c LogConfig
+	switch v := strings.ToLower(p.str("WR_LOG_LEVEL", "info")); v {
+	case "debug":
+		c.Level = slog.LevelDebug
+	case "info":
+		c.Level = slog.LevelInfo
+	case "warn":
+		c.Level = slog.LevelWarn
+	case "error":
+		c.Level = slog.LevelError
+	default:
+		p.fail("WR_LOG_LEVEL", v, "want debug, info, warn or error")
+	}
+	switch v := strings.ToLower(p.str("WR_LOG_FORMAT", "")); v {
+	case "", "text", "json":
+		c.Format = v
+	default:
+		p.fail("WR_LOG_FORMAT", v, "want text or json (unset: text on a terminal, else json)")
+	}
+	return c
+}
+
+// accessLog reads WR_ACCESS_LOG (off, errors or all; errors by default).
+func (p *envParser) accessLog() accesslog.Mode {
+	v := strings.ToLower(p.str("WR_ACCESS_LOG", "errors"))
+	m, err := accesslog.ParseMode(v)
+	if err != nil {
+		p.fail("WR_ACCESS_LOG", v, err.Error())
+	}
+	return m
 }
 
 // connections reads the connection caps and the push transports. A

@@ -149,6 +149,8 @@ func (e *env) start(vars map[string]string) *instance {
 			// would only make tests that log in concurrently wait on each
 			// other on a loaded machine. The slots have their own test.
 			"WR_BCRYPT_CONCURRENCY": "64",
+			// Everything, so that tests of what is logged see every line.
+			"WR_LOG_LEVEL": "debug",
 		}[k]
 	}
 	cfg, err := LoadConfig(getenv)
@@ -157,7 +159,7 @@ func (e *env) start(vars map[string]string) *instance {
 	}
 	cfg.DatabaseURL = e.dbURL
 	logs := &syncBuffer{}
-	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	log := newLogger(logs, cfg.Log, true) // text unless WR_LOG_FORMAT=json
 	// The instance as the command composes it (Main), on e's Redis client
 	// and key prefix and on loopback ports.
 	m := &Main{Config: cfg, Log: log, Redis: e.rdb, KeyPrefix: e.prefix}

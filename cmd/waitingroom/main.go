@@ -24,6 +24,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -49,8 +50,13 @@ const usage = `Usage:
 `
 
 func main() {
-	log := newLogger()
+	logCfg, err := loadLogConfig(os.Getenv)
+	log := newLogger(os.Stderr, logCfg, isTerminal(os.Stderr))
 	slog.SetDefault(log)
+	if err != nil {
+		log.Error("waitingroom: " + err.Error())
+		os.Exit(1)
+	}
 	args := os.Args[1:]
 	cmd := "serve"
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
@@ -60,7 +66,6 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	var err error
 	switch cmd {
 	case "serve":
 		err = serve(ctx, log, args)
@@ -116,12 +121,20 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	return fs.Parse(args)
 }
 
-func newLogger() *slog.Logger {
-	opts := &slog.HandlerOptions{Level: slog.LevelInfo}
-	if os.Getenv("WR_LOG_FORMAT") == "json" {
-		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+// newLogger is the instance's logger on w: WR_LOG_LEVEL's level, and
+// WR_LOG_FORMAT's format — when unset, text on a terminal, else JSON.
+func newLogger(w io.Writer, c LogConfig, terminal bool) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: c.Level}
+	if c.Format == "json" || c.Format == "" && !terminal {
+		return slog.New(slog.NewJSONHandler(w, opts))
 	}
-	return slog.New(slog.NewTextHandler(os.Stderr, opts))
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// isTerminal reports whether f is a terminal (a character device).
+func isTerminal(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
 func serve(ctx context.Context, log *slog.Logger, args []string) error {

@@ -144,14 +144,14 @@ func Resolve(err error) (*Error, bool) {
 	return &Error{Status: 500, Code: "internal", Message: "internal error"}, false
 }
 
-// Write writes err in the contract's form. A 5xx is logged to log: at
-// debug when known (a dependency is down), at error when not.
+// Write writes err in the contract's form. A 5xx is logged to log with
+// its cause and, through c.UserContext(), its request id: at warn when
+// known (a dependency is down), at error when not. Every one: an operator
+// holding a failed request's id must find its line, during an outage too.
 func Write(c *fiber.Ctx, log *slog.Logger, err error) error {
 	ae, known := Resolve(err)
 	if ae.Status >= 500 {
-		// Known 5xx (a dependency is down) would flood the log during an
-		// outage: the admission loop logs the outage once, requests at debug.
-		level := slog.LevelDebug
+		level := slog.LevelWarn
 		if !known {
 			level = slog.LevelError
 		}

@@ -84,12 +84,17 @@ func RequestID(ctx context.Context) string {
 }
 
 // RequestContext is the first middleware of each app: it carries the
-// request's id into c.UserContext(), the context its handlers log with.
+// request's id into c.UserContext(), the context its handlers log with,
+// and records the route the request ended on (Route) for its access line.
 func RequestContext(c *fiber.Ctx) error {
 	if id := RequestID(c.Context()); id != "" {
 		c.SetUserContext(context.WithValue(c.UserContext(), requestIDKey{}, id))
 	}
-	return c.Next()
+	err := c.Next()
+	if c.Context().UserValue(routeKey{}) == nil {
+		RouteName(c, err) // unless an inner middleware did (observe, which resolves errors)
+	}
+	return err
 }
 
 // LogHandler wraps h so that a record logged with a context carrying a

@@ -124,6 +124,7 @@ func (g *Gateway) forward(ctx *fasthttp.RequestCtx, kind, p string) (failed bool
 	if upgrade {
 		if err := g.o.Upstream.Tunnel(ctx); err != nil {
 			g.m.requests.WithLabelValues(kind, "bad_gateway").Inc()
+			g.o.Logger.LogAttrs(ctx, slog.LevelWarn, "gateway: origin failed an upgrade", slog.String("error", err.Error()))
 			writeError(ctx, errBadGateway)
 			return true, -1
 		}
@@ -137,11 +138,13 @@ func (g *Gateway) forward(ctx *fasthttp.RequestCtx, kind, p string) (failed bool
 	switch {
 	case errors.Is(err, ErrTimeout):
 		g.m.requests.WithLabelValues(kind, "timeout").Inc()
+		g.o.Logger.LogAttrs(ctx, slog.LevelWarn, "gateway: origin timed out", slog.Duration("after", latency))
 		writeError(ctx, errGatewayTimeout)
 		return true, latency
 	case err != nil:
+		// Every failure, with the request id (ctx): a 5xx is always logged.
 		g.m.requests.WithLabelValues(kind, "bad_gateway").Inc()
-		g.o.Logger.LogAttrs(ctx, slog.LevelDebug, "gateway: origin failed", slog.String("error", err.Error()))
+		g.o.Logger.LogAttrs(ctx, slog.LevelWarn, "gateway: origin failed", slog.String("error", err.Error()))
 		writeError(ctx, errBadGateway)
 		return true, latency
 	}
@@ -161,6 +164,13 @@ func passID() string {
 	b := make([]byte, 12)
 	_, _ = rand.Read(b)
 	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// unavailable answers 503 for a failure of the gateway's own (Redis, a
+// signature), logged at warn with the request id (ctx): every 5xx is.
+func (g *Gateway) unavailable(ctx *fasthttp.RequestCtx, what string, err error) {
+	g.o.Logger.LogAttrs(ctx, slog.LevelWarn, "gateway: "+what+" failed", slog.String("error", err.Error()))
+	writeError(ctx, errUnavailable)
 }
 
 // sign signs a pass, or answers 503 and returns "".

@@ -66,7 +66,7 @@ func (g *Gateway) consumeEntry(ctx *fasthttp.RequestCtx, room string, inFlight t
 	case errors.Is(err, queue.ErrEntryTokenInvalid):
 		return c, false, false
 	case err != nil:
-		writeError(ctx, errUnavailable)
+		g.unavailable(ctx, "consuming an entry token", err)
 		return c, false, true
 	}
 	return c, true, false
@@ -99,7 +99,7 @@ func (g *Gateway) session(ctx *fasthttp.RequestCtx, room string, st Settings) bo
 		if err == nil && c.Room == room {
 			held, ok, err := g.o.Slots.Hold(ctx, queue.Claim{Room: c.Room, User: c.Subject}, st.SessionTTL, c.ExpiresAt.Time)
 			if err != nil {
-				writeError(ctx, errUnavailable)
+				g.unavailable(ctx, "holding a session's slot", err)
 				return true
 			}
 			if ok {
@@ -129,7 +129,7 @@ func (g *Gateway) openSession(ctx *fasthttp.RequestCtx, room string, st Settings
 	cookie, err := g.o.Tokens.IssueSession(user, room, id, now, end)
 	if err != nil {
 		g.settle(ctx, claim, true)
-		writeError(ctx, errUnavailable)
+		g.unavailable(ctx, "issuing a session", err)
 		return true
 	}
 	p := g.sign(ctx, pass.Claims{Room: room, Subject: user, PassID: id, Mode: pass.ModeSession, IssuedAt: now, Expiry: now.Add(st.SessionTTL)})

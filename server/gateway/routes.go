@@ -141,16 +141,23 @@ func named(r Route) int {
 // canonical); a path origins would not all read one way is an error
 // wrapping ErrAmbiguousPath, whatever the routes.
 func (t *Table) Match(method, path, raw string) (room string, ok bool, err error) {
+	r, ok, err := t.Find(method, path, raw)
+	return r.Room, ok, err
+}
+
+// Find returns the route that covers a request, if one does, read as
+// Match reads it.
+func (t *Table) Find(method, path, raw string) (Route, bool, error) {
 	p, err := canonicalRequest(path, raw)
 	if err != nil {
-		return "", false, err
+		return Route{}, false, err
 	}
 	for i, r := range t.routes {
 		if methodCovers(r.Method, method) && patternCovers(t.canon[i], p) {
-			return r.Room, true, nil
+			return r, true, nil
 		}
 	}
-	return "", false, nil
+	return Route{}, false, nil
 }
 
 // Routes returns the table's routes, in matching order.

@@ -50,9 +50,7 @@ const (
 type Log struct {
 	log     *slog.Logger
 	counter *prometheus.CounterVec // by "event"
-
-	mu     sync.Mutex
-	events map[string]*secWindow
+	budget  Budget[string]         // by event name
 }
 
 // New returns a Log writing to log and counting into counter, whose one
@@ -61,30 +59,42 @@ func New(log *slog.Logger, counter *prometheus.CounterVec) *Log {
 	return &Log{log: log, counter: counter}
 }
 
-type secWindow struct {
+// Budget is a line budget per key: at most a given number of lines in
+// each one-second window, the rest counted as suppressed and reported
+// once the window is over, with the key's next line (Admit). Security
+// events use it per event name, the access log per status. Keys must
+// come from a small fixed set: the map is never pruned. The zero value
+// is ready; it is safe for concurrent use.
+type Budget[K comparable] struct {
+	mu   sync.Mutex
+	keys map[K]*window
+}
+
+type window struct {
 	start      time.Time // start of the current one-second window
 	logged     int       // lines written in it
 	suppressed int       // lines not written since the last summary
 }
 
-// admit reports whether a line of event may be written now, and how many
-// were suppressed before it (to be reported first).
-func (l *Log) admit(event string, now time.Time) (ok bool, suppressed int) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.events == nil {
-		l.events = map[string]*secWindow{}
+// Admit reports whether a line of key may be written at now, within
+// perSecond lines a second, and how many were suppressed before it (to
+// be reported first: a summary line, then this one).
+func (b *Budget[K]) Admit(key K, perSecond int, now time.Time) (ok bool, suppressed int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.keys == nil {
+		b.keys = map[K]*window{}
 	}
-	w := l.events[event] // event names are constants: the map stays small
+	w := b.keys[key]
 	if w == nil {
-		w = &secWindow{start: now}
-		l.events[event] = w
+		w = &window{start: now}
+		b.keys[key] = w
 	}
 	if now.Sub(w.start) >= time.Second {
 		w.start, w.logged = now, 0
 		suppressed, w.suppressed = w.suppressed, 0
 	}
-	if w.logged >= secLogPerSecond {
+	if w.logged >= perSecond {
 		w.suppressed++
 		return false, 0
 	}
@@ -96,7 +106,7 @@ func (l *Log) admit(event string, now time.Time) (ok bool, suppressed int) {
 // within its event's line budget.
 func (l *Log) Event(ctx context.Context, event string, attrs ...slog.Attr) {
 	l.counter.WithLabelValues(event).Inc()
-	ok, suppressed := l.admit(event, time.Now())
+	ok, suppressed := l.budget.Admit(event, secLogPerSecond, time.Now())
 	if suppressed > 0 {
 		l.log.LogAttrs(ctx, slog.LevelWarn, "security events suppressed",
 			slog.String("event", event), slog.Int("suppressed", suppressed))

@@ -1,0 +1,72 @@
+package server
+
+import (
+	"context"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"waitingroom/server/accesslog"
+	"waitingroom/server/api"
+)
+
+// The access log (package accesslog) at the HTTP layer: the protocol
+// filter (guard), which sees every request of both ports whatever answered
+// it, hands each to logAccess when it is done. The management port logs
+// errors only, whatever WR_ACCESS_LOG asks beyond that: its successes are
+// scrapes and probes every few seconds.
+
+// newAccessLogs builds the two ports' access logs.
+func (s *Server) newAccessLogs() {
+	s.accessPublic = accesslog.New(s.log, s.cfg.AccessLog)
+	adminMode := s.cfg.AccessLog
+	if adminMode == accesslog.All {
+		adminMode = accesslog.Errors
+	}
+	s.accessAdmin = accesslog.New(s.log, adminMode)
+}
+
+// originRoute is the route of a gateway-mode request for the origin that
+// no protected route covers.
+const originRoute = "origin"
+
+// logAccess writes ctx's access line, if its port's log wants it. srv is
+// the port's server; toOrigin says the gateway answered (gateway mode).
+// For a response its log does not want it costs a comparison or two.
+func (s *Server) logAccess(ctx *fasthttp.RequestCtx, srv *fasthttp.Server, toOrigin bool, start time.Time) {
+	l := s.accessPublic
+	if s.admin != nil && srv == s.admin.Server() {
+		l = s.accessAdmin
+	}
+	status := ctx.Response.StatusCode()
+	if !l.Wants(status) {
+		return
+	}
+	route := api.Route(ctx)
+	switch {
+	case route != "":
+	case toOrigin:
+		route = originRoute
+		if r, ok, _ := s.gwSettings.Routes().Find(string(ctx.Method()), string(ctx.Path()), string(ctx.URI().PathOriginal())); ok {
+			route = r.Pattern
+		}
+	default:
+		route = api.Unmatched // refused before any route (the protocol filter)
+	}
+	bytes := -1 // a streamed body of unknown length (Body would read the stream)
+	if !ctx.Response.IsBodyStream() {
+		bytes = len(ctx.Response.Body())
+	} else if n := ctx.Response.Header.ContentLength(); n >= 0 {
+		bytes = n
+	}
+	l.Write(context.Background(), accesslog.Entry{
+		Method:    string(ctx.Method()),
+		Route:     route,
+		Status:    status,
+		Bytes:     bytes,
+		Duration:  time.Since(start),
+		RequestID: api.RequestID(ctx),
+		Address:   s.clientAddrOf(ctx).String(),
+		User:      api.User(ctx),
+	})
+}
