@@ -258,5 +258,3 @@ func (f *inFlight) acquire(key string, limit int) (release func(), ok bool) {
 		f.mu.Unlock()
 	}, true
 }
-
-
