@@ -71,26 +71,35 @@ func expireCookie(ctx *fasthttp.RequestCtx, name string, secure bool) {
 // The browser's own caching (max-age and the rest) is kept.
 func privateCache(h *fasthttp.ResponseHeader) {
 	var kept []string
+	var drop [][]byte
 	private := false
-	for _, v := range h.PeekAll(fasthttp.HeaderCacheControl) {
-		for _, d := range strings.Split(string(v), ",") {
-			d = strings.TrimSpace(d)
-			name, _, _ := strings.Cut(strings.ToLower(d), "=")
-			switch strings.TrimSpace(name) {
-			case "", "public", "s-maxage", "proxy-revalidate":
-				continue
-			case "private", "no-store":
-				private = true
+	h.VisitAll(func(k, v []byte) {
+		switch {
+		case bytes.EqualFold(k, []byte(fasthttp.HeaderCacheControl)):
+			for _, d := range strings.Split(string(v), ",") {
+				d = strings.TrimSpace(d)
+				name, _, _ := strings.Cut(strings.ToLower(d), "=")
+				switch strings.TrimSpace(name) {
+				case "", "public", "s-maxage", "proxy-revalidate":
+					continue
+				case "private", "no-store":
+					private = true
+				}
+				kept = append(kept, d)
 			}
-			kept = append(kept, d)
+		case bytes.EqualFold(k, []byte("CDN-Cache-Control")), bytes.EqualFold(k, []byte("Surrogate-Control")):
+		default:
+			return
 		}
+		drop = append(drop, append([]byte(nil), k...))
+	})
+	for _, k := range drop {
+		h.DelBytes(k)
 	}
 	if !private {
 		kept = append([]string{"private"}, kept...)
 	}
 	h.Set(fasthttp.HeaderCacheControl, strings.Join(kept, ", "))
-	h.Del("CDN-Cache-Control")
-	h.Del("Surrogate-Control")
 }
 
 // failure is one of the gateway's own answers, in the contract's form.

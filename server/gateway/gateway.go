@@ -107,7 +107,7 @@ func (g *Gateway) Handle(ctx *fasthttp.RequestCtx) {
 		g.m.requests.WithLabelValues("protected", "no_pass").Inc()
 		g.refuse(ctx, room)
 	}
-	if stale {
+	if stale && !done { // done: a new session's cookie replaced it
 		expireCookie(ctx, SessionCookie(room), g.secure(ctx))
 	}
 }
