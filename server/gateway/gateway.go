@@ -71,10 +71,10 @@ type Options struct {
 // Gateway answers every request of the public port outside Prefix: it
 // forwards unprotected ones at once, and protected ones with a pass.
 type Gateway struct {
-	o        Options
-	m        gatewayMetrics
-	inFlight inFlight // sessions' requests in flight here
-	samples  sampler  // the adaptive signals, one visitor at a time
+	o       Options
+	m       gatewayMetrics
+	gate    sessionGate // sessions' limits, this instance's part
+	samples sampler     // the adaptive signals, one visitor at a time
 }
 
 // New returns a Gateway. It does no I/O.

@@ -129,9 +129,10 @@ func (g *Gateway) session(ctx *fasthttp.RequestCtx, room string, st Settings) (d
 	if raw := ctx.Request.Header.Cookie(SessionCookie(room)); len(raw) > 0 {
 		c, err := g.o.Tokens.Parse(string(raw), token.KindSession)
 		if err == nil && c.Room == room {
-			release, ok := g.inFlight.acquire(room+"\x00"+c.ID, st.SessionInFlight)
+			key := room + "\x00" + c.ID
+			release, wait, ok := g.gate.acquire(key, st.SessionInFlight, time.Now())
 			if !ok {
-				g.limited(ctx, time.Second)
+				g.limited(ctx, wait)
 				return true, false
 			}
 			defer release()
@@ -143,6 +144,8 @@ func (g *Gateway) session(ctx *fasthttp.RequestCtx, room string, st Settings) (d
 				writeError(ctx, errUnavailable)
 				return true, false
 			case held.Limited:
+				now := time.Now()
+				g.gate.over(key, now.Add(held.RetryAfter), now)
 				g.limited(ctx, held.RetryAfter)
 				return true, false
 			case held.Elsewhere:
@@ -185,7 +188,7 @@ func (g *Gateway) openSession(ctx *fasthttp.RequestCtx, room string, st Settings
 		g.settle(ctx, claim, true)
 		return true
 	}
-	release, _ := g.inFlight.acquire(room+"\x00"+id, st.SessionInFlight)
+	release, _, _ := g.gate.acquire(room+"\x00"+id, st.SessionInFlight, now)
 	defer release()
 	g.forwardSession(ctx, room, user, p)
 	secure := g.secure(ctx)
@@ -233,18 +236,33 @@ func (g *Gateway) secure(ctx *fasthttp.RequestCtx) bool {
 	return g.o.Identity.Forwarded(ctx).Proto == "https"
 }
 
-// inFlight counts each session's requests in flight on this instance.
-type inFlight struct {
-	mu sync.Mutex
-	n  map[string]int
+// sessionGate is this instance's part of a session's limits: its
+// requests in flight, and until when it is known to be over its rate (so
+// that a flood on a shared cookie is refused here, not by a Redis call
+// each). Keys are room and session id.
+type sessionGate struct {
+	mu    sync.Mutex
+	n     map[string]int
+	until map[string]time.Time
 }
 
-// acquire takes one of key's at most limit places; release gives it back.
-func (f *inFlight) acquire(key string, limit int) (release func(), ok bool) {
+// maxLimited bounds the sessions remembered as over their rate.
+const maxLimited = 1 << 16
+
+// acquire takes one of key's at most limit places in flight; release gives
+// it back. Not ok: the session is at its limit, or over its rate for wait
+// more.
+func (f *sessionGate) acquire(key string, limit int, now time.Time) (release func(), wait time.Duration, ok bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if u, over := f.until[key]; over {
+		if wait = u.Sub(now); wait > 0 {
+			return func() {}, wait, false
+		}
+		delete(f.until, key)
+	}
 	if f.n[key] >= limit {
-		return func() {}, false
+		return func() {}, time.Second, false
 	}
 	if f.n == nil {
 		f.n = map[string]int{}
@@ -256,5 +274,25 @@ func (f *inFlight) acquire(key string, limit int) (release func(), ok bool) {
 			delete(f.n, key)
 		}
 		f.mu.Unlock()
-	}, true
+	}, 0, true
+}
+
+// over remembers that key is over its rate until then.
+func (f *sessionGate) over(key string, until, now time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.until) >= maxLimited {
+		for k, u := range f.until {
+			if !u.After(now) {
+				delete(f.until, k)
+			}
+		}
+		if len(f.until) >= maxLimited {
+			clear(f.until)
+		}
+	}
+	if f.until == nil {
+		f.until = map[string]time.Time{}
+	}
+	f.until[key] = until
 }
