@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -436,13 +437,15 @@ func TestGatewayFeedsAdaptiveAdmission(t *testing.T) {
 		t.Fatalf("adaptive mode: %d %s", r.status, r.raw)
 	}
 	waitFor(t, "the gateway's requests in the room's signals", func() bool {
+		var wg sync.WaitGroup // all in one window, however slow the machine
 		for i, c := range cs {
 			path := "/checkout/cart"
 			if i%2 == 1 {
 				path = "/checkout/fail"
 			}
-			call(t, c, "GET", in.base+path, "")
+			wg.Go(func() { call(t, c, "GET", in.base+path, "") })
 		}
+		wg.Wait()
 		sig, _ := in.adminRoom("sale").body["signals"].(map[string]any)
 		return sig["orders"].(float64) >= 6 && sig["errors"].(float64) >= 3
 	})
