@@ -43,7 +43,7 @@ const oncePassTTL = time.Minute
 // request carries no usable pass.
 func (g *Gateway) once(ctx *fasthttp.RequestCtx, room string) bool {
 	cookie := len(ctx.Request.Header.Cookie(EntryCookie(room))) > 0 // read before forwarding drops it
-	claim, ok, answered := g.consumeEntry(ctx, room, 2*g.o.Upstream.timeout)
+	claim, ok, answered := g.consumeEntry(ctx, room, 2*g.o.Upstream.timeout, "", "")
 	if !ok {
 		return answered
 	}
@@ -76,14 +76,14 @@ func oncePassID(c queue.Claim) string {
 // inFlight; session, when not "", is the session the token opens, bound
 // to network. Not ok: the request holds no usable token (answered false:
 // the caller refuses it), or Redis could not say (answered: 503 written).
-func (g *Gateway) consumeEntry(ctx *fasthttp.RequestCtx, room string, inFlight time.Duration, session ...string) (c queue.Claim, ok, answered bool) {
+func (g *Gateway) consumeEntry(ctx *fasthttp.RequestCtx, room string, inFlight time.Duration, session, network string) (c queue.Claim, ok, answered bool) {
 	user, tok := g.o.Identity.QueueUser(ctx, room), entryToken(ctx, room)
 	if user == "" || tok == "" {
 		return c, false, false
 	}
 	var err error
-	if len(session) == 2 {
-		c, err = g.o.Slots.ConsumeSession(ctx, room, user, tok, session[0], session[1], inFlight)
+	if session != "" {
+		c, err = g.o.Slots.ConsumeSession(ctx, room, user, tok, session, network, inFlight)
 	} else {
 		c, err = g.o.Slots.Consume(ctx, room, user, tok, inFlight)
 	}
