@@ -17,7 +17,13 @@
 //     answer ErrIdle instead of a bare ErrNotInQueue until they enter again;
 //   - consume spends an entry token with compare-then-delete, bound to its user;
 //     release frees the slot when the order ends; restore gives the token back
-//     after an infrastructure failure;
+//     after an infrastructure failure (RestoreAtMost: a bounded number of
+//     times, counted in a key per token that expires with its window, never
+//     past that window);
+//   - a gateway session (ConsumeSession) records its id, and optionally its
+//     client network, in a hash per user beside the slot; hold keeps only
+//     that session, paces it (GCRA in the same hash) and extends the slot
+//     and the hash together; leave ends it;
 //   - a room has a method (fifo, random, passthrough, reject) and may have an
 //     opening time: arrivals before it wait in a pre-queue without a ticket;
 //     the first admission run at or after it (Redis TIME) reports the room

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -286,13 +287,15 @@ type LeaveResult struct {
 }
 
 // Leave removes user from room's queue, or gives up their entry window. An
-// order already in flight keeps its slot until it finishes.
+// order already in flight keeps its slot until it finishes; a gateway
+// session (ConsumeSession) ends and frees its slot.
 func (q *Queue) Leave(ctx context.Context, room, user string) (LeaveResult, error) {
 	if !ValidRoom(room) {
 		return LeaveResult{}, nil
 	}
 	k := q.keys(room)
-	v, err := leaveScript.Run(ctx, q.rdb, []string{k.queue, k.active, k.tokens, k.stats, k.gone, k.seen, k.prequeue, k.idle}, user, k.channel, room).Result()
+	v, err := leaveScript.Run(ctx, q.rdb, []string{k.queue, k.active, k.tokens, k.stats, k.gone, k.seen, k.prequeue, k.idle,
+		q.sessionKey(room, user)}, user, k.channel, room).Result()
 	if err != nil {
 		return LeaveResult{}, unavailable("leave", err)
 	}
@@ -307,6 +310,9 @@ type Claim struct {
 	Room, User, Token string
 	// Deadline is the end of the entry window the token had.
 	Deadline time.Time
+	// Session is the gateway session the token opened (ConsumeSession), ""
+	// for none. Hold keeps only the user's current session.
+	Session string
 }
 
 // Consume validates and spends user's entry token in room (compare-then-
@@ -314,11 +320,27 @@ type Claim struct {
 // longest an order may take; Release ends it sooner. Errors:
 // ErrEntryTokenInvalid, ErrUnavailable.
 func (q *Queue) Consume(ctx context.Context, room, user, token string, inFlight time.Duration) (Claim, error) {
+	return q.consume(ctx, room, user, token, "", "", inFlight)
+}
+
+// ConsumeSession is Consume for a gateway session (pass mode "session"):
+// the spent token opens session id, held for idle (then by Hold), bound to
+// the client network when network is not "". It replaces any earlier
+// session of the user: only the current one holds. Errors: as Consume's.
+func (q *Queue) ConsumeSession(ctx context.Context, room, user, token, id, network string, idle time.Duration) (Claim, error) {
+	if id == "" {
+		return Claim{}, ErrEntryTokenInvalid
+	}
+	return q.consume(ctx, room, user, token, id, network, idle)
+}
+
+func (q *Queue) consume(ctx context.Context, room, user, token, session, network string, inFlight time.Duration) (Claim, error) {
 	if !ValidRoom(room) || token == "" {
 		return Claim{}, ErrEntryTokenInvalid
 	}
 	k := q.keys(room)
-	v, err := consumeScript.Run(ctx, q.rdb, []string{k.active, k.tokens}, user, token, inFlight.Milliseconds()).Result()
+	v, err := consumeScript.Run(ctx, q.rdb, []string{k.active, k.tokens, q.sessionKey(room, user)},
+		user, token, inFlight.Milliseconds(), session, network).Result()
 	if err != nil {
 		return Claim{}, unavailable("consume", err)
 	}
@@ -329,9 +351,17 @@ func (q *Queue) Consume(ctx context.Context, room, user, token string, inFlight 
 		}
 		return Claim{}, ErrEntryTokenInvalid
 	}
-	c := Claim{Room: room, User: user, Token: token, Deadline: msTime(r.int(1))}
+	c := Claim{Room: room, User: user, Token: token, Deadline: msTime(r.int(1)), Session: session}
 	return c, r.err
 }
+
+// sessionKey is the hash of user's gateway session in room (hold.lua): it
+// expires with the session's slot.
+func (q *Queue) sessionKey(room, user string) string { return q.RoomKey(room, "session:"+user) }
+
+// restoresKey counts the restores of one entry token (restore.lua); it
+// expires with the token's entry window.
+func (q *Queue) restoresKey(room, token string) string { return q.RoomKey(room, "restores:"+token) }
 
 // Release frees the active slot of a finished order (committed, or failed
 // for a business reason such as out of stock). It returns whether a slot was
@@ -353,34 +383,98 @@ func (q *Queue) Release(ctx context.Context, c Claim) (bool, error) {
 // the user can retry the same order. The entry window is extended to at
 // least now + grace. It returns false when the slot is already gone.
 func (q *Queue) Restore(ctx context.Context, c Claim, grace time.Duration) (bool, error) {
-	k := q.keys(c.Room)
-	n, err := restoreScript.Run(ctx, q.rdb, []string{k.active, k.tokens},
-		c.User, c.Token, c.Deadline.UnixMilli(), grace.Milliseconds()).Int64()
-	if err != nil {
-		return false, unavailable("restore", err)
-	}
-	return n == 1, nil
+	n, err := q.restore(ctx, c, max(grace, time.Millisecond), 0)
+	return n == 1, err
 }
 
-// Hold keeps the active slot of c's user — a consumed entry token that
-// opened a session (a gateway pass in mode "session") — for idle more from
-// now, but never past end. It returns the slot's deadline, or ok false when
-// the session no longer holds one (pruned, left, expired, or admitted
-// again): the visitor then needs a new place in the queue.
-func (q *Queue) Hold(ctx context.Context, c Claim, idle time.Duration, end time.Time) (deadline time.Time, ok bool, err error) {
+// ErrRestoresSpent: RestoreAtMost refused, the token's entry window is
+// over or its restores are used up. The slot stays taken until released.
+var ErrRestoresSpent = errors.New("entry token restores spent")
+
+// RestoreAtMost gives a consumed token back like Restore, but at most most
+// times per token (counted in Redis, atomically with the restore) and
+// never past the entry window the token had: a retried request cannot
+// stretch an admission. It returns false when the slot is already gone;
+// ErrRestoresSpent when the window is over or the restores are spent (the
+// caller then releases the slot), or ErrUnavailable.
+func (q *Queue) RestoreAtMost(ctx context.Context, c Claim, most int) (bool, error) {
+	n, err := q.restore(ctx, c, 0, max(most, 0))
+	if err == nil && n < 0 {
+		return false, ErrRestoresSpent
+	}
+	return n == 1, err
+}
+
+func (q *Queue) restore(ctx context.Context, c Claim, grace time.Duration, most int) (int64, error) {
 	if !ValidRoom(c.Room) {
-		return time.Time{}, false, nil
+		return 0, nil
 	}
 	k := q.keys(c.Room)
-	v, err := holdScript.Run(ctx, q.rdb, []string{k.active, k.tokens}, c.User, idle.Milliseconds(), end.UnixMilli()).Result()
+	n, err := restoreScript.Run(ctx, q.rdb, []string{k.active, k.tokens, q.restoresKey(c.Room, c.Token)},
+		c.User, c.Token, c.Deadline.UnixMilli(), grace.Milliseconds(), most).Int64()
 	if err != nil {
-		return time.Time{}, false, unavailable("hold", err)
+		return 0, unavailable("restore", err)
+	}
+	return n, nil
+}
+
+// SessionUse is what one request of a gateway session asks of Hold beyond
+// the slot: its client network and the session's rate.
+type SessionUse struct {
+	// Network is the request's client network; a session bound to another
+	// one is refused (Held.Elsewhere). "": not checked.
+	Network string
+	// Rate is the session's requests a second, Burst how many it may make
+	// at once after a quiet spell (GCRA, kept with the session in Redis, so
+	// the rate holds across instances). Rate 0: no limit.
+	Rate  float64
+	Burst int
+}
+
+// Held is the outcome of Hold.
+type Held struct {
+	// OK: the session holds its slot until Deadline (extended by this
+	// request unless Limited or Elsewhere).
+	OK       bool
+	Deadline time.Time
+	// Limited: this request is over the session's rate; the next may come
+	// after RetryAfter.
+	Limited    bool
+	RetryAfter time.Duration
+	// Elsewhere: the request comes from another network than the
+	// session's.
+	Elsewhere bool
+}
+
+// Hold keeps the active slot of c's session (ConsumeSession) for idle more
+// from now, but never past end, and paces it by u. Held.OK is false when
+// the session no longer holds a slot (pruned, left, expired, replaced by a
+// newer session or admitted again): the visitor then needs a new place in
+// the queue.
+func (q *Queue) Hold(ctx context.Context, c Claim, idle time.Duration, end time.Time, u SessionUse) (Held, error) {
+	if !ValidRoom(c.Room) || c.Session == "" {
+		return Held{}, nil
+	}
+	var interval int64
+	if u.Rate > 0 {
+		interval = max(int64(math.Round(1000/u.Rate)), 1)
+	}
+	k := q.keys(c.Room)
+	v, err := holdScript.Run(ctx, q.rdb, []string{k.active, k.tokens, q.sessionKey(c.Room, c.User)},
+		c.User, idle.Milliseconds(), end.UnixMilli(), c.Session, u.Network, interval, max(u.Burst, 1)).Result()
+	if err != nil {
+		return Held{}, unavailable("hold", err)
 	}
 	r := asReply("hold", v)
-	if r.int(0) != 1 {
-		return time.Time{}, false, r.err
+	switch r.int(0) {
+	case 1:
+		return Held{OK: true, Deadline: msTime(r.int(1))}, r.err
+	case 2:
+		return Held{OK: true, Limited: true, RetryAfter: time.Duration(r.int(1)) * time.Millisecond}, r.err
+	case 3:
+		return Held{OK: true, Elsewhere: true}, r.err
 	}
-	return msTime(r.int(1)), true, r.err
+	return Held{}, r.err
 }
 
 // AdmitResult is the outcome of one admission run for one room.

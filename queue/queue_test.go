@@ -532,14 +532,14 @@ func TestHoldKeepsASessionsSlot(t *testing.T) {
 	mustEnter(t, q, "bob")
 	mustAdmit(t, q, 8)
 	st, _ := q.Status(ctx, "r1", "alice")
-	c, err := q.Consume(ctx, "r1", "alice", st.EntryToken, 200*time.Millisecond)
+	c, err := q.ConsumeSession(ctx, "r1", "alice", st.EntryToken, "s1", "", 200*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
 	end := time.Now().Add(time.Hour)
-	d, ok, err := q.Hold(ctx, c, 10*time.Minute, end)
-	if err != nil || !ok || time.Until(d) < 9*time.Minute || d.After(end) {
-		t.Fatalf("hold = %v, %v, %v; want a deadline about 10 min away", d, ok, err)
+	h, err := q.Hold(ctx, c, 10*time.Minute, end, queue.SessionUse{})
+	if err != nil || !h.OK || time.Until(h.Deadline) < 9*time.Minute || h.Deadline.After(end) {
+		t.Fatalf("hold = %+v, %v; want a deadline about 10 min away", h, err)
 	}
 	// Held past the in-flight allowance: still active, bob still waits.
 	time.Sleep(300 * time.Millisecond)
@@ -548,20 +548,20 @@ func TestHoldKeepsASessionsSlot(t *testing.T) {
 	}
 	// Capped by the session's end.
 	soon := time.Now().Add(2 * time.Second)
-	if d, ok, _ := q.Hold(ctx, c, 10*time.Minute, soon); !ok || d.After(soon.Add(time.Millisecond)) {
-		t.Fatalf("hold capped at %v = %v, %v", soon, d, ok)
+	if h, _ := q.Hold(ctx, c, 10*time.Minute, soon, queue.SessionUse{}); !h.OK || h.Deadline.After(soon.Add(time.Millisecond)) {
+		t.Fatalf("hold capped at %v = %+v", soon, h)
 	}
 	// An end already past: no longer held.
-	if _, ok, _ := q.Hold(ctx, c, time.Minute, time.Now().Add(-time.Second)); ok {
+	if h, _ := q.Hold(ctx, c, time.Minute, time.Now().Add(-time.Second), queue.SessionUse{}); h.OK {
 		t.Fatal("held past the session's end")
 	}
 	if _, err := q.Release(ctx, c); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok, _ := q.Hold(ctx, c, time.Minute, end); ok {
+	if h, _ := q.Hold(ctx, c, time.Minute, end, queue.SessionUse{}); h.OK {
 		t.Fatal("held after release")
 	}
-	if _, ok, _ := q.Hold(ctx, queue.Claim{Room: "{bad", User: "alice"}, time.Minute, end); ok {
+	if h, _ := q.Hold(ctx, queue.Claim{Room: "{bad", User: "alice", Session: "s1"}, time.Minute, end, queue.SessionUse{}); h.OK {
 		t.Fatal("held in an invalid room")
 	}
 }

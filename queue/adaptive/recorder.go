@@ -40,6 +40,9 @@ func NewRecorder(rdb redis.UniversalClient, rooms Rooms, window time.Duration) *
 	return &Recorder{rdb: rdb, rooms: rooms, window: window, acc: map[accKey]*orderAcc{}}
 }
 
+// Window is the length of the signals' windows.
+func (r *Recorder) Window() time.Duration { return r.window }
+
 // Order records one finished order of room: its latency and whether it
 // failed for an infrastructure reason (a business refusal such as out of
 // stock is a healthy answer).

@@ -8,6 +8,8 @@
 -- KEYS[6] seen    ZSET  member = waiting user id, score = last seen (ms)
 -- KEYS[7] prequeue ZSET member = user id, score = arrival number
 -- KEYS[8] idle    ZSET  users dropped as idle, score = when (ms)
+-- KEYS[9] session HASH  the user's gateway session (see hold.lua): leaving
+--         ends it and frees its slot
 -- ARGV[1] user id
 -- ARGV[2] pub/sub channel of the room
 -- ARGV[3] room name (goes into the event)
@@ -16,7 +18,8 @@
 -- there was nothing to give up because the admission run had dropped the
 -- user as idle (the drop stays remembered). A user leaving the
 -- pre-queue has no ticket yet (0) and no event is published. An order already in
--- flight keeps its slot until it finishes. A waiting user's ticket goes into
+-- flight keeps its slot until it finishes; a gateway session does not. A
+-- waiting user's ticket goes into
 -- the gone set and one event {room, ev, left, waiting, serving, ts} is
 -- published, so every instance can keep positions exact without asking Redis
 -- per connection (see stream/doc.go).
@@ -29,11 +32,12 @@ if pre == 1 then
 end
 local freed = 0
 local hadToken = redis.call('HDEL', KEYS[3], ARGV[1])
-if hadToken == 1 then
+local hadSession = redis.call('DEL', KEYS[9])
+if hadToken == 1 or hadSession == 1 then
   freed = redis.call('ZREM', KEYS[2], ARGV[1])
 end
 local idle = 0
-if waiting == 0 and pre == 0 and hadToken == 0 and redis.call('ZSCORE', KEYS[8], ARGV[1]) then
+if waiting == 0 and pre == 0 and hadToken == 0 and hadSession == 0 and redis.call('ZSCORE', KEYS[8], ARGV[1]) then
   idle = 1
 end
 if waiting == 1 then

@@ -13,8 +13,9 @@ import (
 
 // gatewayDoc is a room's gateway settings in the admin API (gateway mode
 // only): how visitors enter (challenge, difficulty), what the pass allows
-// (pass, sessionTtl, sessionMaxTtl) and which requests need one (protect,
-// and whether those routes are the room's own or WR_PROTECT's).
+// (pass, sessionTtl, sessionMaxTtl, and a session's limits) and which
+// requests need one (protect, and whether those routes are the room's own
+// or WR_PROTECT's).
 type gatewayDoc struct {
 	Challenge            string   `json:"challenge"`
 	Difficulty           int      `json:"difficulty"`
@@ -23,6 +24,10 @@ type gatewayDoc struct {
 	SessionTTLSeconds    float64  `json:"sessionTtlSeconds"`
 	SessionMaxTTL        string   `json:"sessionMaxTtl"`
 	SessionMaxTTLSeconds float64  `json:"sessionMaxTtlSeconds"`
+	SessionRate          float64  `json:"sessionRate"`
+	SessionBurst         int      `json:"sessionBurst"`
+	SessionInFlight      int      `json:"sessionInFlight"`
+	SessionNetwork       bool     `json:"sessionNetwork"`
 	Protect              []string `json:"protect"`
 	// ProtectFrom is "room" when the room has routes of its own, else
 	// "WR_PROTECT".
@@ -38,7 +43,14 @@ type gatewayPut struct {
 	Pass          *string         `json:"pass"`
 	SessionTTL    json.RawMessage `json:"sessionTtl"`    // "10m" or seconds
 	SessionMaxTTL json.RawMessage `json:"sessionMaxTtl"` // "1h" or seconds
-	Protect       json.RawMessage `json:"protect"`
+	// A session's limits (gateway.Settings): requests a second, at once
+	// after a quiet spell, in flight on one instance; bound to the
+	// client's network.
+	SessionRate     *float64        `json:"sessionRate"`
+	SessionBurst    *int            `json:"sessionBurst"`
+	SessionInFlight *int            `json:"sessionInFlight"`
+	SessionNetwork  *bool           `json:"sessionNetwork"`
+	Protect         json.RawMessage `json:"protect"`
 }
 
 // gatewayDocOf builds room's document from the settings in force.
@@ -50,6 +62,7 @@ func (a *app) gatewayDocOf(room string) *gatewayDoc {
 	d := &gatewayDoc{Challenge: s.Challenge, Difficulty: s.Difficulty, Pass: s.Pass,
 		SessionTTL: fmtDuration(s.SessionTTL), SessionTTLSeconds: s.SessionTTL.Seconds(),
 		SessionMaxTTL: fmtDuration(s.SessionMax), SessionMaxTTLSeconds: s.SessionMax.Seconds(),
+		SessionRate: s.SessionRate, SessionBurst: s.SessionBurst, SessionInFlight: s.SessionInFlight, SessionNetwork: s.SessionNetwork,
 		Protect: []string{}, ProtectFrom: "WR_PROTECT"}
 	if s.Protect != nil {
 		d.ProtectFrom = "room"
@@ -80,6 +93,18 @@ func (a *app) putGateway(c *fiber.Ctx, room string, req *gatewayPut) error {
 	if req.Pass != nil {
 		s.Pass = *req.Pass
 	}
+	if req.SessionRate != nil {
+		s.SessionRate = *req.SessionRate
+	}
+	if req.SessionBurst != nil {
+		s.SessionBurst = *req.SessionBurst
+	}
+	if req.SessionInFlight != nil {
+		s.SessionInFlight = *req.SessionInFlight
+	}
+	if req.SessionNetwork != nil {
+		s.SessionNetwork = *req.SessionNetwork
+	}
 	if err := sessionTTLs(req, &s); err != nil {
 		return api.BadRequest(err.Error())
 	}
@@ -96,7 +121,8 @@ func (a *app) putGateway(c *fiber.Ctx, room string, req *gatewayPut) error {
 		return errors.Join(api.ErrUnavailable, err)
 	}
 	a.Logger.Info("gateway settings changed by admin", "room", room, "challenge", s.Challenge, "difficulty", s.Difficulty,
-		"pass", s.Pass, "sessionTtl", s.SessionTTL, "sessionMaxTtl", s.SessionMax, "protect", s.Protect)
+		"pass", s.Pass, "sessionTtl", s.SessionTTL, "sessionMaxTtl", s.SessionMax, "sessionRate", s.SessionRate,
+		"sessionBurst", s.SessionBurst, "sessionInFlight", s.SessionInFlight, "sessionNetwork", s.SessionNetwork, "protect", s.Protect)
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -29,6 +30,8 @@ func entryToken(ctx *fasthttp.RequestCtx, room string) string {
 	return string(ctx.Request.Header.Cookie(EntryCookie(room)))
 }
 
+// setCookie adds one of the gateway's cookies to the response, which
+// shared caches must then not keep (privateCache).
 func setCookie(ctx *fasthttp.RequestCtx, name, value string, ttl time.Duration, secure bool) {
 	c := fasthttp.AcquireCookie()
 	defer fasthttp.ReleaseCookie(c)
@@ -40,20 +43,63 @@ func setCookie(ctx *fasthttp.RequestCtx, name, value string, ttl time.Duration, 
 	c.SetMaxAge(int(ttl.Seconds()))
 	c.SetSecure(secure)
 	ctx.Response.Header.SetCookie(c)
+	privateCache(&ctx.Response.Header)
 }
 
-func clearCookie(ctx *fasthttp.RequestCtx, name string) {
-	if len(ctx.Request.Header.Cookie(name)) == 0 {
-		return
-	}
+// expireCookie deletes one of the gateway's cookies from the visitor's
+// browser. The caller checks that the request had it (before forwarding,
+// which drops the gateway's cookies from the request).
+func expireCookie(ctx *fasthttp.RequestCtx, name string, secure bool) {
 	c := fasthttp.AcquireCookie()
 	defer fasthttp.ReleaseCookie(c)
 	c.SetKey(name)
 	c.SetPath("/")
 	c.SetHTTPOnly(true)
 	c.SetSameSite(fasthttp.CookieSameSiteLaxMode)
+	c.SetSecure(secure)
 	c.SetExpire(fasthttp.CookieExpireDelete)
 	ctx.Response.Header.SetCookie(c)
+	privateCache(&ctx.Response.Header)
+}
+
+// privateCache keeps a response that carries one of the gateway's cookies
+// out of shared caches, which could otherwise hand one visitor's admission
+// to everyone: the origin's Cache-Control loses its shared-cache
+// directives (public, s-maxage, proxy-revalidate) and gains private unless
+// it says private or no-store already; CDN-Cache-Control and
+// Surrogate-Control (which targeted caches read before Cache-Control) go.
+// The browser's own caching (max-age and the rest) is kept.
+func privateCache(h *fasthttp.ResponseHeader) {
+	var kept []string
+	var drop [][]byte
+	private := false
+	h.VisitAll(func(k, v []byte) {
+		switch {
+		case bytes.EqualFold(k, []byte(fasthttp.HeaderCacheControl)):
+			for _, d := range strings.Split(string(v), ",") {
+				d = strings.TrimSpace(d)
+				name, _, _ := strings.Cut(strings.ToLower(d), "=")
+				switch strings.TrimSpace(name) {
+				case "", "public", "s-maxage", "proxy-revalidate":
+					continue
+				case "private", "no-store":
+					private = true
+				}
+				kept = append(kept, d)
+			}
+		case bytes.EqualFold(k, []byte("CDN-Cache-Control")), bytes.EqualFold(k, []byte("Surrogate-Control")):
+		default:
+			return
+		}
+		drop = append(drop, append([]byte(nil), k...))
+	})
+	for _, k := range drop {
+		h.DelBytes(k)
+	}
+	if !private {
+		kept = append([]string{"private"}, kept...)
+	}
+	h.Set(fasthttp.HeaderCacheControl, strings.Join(kept, ", "))
 }
 
 // failure is one of the gateway's own answers, in the contract's form.
@@ -64,8 +110,8 @@ type failure struct {
 }
 
 var (
-	errBadGateway     = failure{fasthttp.StatusBadGateway, "bad_gateway", "the site could not answer this request; if you held a pass it is kept: retry shortly", 1}
-	errGatewayTimeout = failure{fasthttp.StatusGatewayTimeout, "gateway_timeout", "the site did not answer in time; if you held a pass it is kept: retry shortly", 1}
+	errBadGateway     = failure{fasthttp.StatusBadGateway, "bad_gateway", "the site could not answer this request; a once pass is kept for a retry or two: retry shortly", 1}
+	errGatewayTimeout = failure{fasthttp.StatusGatewayTimeout, "gateway_timeout", "the site did not answer in time; a once pass is kept for a retry or two: retry shortly", 1}
 	errUnavailable    = failure{fasthttp.StatusServiceUnavailable, "unavailable", "the waiting room is briefly unavailable; your place is kept, retry shortly", 1}
 )
 
@@ -126,7 +172,7 @@ type gatewayMetrics struct {
 func newGatewayMetrics(reg prometheus.Registerer) gatewayMetrics {
 	m := gatewayMetrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "waitingroom_gateway_requests_total",
-			Help: "Requests for the origin, by kind (protected, unprotected) and outcome (forwarded, upgraded, no_pass, timeout, bad_gateway)."},
+			Help: "Requests for the origin, by kind (protected, unprotected) and outcome (forwarded, upgraded, no_pass, rate_limited, timeout, bad_gateway)."},
 			[]string{"kind", "outcome"}),
 		upstream: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "waitingroom_gateway_upstream_seconds",
 			Help:    "Time the origin took to answer a forwarded request (failures included), by kind.",

@@ -23,9 +23,10 @@ const Prefix = reservedPrefix
 // Slots are the queue operations behind a pass (queue.Queue).
 type Slots interface {
 	Consume(ctx context.Context, room, user, token string, inFlight time.Duration) (queue.Claim, error)
+	ConsumeSession(ctx context.Context, room, user, token, id, network string, idle time.Duration) (queue.Claim, error)
 	Release(ctx context.Context, c queue.Claim) (bool, error)
-	Restore(ctx context.Context, c queue.Claim, grace time.Duration) (bool, error)
-	Hold(ctx context.Context, c queue.Claim, idle time.Duration, end time.Time) (time.Time, bool, error)
+	RestoreAtMost(ctx context.Context, c queue.Claim, most int) (bool, error)
+	Hold(ctx context.Context, c queue.Claim, idle time.Duration, end time.Time, u queue.SessionUse) (queue.Held, error)
 }
 
 // Signer signs passes for the origin (pass.Signer).
@@ -33,10 +34,12 @@ type Signer interface {
 	Sign(pass.Claims) (string, error)
 }
 
-// Recorder takes each protected request's latency and whether the origin
-// failed it (adaptive.Recorder: admission follows the origin).
+// Recorder takes protected requests' latency and whether the origin
+// failed them, sampled per visitor (signals.go), in windows of Window
+// (adaptive.Recorder: admission follows the origin).
 type Recorder interface {
 	Order(room string, latency time.Duration, failed bool, now time.Time)
+	Window() time.Duration
 }
 
 // Identity is what the server knows of a request: who is asking, over
@@ -68,8 +71,10 @@ type Options struct {
 // Gateway answers every request of the public port outside Prefix: it
 // forwards unprotected ones at once, and protected ones with a pass.
 type Gateway struct {
-	o Options
-	m gatewayMetrics
+	o       Options
+	m       gatewayMetrics
+	gate    sessionGate // sessions' limits, this instance's part
+	samples sampler     // the adaptive signals, one visitor at a time
 }
 
 // New returns a Gateway. It does no I/O.
@@ -77,7 +82,7 @@ func New(o Options) *Gateway {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	return &Gateway{o: o, m: newGatewayMetrics(o.Registerer)}
+	return &Gateway{o: o, m: newGatewayMetrics(o.Registerer), samples: sampler{rec: o.Recorder}}
 }
 
 // Close closes the idle connections to the origin (after the public
@@ -97,15 +102,18 @@ func (g *Gateway) Handle(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	st := g.o.Settings.Get(room)
-	var done bool
+	var done, stale bool
 	if st.Pass == PassSession {
-		done = g.session(ctx, room, st)
+		done, stale = g.session(ctx, room, st)
 	} else {
 		done = g.once(ctx, room)
 	}
 	if !done {
 		g.m.requests.WithLabelValues("protected", "no_pass").Inc()
 		g.refuse(ctx, room)
+	}
+	if stale && !done { // done: a new session's cookie replaced it
+		expireCookie(ctx, SessionCookie(room), g.secure(ctx))
 	}
 }
 
@@ -152,10 +160,11 @@ func (g *Gateway) forward(ctx *fasthttp.RequestCtx, kind, p string) (failed bool
 	return ctx.Response.StatusCode() >= 500, latency
 }
 
-// record gives a protected request's outcome to the adaptive signals.
-func (g *Gateway) record(room string, latency time.Duration, failed bool) {
+// record gives a protected request of visitor to the adaptive signals,
+// which count each visitor once a window (sampler).
+func (g *Gateway) record(room, visitor string, latency time.Duration, failed bool) {
 	if latency >= 0 {
-		g.o.Recorder.Order(room, latency, failed, time.Now())
+		g.samples.add(room, visitor, latency, failed, time.Now())
 	}
 }
 

@@ -2,8 +2,13 @@ package gateway
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"errors"
 	"log/slog"
+	"math"
+	"net"
+	"sync"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -18,50 +23,70 @@ import (
 // lost because the client went away.
 const settleTimeout = time.Second
 
-// restoreGrace is how long a restored pass stays usable at least, so a
-// visitor whose request the origin failed near the window's end can retry.
-const restoreGrace = 30 * time.Second
+// MaxRestores is how many times a once pass survives the origin failing
+// (a 5xx, a timeout, no answer): the visitor may retry that often, within
+// the entry window the pass had. A failure may still have done its work
+// (a 504 says nothing of what the origin did), so retries are few, and
+// every retry carries the same pass id (jti) for the origin to refuse a
+// second order.
+const MaxRestores = 2
 
-// oncePassTTL is the lifetime of a once pass at the origin: it proves one
-// request, now.
+// oncePassTTL is how long a once pass stays valid at the origin after its
+// entry window ends: it proves one request, made within the window.
 const oncePassTTL = time.Minute
 
 // once serves a protected request in pass mode "once": the entry token
 // (cookie or X-Entry-Token) is consumed atomically before the request is
 // forwarded; the slot is released when the origin answers anything but a
-// 5xx, and the token restored when it fails or times out, so the visitor
-// can retry. It returns false when the request carries no usable pass.
+// 5xx, and the token restored when it fails or times out, at most
+// MaxRestores times, so the visitor can retry. It returns false when the
+// request carries no usable pass.
 func (g *Gateway) once(ctx *fasthttp.RequestCtx, room string) bool {
-	claim, ok, answered := g.consumeEntry(ctx, room, 2*g.o.Upstream.timeout)
+	cookie := len(ctx.Request.Header.Cookie(EntryCookie(room))) > 0 // read before forwarding drops it
+	claim, ok, answered := g.consumeEntry(ctx, room, 2*g.o.Upstream.timeout, "", "")
 	if !ok {
 		return answered
 	}
-	user := claim.User
 	now := time.Now()
-	p := g.sign(ctx, pass.Claims{Room: room, Subject: user, PassID: passID(), Mode: pass.ModeOnce, IssuedAt: now, Expiry: now.Add(oncePassTTL)})
+	p := g.sign(ctx, pass.Claims{Room: room, Subject: claim.User, PassID: oncePassID(claim), Mode: pass.ModeOnce,
+		IssuedAt: now, Expiry: claim.Deadline.Add(oncePassTTL)})
 	if p == "" {
 		g.settle(ctx, claim, true)
 		return true
 	}
 	failed, latency := g.forward(ctx, "protected", p)
-	g.record(room, latency, failed)
-	g.settle(ctx, claim, failed)
-	if !failed {
-		clearCookie(ctx, EntryCookie(room))
+	g.record(room, claim.User, latency, failed)
+	if !g.settle(ctx, claim, failed) && cookie {
+		expireCookie(ctx, EntryCookie(room), g.secure(ctx))
 	}
 	return true
 }
 
+// oncePassID is a once pass's id: the same for every retry of one entry
+// token (restored after a failure), so an origin that records the ids of
+// the orders it placed refuses a retry of one it did place. A hash: the
+// token itself never reaches the origin.
+func oncePassID(c queue.Claim) string {
+	h := sha256.Sum256([]byte("waitingroom once pass\x00" + c.Room + "\x00" + c.User + "\x00" + c.Token))
+	return base64.RawURLEncoding.EncodeToString(h[:12])
+}
+
 // consumeEntry spends the request's entry token for room (the queue
 // token's user, the entry cookie or X-Entry-Token), keeping the slot for
-// inFlight. Not ok: the request holds no usable token (answered false:
+// inFlight; session, when not "", is the session the token opens, bound
+// to network. Not ok: the request holds no usable token (answered false:
 // the caller refuses it), or Redis could not say (answered: 503 written).
-func (g *Gateway) consumeEntry(ctx *fasthttp.RequestCtx, room string, inFlight time.Duration) (c queue.Claim, ok, answered bool) {
+func (g *Gateway) consumeEntry(ctx *fasthttp.RequestCtx, room string, inFlight time.Duration, session, network string) (c queue.Claim, ok, answered bool) {
 	user, tok := g.o.Identity.QueueUser(ctx, room), entryToken(ctx, room)
 	if user == "" || tok == "" {
 		return c, false, false
 	}
-	c, err := g.o.Slots.Consume(ctx, room, user, tok, inFlight)
+	var err error
+	if session != "" {
+		c, err = g.o.Slots.ConsumeSession(ctx, room, user, tok, session, network, inFlight)
+	} else {
+		c, err = g.o.Slots.Consume(ctx, room, user, tok, inFlight)
+	}
 	switch {
 	case errors.Is(err, queue.ErrEntryTokenInvalid):
 		return c, false, false
@@ -73,13 +98,17 @@ func (g *Gateway) consumeEntry(ctx *fasthttp.RequestCtx, room string, inFlight t
 }
 
 // settle releases a consumed token's slot, or restores the token after a
-// failure.
-func (g *Gateway) settle(ctx context.Context, c queue.Claim, failed bool) {
+// failure while it has restores left. It returns whether the token is
+// kept for a retry.
+func (g *Gateway) settle(ctx context.Context, c queue.Claim, failed bool) (kept bool) {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
 	defer cancel()
 	var err error
 	if failed {
-		_, err = g.o.Slots.Restore(sctx, c, restoreGrace)
+		kept, err = g.o.Slots.RestoreAtMost(sctx, c, MaxRestores)
+		if errors.Is(err, queue.ErrRestoresSpent) {
+			_, err = g.o.Slots.Release(sctx, c)
+		}
 	} else {
 		_, err = g.o.Slots.Release(sctx, c)
 	}
@@ -87,46 +116,68 @@ func (g *Gateway) settle(ctx context.Context, c queue.Claim, failed bool) {
 		g.o.Logger.LogAttrs(ctx, slog.LevelWarn, "gateway: settling a pass failed", slog.String("room", c.Room),
 			slog.Bool("restore", failed), slog.String("error", err.Error()))
 	}
+	return kept
 }
 
 // session serves a protected request in pass mode "session": a session
-// cookie whose slot is still held is extended by this request; else an
-// entry token is consumed and opens a session. It returns false when the
-// request carries no usable pass.
-func (g *Gateway) session(ctx *fasthttp.RequestCtx, room string, st Settings) bool {
+// cookie whose slot is still held, and which is the visitor's current
+// session, is extended by this request within the session's limits; else
+// an entry token is consumed and opens a session. It returns false when
+// the request carries no usable pass; stale: the session cookie is to be
+// cleared (whatever the answer).
+func (g *Gateway) session(ctx *fasthttp.RequestCtx, room string, st Settings) (done, stale bool) {
 	if raw := ctx.Request.Header.Cookie(SessionCookie(room)); len(raw) > 0 {
 		c, err := g.o.Tokens.Parse(string(raw), token.KindSession)
 		if err == nil && c.Room == room {
-			held, ok, err := g.o.Slots.Hold(ctx, queue.Claim{Room: c.Room, User: c.Subject}, st.SessionTTL, c.ExpiresAt.Time)
-			if err != nil {
-				g.unavailable(ctx, "holding a session's slot", err)
-				return true
+			key := room + "\x00" + c.ID
+			release, wait, ok := g.gate.acquire(key, st.SessionInFlight, time.Now())
+			if !ok {
+				g.limited(ctx, wait)
+				return true, false
 			}
-			if ok {
+			defer release()
+			claim := queue.Claim{Room: room, User: c.Subject, Session: c.ID}
+			use := queue.SessionUse{Network: g.network(ctx, st), Rate: st.SessionRate, Burst: st.SessionBurst}
+			held, err := g.o.Slots.Hold(ctx, claim, st.SessionTTL, c.ExpiresAt.Time, use)
+			switch {
+			case err != nil:
+				g.unavailable(ctx, "holding a session's slot", err)
+				return true, false
+			case held.Limited:
+				now := time.Now()
+				g.gate.over(key, now.Add(held.RetryAfter), now)
+				g.limited(ctx, held.RetryAfter)
+				return true, false
+			case held.Elsewhere:
+				// Not this client's session: it may open its own, and
+				// the session's owner keeps it.
+				return g.openSession(ctx, room, st), false
+			case held.OK:
 				p := g.sign(ctx, pass.Claims{Room: room, Subject: c.Subject, PassID: c.ID, Mode: pass.ModeSession,
-					IssuedAt: c.IssuedAt.Time, Expiry: held})
+					IssuedAt: c.IssuedAt.Time, Expiry: held.Deadline})
 				if p != "" {
-					g.forwardSession(ctx, room, p)
+					g.forwardSession(ctx, room, c.Subject, p)
 				}
-				return true
+				return true, false
 			}
 		}
-		clearCookie(ctx, SessionCookie(room))
+		stale = true
 	}
-	return g.openSession(ctx, room, st)
+	return g.openSession(ctx, room, st), stale
 }
 
 // openSession consumes the request's entry token into a session: the slot
 // is held for SessionTTL after each protected request, up to SessionMax.
 func (g *Gateway) openSession(ctx *fasthttp.RequestCtx, room string, st Settings) bool {
-	claim, ok, answered := g.consumeEntry(ctx, room, st.SessionTTL)
+	cookie := len(ctx.Request.Header.Cookie(EntryCookie(room))) > 0 // read before forwarding drops it
+	now := time.Now()
+	id, end := passID(), now.Add(st.SessionMax)
+	claim, ok, answered := g.consumeEntry(ctx, room, st.SessionTTL, id, g.network(ctx, st))
 	if !ok {
 		return answered
 	}
 	user := claim.User
-	now := time.Now()
-	id, end := passID(), now.Add(st.SessionMax)
-	cookie, err := g.o.Tokens.IssueSession(user, room, id, now, end)
+	session, err := g.o.Tokens.IssueSession(user, room, id, now, end)
 	if err != nil {
 		g.settle(ctx, claim, true)
 		g.unavailable(ctx, "issuing a session", err)
@@ -137,15 +188,111 @@ func (g *Gateway) openSession(ctx *fasthttp.RequestCtx, room string, st Settings
 		g.settle(ctx, claim, true)
 		return true
 	}
-	g.forwardSession(ctx, room, p)
-	setCookie(ctx, SessionCookie(room), cookie, st.SessionMax, g.o.Identity.Forwarded(ctx).Proto == "https")
-	clearCookie(ctx, EntryCookie(room))
+	release, _, _ := g.gate.acquire(room+"\x00"+id, st.SessionInFlight, now)
+	defer release()
+	g.forwardSession(ctx, room, user, p)
+	secure := g.secure(ctx)
+	setCookie(ctx, SessionCookie(room), session, st.SessionMax, secure)
+	if cookie {
+		expireCookie(ctx, EntryCookie(room), secure)
+	}
 	return true
 }
 
 // forwardSession forwards a request of a session: the origin's failures
 // end nothing (the session holds its slot until it ends or goes idle).
-func (g *Gateway) forwardSession(ctx *fasthttp.RequestCtx, room, p string) {
+func (g *Gateway) forwardSession(ctx *fasthttp.RequestCtx, room, user, p string) {
 	failed, latency := g.forward(ctx, "protected", p)
-	g.record(room, latency, failed)
+	g.record(room, user, latency, failed)
+}
+
+// limited answers a session's request over its limits: 429 rate_limited
+// with the time to wait. The session is kept.
+func (g *Gateway) limited(ctx *fasthttp.RequestCtx, wait time.Duration) {
+	g.m.requests.WithLabelValues("protected", "rate_limited").Inc()
+	writeJSON(ctx, fasthttp.StatusTooManyRequests, max(int(math.Ceil(wait.Seconds())), 1), map[string]string{"error": "rate_limited",
+		"message": "too many requests for one session: slow down and retry after Retry-After seconds"})
+}
+
+// network is the client network a session is bound to in room: the
+// client's /24 (IPv4) or /64 (IPv6) when the room's sessionNetwork is on,
+// else "" (not bound).
+func (g *Gateway) network(ctx *fasthttp.RequestCtx, st Settings) string {
+	if !st.SessionNetwork {
+		return ""
+	}
+	ip := g.o.Identity.Forwarded(ctx).Client
+	if v4 := ip.To4(); v4 != nil {
+		return v4.Mask(net.CIDRMask(24, 32)).String() + "/24"
+	}
+	if len(ip) == net.IPv6len {
+		return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
+	}
+	return "?" // no address: a network of its own, never another's
+}
+
+// secure reports whether the gateway's cookies get the Secure attribute.
+func (g *Gateway) secure(ctx *fasthttp.RequestCtx) bool {
+	return g.o.Identity.Forwarded(ctx).Proto == "https"
+}
+
+// sessionGate is this instance's part of a session's limits: its
+// requests in flight, and until when it is known to be over its rate (so
+// that a flood on a shared cookie is refused here, not by a Redis call
+// each). Keys are room and session id.
+type sessionGate struct {
+	mu    sync.Mutex
+	n     map[string]int
+	until map[string]time.Time
+}
+
+// maxLimited bounds the sessions remembered as over their rate.
+const maxLimited = 1 << 16
+
+// acquire takes one of key's at most limit places in flight; release gives
+// it back. Not ok: the session is at its limit, or over its rate for wait
+// more.
+func (f *sessionGate) acquire(key string, limit int, now time.Time) (release func(), wait time.Duration, ok bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if u, over := f.until[key]; over {
+		if wait = u.Sub(now); wait > 0 {
+			return func() {}, wait, false
+		}
+		delete(f.until, key)
+	}
+	if f.n[key] >= limit {
+		return func() {}, time.Second, false
+	}
+	if f.n == nil {
+		f.n = map[string]int{}
+	}
+	f.n[key]++
+	return func() {
+		f.mu.Lock()
+		if f.n[key]--; f.n[key] <= 0 {
+			delete(f.n, key)
+		}
+		f.mu.Unlock()
+	}, 0, true
+}
+
+// over remembers that key is over its rate until then.
+func (f *sessionGate) over(key string, until, now time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.until) >= maxLimited {
+		for k, u := range f.until {
+			if !u.After(now) {
+				delete(f.until, k)
+			}
+		}
+		if len(f.until) >= maxLimited {
+			clear(f.until)
+		}
+	}
+	if f.until == nil {
+		f.until = map[string]time.Time{}
+	}
+	f.until[key] = until
 }

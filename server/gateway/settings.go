@@ -35,6 +35,16 @@ type Settings struct {
 	Pass       string        `json:"pass"`
 	SessionTTL time.Duration `json:"sessionTtl"`
 	SessionMax time.Duration `json:"sessionMaxTtl"`
+	// What one session may do, so that a shared cookie serves no crowd:
+	// SessionRate requests a second over every instance, SessionBurst at
+	// once after a quiet spell (GCRA, in Redis with the session),
+	// SessionInFlight requests at once on one instance, and, with
+	// SessionNetwork, only from the client network (/24, /64) that opened
+	// it.
+	SessionRate     float64 `json:"sessionRate"`
+	SessionBurst    int     `json:"sessionBurst"`
+	SessionInFlight int     `json:"sessionInFlight"`
+	SessionNetwork  bool    `json:"sessionNetwork"`
 	// Protect, when set, replaces the room's routes from WR_PROTECT: each
 	// "METHOD /pattern" (the room is this one).
 	Protect []string `json:"protect"`
@@ -46,13 +56,29 @@ const (
 	MaxDifficulty = 32
 	minSession    = 10 * time.Second
 	maxSession    = 7 * 24 * time.Hour
+	// MaxSessionRate is the highest sessionRate (requests a second): the
+	// rate is kept in whole milliseconds between requests.
+	MaxSessionRate  = 1000
+	MaxSessionBurst = 10000
+	MaxInFlight     = 1000
+)
+
+// Defaults of a session's limits: a browser on a protected page makes a
+// burst of requests (the page, its scripts and calls), then a few a second;
+// it opens at most 6 connections to a host over HTTP/1.1, more through an
+// HTTP/2 front.
+const (
+	DefaultSessionRate     = 10
+	DefaultSessionBurst    = 60
+	DefaultSessionInFlight = 16
 )
 
 // Default are the settings of a room nobody has changed. difficulty is
 // the proof of work's default (package pow).
 func Default(difficulty int) Settings {
 	return Settings{Challenge: ChallengeOff, Difficulty: difficulty, Pass: PassOnce,
-		SessionTTL: 10 * time.Minute, SessionMax: time.Hour}
+		SessionTTL: 10 * time.Minute, SessionMax: time.Hour,
+		SessionRate: DefaultSessionRate, SessionBurst: DefaultSessionBurst, SessionInFlight: DefaultSessionInFlight}
 }
 
 // Check validates s and returns its routes for room.
@@ -68,6 +94,12 @@ func (s Settings) Check(room string) ([]Route, error) {
 		return nil, fmt.Errorf("sessionTtl must be %v to %v", minSession, maxSession)
 	case s.SessionMax < s.SessionTTL || s.SessionMax > maxSession:
 		return nil, fmt.Errorf("sessionMaxTtl must be sessionTtl to %v", maxSession)
+	case !(s.SessionRate >= 0.01 && s.SessionRate <= MaxSessionRate):
+		return nil, fmt.Errorf("sessionRate must be 0.01 to %d requests a second", MaxSessionRate)
+	case s.SessionBurst < 1 || s.SessionBurst > MaxSessionBurst:
+		return nil, fmt.Errorf("sessionBurst must be 1 to %d requests", MaxSessionBurst)
+	case s.SessionInFlight < 1 || s.SessionInFlight > MaxInFlight:
+		return nil, fmt.Errorf("sessionInFlight must be 1 to %d requests", MaxInFlight)
 	}
 	var routes []Route
 	for _, spec := range s.Protect {

@@ -46,6 +46,9 @@
 //     of clock skew), "room" is one of your rooms.
 //  6. Use "sub" (the visitor), "jti" (the pass id), "room" and "mode":
 //     "session" covers the visitor's session until "exp"; "once" covers
-//     one admission: to spend it once, record "jti" until "exp" and refuse
-//     it the second time.
+//     one admission: to spend it once, record "jti" with what the request
+//     did (the order it placed), keep it until "exp" and refuse it the
+//     second time. The gateway retries a once pass after the origin
+//     failed (a 5xx, a timeout) at most twice, with the same "jti": a
+//     failure may have placed the order all the same.
 package passcheck
