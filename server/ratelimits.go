@@ -139,6 +139,8 @@ var limitSubjects = map[string]string{
 	login.LimitID:         "account",
 	"enter_ip":            "address",
 	"enter_user":          "user",
+	"enter_new_ip":        "room_address",
+	"enter_new_net":       "room_network",
 	"poll":                "user_room",
 	"stream":              "user_room",
 	"order_room":          "room",
