@@ -134,7 +134,7 @@ func (s *Server) enterRoom(c *fiber.Ctx, room, user string) (queue.Status, error
 		{Name: "enter_user", Subject: user, Limit: s.cfg.Limits.EnterUser}}
 	bypass := s.acl.Current().Bypass.HasUser(user)
 	if !bypass && s.limited(c, user) {
-		if st, err, ok := s.enterInline(c, room, user, checks, nil); ok {
+		if st, ok, err := s.enterInline(c, room, user, checks, nil); ok {
 			return st, err
 		}
 	}
@@ -147,20 +147,20 @@ func (s *Server) enterRoom(c *fiber.Ctx, room, user string) (queue.Status, error
 // enterInline enters user with checks decided inside the enter script;
 // ok is false where that cannot be (a Redis Cluster). A refusal is
 // answered by enterRefused (proof: the visitor's, or nil).
-func (s *Server) enterInline(c *fiber.Ctx, room, user string, checks []ratelimit.Check, proof *visitorProof) (st queue.Status, err error, ok bool) {
+func (s *Server) enterInline(c *fiber.Ctx, room, user string, checks []ratelimit.Check, proof *visitorProof) (st queue.Status, ok bool, err error) {
 	keys, args, ok := s.limiter.Inline(checks...)
 	if !ok {
-		return queue.Status{}, nil, false
+		return queue.Status{}, false, nil
 	}
 	st, refusal, err := s.q.EnterGuarded(c.UserContext(), room, user, keys, args...)
 	if err != nil || refusal == nil {
-		return st, err, true
+		return st, true, err
 	}
 	rs, err := ratelimit.Refused(checks, refusal)
 	if err != nil {
-		return queue.Status{}, errors.Join(api.ErrUnavailable, err), true
+		return queue.Status{}, true, errors.Join(api.ErrUnavailable, err)
 	}
-	return queue.Status{}, s.enterRefused(c, room, checks, rs, proof), true
+	return queue.Status{}, true, s.enterRefused(c, room, checks, rs, proof)
 }
 
 // enterOrGrant enters user, or grants the entry to one on the bypass list.

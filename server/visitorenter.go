@@ -83,7 +83,7 @@ func (s *Server) enterAnonymous(c *fiber.Ctx, room, user string) (queue.Status, 
 	}
 	bypass := s.acl.Current().Bypass.HasUser(user)
 	if !bypass {
-		if st, err, ok := s.enterInline(c, room, user, checks, proof); ok {
+		if st, ok, err := s.enterInline(c, room, user, checks, proof); ok {
 			return st, err
 		}
 	}
