@@ -28,6 +28,9 @@ import (
 //
 //	login (all four, package login) fail closed: 503 — BCrypt is the CPU sink
 //	enter (per address, per user)   fail open — enter needs Redis anyway
+//	enter, anonymous (per visitor;  fail open; its proof of work fails
+//	  new places per address and      closed (visitorenter.go)
+//	  per network)
 //	poll (per user and room)        in memory: never asks Redis
 //	stream (per user and room)      fail open
 //	orders (per room, per user)     fail closed: 503 — the last line before the database
