@@ -246,7 +246,7 @@ func (r *ceilingRun) limiterKind(n int) costKind {
 // to a room's channel with subs pattern subscribers (one per instance,
 // as the hub subscribes), each draining its messages.
 func (r *ceilingRun) publishKind(n, subs int) costKind {
-	channel := r.q.RoomKey(costsRoom, "events")
+	channel := r.q.EventChannel(costsRoom)
 	payload := `{"room":"costs","ev":123456,"ts":1764547200000,"waiting":987654,"active":200,"rate":"1000.000","pruned":0,` +
 		`"serving":123456,"admitted":["1000001","1000002","1000003","1000004","1000005","1000006","1000007","1000008","1000009","1000010"]}`
 	k := costKind{kind: fmt.Sprintf("PUBLISH, %d subscribed instances", subs), per: "publish", cmd: "publish", ops: n, depth: r.cfg.depth,
@@ -272,7 +272,7 @@ func (r *ceilingRun) subscribers(ctx context.Context, subs int) (func(), error) 
 	var wg sync.WaitGroup
 	var closers []func()
 	for range subs {
-		ps := r.rdb.PSubscribe(ctx, r.q.RoomKey("*", "events"))
+		ps := r.rdb.PSubscribe(ctx, r.q.EventPattern())
 		if _, err := ps.Receive(ctx); err != nil {
 			_ = ps.Close()
 			return nil, err

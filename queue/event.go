@@ -14,7 +14,8 @@ import (
 
 // The event contract. The admit, leave, open and schedule scripts publish
 // one event per change of a room on the room's channel
-// ("<prefix>{room}:events"; channelPattern matches every room's), so that
+// (EventChannel, "<prefix>{room}:events" on database 0; EventPattern
+// matches every room's), so that
 // every instance can keep its rooms' state without a Redis read per
 // connection (package stream). This file is the one place that knows the
 // wire format; subscribers get typed Events from Events.
@@ -157,13 +158,13 @@ type Notice struct {
 }
 
 // Events subscribes to every room's events with one pattern subscription
-// (channelPattern) and yields them, in the order published per room, until
+// (EventPattern) and yields them, in the order published per room, until
 // ctx is done or the caller stops ranging; the subscription ends with the
 // loop. It runs on the caller's goroutine: a slow caller delays the next
 // notice (up to 4096 are buffered by the client), never Redis.
 func (q *Queue) Events(ctx context.Context) iter.Seq[Notice] {
 	return func(yield func(Notice) bool) {
-		ps := q.rdb.PSubscribe(ctx, q.channelPattern())
+		ps := q.rdb.PSubscribe(ctx, q.EventPattern())
 		defer ps.Close()
 		ch := ps.ChannelWithSubscriptions(redis.WithChannelSize(4096))
 		for {

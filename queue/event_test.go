@@ -23,7 +23,7 @@ func mustSubscribe(t *testing.T, q *queue.Queue) (next func() (queue.Notice, boo
 	next, stop := iter.Pull(q.Events(ctx))
 	t.Cleanup(func() { cancel(); stop() })
 	n, ok := next()
-	if !ok || !n.Subscribed || n.Pattern != q.RoomKey("*", "events") {
+	if !ok || !n.Subscribed || n.Pattern != q.EventPattern() {
 		t.Fatalf("first notice = %+v, %v; want Subscribed on every room's channel", n, ok)
 	}
 	return next, cancel

@@ -17,14 +17,16 @@ var ErrNoGuard = errors.New("queue: no enter guard configured")
 // instance's batch and on Redis instead of two. Its Lua (Options.
 // EnterGuard) must define
 //
-//	local function guard(k0, a0)
+//	local function guard(k0, a0, fresh)
 //
 // reading its keys from KEYS[k0] and its arguments from ARGV[a0] on (they
-// follow the enter script's own: enterKeyCount and enterArgCount) and
-// returning nil to let the enter go on, or a table to reply instead of
-// entering — the refusal, handed back to the caller undecoded. What the
-// guard writes stays written whatever the enter then answers (a request
-// counted by a limit stays counted when the room turns out to be paused).
+// follow the enter script's own: enterKeyCount and enterArgCount), told
+// whether the user holds no place yet (fresh: a waiting, pre-queued or
+// admitted user re-entering is not), and returning nil to let the enter go
+// on, or a table to reply instead of entering — the refusal, handed back
+// to the caller undecoded. What the guard writes stays written whatever
+// the enter then answers (a request counted by a limit stays counted when
+// the room turns out to be paused).
 //
 // Only on one Redis (single node or Sentinel): the guard's keys are not in
 // the room's hash slot, so on a Cluster the caller decides first, in a
@@ -34,15 +36,20 @@ const (
 	enterArgCount = 2
 )
 
-// guardCall is the glue between the guard's Lua and the enter script.
-const guardCall = `
-do
-  local refused = guard(10, 3)
-  if refused then
-    return {'GUARD', refused}
-  end
+// The enter script calls before_enter(fresh) before anything else: the
+// guard's glue, or nothing.
+const (
+	guardCall = `
+local function before_enter(fresh)
+  return guard(10, 3, fresh)
 end
 `
+	noGuard = `
+local function before_enter()
+  return nil
+end
+`
+)
 
 // guardedEnter composes the enter script behind guardLua ("" when none).
 func guardedEnter(guardLua string) *redis.Script {

@@ -1,6 +1,11 @@
 package queue
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
 
 // DefaultPrefix is the key prefix used when Options.Prefix is empty.
 const DefaultPrefix = "wr:"
@@ -65,8 +70,12 @@ func (q *Queue) keys(room string) keys {
 	}
 	all := b.String()
 	k := func(i int) string { return all[at[i]:at[i+1]] }
-	return keys{cfg: k(0), seq: k(1), queue: k(2), active: k(3), tokens: k(4), stats: k(5),
+	ks := keys{cfg: k(0), seq: k(1), queue: k(2), active: k(3), tokens: k(4), stats: k(5),
 		gone: k(6), seen: k(7), channel: k(8), prequeue: k(9), idle: k(10)}
+	if q.dbTag != "" {
+		ks.channel += q.dbTag
+	}
+	return ks
 }
 
 // keyNames are the names of keys' fields, in its order.
@@ -85,6 +94,29 @@ var keyNamesLen = func() int {
 // admin API. It is never touched by a script, so it may live on any slot.
 func (q *Queue) roomsKey() string { return q.prefix + "rooms" }
 
-// channelPattern matches every room's event channel (keys.channel; see
-// event.go).
-func (q *Queue) channelPattern() string { return q.RoomKey("*", "events") }
+// EventChannel is room's event channel (see event.go):
+// "<prefix>{room}:events", followed by "@<n>" on database n > 0. Pub/sub
+// is shared by every database of a Redis, so two deployments on one Redis
+// with different database numbers (and the same prefix) would otherwise
+// hear each other's events; database 0's channels keep their names, which
+// instances of earlier versions publish to and hear.
+func (q *Queue) EventChannel(room string) string { return q.RoomKey(room, "events") + q.dbTag }
+
+// EventPattern matches every room's event channel (EventChannel).
+func (q *Queue) EventPattern() string { return q.EventChannel("*") }
+
+// channelTag is the event channels' suffix for rdb's database: "" for 0
+// (and a Cluster, which has only that one), else "@<n>".
+func channelTag(rdb redis.UniversalClient) string {
+	db := 0
+	switch c := rdb.(type) {
+	case *redis.Client:
+		db = c.Options().DB
+	case *redis.Ring:
+		db = c.Options().DB
+	}
+	if db == 0 {
+		return ""
+	}
+	return "@" + strconv.Itoa(db)
+}

@@ -145,6 +145,7 @@ type Queue struct {
 	guarded    *redis.Script // the enter script behind Options.EnterGuard (nil: none)
 	openSlice  int           // users per run of the open script (openSlice; tests set less)
 	openRuns   int           // runs per Open call (openRunsPerCall)
+	dbTag      string        // the event channels' suffix (channelTag)
 }
 
 // New returns a Queue on rdb. rdb may be a single node, Sentinel or Cluster
@@ -159,7 +160,7 @@ func New(rdb redis.UniversalClient, o Options) *Queue {
 	if o.Batch == nil {
 		o.Batch = batch.New(rdb)
 	}
-	return &Queue{rdb: rdb, prefix: o.Prefix, rateWindow: o.RateWindow, idle: o.IdleTimeout, batch: o.Batch, guarded: guardedEnter(o.EnterGuard), openSlice: openSlice, openRuns: openRunsPerCall}
+	return &Queue{rdb: rdb, prefix: o.Prefix, rateWindow: o.RateWindow, idle: o.IdleTimeout, batch: o.Batch, guarded: guardedEnter(o.EnterGuard), openSlice: openSlice, openRuns: openRunsPerCall, dbTag: channelTag(rdb)}
 }
 
 // unavailable marks err as a failure to reach Redis.

@@ -24,7 +24,7 @@ func scriptSource(name string) string {
 }
 
 var (
-	enterScript    = mustScript("enter")
+	enterScript    = redis.NewScript(noGuard + scriptSource("enter"))
 	statusScript   = mustScript("status")
 	admitScript    = mustScript("admit")
 	consumeScript  = mustScript("consume")

@@ -87,6 +87,11 @@ type Limits struct {
 	Stream    ratelimit.Limit // WR_LIMIT_STREAM: stream connects per user and room
 	OrderRoom ratelimit.Limit // WR_LIMIT_ORDER_ROOM: orders per room, queue or not
 	OrderUser ratelimit.Limit // WR_LIMIT_ORDER_USER: orders per user
+	// EnterNewIP and EnterNewNet (WR_LIMIT_ENTER_NEW_IP,
+	// WR_LIMIT_ENTER_NEW_NET): new places an anonymous visitor (gateway
+	// mode) takes in one room, per address and per network (visitorenter.go).
+	EnterNewIP  ratelimit.Limit
+	EnterNewNet ratelimit.Limit
 	// OrdersRead (WR_LIMIT_ORDERS_READ): reads of one's own orders per
 	// user — each is a Postgres query.
 	OrdersRead ratelimit.Limit

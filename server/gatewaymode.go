@@ -2,9 +2,8 @@ package server
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
-	"errors"
-	"log/slog"
 	"strings"
 	"time"
 
@@ -16,7 +15,6 @@ import (
 	"waitingroom/server/gateway"
 	"waitingroom/server/pass"
 	"waitingroom/server/pow"
-	"waitingroom/server/seclog"
 	"waitingroom/server/token"
 )
 
@@ -36,6 +34,10 @@ type GatewayConfig struct {
 	// VisitorTTL is how long an anonymous visitor keeps its identity (and
 	// so its place) without coming back.
 	VisitorTTL time.Duration
+	// Challenge and Difficulty (WR_GATEWAY_CHALLENGE, WR_POW_DIFFICULTY)
+	// are the proof of work of a room whose settings nobody changed.
+	Challenge  string
+	Difficulty int
 }
 
 // Enabled reports whether gateway mode is on.
@@ -103,7 +105,11 @@ func (s *Server) newGateway(o Options, prefix string) error {
 	if s.passes, err = pass.New(g.Passes); err != nil {
 		return err
 	}
-	s.gwSettings = gateway.NewStore(o.Redis, prefix, g.Protect, gateway.Default(pow.DefaultDifficulty))
+	base := gateway.Default(cmp.Or(g.Difficulty, pow.DefaultDifficulty))
+	if g.Challenge != "" {
+		base.Challenge = g.Challenge
+	}
+	s.gwSettings = gateway.NewStore(o.Redis, prefix, g.Protect, base)
 	powKey := sha256.Sum256([]byte("pow:" + o.Config.Tokens.Secret)) // shared by every instance, like the secret
 	s.pow = pow.New(o.Redis, prefix, powKey[:], pow.DefaultTTL)
 	s.gw = gateway.New(gateway.Options{
@@ -172,8 +178,9 @@ var (
 )
 
 // challenge issues a proof-of-work challenge bound to the visitor and the
-// room (GET /_wr/api/v1/rooms/{room}/challenge): {"required": false} when
-// the room asks for none.
+// room (GET /_wr/api/v1/rooms/{room}/challenge), its difficulty the
+// room's plus the rise of the visitor's network (powDifficulty):
+// {"required": false} when the room asks for none.
 func (s *Server) challenge(c *fiber.Ctx) error {
 	room := roomParam(c)
 	if !queue.ValidRoom(room) {
@@ -187,43 +194,6 @@ func (s *Server) challenge(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	ch := s.pow.Issue(room, user, st.Difficulty)
+	ch := s.pow.Issue(room, user, s.powDifficulty(c, room))
 	return c.JSON(fiber.Map{"required": true, "challenge": ch.Token, "difficulty": ch.Difficulty, "expiresAt": ch.ExpiresAt})
-}
-
-// needsChallenge reports whether user's enter of room is under a proof of
-// work: an anonymous visitor in gateway mode, in a room whose challenge is
-// pow.
-func (s *Server) needsChallenge(room, user string) bool {
-	return s.gw != nil && strings.HasPrefix(user, visitorPrefix) && s.gwSettings.Get(room).Challenge == gateway.ChallengePoW
-}
-
-// checkChallenge applies a room's proof of work to a visitor's enter: a
-// visitor already in the queue (a reload, a second tab) keeps its place
-// without one; anyone else sends a solved challenge, spent once.
-func (s *Server) checkChallenge(c *fiber.Ctx, room, user string) error {
-	if !s.needsChallenge(room, user) {
-		return nil
-	}
-	if _, err := s.q.Status(c.UserContext(), room, user); !errors.Is(err, queue.ErrNotInQueue) {
-		return err // nil: in the queue already; else Redis's error
-	}
-	var req challengeRequest
-	if len(bytes.TrimSpace(c.Body())) > 0 {
-		if err := api.Decode(c, &req); err != nil {
-			return err
-		}
-	}
-	err := s.pow.Verify(c.UserContext(), room, user, req.Challenge, req.Solution)
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, pow.ErrRequired):
-		return errChallengeRequired
-	case errors.Is(err, pow.ErrUnavailable):
-		return errors.Join(api.ErrUnavailable, err)
-	}
-	s.sec.Event(c.UserContext(), seclog.ChallengeRefused, slog.String("address", s.clientIP(c)),
-		slog.String("room", room), slog.String("reason", pow.Reason(err)))
-	return errChallengeInvalid
 }

@@ -24,6 +24,10 @@ import (
 //     carries the queue cookie and no Authorization header — the cookie
 //     would be what authenticates it (leave, orders; enter takes an access
 //     token in the header, never the cookie);
+//   - in gateway mode, every state-changing request without an
+//     Authorization header, cookie or not: an anonymous enter is
+//     authenticated by the wr_visitor cookie or by nothing, and either way
+//     another site could make its visitors' browsers take places;
 //   - every WebSocket handshake, cookie or not;
 //
 // unless it comes from the same origin or from an origin in WR_CORS_ORIGINS
@@ -92,7 +96,8 @@ func (s *Server) checkCrossSite(c *fiber.Ctx) error {
 		case fiber.MethodGet, fiber.MethodHead, fiber.MethodOptions:
 			return nil
 		}
-		if !hasQueueCookie(c) || c.Get(fiber.HeaderAuthorization) != "" {
+		bearer := c.Get(fiber.HeaderAuthorization) != ""
+		if bearer || (s.gw == nil && !hasQueueCookie(c)) {
 			return nil
 		}
 	}

@@ -119,37 +119,53 @@ func (s *Server) enter(c *fiber.Ctx) error {
 }
 
 // enterRoom enters user in room under the enter limits (address and
-// user). Where it can — one Redis, a user under the limits who needs no
-// challenge and has no bypass — the limits are decided inside the enter
-// script (queue.EnterGuarded): one script call instead of two, the
+// user; an anonymous visitor's are enterAnonymous's). Where it can — one
+// Redis, a user who has no bypass — the limits are decided inside the
+// enter script (queue.EnterGuarded): one script call instead of two, the
 // decision the same (taken first, all or nothing, counted even when the
-// room then refuses the entry). Else they are decided first (limits), the
-// challenge checked, and the user entered or, on the bypass list, granted.
+// room then refuses the entry). Else they are decided first (limits), and
+// the user entered or, on the bypass list, granted.
 func (s *Server) enterRoom(c *fiber.Ctx, room, user string) (queue.Status, error) {
-	ctx := c.UserContext()
+	if s.anonymous(user) {
+		return s.enterAnonymous(c, room, user)
+	}
 	checks := []ratelimit.Check{
 		{Name: "enter_ip", Subject: s.clientKey(c), Limit: s.cfg.Limits.EnterIP},
 		{Name: "enter_user", Subject: user, Limit: s.cfg.Limits.EnterUser}}
 	bypass := s.acl.Current().Bypass.HasUser(user)
-	if !bypass && !s.needsChallenge(room, user) && s.limited(c, user) {
-		if keys, args, ok := s.limiter.Inline(checks...); ok {
-			st, refusal, err := s.q.EnterGuarded(ctx, room, user, keys, args...)
-			if err != nil || refusal == nil {
-				return st, err
-			}
-			rs, err := ratelimit.Refused(checks, refusal)
-			if err != nil {
-				return queue.Status{}, errors.Join(api.ErrUnavailable, err)
-			}
-			return queue.Status{}, s.refused(c, checks, rs)
+	if !bypass && s.limited(c, user) {
+		if st, ok, err := s.enterInline(c, room, user, checks, nil); ok {
+			return st, err
 		}
 	}
 	if err := s.limits(c, user, true, checks...); err != nil {
 		return queue.Status{}, err
 	}
-	if err := s.checkChallenge(c, room, user); err != nil {
-		return queue.Status{}, err
+	return s.enterOrGrant(c, room, user, bypass)
+}
+
+// enterInline enters user with checks decided inside the enter script;
+// ok is false where that cannot be (a Redis Cluster). A refusal is
+// answered by enterRefused (proof: the visitor's, or nil).
+func (s *Server) enterInline(c *fiber.Ctx, room, user string, checks []ratelimit.Check, proof *visitorProof) (st queue.Status, ok bool, err error) {
+	keys, args, ok := s.limiter.Inline(checks...)
+	if !ok {
+		return queue.Status{}, false, nil
 	}
+	st, refusal, err := s.q.EnterGuarded(c.UserContext(), room, user, keys, args...)
+	if err != nil || refusal == nil {
+		return st, true, err
+	}
+	rs, err := ratelimit.Refused(checks, refusal)
+	if err != nil {
+		return queue.Status{}, true, errors.Join(api.ErrUnavailable, err)
+	}
+	return queue.Status{}, true, s.enterRefused(c, room, checks, rs, proof)
+}
+
+// enterOrGrant enters user, or grants the entry to one on the bypass list.
+func (s *Server) enterOrGrant(c *fiber.Ctx, room, user string, bypass bool) (queue.Status, error) {
+	ctx := c.UserContext()
 	if !bypass {
 		return s.q.Enter(ctx, room, user)
 	}

@@ -28,6 +28,9 @@ import (
 //
 //	login (all four, package login) fail closed: 503 — BCrypt is the CPU sink
 //	enter (per address, per user)   fail open — enter needs Redis anyway
+//	enter, anonymous (per visitor;  fail open; its proof of work fails
+//	  new places per address and      closed (visitorenter.go)
+//	  per network)
 //	poll (per user and room)        in memory: never asks Redis
 //	stream (per user and room)      fail open
 //	orders (per room, per user)     fail closed: 503 — the last line before the database
@@ -139,6 +142,8 @@ var limitSubjects = map[string]string{
 	login.LimitID:         "account",
 	"enter_ip":            "address",
 	"enter_user":          "user",
+	"enter_new_ip":        "room_address",
+	"enter_new_net":       "room_network",
 	"poll":                "user_room",
 	"stream":              "user_room",
 	"order_room":          "room",

@@ -21,6 +21,7 @@ import (
 	"waitingroom/server/listener"
 	"waitingroom/server/login"
 	"waitingroom/server/pass"
+	"waitingroom/server/pow"
 	"waitingroom/server/ratelimit"
 	"waitingroom/server/token"
 	"waitingroom/stream"
@@ -196,6 +197,8 @@ func (p *envParser) layer1(c *server.Config) {
 		OrderUser: p.limit("WR_LIMIT_ORDER_USER", "10/1m:5"),
 	}
 	c.Limits.OrdersRead = p.limit("WR_LIMIT_ORDERS_READ", "30/1m:10")
+	c.Limits.EnterNewIP = p.limit("WR_LIMIT_ENTER_NEW_IP", "60/1m:30")
+	c.Limits.EnterNewNet = p.limit("WR_LIMIT_ENTER_NEW_NET", "240/1m:120")
 	c.ClientIPHeader = p.str("WR_CLIENT_IP_HEADER", "X-Real-IP")
 	if v := p.str("WR_TRUSTED_PROXIES", ""); v != "" {
 		for _, cidr := range strings.Split(v, ",") {
@@ -286,6 +289,12 @@ func (p *envParser) gateway(c *server.Config) {
 		BodyLimit:      int(p.int("WR_UPSTREAM_BODY_LIMIT", 32<<20, 1<<10, 1<<30)),
 	}
 	g.VisitorTTL = p.duration("WR_VISITOR_TTL", 24*time.Hour, time.Minute, 30*24*time.Hour)
+	switch g.Challenge = p.str("WR_GATEWAY_CHALLENGE", gateway.ChallengePoW); g.Challenge {
+	case gateway.ChallengePoW, gateway.ChallengeOff:
+	default:
+		p.fail("WR_GATEWAY_CHALLENGE", g.Challenge, "want pow or off")
+	}
+	g.Difficulty = int(p.int("WR_POW_DIFFICULTY", pow.DefaultDifficulty, pow.MinDifficulty, pow.MaxDifficulty))
 	if g.Upstream.URL != "" {
 		if _, _, err := gateway.ParseUpstream(g.Upstream.URL); err != nil {
 			p.fail("WR_UPSTREAM", g.Upstream.URL, err.Error())

@@ -541,7 +541,7 @@ func TestGatewayTwoRooms(t *testing.T) {
 // cookie-borne request and an invalid room name are refused.
 func TestGatewayHostile(t *testing.T) {
 	o := startOrigin(t)
-	in := gatewayInstance(t, o, behindProxy(limited(map[string]string{"WR_LIMIT_ENTER_IP": "5/1m:5"})))
+	in := gatewayInstance(t, o, behindProxy(limited(map[string]string{"WR_LIMIT_ENTER_NEW_IP": "5/1m:5"})))
 	enter := in.base + "/_wr/api/v1/rooms/sale/enter"
 	codes := map[int]int{}
 	var last map[string]any

@@ -145,6 +145,9 @@ func (e *env) start(vars map[string]string) *instance {
 			// Layer 1 is tested on its own (ratelimits_test.go); elsewhere the
 			// tests drive the API far faster than any person would.
 			"WR_RATE_LIMITS": "off",
+			// Likewise the proof of work of gateway mode's anonymous enters
+			// (its tests turn it on).
+			"WR_GATEWAY_CHALLENGE": "off",
 			// At cost 4 BCrypt takes a millisecond: one slot per core
 			// would only make tests that log in concurrently wait on each
 			// other on a loaded machine. The slots have their own test.

@@ -33,10 +33,26 @@
 -- pre-queue still waits for its opening run, joins the pre-queue; the first
 -- arrival at or after the opening time is recorded (late_from) so the
 -- opening shuffles only those who came before it.
+--
+-- before_enter(fresh), defined ahead of this file (guard.go), runs first:
+-- nil to go on, or a table to reply {'GUARD', table} instead. fresh says
+-- whether the user holds no place yet (a new place, or a refusal).
+local user = ARGV[1]
+do
+  local held = redis.call('ZSCORE', KEYS[3], user) or redis.call('ZSCORE', KEYS[8], user)
+  if not held and redis.call('HEXISTS', KEYS[5], user) == 1 then
+    local t = redis.call('TIME')
+    local deadline = tonumber(redis.call('ZSCORE', KEYS[4], user) or '0')
+    held = deadline > tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  end
+  local refused = before_enter(not held)
+  if refused then
+    return {'GUARD', refused}
+  end
+end
 if redis.call('EXISTS', KEYS[1]) == 0 then
   return {'NOROOM'}
 end
-local user = ARGV[1]
 local cfg = redis.call('HMGET', KEYS[1], 'target', 'paused', 'method', 'opens_at', 'message', 'ttl_ms')
 local target = cfg[1] or '0'
 local paused = cfg[2] == '1' and 1 or 0

@@ -73,10 +73,13 @@ const (
 	DefaultSessionInFlight = 16
 )
 
-// Default are the settings of a room nobody has changed. difficulty is
-// the proof of work's default (package pow).
+// Default are the settings of a room nobody has changed: a proof of work
+// of difficulty leading zero bits (package pow's default, or
+// WR_POW_DIFFICULTY; WR_GATEWAY_CHALLENGE=off turns it off), and once
+// passes. Anonymous enters are free to make; the proof is what each costs
+// a bot (the README's "Queue stuffing").
 func Default(difficulty int) Settings {
-	return Settings{Challenge: ChallengeOff, Difficulty: difficulty, Pass: PassOnce,
+	return Settings{Challenge: ChallengePoW, Difficulty: difficulty, Pass: PassOnce,
 		SessionTTL: 10 * time.Minute, SessionMax: time.Hour,
 		SessionRate: DefaultSessionRate, SessionBurst: DefaultSessionBurst, SessionInFlight: DefaultSessionInFlight}
 }

@@ -12,13 +12,13 @@ import (
 )
 
 // Difficulty bounds: a challenge asks for at least MinDifficulty and at
-// most MaxDifficulty leading zero bits. At DefaultDifficulty the page's
-// worker takes about a second (median) in headless Chromium on the
-// development machine; see the package doc for the measurement.
+// most MaxDifficulty leading zero bits. DefaultDifficulty is a room's
+// unless changed (WR_POW_DIFFICULTY); see the package doc for what it
+// costs the page's worker.
 const (
 	MinDifficulty     = 1
 	MaxDifficulty     = 32
-	DefaultDifficulty = 22
+	DefaultDifficulty = 20
 )
 
 // DefaultTTL is a challenge's lifetime when New is given none.
@@ -109,14 +109,48 @@ func (p *Pow) Issue(room, subject string, difficulty int) Challenge {
 // cause; see Reason) or ErrUnavailable (Redis unreachable: the caller
 // fails closed).
 func (p *Pow) Verify(ctx context.Context, room, subject, token, solution string) error {
+	pr, err := p.Check(room, subject, token, solution)
+	if err != nil {
+		return err
+	}
+	return p.Spend(ctx, pr)
+}
+
+// Proof is a solution that passed every test of Verify but the replay
+// check: Spend spends it.
+type Proof struct {
+	// Difficulty is the challenge's, as issued (signed in the token).
+	Difficulty int
+	room       string
+	nonce      [nonceLen]byte
+	remaining  time.Duration
+}
+
+// Check runs the tests of Verify that need no I/O: nil error, ErrRequired
+// (token empty) or ErrInvalid (wrapping the cause). The caller spends the
+// proof (Spend) before the work it pays for, or gives it up.
+func (p *Pow) Check(room, subject, token, solution string) (Proof, error) {
 	if token == "" {
-		return ErrRequired
+		return Proof{}, ErrRequired
 	}
 	c, remaining, err := p.check(room, subject, token, solution)
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalid, err)
+		return Proof{}, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
-	return p.spend(ctx, room, c.nonce, remaining)
+	return Proof{Difficulty: c.difficulty, room: room, nonce: c.nonce, remaining: remaining}, nil
+}
+
+// Spend records pr's challenge as used (see Verify): nil, ErrInvalid
+// (a replay) or ErrUnavailable.
+func (p *Pow) Spend(ctx context.Context, pr Proof) error {
+	return p.spend(ctx, pr.room, pr.nonce, pr.remaining)
+}
+
+// Unspend gives back a spent proof that bought nothing (its enter was
+// refused by a rate limit), so that the client may send it again while it
+// lives. An error leaves it spent: the strict side.
+func (p *Pow) Unspend(ctx context.Context, pr Proof) error {
+	return p.rdb.Del(ctx, p.nonceKey(pr.room, pr.nonce)).Err()
 }
 
 // check runs every test of Verify that needs no I/O and returns the
@@ -148,8 +182,7 @@ func (p *Pow) check(room, subject, token, solution string) (claims, time.Duratio
 // spend records the challenge's nonce as used, for as long as the
 // challenge lives: SET NX PX. An existing key is a replay.
 func (p *Pow) spend(ctx context.Context, room string, nonce [nonceLen]byte, remaining time.Duration) error {
-	key := p.prefix + "pow:{" + room + "}:" + hex.EncodeToString(nonce[:])
-	err := p.rdb.Do(ctx, "set", key, "1", "px", remaining.Milliseconds(), "nx").Err()
+	err := p.rdb.Do(ctx, "set", p.nonceKey(room, nonce), "1", "px", remaining.Milliseconds(), "nx").Err()
 	switch {
 	case errors.Is(err, redis.Nil):
 		return fmt.Errorf("%w: %w", ErrInvalid, errReplay)
@@ -157,6 +190,11 @@ func (p *Pow) spend(ctx context.Context, room string, nonce [nonceLen]byte, rema
 		return fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	return nil
+}
+
+// nonceKey is the replay key of a challenge's nonce.
+func (p *Pow) nonceKey(room string, nonce [nonceLen]byte) string {
+	return p.prefix + "pow:{" + room + "}:" + hex.EncodeToString(nonce[:])
 }
 
 // Reason names why Verify refused, from the errors it wrapped (never from

@@ -25,14 +25,21 @@ var (
 )
 
 // InlineLua lets another script take Take's decision first, in the same
-// call (Inline): it defines the local function guard(k0, a0), which takes
-// the ARGV[a0] checks on KEYS[k0] on (their arguments from ARGV[a0+1]) and
-// returns nil when every one allows (and records them), else the results,
-// which Refused decodes. The enter script runs it
-// (queue.Options.EnterGuard).
+// call (Inline): it defines the local function guard(k0, a0, fresh), which
+// takes the checks on KEYS[k0] on (their arguments from ARGV[a0]: the
+// count of unconditional checks, the count of conditional ones, then three
+// per check) and returns nil when every one allows (and records them), else
+// the results, which Refused decodes. The conditional checks
+// (Check.Conditional) follow the others and take part only when fresh is
+// true. The enter script runs it (queue.Options.EnterGuard), fresh when
+// the user takes a new place.
 var InlineLua = gcraLib + `
-local function guard(k0, a0)
-  local out, all = gcra('take', k0, a0 + 1, tonumber(ARGV[a0]))
+local function guard(k0, a0, fresh)
+  local n = tonumber(ARGV[a0])
+  if fresh then
+    n = n + tonumber(ARGV[a0 + 1])
+  end
+  local out, all = gcra('take', k0, a0 + 2, n)
   if all then
     return nil
   end
@@ -138,13 +145,24 @@ type Check struct {
 	// recorded (by Take, Charge or Refund): e.g. a limit that must allow
 	// the request but is charged separately, later.
 	PeekOnly bool
+	// Conditional makes the check take part in an inline decision
+	// (InlineLua) only when the guarding script says so: the enter
+	// script's, only for a user who takes a new place. Take and the others
+	// decide it always.
+	Conditional bool
+	// Of, when set, is the name of the limit whose count the check reads:
+	// its key is that limit's for Subject (and Slot), so that one count can
+	// be judged under a second limit (a stricter burst, say; usually
+	// PeekOnly). Name still names the check in results.
+	Of string
 }
 
 func (l *Limiter) key(c Check) string {
+	name := cmp.Or(c.Of, c.Name)
 	if c.Slot != "" {
-		return l.prefix + c.Name + ":{" + c.Slot + "}:" + c.Subject
+		return l.prefix + name + ":{" + c.Slot + "}:" + c.Subject
 	}
-	return l.prefix + c.Name + ":" + c.Subject
+	return l.prefix + name + ":" + c.Subject
 }
 
 // Allow decides one request of subject under the limit named name, and
@@ -264,20 +282,43 @@ func (l *Limiter) Refund(ctx context.Context, checks ...Check) error {
 
 // Inline returns the keys and arguments of Take's decision on checks for
 // a script that runs InlineLua on them, appended to its own, so that the
-// decision and the work it guards cost one script. ok is false where that
+// decision and the work it guards cost one script. The conditional checks
+// are moved after the others (Refused undoes it). ok is false where that
 // cannot be (a Redis Cluster: the keys are in other slots than the
 // script's); the caller then calls Take first.
 func (l *Limiter) Inline(checks ...Check) (keys []string, args []any, ok bool) {
 	if l.cluster || len(checks) == 0 {
 		return nil, nil, false
 	}
-	sc := l.script("take", checks)
-	sc.Args[0] = len(checks) // InlineLua's ARGV[a0]: the count, not a mode
-	return sc.Keys, sc.Args, true
+	order, n := inlineOrder(checks)
+	sc := l.script("take", order)
+	// InlineLua's ARGV[a0] and ARGV[a0+1]: the counts, not a mode.
+	args = append([]any{n, len(order) - n}, sc.Args[1:]...)
+	return sc.Keys, args, true
 }
 
-// Refused decodes the refusal of InlineLua on checks: Take's results, at
-// least one of which refuses (else it is an error, as is a malformed one).
+// inlineOrder is checks with the conditional ones last, each part in its
+// order, and the count of unconditional ones.
+func inlineOrder(checks []Check) ([]Check, int) {
+	out := make([]Check, 0, len(checks))
+	for _, c := range checks {
+		if !c.Conditional {
+			out = append(out, c)
+		}
+	}
+	n := len(out)
+	for _, c := range checks {
+		if c.Conditional {
+			out = append(out, c)
+		}
+	}
+	return out, n
+}
+
+// Refused decodes the refusal of InlineLua on checks (as given to Inline):
+// Take's results in the order of checks, at least one of which refuses
+// (else it is an error, as is a malformed one). Conditional checks the
+// script left out are allowed.
 func Refused(checks []Check, refusal []any) ([]Result, error) {
 	if len(checks) == 0 {
 		return nil, errors.New("ratelimit: a refusal of no checks")
@@ -290,11 +331,32 @@ func Refused(checks []Check, refusal []any) ([]Result, error) {
 		}
 		v[i] = n
 	}
-	rs, err := results(checks, v)
-	if err == nil && allowed(rs) {
+	order, n := inlineOrder(checks)
+	if len(v) == 3*n {
+		order = order[:n] // not fresh: the conditional ones took no part
+	}
+	got, err := results(order, v)
+	if err != nil {
+		return nil, err
+	}
+	if allowed(got) {
 		return nil, fmt.Errorf("ratelimit: %s: a refusal that refuses nothing: %v", checks[0].Name, refusal)
 	}
-	return rs, err
+	// Back to the order of checks: the unconditional ones came first.
+	rs := make([]Result, len(checks))
+	u, c := 0, n
+	for i, ch := range checks {
+		j := &u
+		if ch.Conditional {
+			j = &c
+		}
+		rs[i] = Result{Allowed: true}
+		if *j < len(got) {
+			rs[i] = got[*j]
+		}
+		*j++
+	}
+	return rs, nil
 }
 
 // run executes the script in mode on checks and decodes its reply.

@@ -1,0 +1,272 @@
+package server
+
+import (
+	"bytes"
+	"errors"
+	"log/slog"
+	"math"
+	"net"
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+
+	"waitingroom/queue"
+	"waitingroom/server/api"
+	"waitingroom/server/gateway"
+	"waitingroom/server/pow"
+	"waitingroom/server/ratelimit"
+	"waitingroom/server/seclog"
+)
+
+// Anonymous enters (gateway mode). A visitor is free to mint: each enter
+// without the wr_visitor cookie is a new one, so the per-user limit does
+// not hold a bot back. What does, counted per room:
+//
+//	enter_user     every enter of one visitor (a reload storm)
+//	enter_new_ip   new places from one address (IPv4, IPv6 /64)
+//	enter_new_net  new places from one network (IPv4 /24, IPv6 /48)
+//	pow            a solved challenge, its difficulty rising with the
+//	               network's recent new places (powRise)
+//
+// A visitor who already holds a place (waiting, pre-queued or admitted)
+// and enters again — a reload, a second tab — counts only on enter_user
+// and needs no new proof: the other three are conditional checks, which
+// the enter script takes only for a user with no place
+// (ratelimit.Check.Conditional). All four are one decision inside the
+// enter script (enterInline): one script per enter. The README says why
+// the numbers are what they are.
+
+// The proof of work's rise: a challenge asks for powRiseFrom's doubling
+// count more bits than the room's difficulty — none while the network has
+// fewer than powRiseFrom new places not yet paid back by its limit's
+// rate, one from powRiseFrom, two from twice that, and so on. A solution
+// is accepted while the network's count stays below what its difficulty
+// was issued for, doubled powSlack times (the count may rise while a
+// visitor solves).
+const (
+	powRiseFrom = 8
+	powSlack    = 1
+	// powCheck names the proof's check among the enter limits.
+	powCheck = "pow"
+)
+
+// anonymous reports whether user is a gateway mode visitor.
+func (s *Server) anonymous(user string) bool {
+	return s.gw != nil && strings.HasPrefix(user, visitorPrefix)
+}
+
+// visitorProof is what a visitor's enter carried for the proof of work.
+type visitorProof struct {
+	p     pow.Proof
+	err   error // nil: checked and spent; else ErrRequired or ErrInvalid
+	spent bool
+}
+
+// enterAnonymous enters a visitor under the limits above, and the room's
+// proof of work.
+func (s *Server) enterAnonymous(c *fiber.Ctx, room, user string) (queue.Status, error) {
+	ctx := c.UserContext()
+	var checks []ratelimit.Check
+	if s.limited(c, user) {
+		checks = s.visitorLimits(c, room, user)
+	}
+	var proof *visitorProof
+	if s.needsChallenge(room, user) {
+		var err error
+		if proof, err = s.proofOf(c, room, user); err != nil {
+			return queue.Status{}, err
+		}
+		checks = append(checks, s.powCheckOf(c, room, proof))
+	}
+	if len(checks) == 0 {
+		return s.q.Enter(ctx, room, user)
+	}
+	bypass := s.acl.Current().Bypass.HasUser(user)
+	if !bypass {
+		if st, ok, err := s.enterInline(c, room, user, checks, proof); ok {
+			return st, err
+		}
+	}
+	// A Cluster, or the bypass list: the checks first (the conditional
+	// ones only for a visitor without a place), then the entry.
+	switch _, err := s.q.Status(ctx, room, user); {
+	case err == nil:
+		checks = unconditional(checks)
+	case !errors.Is(err, queue.ErrNotInQueue):
+		return queue.Status{}, err
+	}
+	rs, err := s.limiter.Take(ctx, checks...)
+	switch {
+	case errors.Is(err, ratelimit.ErrUnavailable) && proof == nil:
+		// enter's limits fail open; a proof of work fails closed
+	case err != nil:
+		return queue.Status{}, errors.Join(api.ErrUnavailable, err)
+	default:
+		if err := s.enterRefused(c, room, checks, rs, proof); err != nil {
+			return queue.Status{}, err
+		}
+	}
+	return s.enterOrGrant(c, room, user, bypass)
+}
+
+// visitorLimits are a visitor's enter limits in room.
+func (s *Server) visitorLimits(c *fiber.Ctx, room, user string) []ratelimit.Check {
+	return []ratelimit.Check{
+		{Name: "enter_user", Subject: user, Limit: s.cfg.Limits.EnterUser},
+		{Name: "enter_new_ip", Subject: room + ":" + s.clientKey(c), Limit: s.cfg.Limits.EnterNewIP, Conditional: true},
+		s.netCheck(c, room),
+	}
+}
+
+// netCheck is the per-network limit on new places in room.
+func (s *Server) netCheck(c *fiber.Ctx, room string) ratelimit.Check {
+	return ratelimit.Check{Name: "enter_new_net", Subject: room + ":" + networkKey(s.clientAddr(c)),
+		Limit: s.cfg.Limits.EnterNewNet, Conditional: true}
+}
+
+// networkKey names ip's network: its /24 (IPv4) or /48 (IPv6).
+func networkKey(ip net.IP) string {
+	if v4 := ip.To4(); v4 != nil {
+		return v4.Mask(net.CIDRMask(24, 32)).String() + "/24"
+	}
+	if len(ip) != net.IPv6len {
+		return "unknown"
+	}
+	return ip.Mask(net.CIDRMask(48, 128)).String() + "/48"
+}
+
+// unconditional is checks without the conditional ones.
+func unconditional(checks []ratelimit.Check) []ratelimit.Check {
+	var out []ratelimit.Check
+	for _, ch := range checks {
+		if !ch.Conditional {
+			out = append(out, ch)
+		}
+	}
+	return out
+}
+
+// proofOf reads and checks the proof an enter carries, and spends it
+// when it holds (a replay then counts as no proof). Only a malformed body
+// (400) or Redis unable to spend (503) is an error: a missing or refused
+// proof is judged with the entry (a visitor with a place needs none).
+func (s *Server) proofOf(c *fiber.Ctx, room, user string) (*visitorProof, error) {
+	var req challengeRequest
+	if len(bytes.TrimSpace(c.Body())) > 0 {
+		if err := api.Decode(c, &req); err != nil {
+			return nil, err
+		}
+	}
+	pr := &visitorProof{}
+	if pr.p, pr.err = s.pow.Check(room, user, req.Challenge, req.Solution); pr.err != nil {
+		return pr, nil
+	}
+	switch err := s.pow.Spend(c.UserContext(), pr.p); {
+	case errors.Is(err, pow.ErrUnavailable):
+		return nil, errors.Join(api.ErrUnavailable, err)
+	case err != nil:
+		pr.err = err
+	default:
+		pr.spent = true
+	}
+	return pr, nil
+}
+
+// powCheckOf is the proof's check: the network's count of new places
+// (enter_new_net's) judged against the burst the proof's difficulty pays
+// for (powBurst); no proof pays for none.
+func (s *Server) powCheckOf(c *fiber.Ctx, room string, proof *visitorProof) ratelimit.Check {
+	ch := s.netCheck(c, room)
+	ch.Name, ch.Of, ch.PeekOnly = powCheck, "enter_new_net", true
+	ch.Limit.Burst = 0
+	if proof.err == nil {
+		ch.Limit.Burst = powBurst(proof.p.Difficulty, s.gwSettings.Get(room).Difficulty)
+	}
+	return ch
+}
+
+// powRise is how many bits a network's count of new places not yet paid
+// back (rounded up) adds to a room's difficulty: +1 from powRiseFrom, +1
+// for each doubling after it.
+func powRise(level float64) int {
+	if level < powRiseFrom {
+		return 0
+	}
+	return int(math.Log2(level/powRiseFrom)) + 1
+}
+
+// powBurst is the network count a solution of difficulty d is accepted
+// under, in a room of difficulty base: below the count at which the rise
+// would ask for more than d + powSlack.
+func powBurst(d, base int) int {
+	k := d - base + powSlack
+	switch {
+	case k < 0:
+		return powRiseFrom >> min(-k, 8)
+	case k > 20: // past any count a limit lets through
+		k = 20
+	}
+	return powRiseFrom << k
+}
+
+// powDifficulty is the difficulty a challenge of room asks of this
+// request's network: the room's, plus powRise of the network's count (read
+// without recording). Without the count (rate limits off, Redis down) it
+// is the room's.
+func (s *Server) powDifficulty(c *fiber.Ctx, room string) int {
+	base := s.gwSettings.Get(room).Difficulty
+	if !s.limited(c, "") {
+		return base
+	}
+	ch := s.netCheck(c, room)
+	rs, err := s.limiter.Peek(c.UserContext(), ch)
+	if err != nil {
+		return base
+	}
+	level := math.Ceil(float64(rs[0].Debt) / float64(ch.Limit.Interval()))
+	return min(base+powRise(level), pow.MaxDifficulty)
+}
+
+// enterRefused answers a refused enter decision rs on checks: a rate
+// limit's 429 before a refused proof of work's 403. A proof spent on an
+// enter a limit refused is given back, to be sent again after the wait.
+func (s *Server) enterRefused(c *fiber.Ctx, room string, checks []ratelimit.Check, rs []ratelimit.Result, proof *visitorProof) error {
+	limits := make([]ratelimit.Result, len(rs))
+	powRefused, refused := false, false
+	for i, r := range rs {
+		limits[i] = r
+		switch {
+		case r.Allowed:
+		case checks[i].Name == powCheck:
+			powRefused, limits[i].Allowed = true, true
+		default:
+			refused = true
+		}
+	}
+	if !refused && !powRefused {
+		return nil
+	}
+	if proof != nil && proof.spent {
+		_ = s.pow.Unspend(c.UserContext(), proof.p)
+	}
+	if refused {
+		return s.refused(c, checks, limits)
+	}
+	reason := "difficulty"
+	switch {
+	case errors.Is(proof.err, pow.ErrRequired):
+		return errChallengeRequired
+	case proof.err != nil:
+		reason = pow.Reason(proof.err)
+	}
+	s.sec.Event(c.UserContext(), seclog.ChallengeRefused, slog.String("address", s.clientIP(c)),
+		slog.String("room", room), slog.String("reason", reason))
+	return errChallengeInvalid
+}
+
+// needsChallenge reports whether user's enter of room is under a proof of
+// work: an anonymous visitor in gateway mode, in a room whose challenge is
+// pow.
+func (s *Server) needsChallenge(room, user string) bool {
+	return s.anonymous(user) && s.gwSettings.Get(room).Challenge == gateway.ChallengePoW
+}
