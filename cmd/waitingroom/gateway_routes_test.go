@@ -214,12 +214,22 @@ func (o *lenientOrigin) serve(w http.ResponseWriter, r *http.Request) {
 		p = p[:i+strings.IndexByte(p[i:], '.')]
 	}
 	h := hit{Method: r.Method, URL: r.URL.RequestURI(), Pass: r.Header.Get(passcheck.HeaderName) != ""}
+	// A POST is routed as the method its query's or its form's _method
+	// names, as Rails, Laravel, Symfony and Express's method-override do.
+	method := r.Method
+	if method == "POST" {
+		if m := r.URL.Query().Get("_method"); m != "" {
+			method = strings.ToUpper(m)
+		} else if r.ParseForm() == nil && r.PostForm.Get("_method") != "" {
+			method = strings.ToUpper(r.PostForm.Get("_method"))
+		}
+	}
 	switch {
-	case r.Method == "POST" && p == "/api/orders":
+	case method == "POST" && p == "/api/orders":
 		h.Handler = "orders"
-	case (r.Method == "GET" || r.Method == "HEAD") && (p == "/checkout" || strings.HasPrefix(p, "/checkout/")):
+	case (method == "GET" || method == "HEAD") && (p == "/checkout" || strings.HasPrefix(p, "/checkout/")):
 		h.Handler = "checkout"
-	case r.Method == "GET" && p == "/api/orders-list":
+	case method == "GET" && p == "/api/orders-list":
 		h.Handler = "list"
 	}
 	o.mu.Lock()
@@ -315,6 +325,44 @@ func TestGatewayForwardsThePathAsBefore(t *testing.T) {
 		hs := o.log()
 		if got := hs[len(hs)-1].URL; got != want {
 			t.Errorf("GET %s reached the origin as %s, want %s", target, got, want)
+		}
+	}
+}
+
+// TestGatewayMethodOverride: a POST that the origin routes as GET (a
+// form's or a query's _method) to a GET-protected path needs a pass; a
+// JSON POST to the same path, which no framework reroutes, does not.
+func TestGatewayMethodOverride(t *testing.T) {
+	o := startLenientOrigin(t)
+	in := frontOf(t, o.srv.URL)
+	c := visitor(t)
+	for _, r := range []struct{ target, contentType, body string }{
+		{"/checkout/pay", "application/x-www-form-urlencoded", "_method=GET"},
+		{"/checkout/pay", "multipart/form-data; boundary=b", "--b\r\nContent-Disposition: form-data; name=\"_method\"\r\n\r\nGET\r\n--b--\r\n"},
+		{"/checkout/pay?_method=GET", "application/json", "{}"},
+		{"/Checkout/Pay/?_method=get", "text/plain", ""},
+	} {
+		res, err := c.Post(in.base+r.target, r.contentType, strings.NewReader(r.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != 403 || !strings.Contains(string(body), "pass_required") {
+			t.Errorf("POST %s (%s): %d %s, want 403 pass_required", r.target, r.contentType, res.StatusCode, body)
+		}
+	}
+	res, err := c.Post(in.base+"/checkout/pay", "application/json", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 404 {
+		t.Errorf("a JSON POST /checkout/pay: %d, want the origin's 404 (not protected, no handler)", res.StatusCode)
+	}
+	for _, h := range o.log() {
+		if h.Handler != "" && !h.Pass {
+			t.Errorf("%s %s reached the origin's %s handler without a pass", h.Method, h.URL, h.Handler)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -85,13 +86,39 @@ func New(o Options) *Gateway {
 	return &Gateway{o: o, m: newGatewayMetrics(o.Registerer), samples: sampler{rec: o.Recorder}}
 }
 
+// routedMethod is the method to match a request's routes with: its own,
+// or AnyMethod for a POST that an origin may route as another method.
+// Rails, Laravel and Symfony read a form's _method field, Express's
+// method-override a query's _method (the override headers never reach the
+// origin: prepareRequest drops them). The gateway does not read bodies, so
+// a form POST, or one whose query names _method, is judged by every route
+// of its path whatever their method: a POST to a GET-protected path then
+// needs a pass too.
+func routedMethod(ctx *fasthttp.RequestCtx) string {
+	if !ctx.IsPost() {
+		return string(ctx.Method())
+	}
+	if ctx.QueryArgs().Has("_method") {
+		return AnyMethod
+	}
+	ct := ctx.Request.Header.ContentType()
+	if i := bytes.IndexByte(ct, ';'); i >= 0 {
+		ct = ct[:i]
+	}
+	ct = bytes.TrimSpace(ct)
+	if bytes.EqualFold(ct, []byte("application/x-www-form-urlencoded")) || bytes.EqualFold(ct, []byte("multipart/form-data")) {
+		return AnyMethod
+	}
+	return "POST"
+}
+
 // Close closes the idle connections to the origin (after the public
 // port's shutdown).
 func (g *Gateway) Close() { g.o.Upstream.Close() }
 
 // Handle answers one request: the fasthttp handler of the origin's paths.
 func (g *Gateway) Handle(ctx *fasthttp.RequestCtx) {
-	room, protected, err := g.o.Settings.Routes().Match(string(ctx.Method()), string(ctx.Path()), string(ctx.URI().PathOriginal()))
+	room, protected, err := g.o.Settings.Routes().Match(routedMethod(ctx), string(ctx.Path()), string(ctx.URI().PathOriginal()))
 	if err != nil {
 		g.m.requests.WithLabelValues("unknown", "invalid_path").Inc()
 		writeError(ctx, failure{status: fasthttp.StatusBadRequest, code: "invalid_request", msg: err.Error()})

@@ -168,8 +168,13 @@ func (t *Table) Routes() []Route { return append([]Route(nil), t.routes...) }
 // Case is ignored, though the public port refuses a method not in upper
 // case before any route is matched.
 func methodCovers(route, method string) bool {
-	return route == "*" || strings.EqualFold(route, method) || (route == "GET" && strings.EqualFold(method, "HEAD"))
+	return route == "*" || method == AnyMethod || strings.EqualFold(route, method) || (route == "GET" && strings.EqualFold(method, "HEAD"))
 }
+
+// AnyMethod, as the method given to Match, is covered by every route's
+// method: a request the origin may route as another method than its own
+// (routedMethod). No request has it: the public port refuses it.
+const AnyMethod = "*"
 
 // patternCovers reports whether a canonical pattern covers a canonical
 // path, or the path without a format suffix on its last segment: each

@@ -212,3 +212,34 @@ func BenchmarkMatch(b *testing.B) {
 		})
 	}
 }
+
+// TestRoutedMethod: a POST an origin may route as another method (a form's
+// or a query's _method) is matched by every route of its path.
+func TestRoutedMethod(t *testing.T) {
+	table := NewTable([]Route{{Method: "GET", Pattern: "/checkout/*", Room: "sale"}})
+	for _, c := range []struct {
+		method, target, contentType string
+		protected                   bool
+	}{
+		{"GET", "/checkout/pay", "", true},
+		{"POST", "/checkout/pay", "application/json", false},
+		{"POST", "/checkout/pay", "", false},
+		{"POST", "/checkout/pay?_method=GET", "application/json", true},
+		{"POST", "/checkout/pay?_method=put", "", true},
+		{"POST", "/checkout/pay", "application/x-www-form-urlencoded", true},
+		{"POST", "/checkout/pay", "Multipart/Form-Data; boundary=x", true},
+		{"POST", "/elsewhere", "application/x-www-form-urlencoded", false},
+		{"PUT", "/checkout/pay?_method=GET", "application/x-www-form-urlencoded", false},
+	} {
+		var ctx fasthttp.RequestCtx
+		ctx.Request.Header.SetMethod(c.method)
+		ctx.Request.SetRequestURI(c.target)
+		if c.contentType != "" {
+			ctx.Request.Header.SetContentType(c.contentType)
+		}
+		_, ok, err := table.Match(routedMethod(&ctx), string(ctx.Path()), string(ctx.URI().PathOriginal()))
+		if err != nil || ok != c.protected {
+			t.Errorf("%s %s (%s): protected %v, %v; want %v", c.method, c.target, c.contentType, ok, err, c.protected)
+		}
+	}
+}
