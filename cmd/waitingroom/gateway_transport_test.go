@@ -481,9 +481,11 @@ func TestGatewayRequestBodies(t *testing.T) {
 	if res, body := readAnswer(t, br, "POST"); res.StatusCode != 200 || !strings.Contains(string(body), "accessToken") {
 		t.Fatalf("chunked login to /_wr/: %d %s, want 200", res.StatusCode, body)
 	}
-	// An announced body past WR_UPSTREAM_BODY_LIMIT is 413 unread.
+	// An announced body past WR_UPSTREAM_BODY_LIMIT is 413 unread (the
+	// server reads at most its first 8 KiB before the handler runs).
 	c, br = dialGateway(t, in)
 	fmt.Fprintf(c, "POST /upload HTTP/1.1\r\nHost: %s\r\nContent-Length: %d\r\n\r\n", host, 33<<20)
+	_, _ = c.Write(bytes.Repeat([]byte("x"), 16<<10))
 	if res, _ := readAnswer(t, br, "POST"); res.StatusCode != 413 {
 		t.Fatalf("33 MiB announced to the origin: %d, want 413", res.StatusCode)
 	}
@@ -535,10 +537,10 @@ func TestGatewayOriginAnswersStrictly(t *testing.T) {
 // TestGatewayLongDownload: WR_UPSTREAM_TIMEOUT bounds the wait for the
 // origin's headers and each silence in its body, not the whole body: a
 // download longer than it arrives whole; one that stalls longer is cut
-// (the connection closed, never a complete-looking answer).
+// (the connection closed, never a complete-looking answer; a small one,
+// read whole before it is sent, is 504).
 func TestGatewayLongDownload(t *testing.T) {
 	stall := make(chan struct{})
-	t.Cleanup(func() { close(stall) })
 	raw := startRawOrigin(t, map[string]rawAnswer{
 		"/paced": func(c net.Conn, _ *http.Request) bool {
 			io.WriteString(c, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
@@ -550,11 +552,17 @@ func TestGatewayLongDownload(t *testing.T) {
 			return err == nil
 		},
 		"/stalled": func(c net.Conn, _ *http.Request) bool {
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 1048576\r\n\r\n"+strings.Repeat("p", 20<<10))
+			<-stall
+			return false
+		},
+		"/stalled-small": func(c net.Conn, _ *http.Request) bool {
 			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\npartial")
 			<-stall
 			return false
 		},
 	})
+	t.Cleanup(func() { close(stall) }) // before the origin's own cleanup, which waits for its answers
 	in := gatewayInstance(t, startOrigin(t), map[string]string{"WR_UPSTREAM": raw.url}) // WR_UPSTREAM_TIMEOUT=1s
 	res, err := http.Get(in.base + "/paced")
 	if err != nil {
@@ -572,7 +580,11 @@ func TestGatewayLongDownload(t *testing.T) {
 	body, err = io.ReadAll(res.Body)
 	res.Body.Close()
 	if err == nil {
-		t.Fatalf("a body the origin stopped sending: %q and no error, want the connection cut", body)
+		t.Fatalf("a body the origin stopped sending: %d bytes and no error, want the connection cut", len(body))
+	}
+	// A small answer is read whole before it is sent: cut short, it is 504.
+	if code, _, m := call(t, visitor(t), "GET", in.base+"/stalled-small", ""); code != 504 || m["error"] != "gateway_timeout" {
+		t.Fatalf("a small answer the origin stopped sending: %d %v, want 504", code, m)
 	}
 }
 

@@ -203,9 +203,7 @@ func (u *Upstream) Tunnel(ctx *fasthttp.RequestCtx, client net.IP, own func([]by
 		release()
 		return false, err
 	}
-	h := &ctx.Request.Header
-	h.Set("Connection", "Upgrade")
-	h.Set("Upgrade", "websocket")
+	ctx.Request.Header.Set("Upgrade", "websocket")
 	head, err := u.handshake(ctx, c)
 	if err != nil {
 		c.Close()
@@ -241,7 +239,7 @@ func (u *Upstream) Tunnel(ctx *fasthttp.RequestCtx, client net.IP, own func([]by
 func (u *Upstream) handshake(ctx *fasthttp.RequestCtx, c *originConn) (*originHead, error) {
 	w := &deadlineWriter{c: c, d: u.connect}
 	bw := bufio.NewWriterSize(w, 4<<10)
-	writeHead(bw, &ctx.Request, 0)
+	writeHead(bw, &ctx.Request, 0, true)
 	if err := bw.Flush(); err != nil {
 		return nil, err
 	}

@@ -43,6 +43,10 @@ const (
 	// readBufferSize is each origin connection's read buffer: what the
 	// gateway holds of a streaming answer besides the sockets' buffers.
 	readBufferSize = 8 << 10
+	// smallBody: an answer of at most this Content-Length is read whole
+	// before it is sent; a larger one, or one chunked or delimited by the
+	// origin's close (a stream), is sent as it comes.
+	smallBody = 16 << 10
 	// maxIdleConns and maxIdleTime bound the pool of idle connections.
 	maxIdleConns = 128
 	maxIdleTime  = 30 * time.Second
@@ -269,7 +273,7 @@ func (e clientErr) Unwrap() error { return e.error }
 func (u *Upstream) exchange(ctx *fasthttp.RequestCtx, c *originConn, body io.Reader, length int64) (*originHead, error) {
 	w := &deadlineWriter{c: c, d: u.timeout}
 	bw := bufio.NewWriterSize(w, 4<<10)
-	writeHead(bw, &ctx.Request, length)
+	writeHead(bw, &ctx.Request, length, false)
 	if err := u.writeBody(bw, body, length); err != nil {
 		return nil, err
 	}
@@ -293,8 +297,9 @@ func (u *Upstream) exchange(ctx *fasthttp.RequestCtx, c *originConn, body io.Rea
 	}
 }
 
-// writeHead writes the request line and headers, framed by length.
-func writeHead(bw *bufio.Writer, req *fasthttp.Request, length int64) {
+// writeHead writes the request line and headers, framed by length;
+// upgrade: asking for a protocol switch.
+func writeHead(bw *bufio.Writer, req *fasthttp.Request, length int64, upgrade bool) {
 	h := &req.Header
 	bw.Write(h.Method())
 	bw.WriteByte(' ')
@@ -310,6 +315,9 @@ func writeHead(bw *bufio.Writer, req *fasthttp.Request, length int64) {
 		bw.Write(v)
 		bw.WriteString("\r\n")
 	})
+	if upgrade {
+		bw.WriteString("Connection: Upgrade\r\n")
+	}
 	switch {
 	case length < 0:
 		bw.WriteString("Transfer-Encoding: chunked\r\n")
@@ -390,9 +398,18 @@ func (u *Upstream) answer(ctx *fasthttp.RequestCtx, c *originConn, head *originH
 		b.err = io.EOF
 		b.Close()
 	case bodyLength:
-		if head.length == 0 {
+		if head.length <= smallBody {
+			// A small answer is read whole first: one cut short is a 502
+			// (and a once pass kept), not a truncated 200.
+			body := make([]byte, head.length)
+			if _, err := io.ReadFull(b, body); err != nil {
+				b.Close()
+				resp.Reset()
+				return classify(err)
+			}
 			b.err = io.EOF
 			b.Close()
+			resp.SetBody(body)
 			return nil
 		}
 		resp.SetBodyStream(b, int(head.length))
