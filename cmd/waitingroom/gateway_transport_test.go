@@ -562,7 +562,7 @@ func TestGatewayLongDownload(t *testing.T) {
 			return false
 		},
 	})
-	t.Cleanup(func() { close(stall) }) // before the origin's own cleanup, which waits for its answers
+	t.Cleanup(func() { close(stall) })                                                  // before the origin's own cleanup, which waits for its answers
 	in := gatewayInstance(t, startOrigin(t), map[string]string{"WR_UPSTREAM": raw.url}) // WR_UPSTREAM_TIMEOUT=1s
 	res, err := http.Get(in.base + "/paced")
 	if err != nil {
