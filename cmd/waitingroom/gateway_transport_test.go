@@ -562,8 +562,10 @@ func TestGatewayLongDownload(t *testing.T) {
 			return false
 		},
 	})
-	t.Cleanup(func() { close(stall) })                                                  // before the origin's own cleanup, which waits for its answers
-	in := gatewayInstance(t, startOrigin(t), map[string]string{"WR_UPSTREAM": raw.url}) // WR_UPSTREAM_TIMEOUT=1s
+	// Before the origin's own cleanup, which waits for its answers.
+	t.Cleanup(func() { close(stall) })
+	// WR_UPSTREAM_TIMEOUT is 1 s.
+	in := gatewayInstance(t, startOrigin(t), map[string]string{"WR_UPSTREAM": raw.url})
 	res, err := http.Get(in.base + "/paced")
 	if err != nil {
 		t.Fatal(err)
