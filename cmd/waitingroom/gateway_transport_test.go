@@ -370,30 +370,35 @@ func TestGatewayResponseBackPressure(t *testing.T) {
 	})
 	in := gatewayInstance(t, startOrigin(t), map[string]string{"WR_UPSTREAM": raw.url})
 	for _, path := range []string{"/length", "/chunked", "/close"} {
-		c, br := dialGateway(t, in)
-		_ = c.(*net.TCPConn).SetReadBuffer(64 << 10)
-		fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", path)
-		select {
-		case n := <-blocked:
-			if n > bound {
-				t.Fatalf("%s: the origin wrote %d MiB before a visitor who reads nothing held it; want under %d MiB", path, n>>20, bound>>20)
-			}
-		case n := <-done:
-			t.Fatalf("%s: the origin wrote all %d MiB to a visitor who reads nothing: the gateway held the answer", path, n>>20)
-		case <-time.After(30 * time.Second):
-			t.Fatalf("%s: the origin neither blocked nor finished", path)
-		}
-		res, err := http.ReadResponse(br, &http.Request{Method: "GET"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		n, err := io.Copy(io.Discard, res.Body)
-		if err != nil || n != size {
-			t.Fatalf("%s: read %d bytes, %v; want all %d", path, n, err, size)
-		}
-		<-done
-		c.Close()
+		t.Run(path[1:], func(t *testing.T) { backPressure(t, in, path, size, bound, blocked, done) })
 	}
+}
+
+// backPressure asks for path without reading, then reads it whole.
+func backPressure(t *testing.T, in *instance, path string, size, bound int64, blocked, done <-chan int64) {
+	c, br := dialGateway(t, in)
+	_ = c.(*net.TCPConn).SetReadBuffer(64 << 10)
+	fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", path)
+	select {
+	case n := <-blocked:
+		if n > bound {
+			t.Fatalf("%s: the origin wrote %d MiB before a visitor who reads nothing held it; want under %d MiB", path, n>>20, bound>>20)
+		}
+	case n := <-done:
+		t.Fatalf("%s: the origin wrote all %d MiB to a visitor who reads nothing: the gateway held the answer", path, n>>20)
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%s: the origin neither blocked nor finished", path)
+	}
+	res, err := http.ReadResponse(br, &http.Request{Method: "GET"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := io.Copy(io.Discard, res.Body)
+	if err != nil || n != size {
+		t.Fatalf("%s: read %d bytes, %v; want all %d", path, n, err, size)
+	}
+	<-done
+	c.Close()
 }
 
 // TestGatewayRequestBodies: a protected request without a pass is refused
@@ -401,7 +406,7 @@ func TestGatewayResponseBackPressure(t *testing.T) {
 // stream to the origin as they arrive; the waiting room's own API reads
 // at most WR_BODY_LIMIT, a chunked body included.
 func TestGatewayRequestBodies(t *testing.T) {
-	got := make(chan struct{})
+	got := make(chan struct{}, 2)
 	raw := startRawOrigin(t, map[string]rawAnswer{"/upload": func(c net.Conn, r *http.Request) bool {
 		first := make([]byte, 1024)
 		if _, err := io.ReadFull(r.Body, first); err != nil {
@@ -416,80 +421,88 @@ func TestGatewayRequestBodies(t *testing.T) {
 	in := gatewayInstance(t, startOrigin(t), map[string]string{"WR_UPSTREAM": raw.url, "WR_UPSTREAM_BODY_LIMIT": strconv.Itoa(32 << 20)})
 	host := strings.TrimPrefix(in.base, "http://")
 
-	// 32 MiB announced, 64 KiB sent: the refusal comes at once.
-	c, br := dialGateway(t, in)
-	fmt.Fprintf(c, "POST /checkout/pay HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", host, 32<<20)
-	_, _ = c.Write(bytes.Repeat([]byte("x"), 64<<10))
-	if res, body := readAnswer(t, br, "POST"); res.StatusCode != 403 || !strings.Contains(string(body), "pass_required") {
-		t.Fatalf("protected upload without a pass: %d %s, want 403 pass_required before the body", res.StatusCode, body)
-	}
-	wantClosed(t, br, "after refusing a request whose body was not read")
-	if raw.log.has("POST /checkout/pay") {
-		t.Fatal("the origin saw the protected request")
-	}
+	t.Run("refused unread", func(t *testing.T) {
+		// 32 MiB announced, 64 KiB sent: the refusal comes at once.
+		c, br := dialGateway(t, in)
+		fmt.Fprintf(c, "POST /checkout/pay HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", host, 32<<20)
+		_, _ = c.Write(bytes.Repeat([]byte("x"), 64<<10))
+		if res, body := readAnswer(t, br, "POST"); res.StatusCode != 403 || !strings.Contains(string(body), "pass_required") {
+			t.Fatalf("protected upload without a pass: %d %s, want 403 pass_required before the body", res.StatusCode, body)
+		}
+		wantClosed(t, br, "after refusing a request whose body was not read")
+		if raw.log.has("POST /checkout/pay") {
+			t.Fatal("the origin saw the protected request")
+		}
+	})
 
 	// A body streams to the origin: the origin reads its start before the
 	// client has sent the rest, with a length and chunked.
-	for _, chunked := range []bool{false, true} {
-		pr, pw := io.Pipe()
-		req, _ := http.NewRequest("POST", in.base+"/upload", pr)
-		if !chunked {
-			req.ContentLength = 1 << 20
-		}
-		answered := make(chan string, 1)
-		go func() {
-			res, err := http.DefaultClient.Do(req)
-			if err != nil {
-				answered <- err.Error()
-				return
+	t.Run("streamed", func(t *testing.T) {
+		for _, chunked := range []bool{false, true} {
+			pr, pw := io.Pipe()
+			req, _ := http.NewRequest("POST", in.base+"/upload", pr)
+			if !chunked {
+				req.ContentLength = 1 << 20
 			}
-			b, _ := io.ReadAll(res.Body)
-			res.Body.Close()
-			answered <- strconv.Itoa(res.StatusCode) + " " + string(b)
-		}()
-		_, _ = pw.Write(bytes.Repeat([]byte("a"), 16<<10))
-		select {
-		case <-got:
-		case a := <-answered:
-			t.Fatalf("chunked=%v: answered %s before the origin read the body's start", chunked, a)
-		case <-time.After(15 * time.Second):
-			pw.CloseWithError(errors.New("test over"))
-			t.Fatalf("chunked=%v: the origin saw nothing of a body the client is still sending: the gateway holds it", chunked)
+			answered := make(chan string, 1)
+			go func() {
+				res, err := http.DefaultClient.Do(req)
+				if err != nil {
+					answered <- err.Error()
+					return
+				}
+				b, _ := io.ReadAll(res.Body)
+				res.Body.Close()
+				answered <- strconv.Itoa(res.StatusCode) + " " + string(b)
+			}()
+			_, _ = pw.Write(bytes.Repeat([]byte("a"), 16<<10))
+			select {
+			case <-got:
+			case a := <-answered:
+				t.Fatalf("chunked=%v: answered %s before the origin read the body's start", chunked, a)
+			case <-time.After(15 * time.Second):
+				pw.CloseWithError(errors.New("test over"))
+				t.Fatalf("chunked=%v: the origin saw nothing of a body the client is still sending: the gateway holds it", chunked)
+			}
+			_, _ = pw.Write(bytes.Repeat([]byte("b"), 1<<20-16<<10))
+			pw.Close()
+			if a := <-answered; a != "200 "+strconv.Itoa(1<<20) {
+				t.Fatalf("chunked=%v: %s, want 200 and the origin's count of 1 MiB", chunked, a)
+			}
 		}
-		_, _ = pw.Write(bytes.Repeat([]byte("b"), 1<<20-16<<10))
-		pw.Close()
-		if a := <-answered; a != "200 "+strconv.Itoa(1<<20) {
-			t.Fatalf("chunked=%v: %s, want 200 and the origin's count of 1 MiB", chunked, a)
-		}
-	}
+	})
 
 	// The waiting room's own API: a chunked body past WR_BODY_LIMIT (16 KiB)
 	// is 413 after at most that much, and the connection closed.
-	c, br = dialGateway(t, in)
-	fmt.Fprintf(c, "POST /_wr/api/v1/auth/login HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n", host)
-	for range 8 {
-		fmt.Fprintf(c, "1000\r\n%s\r\n", bytes.Repeat([]byte(" "), 4096))
-	}
-	if res, body := readAnswer(t, br, "POST"); res.StatusCode != 413 || !strings.Contains(string(body), "payload_too_large") {
-		t.Fatalf("32 KiB chunked to /_wr/: %d %s, want 413", res.StatusCode, body)
-	}
-	wantClosed(t, br, "after a 413 to a chunked body")
-	// A small chunked body there is read whole.
-	c, br = dialGateway(t, in)
-	login := fmt.Sprintf(`{"loginId":"user1","password":%q}`, testPassword)
-	fmt.Fprintf(c, "POST /_wr/api/v1/auth/login HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n0\r\n\r\n", host, len(login), login)
-	if res, body := readAnswer(t, br, "POST"); res.StatusCode != 200 || !strings.Contains(string(body), "accessToken") {
-		t.Fatalf("chunked login to /_wr/: %d %s, want 200", res.StatusCode, body)
-	}
+	t.Run("own API bounded", func(t *testing.T) {
+		c, br := dialGateway(t, in)
+		fmt.Fprintf(c, "POST /_wr/api/v1/auth/login HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n", host)
+		for range 8 {
+			fmt.Fprintf(c, "1000\r\n%s\r\n", bytes.Repeat([]byte(" "), 4096))
+		}
+		if res, body := readAnswer(t, br, "POST"); res.StatusCode != 413 || !strings.Contains(string(body), "payload_too_large") {
+			t.Fatalf("32 KiB chunked to /_wr/: %d %s, want 413", res.StatusCode, body)
+		}
+		wantClosed(t, br, "after a 413 to a chunked body")
+		// A small chunked body there is read whole.
+		c, br = dialGateway(t, in)
+		login := fmt.Sprintf(`{"loginId":"user1","password":%q}`, testPassword)
+		fmt.Fprintf(c, "POST /_wr/api/v1/auth/login HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n0\r\n\r\n", host, len(login), login)
+		if res, body := readAnswer(t, br, "POST"); res.StatusCode != 200 || !strings.Contains(string(body), "accessToken") {
+			t.Fatalf("chunked login to /_wr/: %d %s, want 200", res.StatusCode, body)
+		}
+	})
 	// An announced body past WR_UPSTREAM_BODY_LIMIT is 413 unread (the
 	// server reads at most its first 8 KiB before the handler runs).
-	c, br = dialGateway(t, in)
-	fmt.Fprintf(c, "POST /upload HTTP/1.1\r\nHost: %s\r\nContent-Length: %d\r\n\r\n", host, 33<<20)
-	_, _ = c.Write(bytes.Repeat([]byte("x"), 16<<10))
-	if res, _ := readAnswer(t, br, "POST"); res.StatusCode != 413 {
-		t.Fatalf("33 MiB announced to the origin: %d, want 413", res.StatusCode)
-	}
-	wantClosed(t, br, "after a 413 to the origin's path")
+	t.Run("announced too large", func(t *testing.T) {
+		c, br := dialGateway(t, in)
+		fmt.Fprintf(c, "POST /upload HTTP/1.1\r\nHost: %s\r\nContent-Length: %d\r\n\r\n", host, 33<<20)
+		_, _ = c.Write(bytes.Repeat([]byte("x"), 16<<10))
+		if res, _ := readAnswer(t, br, "POST"); res.StatusCode != 413 {
+			t.Fatalf("33 MiB announced to the origin: %d, want 413", res.StatusCode)
+		}
+		wantClosed(t, br, "after a 413 to the origin's path")
+	})
 }
 
 // TestGatewayOriginAnswersStrictly: interim answers are skipped; a switch
@@ -506,21 +519,25 @@ func TestGatewayOriginAnswersStrictly(t *testing.T) {
 			"Set-Cookie: theirs=1; Path=/\r\nSet-Cookie: wr_theirs=2\r\nContent-Length: 2\r\n\r\nok"),
 	})
 	in := gatewayInstance(t, startOrigin(t), map[string]string{"WR_UPSTREAM": raw.url})
-	res, err := http.Get(in.base + "/early")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(res.Body)
-	res.Body.Close()
-	if res.StatusCode != 200 || string(body) != "final" {
-		t.Fatalf("after 100 and 103: %d %q, want the final 200", res.StatusCode, body)
-	}
-	for _, path := range []string{"/switch", "/bare-cr", "/two-lengths"} {
-		if code, _, m := call(t, visitor(t), "GET", in.base+path, ""); code != 502 || m["error"] != "bad_gateway" {
-			t.Fatalf("%s: %d %v, want 502 bad_gateway", path, code, m)
+	t.Run("interim", func(t *testing.T) {
+		res, err := http.Get(in.base + "/early")
+		if err != nil {
+			t.Fatal(err)
 		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != 200 || string(body) != "final" {
+			t.Fatalf("after 100 and 103: %d %q, want the final 200", res.StatusCode, body)
+		}
+	})
+	for _, path := range []string{"/switch", "/bare-cr", "/two-lengths"} {
+		t.Run(path[1:], func(t *testing.T) {
+			if code, _, m := call(t, visitor(t), "GET", in.base+path, ""); code != 502 || m["error"] != "bad_gateway" {
+				t.Fatalf("%s: %d %v, want 502 bad_gateway", path, code, m)
+			}
+		})
 	}
-	res, err = http.Get(in.base + "/cookies")
+	res, err := http.Get(in.base + "/cookies")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -573,7 +590,7 @@ func TestGatewayLongDownload(t *testing.T) {
 	body, err := io.ReadAll(res.Body)
 	res.Body.Close()
 	if res.StatusCode != 200 || err != nil || string(body) != strings.Repeat("part", 8) {
-		t.Fatalf("a 2 s download: %d %q, %v; want all of it", res.StatusCode, body, err)
+		t.Errorf("a 2 s download: %d %q, %v; want all of it", res.StatusCode, body, err)
 	}
 	res, err = http.Get(in.base + "/stalled")
 	if err != nil {
@@ -628,10 +645,10 @@ func TestGatewayStripsRerouting(t *testing.T) {
 		}
 	}
 	if len(leaked) > 0 || seen.Get("X_theirs") != "kept" || seen.Get("X-Forwarded-For") != "127.0.0.1" || seen.Get("Waitingroom-Pass") != "" {
-		t.Fatalf("at the origin: leaked %v; headers %v", leaked, seen)
+		t.Errorf("at the origin: leaked %v; headers %v", leaked, seen)
 	}
 	if got, want := seen.Get("Forwarded"), `for=127.0.0.1;proto=http;host="[::1]:8443"`; got != want {
-		t.Fatalf("Forwarded: %s, want %s", got, want)
+		t.Errorf("Forwarded: %s, want %s", got, want)
 	}
 
 	c, br := dialGateway(t, in)
