@@ -3,19 +3,21 @@ package server
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/valyala/fasthttp"
 
 	"waitingroom/server/api"
+	"waitingroom/server/gateway"
 )
 
 // The HTTP protocol's edge, below Fiber.
 //
 // guardProtocol puts a filter in front of an app's fasthttp handler: it
 // runs on every request fasthttp has parsed, before any Fiber middleware or
-// handler, and refuses three kinds of request in the contract's JSON:
+// handler, and refuses four kinds of request in the contract's JSON:
 //
 //   - a body with Content-Encoding (anything but "identity"): 415
 //     unsupported_encoding. Fiber's Ctx.Body() inflates gzip, deflate and
@@ -30,6 +32,8 @@ import (
 //     which is how requests are smuggled past a proxy; whatever follows on
 //     the connection is never answered). fasthttp silently prefers chunked
 //     and drops the Content-Length, so the raw header lines are read;
+//   - more than one Host header: 400 invalid_request and the connection
+//     closed (RFC 9112 §3.2; fasthttp keeps the last);
 //   - a method Fiber does not know (also a lowercase "get": methods are
 //     case-sensitive): 400 invalid_request. RFC 9110 suggests 501, but a
 //     5xx any client can cause at will would page operators for nothing, and
@@ -64,6 +68,7 @@ func (s *Server) guard(app *fiber.App, gatewayMode bool) {
 		api.SetRequestID(ctx, id)
 		// Last: whatever answered (a refusal below resets the response).
 		defer ctx.Response.Header.Set(api.RequestIDHeader, id)
+		defer closeIfUnread(ctx)
 		toOrigin := gatewayMode && !ownPath(ctx.Path())
 		defer s.logAccess(ctx, srv, toOrigin, time.Now())
 		if r := checkProtocol(&ctx.Request.Header, toOrigin); r != nil {
@@ -74,11 +79,49 @@ func (s *Server) guard(app *fiber.App, gatewayMode bool) {
 		switch {
 		case toOrigin:
 			s.toOrigin(ctx)
-		case gatewayMode && len(ctx.Request.Body()) > s.cfg.BodyLimit:
-			refuseTooLarge.write(ctx) // the origin's limit let it in; the waiting room's does not
+		case ctx.Request.IsBodyStream():
+			if r := bufferBody(ctx, s.cfg.BodyLimit); r != nil {
+				r.write(ctx) // the origin's limit let it in; the waiting room's does not
+				return
+			}
+			next(ctx)
 		default:
 			next(ctx)
 		}
+	}
+}
+
+// Request bodies in gateway mode (fiber.Config.StreamRequestBody): the
+// server reads a request's headers and at most its first 8 KiB of body
+// before the handler runs. A body for the origin streams to it as the
+// client sends it (package gateway), and one the gateway refuses (no
+// pass, a denied address) is never read: the connection is then closed,
+// or the rest of the body would be read as the next request. The waiting
+// room's own handlers read c.Body(): bufferBody reads it first, never
+// more than WR_BODY_LIMIT, a chunked body included.
+
+// bufferBody reads a streamed request body whole, up to limit; a refusal
+// when it is larger or the client fails to send it.
+func bufferBody(ctx *fasthttp.RequestCtx, limit int) *protocolRefusal {
+	if ctx.Request.Header.ContentLength() > limit {
+		return refuseTooLarge
+	}
+	body, err := io.ReadAll(io.LimitReader(ctx.RequestBodyStream(), int64(limit)+1))
+	switch {
+	case len(body) > limit:
+		return refuseTooLarge
+	case err != nil:
+		return refuseBody
+	}
+	ctx.Request.SetBody(body)
+	return nil
+}
+
+// closeIfUnread closes the connection of a request whose streamed body
+// was not read whole.
+func closeIfUnread(ctx *fasthttp.RequestCtx) {
+	if ctx.Request.IsBodyStream() && ctx.Request.Header.ContentLength() != 0 && !gateway.BodyConsumed(ctx) {
+		ctx.SetConnectionClose()
 	}
 }
 
@@ -114,8 +157,11 @@ var (
 		"a request must not carry both Content-Length and Transfer-Encoding", true)
 	refuseMethod = newRefusal("method", fiber.StatusBadRequest, "invalid_request",
 		"unsupported request method", false)
+	refuseHost = newRefusal("duplicate_host", fiber.StatusBadRequest, "invalid_request",
+		"a request must carry exactly one Host header", true)
 	// Gateway mode's: not counted as protocol refusals.
-	refuseTooLarge = newRefusal("", fiber.StatusRequestEntityTooLarge, "payload_too_large", "the request body is too large", false)
+	refuseTooLarge = newRefusal("", fiber.StatusRequestEntityTooLarge, "payload_too_large", "the request body is too large", true)
+	refuseBody     = newRefusal("", fiber.StatusBadRequest, "invalid_request", "the request body could not be read", true)
 	refuseDenied   = newRefusal("", fiber.StatusForbidden, "denied", "access denied", false)
 )
 
@@ -139,6 +185,7 @@ func checkProtocol(h *fasthttp.RequestHeader, toOrigin bool) *protocolRefusal {
 		return refuseMethod
 	}
 	var length, chunked bool
+	hosts := 0
 	raw := h.RawHeaders()
 	for len(raw) > 0 {
 		var line []byte
@@ -152,14 +199,19 @@ func checkProtocol(h *fasthttp.RequestHeader, toOrigin bool) *protocolRefusal {
 			length = true
 		case bytes.EqualFold(key, []byte(fiber.HeaderTransferEncoding)):
 			chunked = true
+		case bytes.EqualFold(key, []byte(fiber.HeaderHost)):
+			hosts++
 		case bytes.EqualFold(key, []byte(fiber.HeaderContentEncoding)):
 			if !toOrigin && !identityOnly(value) {
 				return refuseEncoding
 			}
 		}
 	}
-	if length && chunked {
+	switch {
+	case length && chunked:
 		return refuseFraming
+	case hosts > 1:
+		return refuseHost // RFC 9112 §3.2: which one names the site is ambiguous
 	}
 	return nil
 }

@@ -24,7 +24,11 @@ func (s *Server) newPublicApp() *fiber.App {
 		// checked against WR_BODY_LIMIT by the dispatch (guardProtocol).
 		bodyLimit = max(bodyLimit, s.cfg.Gateway.Upstream.BodyLimit)
 	}
-	app := fiber.New(api.FiberConfig("waitingroom", bodyLimit, s.log))
+	cfg := api.FiberConfig("waitingroom", bodyLimit, s.log)
+	// Gateway mode streams request bodies (protocolfilter.go): a body for
+	// the origin is never held whole, one refused is never read.
+	cfg.StreamRequestBody = s.gw != nil
+	app := fiber.New(cfg)
 	s.guardPublic(app) // first: nothing in Fiber runs before it
 	app.Use(api.RequestContext, s.observe, api.SecurityHeaders)
 

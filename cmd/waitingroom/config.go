@@ -287,6 +287,11 @@ func (p *envParser) gateway(c *server.Config) {
 		ConnectTimeout: p.duration("WR_UPSTREAM_CONNECT_TIMEOUT", 2*time.Second, 100*time.Millisecond, time.Minute),
 		Timeout:        p.duration("WR_UPSTREAM_TIMEOUT", 30*time.Second, time.Second, 10*time.Minute),
 		BodyLimit:      int(p.int("WR_UPSTREAM_BODY_LIMIT", 32<<20, 1<<10, 1<<30)),
+		Tunnels: gateway.TunnelConfig{
+			Idle:    p.duration("WR_TUNNEL_IDLE_TIMEOUT", gateway.DefaultTunnelIdle, time.Second, 24*time.Hour),
+			Max:     int(p.int("WR_MAX_TUNNELS", gateway.DefaultMaxTunnels, 1, 10_000_000)),
+			PerAddr: int(p.int("WR_MAX_TUNNELS_PER_IP", gateway.DefaultTunnelsPerIP, 1, 10_000_000)),
+		},
 	}
 	g.VisitorTTL = p.duration("WR_VISITOR_TTL", 24*time.Hour, time.Minute, 30*24*time.Hour)
 	switch g.Challenge = p.str("WR_GATEWAY_CHALLENGE", gateway.ChallengePoW); g.Challenge {

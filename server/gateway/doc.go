@@ -29,19 +29,30 @@
 //   - The origin failing, slow or oversized is 502 bad_gateway or 504
 //     gateway_timeout in the contract's JSON.
 //
-// Forwarding (Upstream): method, path (normalized, as matched), query and
-// body go to the origin; hop-by-hop headers, the waiting room's cookies and
-// any client-sent pass header do not. X-Forwarded-For (a trusted proxy's
-// chain plus the peer), X-Forwarded-Proto, X-Forwarded-Host and Forwarded
-// are set; Host is kept. Request bodies are read whole first, up to
-// WR_UPSTREAM_BODY_LIMIT (413 beyond); responses are streamed to the
-// visitor as the origin sends them, whatever their size (a download is
-// not held in memory), after headers of at most 64 KiB (502 beyond). An
-// origin that fails before its headers is 502 or 504; one that fails
-// while its body streams has its connection to the visitor closed (the
-// status was already sent). WebSocket upgrades and other protocol
-// switches are not passed through (the origin answers them as ordinary
-// requests).
+// Forwarding (Upstream, an HTTP/1.1 client of the package's own):
+// method, path (normalized, as matched), query and body go to the origin;
+// hop-by-hop and rerouting headers (X-HTTP-Method-Override,
+// X-Original-URL ...), the waiting room's cookies, any client-sent pass
+// header, and any header spelled with "_" like one of those or of the
+// gateway's own do not. X-Forwarded-For (a trusted proxy's chain plus the
+// peer), X-Forwarded-Proto, X-Forwarded-Host and Forwarded are set; Host
+// is kept. Bodies stream both ways: a request body as the client sends it
+// (up to WR_UPSTREAM_BODY_LIMIT, 413 beyond), an answer as the visitor
+// reads it, whatever its framing, through a fixed read buffer per
+// connection (a slow reader holds the origin back). The origin's answers
+// are read strictly (response.go): conflicting lengths, a bare CR, a 101
+// nobody asked for are 502; 1xx interim answers are skipped; Set-Cookie
+// for the waiting room's cookies is dropped. WR_UPSTREAM_TIMEOUT bounds
+// the wait for the headers and each silence in the body. An origin that
+// fails before its headers is 502 or 504; one that fails while its body
+// streams has its connection to the visitor closed (the status was
+// already sent).
+//
+// WebSocket (tunnel.go): the visitor's connection is joined to the
+// origin's byte for byte only after a real switch (101 with the matching
+// Sec-WebSocket-Accept); any other answer is relayed and the connection
+// closed. Tunnels are capped per client address and in total, and closed
+// when idle both ways.
 //
 // The package owns the rooms' gateway settings (Settings, Store: one Redis
 // hash under the instance's prefix, "gw:rooms", reloaded every second by
@@ -50,5 +61,6 @@
 // Concurrency: a Gateway and a Store are safe for concurrent use; the
 // settings in force are an immutable snapshot swapped atomically.
 //
-// Imports: queue, queue/loop, server/pass, server/token; never server.
+// Imports: queue, queue/loop, server/listener (address keys and counts),
+// server/pass, server/token; never server.
 package gateway

@@ -83,6 +83,9 @@ func New(o Options) *Gateway {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+	if o.Registerer != nil {
+		o.Upstream.Register(o.Registerer)
+	}
 	return &Gateway{o: o, m: newGatewayMetrics(o.Registerer), samples: sampler{rec: o.Recorder}}
 }
 
@@ -148,43 +151,67 @@ func (g *Gateway) Handle(ctx *fasthttp.RequestCtx) {
 // origin's answer or the failure. It returns how it went, for the caller
 // to settle a pass.
 //
-// A WebSocket upgrade is joined to the origin instead (tunnel.go); its
-// latency is reported as -1: nothing to learn about the origin's speed.
+// A WebSocket upgrade is joined to the origin instead when the origin
+// switches (tunnel.go); its latency is reported as -1: nothing to learn
+// about the origin's speed.
 func (g *Gateway) forward(ctx *fasthttp.RequestCtx, kind, p string) (failed bool, latency time.Duration) {
 	upgrade := isUpgrade(&ctx.Request.Header)
-	prepareRequest(&ctx.Request, g.o.Identity.Forwarded(ctx), g.o.Identity.OwnCookie)
+	f := g.o.Identity.Forwarded(ctx)
+	prepareRequest(&ctx.Request, f, g.o.Identity.OwnCookie)
 	if p != "" {
 		ctx.Request.Header.Set(pass.HeaderName, p)
 	}
 	if upgrade {
-		if err := g.o.Upstream.Tunnel(ctx); err != nil {
-			g.m.requests.WithLabelValues(kind, "bad_gateway").Inc()
-			g.o.Logger.LogAttrs(ctx, slog.LevelWarn, "gateway: origin failed an upgrade", slog.String("error", err.Error()))
-			writeError(ctx, errBadGateway)
-			return true, -1
+		joined, err := g.o.Upstream.Tunnel(ctx, f.Client, g.o.Identity.OwnCookie)
+		switch {
+		case err == nil && joined:
+			g.m.requests.WithLabelValues(kind, "upgraded").Inc()
+			return false, -1
+		case err == nil:
+			g.m.requests.WithLabelValues(kind, "forwarded").Inc()
+			return ctx.Response.StatusCode() >= 500, -1
 		}
-		g.m.requests.WithLabelValues(kind, "upgraded").Inc()
-		return false, -1
+		g.failed(ctx, kind, err)
+		return true, -1
 	}
 	start := time.Now()
-	err := g.o.Upstream.Forward(ctx)
+	err := g.o.Upstream.Forward(ctx, g.o.Identity.OwnCookie)
 	latency = time.Since(start)
 	g.m.upstream.WithLabelValues(kind).Observe(latency.Seconds())
-	switch {
-	case errors.Is(err, ErrTimeout):
-		g.m.requests.WithLabelValues(kind, "timeout").Inc()
-		g.o.Logger.LogAttrs(ctx, slog.LevelWarn, "gateway: origin timed out", slog.Duration("after", latency))
-		writeError(ctx, errGatewayTimeout)
-		return true, latency
-	case err != nil:
-		// Every failure, with the request id (ctx): a 5xx is always logged.
-		g.m.requests.WithLabelValues(kind, "bad_gateway").Inc()
-		g.o.Logger.LogAttrs(ctx, slog.LevelWarn, "gateway: origin failed", slog.String("error", err.Error()))
-		writeError(ctx, errBadGateway)
+	if err != nil {
+		if g.failed(ctx, kind, err) {
+			return true, -1 // the request's fault: the pass is kept, nothing learnt
+		}
 		return true, latency
 	}
 	g.m.requests.WithLabelValues(kind, "forwarded").Inc()
 	return ctx.Response.StatusCode() >= 500, latency
+}
+
+// failed answers a forward's error; refused: the request's fault (no sign
+// of the origin's health), else the origin's.
+func (g *Gateway) failed(ctx *fasthttp.RequestCtx, kind string, err error) (refused bool) {
+	for _, r := range refusals {
+		if errors.Is(err, r.err) {
+			g.m.requests.WithLabelValues(kind, r.outcome).Inc()
+			writeError(ctx, r.failure)
+			if r.close {
+				ctx.SetConnectionClose()
+			}
+			return true
+		}
+	}
+	if errors.Is(err, ErrTimeout) {
+		g.m.requests.WithLabelValues(kind, "timeout").Inc()
+		g.o.Logger.LogAttrs(ctx, slog.LevelWarn, "gateway: origin timed out", slog.String("error", err.Error()))
+		writeError(ctx, errGatewayTimeout)
+		return false
+	}
+	g.m.requests.WithLabelValues(kind, "bad_gateway").Inc()
+	// Every failure, with the request id (ctx): a 5xx is always logged.
+	g.o.Logger.LogAttrs(ctx, slog.LevelWarn, "gateway: origin failed", slog.String("error", err.Error()))
+	writeError(ctx, errBadGateway)
+	return false
 }
 
 // record gives a protected request of visitor to the adaptive signals,

@@ -3,19 +3,86 @@ package gateway
 import (
 	"bufio"
 	"bytes"
-	"crypto/tls"
+	"crypto/sha1"
+	"encoding/base64"
+	"errors"
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
+
+	"waitingroom/server/listener"
 )
 
-// Protocol switches (WebSocket): the request is written to the origin on a
-// connection of its own, and once written the visitor's connection and the
-// origin's are joined byte for byte until either side closes — the
-// origin's 101 (or refusal) included. The gateway sees no frames.
+// Protocol switches (WebSocket). The handshake is written to the origin on
+// a connection of its own and the origin's answer read like any other;
+// only a real switch — 101 with Upgrade: websocket and the
+// Sec-WebSocket-Accept that proves the origin read this handshake
+// (RFC 6455 §4.2.2) — joins the visitor's connection to the origin's byte
+// for byte. Any other answer is relayed as an ordinary response and the
+// visitor's connection then closed: nothing the visitor sends after the
+// handshake reaches the origin unchecked. A tunnel counts against a cap
+// per client address and a total cap, and is closed after an idle time
+// with no byte either way. The gateway sees no frames.
+
+// TunnelConfig bounds the tunnels.
+type TunnelConfig struct {
+	Idle    time.Duration // WR_TUNNEL_IDLE_TIMEOUT: closed after this long with no byte either way
+	Max     int           // WR_MAX_TUNNELS: open at once on this instance
+	PerAddr int           // WR_MAX_TUNNELS_PER_IP: open at once per client address (IPv6: per /64)
+}
+
+// Defaults of TunnelConfig's zero fields.
+const (
+	DefaultTunnelIdle    = 60 * time.Second
+	DefaultMaxTunnels    = 2000
+	DefaultTunnelsPerIP  = 32
+	tunnelCopyBufferSize = 8 << 10
+)
+
+func (c TunnelConfig) withDefaults() TunnelConfig {
+	if c.Idle <= 0 {
+		c.Idle = DefaultTunnelIdle
+	}
+	if c.Max <= 0 {
+		c.Max = DefaultMaxTunnels
+	}
+	if c.PerAddr <= 0 {
+		c.PerAddr = DefaultTunnelsPerIP
+	}
+	return c
+}
+
+// Refusals of an upgrade.
+var (
+	ErrBadUpgrade      = errors.New("a WebSocket handshake needs GET, Sec-WebSocket-Version 13 and a Sec-WebSocket-Key of 16 bytes")
+	ErrTunnelsPerAddr  = errors.New("too many open WebSocket connections from this address")
+	ErrTunnelsTotal    = errors.New("too many open WebSocket connections")
+	errTunnelsShutdown = errors.New("shutting down")
+)
+
+// refusals are the forward's errors that are the request's, not the
+// origin's: answered in the contract's JSON, a pass kept, nothing learnt
+// about the origin. close: the request's body may be left unread.
+var refusals = []struct {
+	err     error
+	outcome string
+	failure failure
+	close   bool
+}{
+	{ErrTooLarge, "too_large", failure{fasthttp.StatusRequestEntityTooLarge, "payload_too_large", "the request body is too large", 0}, true},
+	{ErrRequestBody, "bad_request", failure{fasthttp.StatusBadRequest, "invalid_request", "the request body could not be read", 0}, true},
+	{ErrBadUpgrade, "bad_request", failure{fasthttp.StatusBadRequest, "invalid_request", ErrBadUpgrade.Error(), 0}, false},
+	{ErrTunnelsPerAddr, "tunnels_per_address", failure{fasthttp.StatusTooManyRequests, "rate_limited", "too many open WebSocket connections from your address; close some", 5}, false},
+	{ErrTunnelsTotal, "tunnels_total", failure{fasthttp.StatusServiceUnavailable, "unavailable", "too many open WebSocket connections; retry shortly", 5}, false},
+}
+
+// websocketKeyGUID is RFC 6455's constant of the accept key.
+const websocketKeyGUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 
 // isUpgrade reports whether a request asks to switch to WebSocket.
 func isUpgrade(h *fasthttp.RequestHeader) bool {
@@ -30,11 +97,54 @@ func isUpgrade(h *fasthttp.RequestHeader) bool {
 	return false
 }
 
-// tunnels are the open joined connections, closed at shutdown.
+// websocketKey returns the request's Sec-WebSocket-Key when the handshake
+// is valid (RFC 6455 §4.1), else "".
+func websocketKey(h *fasthttp.RequestHeader) string {
+	key := string(bytes.TrimSpace(h.Peek("Sec-WebSocket-Key")))
+	raw, err := base64.StdEncoding.DecodeString(key)
+	if !h.IsGet() || err != nil || len(raw) != 16 || string(bytes.TrimSpace(h.Peek("Sec-WebSocket-Version"))) != "13" {
+		return ""
+	}
+	return key
+}
+
+// acceptKey is the Sec-WebSocket-Accept that answers key.
+func acceptKey(key string) string {
+	sum := sha1.Sum([]byte(key + websocketKeyGUID))
+	return base64.StdEncoding.EncodeToString(sum[:])
+}
+
+// tunnels are the open joined connections: counted per client address
+// and in total, closed at shutdown.
 type tunnels struct {
-	mu    sync.Mutex
-	conns map[net.Conn]struct{}
-	done  bool
+	byAddr listener.Counts
+	mu     sync.Mutex
+	conns  map[net.Conn]struct{}
+	total  int
+	done   bool
+}
+
+// take counts one more tunnel for addr, or says which cap refuses it.
+func (t *tunnels) take(addr string, c TunnelConfig) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch {
+	case t.done:
+		return errTunnelsShutdown
+	case t.total >= c.Max:
+		return ErrTunnelsTotal
+	case !t.byAddr.Acquire(addr, c.PerAddr):
+		return ErrTunnelsPerAddr
+	}
+	t.total++
+	return nil
+}
+
+func (t *tunnels) release(addr string) {
+	t.byAddr.Release(addr)
+	t.mu.Lock()
+	t.total--
+	t.mu.Unlock()
 }
 
 func (t *tunnels) add(c net.Conn) bool {
@@ -65,49 +175,185 @@ func (t *tunnels) closeAll() {
 	t.mu.Unlock()
 }
 
-// Tunnel dials the origin, writes ctx's request (prepared: forwarding
-// headers set, the upgrade asked for again) and joins the connections once
-// the handler returns. An error means nothing was sent: the caller answers.
-func (u *Upstream) Tunnel(ctx *fasthttp.RequestCtx) error {
-	conn, err := u.dial()
+// Tunnel asks the origin to switch ctx's request (prepared: forwarding
+// headers set) to WebSocket for client. joined: the origin switched and
+// the connections are joined once the handler returns. Otherwise the
+// origin's answer is in ctx's response (nil error), or err says why not
+// (ErrBadUpgrade, ErrTunnelsPerAddr, ErrTunnelsTotal or a forward's kinds).
+func (u *Upstream) Tunnel(ctx *fasthttp.RequestCtx, client net.IP, own func([]byte) bool) (joined bool, err error) {
+	key := websocketKey(&ctx.Request.Header)
+	if key == "" {
+		return false, ErrBadUpgrade
+	}
+	addr := listener.AddrKey(client)
+	if err := u.open.take(addr, u.tc); err != nil {
+		switch err {
+		case ErrTunnelsPerAddr:
+			u.m.refused.WithLabelValues("per_address").Inc()
+		case ErrTunnelsTotal:
+			u.m.refused.WithLabelValues("total").Inc()
+		default:
+			return false, ErrBadGateway
+		}
+		return false, err
+	}
+	release := func() { u.open.release(addr) }
+	c, err := u.dial()
 	if err != nil {
-		return err
+		release()
+		return false, err
 	}
-	h := &ctx.Request.Header
-	h.Set("Connection", "Upgrade")
-	h.Set("Upgrade", "websocket")
-	_ = conn.SetWriteDeadline(time.Now().Add(u.connect))
-	bw := bufio.NewWriter(conn)
-	if err := ctx.Request.Write(bw); err != nil || bw.Flush() != nil {
-		conn.Close()
-		return ErrBadGateway
+	ctx.Request.Header.Set("Upgrade", "websocket")
+	head, err := u.handshake(ctx, c)
+	if err != nil {
+		c.Close()
+		release()
+		return false, classifyForward(err)
 	}
-	_ = conn.SetWriteDeadline(time.Time{})
+	if head.status != fasthttp.StatusSwitchingProtocols {
+		// Relayed as an ordinary answer; the origin's connection and the
+		// visitor's are closed after it.
+		release()
+		head.close = true
+		err := u.answer(ctx, c, head, own)
+		ctx.SetConnectionClose()
+		return false, err
+	}
+	if !bytes.EqualFold(head.get("Upgrade"), []byte("websocket")) || !head.hasToken("Connection", "upgrade") ||
+		string(head.get("Sec-WebSocket-Accept")) != acceptKey(key) {
+		c.Close()
+		release()
+		return false, ErrBadGateway
+	}
+	reply := switchReply(head, own, ctx.Request.Header.Peek("X-Request-Id"))
 	ctx.HijackSetNoResponse(true)
-	ctx.Hijack(func(client net.Conn) { u.join(client, conn) })
-	return nil
+	ctx.Hijack(func(visitor net.Conn) {
+		defer release()
+		u.join(visitor, c, reply)
+	})
+	return true, nil
 }
 
-func (u *Upstream) dial() (net.Conn, error) {
-	d := net.Dialer{Timeout: u.connect}
-	if u.tls {
-		return tls.DialWithDialer(&d, "tcp", u.addr, &tls.Config{ServerName: u.host})
+// handshake writes the upgrade request on c and reads the answer's head
+// (1xx other than 101 skipped).
+func (u *Upstream) handshake(ctx *fasthttp.RequestCtx, c *originConn) (*originHead, error) {
+	w := &deadlineWriter{c: c, d: u.connect}
+	bw := bufio.NewWriterSize(w, 4<<10)
+	writeHead(bw, &ctx.Request, 0, true)
+	if err := bw.Flush(); err != nil {
+		return nil, err
 	}
-	return d.Dial("tcp", u.addr)
+	_ = c.SetReadDeadline(time.Now().Add(u.timeout))
+	for {
+		head, err := readHead(c.br, responseHeaderLimit)
+		switch {
+		case err != nil:
+			return nil, err
+		case head.status >= 200 || head.status == fasthttp.StatusSwitchingProtocols:
+			return head, nil
+		}
+	}
 }
 
-// join copies both ways until either side is done, then closes both.
-func (u *Upstream) join(client, origin net.Conn) {
+// switchReply is the 101 the visitor gets: the origin's end-to-end
+// headers (its own cookies dropped) with the switch itself.
+func switchReply(head *originHead, own func([]byte) bool, requestID []byte) []byte {
+	var b bytes.Buffer
+	b.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n")
+	var resp fasthttp.Response
+	copyHead(&resp, head, own)
+	resp.Header.VisitAll(func(k, v []byte) {
+		if bytes.EqualFold(k, []byte("Content-Type")) || bytes.EqualFold(k, []byte("Content-Length")) {
+			return
+		}
+		b.Write(k)
+		b.WriteString(": ")
+		b.Write(v)
+		b.WriteString("\r\n")
+	})
+	if len(requestID) > 0 {
+		b.WriteString("X-Request-Id: ")
+		b.Write(requestID)
+		b.WriteString("\r\n")
+	}
+	b.WriteString("\r\n")
+	return b.Bytes()
+}
+
+// join sends the 101 and what the origin sent after it, then copies both
+// ways until either side is done or neither has sent a byte for the idle
+// time, then closes both.
+func (u *Upstream) join(visitor net.Conn, origin *originConn, reply []byte) {
+	defer origin.Close()
 	if !u.open.add(origin) {
-		origin.Close()
 		return
 	}
 	defer u.open.remove(origin)
+	u.m.open.Inc()
+	defer u.m.open.Dec()
+	_ = visitor.SetWriteDeadline(time.Now().Add(u.tc.Idle))
+	if _, err := visitor.Write(reply); err != nil {
+		return
+	}
+	var last atomic.Int64
+	last.Store(time.Now().UnixNano())
+	var idled atomic.Bool
 	done := make(chan struct{}, 2)
-	go func() { _, _ = io.Copy(origin, client); done <- struct{}{} }()
-	go func() { _, _ = io.Copy(client, origin); done <- struct{}{} }()
+	pipe := func(dst net.Conn, src io.Reader, srcConn net.Conn) {
+		defer func() { done <- struct{}{} }()
+		buf := make([]byte, tunnelCopyBufferSize)
+		for {
+			_ = srcConn.SetReadDeadline(time.Unix(0, last.Load()).Add(u.tc.Idle))
+			n, err := src.Read(buf)
+			if n > 0 {
+				last.Store(time.Now().UnixNano())
+				_ = dst.SetWriteDeadline(time.Now().Add(u.tc.Idle))
+				if _, werr := dst.Write(buf[:n]); werr != nil {
+					return
+				}
+			}
+			if err != nil {
+				var ne net.Error
+				if errors.As(err, &ne) && ne.Timeout() {
+					if time.Since(time.Unix(0, last.Load())) < u.tc.Idle {
+						continue // the other way is busy
+					}
+					idled.Store(true)
+				}
+				return
+			}
+		}
+	}
+	go pipe(origin, visitor, visitor)
+	go pipe(visitor, origin.br, origin.Conn)
 	<-done
-	client.Close()
+	visitor.Close()
 	origin.Close()
 	<-done
+	if idled.Load() {
+		u.m.idleClosed.Inc()
+	}
+}
+
+// tunnelMetrics count the tunnels.
+type tunnelMetrics struct {
+	open       prometheus.Gauge
+	refused    *prometheus.CounterVec
+	idleClosed prometheus.Counter
+}
+
+func newTunnelMetrics() tunnelMetrics {
+	return tunnelMetrics{
+		open: prometheus.NewGauge(prometheus.GaugeOpts{Name: "waitingroom_gateway_tunnels",
+			Help: "WebSocket connections joined to the origin, open now."}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "waitingroom_gateway_tunnels_refused_total",
+			Help: "WebSocket upgrades refused by a tunnel cap, by reason (per_address, total)."}, []string{"reason"}),
+		idleClosed: prometheus.NewCounter(prometheus.CounterOpts{Name: "waitingroom_gateway_tunnels_idle_closed_total",
+			Help: "Tunnels closed after WR_TUNNEL_IDLE_TIMEOUT with no byte either way."}),
+	}
+}
+
+// Register registers the upstream's metrics (the tunnels') with reg.
+func (u *Upstream) Register(reg prometheus.Registerer) {
+	reg.MustRegister(u.m.open, u.m.refused, u.m.idleClosed)
 }

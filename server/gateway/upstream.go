@@ -1,12 +1,18 @@
 package gateway
 
 import (
+	"bufio"
 	"bytes"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/url"
+	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"time"
 
 	"waitingroom/server/pass"
@@ -14,29 +20,48 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// Upstream is the origin behind the gateway: one fasthttp client with
-// bounded connect and answer times and a cap on bodies.
+// Upstream is the origin behind the gateway: an HTTP/1.1 client of its
+// own (response.go reads the answers) so that every answer streams with
+// bounded memory and is read strictly, over a pool of idle connections.
 type Upstream struct {
-	hc      *fasthttp.HostClient
-	timeout time.Duration
-	// For protocol switches (tunnel.go): the origin's address, name and
-	// scheme, the connect timeout, and the joined connections.
 	addr, host string
 	tls        bool
 	connect    time.Duration
+	timeout    time.Duration
+	bodyLimit  int64
+	idle       pool
 	open       tunnels
+	tc         TunnelConfig
+	m          tunnelMetrics
 }
 
-// responseHeaderLimit bounds the origin's status line and headers: an
-// origin sending more is answered 502.
-const responseHeaderLimit = 64 << 10
+// Limits of the origin's connections and answers.
+const (
+	// responseHeaderLimit bounds the origin's status line and headers: an
+	// origin sending more is answered 502.
+	responseHeaderLimit = 64 << 10
+	// readBufferSize is each origin connection's read buffer: what the
+	// gateway holds of a streaming answer besides the sockets' buffers.
+	readBufferSize = 8 << 10
+	// smallBody: an answer of at most this Content-Length is read whole
+	// before it is sent; a larger one, or one chunked or delimited by the
+	// origin's close (a stream), is sent as it comes.
+	smallBody = 16 << 10
+	// maxIdleConns and maxIdleTime bound the pool of idle connections.
+	maxIdleConns = 128
+	maxIdleTime  = 30 * time.Second
+)
 
 // UpstreamConfig is the origin's address and limits.
 type UpstreamConfig struct {
 	URL            string        // WR_UPSTREAM: http://host:port or https://host:port, no path
 	ConnectTimeout time.Duration // WR_UPSTREAM_CONNECT_TIMEOUT
-	Timeout        time.Duration // WR_UPSTREAM_TIMEOUT: the origin's whole answer
-	BodyLimit      int           // WR_UPSTREAM_BODY_LIMIT: request bodies (responses are streamed)
+	// Timeout (WR_UPSTREAM_TIMEOUT) bounds the wait for the origin's
+	// response headers and each silence while its body streams, not the
+	// whole body: a long download at a steady pace is never cut.
+	Timeout   time.Duration
+	BodyLimit int // WR_UPSTREAM_BODY_LIMIT: request bodies, streamed (413 beyond)
+	Tunnels   TunnelConfig
 }
 
 // ParseUpstream checks WR_UPSTREAM's form and returns its address (host:port,
@@ -62,62 +87,416 @@ func NewUpstream(c UpstreamConfig) (*Upstream, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gateway: WR_UPSTREAM: %w", err)
 	}
-	connect := c.ConnectTimeout
-	hc := &fasthttp.HostClient{
-		Addr:  addr,
-		IsTLS: tls,
-		Dial: func(a string) (net.Conn, error) {
-			return fasthttp.DialTimeout(a, connect)
-		},
-		ReadTimeout:                   c.Timeout,
-		WriteTimeout:                  c.Timeout,
-		ReadBufferSize:                responseHeaderLimit,
-		MaxIdleConnDuration:           30 * time.Second,
-		MaxIdemponentCallAttempts:     2, // one retry of an idempotent request on a stale connection
-		DisableHeaderNamesNormalizing: true,
-		NoDefaultUserAgentHeader:      true,
-		StreamResponseBody:            true,
-	}
 	host, _, _ := net.SplitHostPort(addr)
-	return &Upstream{hc: hc, timeout: c.Timeout, addr: addr, host: host, tls: tls, connect: connect}, nil
+	return &Upstream{addr: addr, host: host, tls: tls, connect: c.ConnectTimeout, timeout: c.Timeout,
+		bodyLimit: int64(c.BodyLimit), tc: c.Tunnels.withDefaults(), m: newTunnelMetrics()}, nil
 }
 
 // Close closes the idle connections to the origin and every joined
 // (WebSocket) connection (at shutdown).
 func (u *Upstream) Close() {
-	u.hc.CloseIdleConnections()
+	u.idle.closeAll()
 	u.open.closeAll()
 }
 
 // Failure kinds of a forward: the origin did not answer in time, or could
-// not be reached or answered something unusable.
+// not be reached or answered something unusable; the request's body was
+// too large or could not be read from the client.
 var (
-	ErrTimeout    = errors.New("the origin did not answer in time")
-	ErrBadGateway = errors.New("the origin could not be reached or answered badly")
+	ErrTimeout     = errors.New("the origin did not answer in time")
+	ErrBadGateway  = errors.New("the origin could not be reached or answered badly")
+	ErrTooLarge    = errors.New("the request body is too large")
+	ErrRequestBody = errors.New("the request body could not be read")
 )
 
-// Forward sends ctx's request, prepared by prepareRequest, to the origin and
-// puts its answer in ctx's response. An error is ErrTimeout or
-// ErrBadGateway (wrapping the cause); ctx's response is then not set.
-func (u *Upstream) Forward(ctx *fasthttp.RequestCtx) error {
-	err := u.hc.DoTimeout(&ctx.Request, &ctx.Response, u.timeout)
-	if err == nil {
-		cleanResponse(&ctx.Response.Header)
-		return nil
+// originConn is one connection to the origin with its read buffer.
+type originConn struct {
+	net.Conn
+	br     *bufio.Reader
+	reused bool
+	since  time.Time // idle since
+}
+
+func (u *Upstream) dial() (*originConn, error) {
+	d := net.Dialer{Timeout: u.connect}
+	var c net.Conn
+	var err error
+	if u.tls {
+		c, err = tls.DialWithDialer(&d, "tcp", u.addr, &tls.Config{ServerName: u.host})
+	} else {
+		c, err = d.Dial("tcp", u.addr)
 	}
-	ctx.Response.Reset()
-	var ne net.Error
+	if err != nil {
+		return nil, classify(err)
+	}
+	return &originConn{Conn: c, br: bufio.NewReaderSize(c, readBufferSize)}, nil
+}
+
+// pool holds idle connections, newest last.
+type pool struct {
+	mu    sync.Mutex
+	conns []*originConn
+	done  bool
+}
+
+// get returns an idle connection the origin has not closed, or nil.
+func (u *Upstream) get() *originConn {
+	p := &u.idle
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for len(p.conns) > 0 {
+		c := p.conns[len(p.conns)-1]
+		p.conns = p.conns[:len(p.conns)-1]
+		if time.Since(c.since) < maxIdleTime && c.br.Buffered() == 0 && alive(c.Conn) {
+			c.reused = true
+			return c
+		}
+		c.Close()
+	}
+	return nil
+}
+
+func (u *Upstream) put(c *originConn) {
+	p := &u.idle
+	_ = c.SetDeadline(time.Time{})
+	c.since = time.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.done {
+		c.Close()
+		return
+	}
+	if len(p.conns) >= maxIdleConns || (len(p.conns) > 0 && time.Since(p.conns[0].since) >= maxIdleTime) {
+		p.conns[0].Close()
+		p.conns = p.conns[1:]
+	}
+	p.conns = append(p.conns, c)
+}
+
+func (p *pool) closeAll() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.done = true
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+}
+
+// alive reports whether an idle connection is still open: a peek that
+// does not wait finds neither the origin's close nor stray bytes.
+func alive(c net.Conn) bool {
+	if t, ok := c.(*tls.Conn); ok {
+		c = t.NetConn()
+	}
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return true
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return false
+	}
+	ok = true
+	_ = rc.Read(func(fd uintptr) bool {
+		ok = peekIdle(fd)
+		return true
+	})
+	return ok
+}
+
+// Forward sends ctx's request, prepared by prepareRequest, to the origin
+// and puts its answer in ctx's response, the body as a stream read from
+// the origin as the visitor takes it. 1xx interim answers are skipped;
+// Set-Cookie headers for the cookies own names are dropped. An error is
+// one of the kinds above (wrapping the cause); ctx's response is then not
+// set.
+func (u *Upstream) Forward(ctx *fasthttp.RequestCtx, own func(name []byte) bool) error {
+	req := &ctx.Request
+	body, length := requestBody(req)
+	if length > u.bodyLimit {
+		return ErrTooLarge
+	}
+	for attempt := 0; ; attempt++ {
+		c := u.get()
+		if c == nil {
+			var err error
+			if c, err = u.dial(); err != nil {
+				return err
+			}
+		}
+		head, err := u.exchange(ctx, c, body, length)
+		if err == nil {
+			return u.answer(ctx, c, head, own)
+		}
+		c.Close()
+		// An idle connection the origin closed meanwhile: once more on a
+		// new one, when nothing of the body was sent.
+		if c.reused && attempt == 0 && length == 0 && (errors.Is(err, errNothingRead) || isReset(err)) {
+			continue
+		}
+		return classifyForward(err)
+	}
+}
+
+// requestBody is the request's body and its length (-1: chunked).
+func requestBody(req *fasthttp.Request) (io.Reader, int64) {
+	if req.IsBodyStream() {
+		n := req.Header.ContentLength()
+		switch {
+		case n == -1:
+			return req.BodyStream(), -1
+		case n > 0:
+			return req.BodyStream(), int64(n)
+		}
+		return nil, 0
+	}
+	b := req.Body()
+	return bytes.NewReader(b), int64(len(b))
+}
+
+// bodyReadKey marks a request whose body was read whole (BodyConsumed).
+type bodyReadKey struct{}
+
+// BodyConsumed reports whether the gateway read ctx's request body to its
+// end. A connection whose request body was left unread must be closed:
+// the rest of it would be read as the next request.
+func BodyConsumed(ctx *fasthttp.RequestCtx) bool { return ctx.UserValue(bodyReadKey{}) != nil }
+
+// clientErr marks a failure reading the client's body (not the origin's).
+type clientErr struct{ error }
+
+func (e clientErr) Unwrap() error { return e.error }
+
+// exchange writes the request on c and reads the answer's head, skipping
+// 1xx interim answers (a 101 is refused: no switch was asked for).
+func (u *Upstream) exchange(ctx *fasthttp.RequestCtx, c *originConn, body io.Reader, length int64) (*originHead, error) {
+	w := &deadlineWriter{c: c, d: u.timeout}
+	bw := bufio.NewWriterSize(w, 4<<10)
+	writeHead(bw, &ctx.Request, length, false)
+	if err := u.writeBody(bw, body, length); err != nil {
+		return nil, err
+	}
+	if err := bw.Flush(); err != nil {
+		return nil, err
+	}
+	if length != 0 {
+		ctx.SetUserValue(bodyReadKey{}, true)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(u.timeout))
+	for {
+		head, err := readHead(c.br, responseHeaderLimit)
+		switch {
+		case err != nil:
+			return nil, err
+		case head.status == fasthttp.StatusSwitchingProtocols:
+			return nil, malformed("101 Switching Protocols to a request that asked for no switch")
+		case head.status >= 200:
+			return head, nil
+		}
+	}
+}
+
+// writeHead writes the request line and headers, framed by length;
+// upgrade: asking for a protocol switch.
+func writeHead(bw *bufio.Writer, req *fasthttp.Request, length int64, upgrade bool) {
+	h := &req.Header
+	bw.Write(h.Method())
+	bw.WriteByte(' ')
+	bw.Write(req.URI().RequestURI())
+	bw.WriteString(" HTTP/1.1\r\n")
+	h.VisitAll(func(k, v []byte) {
+		if bytes.EqualFold(k, []byte("Content-Length")) || bytes.EqualFold(k, []byte("Transfer-Encoding")) ||
+			bytes.EqualFold(k, []byte("Connection")) {
+			return
+		}
+		bw.Write(k)
+		bw.WriteString(": ")
+		bw.Write(v)
+		bw.WriteString("\r\n")
+	})
+	if upgrade {
+		bw.WriteString("Connection: Upgrade\r\n")
+	}
 	switch {
-	case errors.Is(err, fasthttp.ErrTimeout), errors.Is(err, fasthttp.ErrDialTimeout),
-		errors.As(err, &ne) && ne.Timeout():
+	case length < 0:
+		bw.WriteString("Transfer-Encoding: chunked\r\n")
+	case length > 0 || !(h.IsGet() || h.IsHead()):
+		bw.WriteString("Content-Length: " + strconv.FormatInt(length, 10) + "\r\n")
+	}
+	bw.WriteString("\r\n")
+}
+
+// writeBody copies the request's body, read as the client sends it: a
+// chunked one is cut at the body limit (ErrTooLarge).
+func (u *Upstream) writeBody(bw *bufio.Writer, body io.Reader, length int64) error {
+	switch {
+	case length == 0:
+		return nil
+	case length > 0:
+		_, err := io.CopyN(bw, readerOf{body}, length)
+		return err
+	}
+	cw := &chunkWriter{w: bw}
+	n, err := io.Copy(cw, readerOf{io.LimitReader(body, u.bodyLimit+1)})
+	switch {
+	case err != nil:
+		return err
+	case n > u.bodyLimit:
+		return ErrTooLarge
+	}
+	_, err = bw.WriteString("0\r\n\r\n")
+	return err
+}
+
+// readerOf marks the client's read errors, and hides any WriterTo.
+type readerOf struct{ r io.Reader }
+
+func (r readerOf) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	if err != nil && err != io.EOF {
+		err = clientErr{err}
+	}
+	return n, err
+}
+
+type chunkWriter struct{ w *bufio.Writer }
+
+func (c *chunkWriter) Write(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	c.w.WriteString(strconv.FormatInt(int64(len(p)), 16) + "\r\n")
+	c.w.Write(p)
+	_, err := c.w.WriteString("\r\n")
+	return len(p), err
+}
+
+// deadlineWriter gives each write to the origin d to go through.
+type deadlineWriter struct {
+	c net.Conn
+	d time.Duration
+}
+
+func (w *deadlineWriter) Write(p []byte) (int, error) {
+	_ = w.c.SetWriteDeadline(time.Now().Add(w.d))
+	return w.c.Write(p)
+}
+
+// answer puts the origin's answer in ctx's response, its body streaming
+// from c (which it owns from now on).
+func (u *Upstream) answer(ctx *fasthttp.RequestCtx, c *originConn, head *originHead, own func([]byte) bool) error {
+	resp := &ctx.Response
+	resp.Reset()
+	copyHead(resp, head, own)
+	b := &originBody{u: u, c: c, kind: head.body(ctx.IsHead()), left: head.length, idle: u.timeout, reuse: !head.close}
+	switch b.kind {
+	case bodyNone:
+		if ctx.IsHead() && head.length >= 0 {
+			resp.Header.SetContentLength(int(head.length))
+		}
+		b.err = io.EOF
+		b.Close()
+	case bodyLength:
+		if head.length <= smallBody {
+			// A small answer is read whole first: one cut short is a 502
+			// (and a once pass kept), not a truncated 200.
+			body := make([]byte, head.length)
+			if _, err := io.ReadFull(b, body); err != nil {
+				b.Close()
+				resp.Reset()
+				return classify(err)
+			}
+			b.err = io.EOF
+			b.Close()
+			resp.SetBody(body)
+			return nil
+		}
+		resp.SetBodyStream(b, int(head.length))
+	default:
+		b.left = 0
+		resp.SetBodyStream(b, -1)
+	}
+	return nil
+}
+
+// copyHead copies the origin's status and end-to-end headers; Set-Cookie
+// headers naming one of the waiting room's cookies are dropped (an origin
+// must not set or clear a visitor's place or pass).
+func copyHead(resp *fasthttp.Response, head *originHead, own func([]byte) bool) {
+	h := &resp.Header
+	h.DisableNormalizing()
+	h.SetNoDefaultContentType(true)
+	h.SetStatusCode(head.status)
+	if len(head.reason) > 0 {
+		h.SetStatusMessage(head.reason)
+	}
+	hop := map[string]bool{}
+	for _, n := range hopHeaders {
+		hop[strings.ToLower(n)] = true
+	}
+	for _, f := range head.fields {
+		if bytes.EqualFold(f.name, []byte("Connection")) {
+			for _, t := range connectionTokens(f.value) {
+				hop[strings.ToLower(t)] = true
+			}
+		}
+	}
+	for _, f := range head.fields {
+		name := strings.ToLower(string(f.name))
+		switch {
+		case hop[name], name == "content-length", name == "set-cookie" && own(cookieName(f.value)):
+			continue
+		}
+		h.AddBytesKV(f.name, f.value)
+	}
+}
+
+// cookieName is the name a Set-Cookie value sets.
+func cookieName(v []byte) []byte {
+	name, _, _ := bytes.Cut(v, []byte{'='})
+	return bytes.TrimSpace(name)
+}
+
+func isReset(err error) bool {
+	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, net.ErrClosed)
+}
+
+// classify turns a connect failure into a failure kind.
+func classify(err error) error {
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
 		return fmt.Errorf("%w: %w", ErrTimeout, err)
 	}
 	return fmt.Errorf("%w: %w", ErrBadGateway, err)
 }
 
+func classifyForward(err error) error {
+	var ce clientErr
+	switch {
+	case errors.Is(err, ErrTooLarge):
+		return err
+	case errors.As(err, &ce):
+		return fmt.Errorf("%w: %w", ErrRequestBody, ce.error)
+	}
+	return classify(err)
+}
+
 // hopHeaders are the hop-by-hop headers (RFC 9110 §7.6.1), never forwarded.
 var hopHeaders = []string{"Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate",
 	"Proxy-Authorization", "TE", "Trailer", "Transfer-Encoding", "Upgrade"}
+
+// rerouteHeaders let a client ask an origin's framework for another
+// method or path than the one the gateway matched its routes on; never
+// forwarded. Expect is the gateway's own to answer.
+var rerouteHeaders = []string{"X-HTTP-Method-Override", "X-HTTP-Method", "X-Method-Override",
+	"X-Original-URL", "X-Rewrite-URL", "Expect"}
+
+// setHeaders are the headers the gateway sets or reads itself: a client's
+// own are replaced, and so is any spelled with "_" for "-" (CGI, WSGI and
+// PHP read both as one variable).
+var setHeaders = []string{pass.HeaderName, "X-Forwarded-For", "X-Forwarded-Proto", "X-Forwarded-Host",
+	"Forwarded", "X-Request-Id", "X-Entry-Token", "X-Real-IP"}
 
 // Forwarded says who asked, as the gateway saw it.
 type Forwarded struct {
@@ -130,8 +509,9 @@ type Forwarded struct {
 	Host  string // the Host the client asked for
 }
 
-// prepareRequest makes ctx's request fit for the origin: hop-by-hop headers
-// and the gateway's own cookies and pass header removed, the forwarding
+// prepareRequest makes ctx's request fit for the origin: hop-by-hop and
+// rerouting headers, the gateway's own cookies and pass header, and any
+// header spelled like one of those with "_" removed; the forwarding
 // headers set (X-Forwarded-For, -Proto, -Host and Forwarded). The Host
 // header is kept: the origin sees the name its visitors use.
 func prepareRequest(req *fasthttp.Request, f Forwarded, ownCookie func(name []byte) bool) {
@@ -142,7 +522,11 @@ func prepareRequest(req *fasthttp.Request, f Forwarded, ownCookie func(name []by
 	for _, name := range hopHeaders {
 		h.Del(name)
 	}
+	for _, name := range rerouteHeaders {
+		h.Del(name)
+	}
 	h.Del(pass.HeaderName)
+	dropUnderscored(h)
 	dropCookies(h, ownCookie)
 	xff := f.Peer.String()
 	if f.Chain != "" {
@@ -154,17 +538,47 @@ func prepareRequest(req *fasthttp.Request, f Forwarded, ownCookie func(name []by
 	h.Set("Forwarded", forwardedValue(f))
 }
 
-// forwardedValue is RFC 7239's Forwarded for the client.
+// dropUnderscored removes the headers whose name, read with "_" as "-",
+// is one the gateway removes or sets.
+func dropUnderscored(h *fasthttp.RequestHeader) {
+	var names []string
+	h.VisitAll(func(k, _ []byte) {
+		if bytes.IndexByte(k, '_') < 0 {
+			return
+		}
+		dashed := strings.ReplaceAll(string(k), "_", "-")
+		for _, list := range [][]string{hopHeaders, rerouteHeaders, setHeaders} {
+			for _, n := range list {
+				if strings.EqualFold(dashed, n) {
+					names = append(names, string(k))
+				}
+			}
+		}
+	})
+	for _, n := range names {
+		h.Del(n)
+	}
+}
+
+// forwardedValue is RFC 7239's Forwarded for the client; a value that is
+// not a token (an IPv6 address, a host with a port) is quoted.
 func forwardedValue(f Forwarded) string {
 	node := f.Client.String()
 	if f.Client.To4() == nil {
-		node = `"[` + node + `]"`
+		node = "[" + node + "]"
 	}
-	host := f.Host
-	if strings.ContainsAny(host, `";, `) || host == "" {
-		host = `"` + strings.NewReplacer(`"`, "", `\`, "").Replace(host) + `"`
+	return "for=" + quoteIfNeeded(node) + ";proto=" + quoteIfNeeded(f.Proto) + ";host=" + quoteIfNeeded(f.Host)
+}
+
+func quoteIfNeeded(v string) string {
+	token := v != ""
+	for i := 0; i < len(v); i++ {
+		token = token && isTokenChar(v[i])
 	}
-	return "for=" + node + ";proto=" + f.Proto + ";host=" + host
+	if token {
+		return v
+	}
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(v) + `"`
 }
 
 // connectionTokens are the header names a Connection header lists.
@@ -189,19 +603,5 @@ func dropCookies(h *fasthttp.RequestHeader, own func(name []byte) bool) {
 	})
 	for _, n := range names {
 		h.DelCookie(n)
-	}
-}
-
-// cleanResponse removes the hop-by-hop headers of the origin's answer; the
-// client connection's own framing is the gateway's.
-func cleanResponse(h *fasthttp.ResponseHeader) {
-	for _, name := range connectionTokens(h.Peek("Connection")) {
-		h.Del(name)
-	}
-	h.ResetConnectionClose()
-	for _, name := range hopHeaders {
-		if name != "Transfer-Encoding" { // fasthttp frames the body itself
-			h.Del(name)
-		}
 	}
 }
