@@ -3,7 +3,9 @@
 // (/_wr) here, below Fiber:
 //
 //   - Routes (WR_PROTECT, and a room's own through the admin API) say
-//     which requests need a pass and which room queues them. A request no
+//     which requests need a pass and which room queues them, matched on a
+//     canonical form of the path at least as lenient as the origins behind
+//     (routes.go); a path origins read differently is 400. A request no
 //     route covers is forwarded at once, with no Redis call.
 //   - A protected request carries a pass or is refused: a page navigation
 //     gets 303 to the room's waiting page (which brings the visitor back to
@@ -30,7 +32,8 @@
 //     gateway_timeout in the contract's JSON.
 //
 // Forwarding (Upstream, an HTTP/1.1 client of the package's own):
-// method, path (normalized, as matched), query and body go to the origin;
+// method, path (as the public port's server normalized it, not the
+// canonical form routes are matched on), query and body go to the origin;
 // hop-by-hop and rerouting headers (X-HTTP-Method-Override,
 // X-Original-URL ...), the waiting room's cookies, any client-sent pass
 // header, and any header spelled with "_" like one of those or of the
