@@ -284,14 +284,7 @@ func (b *originBody) read(p []byte) (int, error) {
 		if b.left == 0 {
 			return 0, io.EOF
 		}
-		if int64(len(p)) > b.left {
-			p = p[:b.left]
-		}
-		n, err := b.c.br.Read(p)
-		b.left -= int64(n)
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF
-		}
+		n, err := b.take(p)
 		if err == nil && b.left == 0 {
 			err = io.EOF
 		}
@@ -307,20 +300,27 @@ func (b *originBody) read(p []byte) (int, error) {
 			}
 			b.left = size
 		}
-		if int64(len(p)) > b.left {
-			p = p[:b.left]
-		}
-		n, err := b.c.br.Read(p)
-		b.left -= int64(n)
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF
-		}
+		n, err := b.take(p)
 		if err == nil && b.left == 0 {
 			err = readCRLF(b.c.br)
 		}
 		return n, err
 	}
 	return b.c.br.Read(p) // bodyClose: io.EOF is the end
+}
+
+// take reads into p at most the b.left bytes still announced; the origin
+// closing before them is io.ErrUnexpectedEOF.
+func (b *originBody) take(p []byte) (int, error) {
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.c.br.Read(p)
+	b.left -= int64(n)
+	if err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	return n, err
 }
 
 // Close ends the body: a connection whose answer was read whole goes back
