@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -35,7 +36,13 @@ type fixture struct {
 // until the test says so).
 func newFixture(t *testing.T, o stream.Options) *fixture {
 	t.Helper()
-	rdb, prefix := queuetest.Redis(t)
+	base, prefix := queuetest.Redis(t)
+	// The fixture's own client, named, so that a test can tell its hub's
+	// connections from those of tests running beside it on the same Redis.
+	opt := *base.Options()
+	opt.ClientName = "streamtest-" + strconv.FormatUint(rand.Uint64(), 36)
+	rdb := redis.NewClient(&opt)
+	t.Cleanup(func() { _ = rdb.Close() })
 	f := &fixture{t: t, rdb: rdb, prefix: prefix, q: queue.New(rdb, queue.Options{Prefix: prefix})}
 	if err := f.q.EnsureRoom(context.Background(), "r1", queue.RoomConfig{Target: 0, EntryTTL: time.Minute}); err != nil {
 		t.Fatal(err)
@@ -290,7 +297,7 @@ func TestResubscribeConverges(t *testing.T) {
 	for i := range 10 {
 		rs = append(rs, f.subscribe("u"+strconv.Itoa(i)))
 	}
-	waitFor(t, "the hub's subscription", func() bool { return pubsubClients(t, f.rdb) > 0 })
+	waitFor(t, "the hub's subscription", func() bool { return len(pubsubConns(t, f.rdb)) > 0 })
 	killPubSub(t, f.rdb)
 	f.setTarget(4)
 	f.admit()
@@ -311,33 +318,34 @@ func TestResubscribeConverges(t *testing.T) {
 	})
 }
 
-// pubsubClients counts pattern subscribers of this test's channels.
-func pubsubClients(t *testing.T, rdb *redis.Client) int64 {
-	n, err := rdb.PubSubNumPat(context.Background()).Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
-
-// killPubSub kills the connections of this process that hold a pattern
-// subscription on the test's Redis client pool (named by the fixture).
-func killPubSub(t *testing.T, rdb *redis.Client) {
+// pubsubConns are the ids of rdb's connections (by its client name) that
+// hold a subscription: the fixture's hub's, never another test's.
+func pubsubConns(t *testing.T, rdb *redis.Client) []string {
 	list, err := rdb.ClientList(context.Background()).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
-	killed := 0
+	var ids []string
 	for _, line := range strings.Split(list, "\n") {
-		if !strings.Contains(line, " psub=1") || !strings.Contains(line, "cmd=psubscribe") {
+		f := strings.Fields(line)
+		if !slices.Contains(f, "name="+rdb.Options().ClientName) || (slices.Contains(f, "psub=0") && slices.Contains(f, "sub=0")) {
 			continue
 		}
-		for _, f := range strings.Fields(line) {
-			if id, ok := strings.CutPrefix(f, "id="); ok {
-				if err := rdb.Do(context.Background(), "CLIENT", "KILL", "ID", id).Err(); err == nil {
-					killed++
-				}
+		for _, kv := range f {
+			if id, ok := strings.CutPrefix(kv, "id="); ok {
+				ids = append(ids, id)
 			}
+		}
+	}
+	return ids
+}
+
+// killPubSub kills the hub's subscribed connections.
+func killPubSub(t *testing.T, rdb *redis.Client) {
+	killed := 0
+	for _, id := range pubsubConns(t, rdb) {
+		if err := rdb.Do(context.Background(), "CLIENT", "KILL", "ID", id).Err(); err == nil {
+			killed++
 		}
 	}
 	if killed == 0 {
