@@ -20,6 +20,8 @@
 #             own -timeout (WR_TEST_TIMEOUT, 20m)
 #
 # Any failing phase fails the run: nothing here retries or skips a failure.
+# (A phase runs as `"$@" || rc=$?`, where bash ignores set -e: each phase's
+# function returns its first failure itself.)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -30,11 +32,12 @@ short=0
 started=$SECONDS
 times=()
 phase() {
-	local name=$1 t=$SECONDS
+	local name=$1 t=$SECONDS rc=0
 	shift
 	echo "==> $name"
-	"$@"
-	times+=("$(printf '%-10s %5ds' "$name" $((SECONDS - t)))")
+	"$@" || rc=$?
+	times+=("$(printf '%-10s %5ds%s' "$name" $((SECONDS - t)) "$( ((rc == 0)) || echo " (failed)")")")
+	return "$rc"
 }
 report() {
 	local rc=$?
@@ -46,7 +49,7 @@ trap report EXIT
 
 services() {
 	local svc
-	svc="$(deploy/dev-services.sh up --db postgres)"
+	svc="$(deploy/dev-services.sh up --db postgres)" || return
 	eval "$svc"
 	export WR_TEST_REDIS_URL="$REDIS_URL" WR_TEST_DATABASE_URL="$DATABASE_URL"
 }
@@ -57,7 +60,7 @@ tools() {
 	command -v promtool >/dev/null || missing+=(prometheus)
 	command -v "$($GO env CC)" >/dev/null || missing+=(gcc libc6-dev)
 	command -v npm >/dev/null || missing+=(nodejs npm)
-	if ((${#missing[@]})); then install "${missing[@]}"; fi
+	if ((${#missing[@]})); then install "${missing[@]}" || return; fi
 	# The gateway's route tests run a real Express origin (package-lock.json
 	# pins it; npm's registry is the one place it comes from).
 	local express=cmd/waitingroom/testdata/express-origin
@@ -75,7 +78,7 @@ install() {
 		return 0
 	fi
 	echo "installing ${missing[*]}"
-	apt-get update -qq
+	apt-get update -qq || return
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
