@@ -159,6 +159,11 @@ type gwLegit struct {
 	Failures   []string `json:"failures,omitempty"` // the first few, why
 }
 
+// gwLegitAddr is the g-th legitimate address: 127.1.x.y, each of the
+// first 250 in a /24 of its own, as a real crowd comes from many networks
+// (the gateway's enter limits and the proof's rise count per /24).
+func gwLegitAddr(g int) net.IP { return net.IPv4(127, 1, byte(1+g%250), byte(1+g/250%250)) }
+
 // runLegit runs n visitors arriving evenly over over, perAddr to an
 // address starting at the addrFrom-th; each is bounded by bound.
 func runLegit(ctx context.Context, base, room, protected string, n, perAddr, addrFrom int, over, bound, timeout time.Duration) *gwLegit {
@@ -188,7 +193,7 @@ func runLegit(ctx context.Context, base, room, protected string, n, perAddr, add
 			}
 			vctx, cancel := context.WithTimeout(ctx, bound)
 			defer cancel()
-			v := newGWVisitor(base, room, legitAddr(addrFrom+i/perAddr), timeout)
+			v := newGWVisitor(base, room, gwLegitAddr(addrFrom+i/perAddr), timeout)
 			defer v.hc.CloseIdleConnections()
 			t0 := time.Now()
 			st, err := v.enter(vctx, 10)
