@@ -28,7 +28,7 @@ build
 start_redis
 fresh_db wr_attack
 if [[ -n $gateway ]]; then
-  export WR_UPSTREAM=http://127.0.0.1:18090 WR_ROOMS=default,sale,club \
+  export WR_JWT_SECRET=attack-run-secret-attack-run-secret-0123 WR_UPSTREAM=http://127.0.0.1:18090 WR_ROOMS=default,sale,club \
     WR_PROTECT="POST /api/orders=sale, GET /checkout/*=sale, GET /members/*=club" \
     WR_PASS_KEY=$(head -c 32 /dev/urandom | base64) \
     WR_POW_DIFFICULTY=${WR_POW_DIFFICULTY:-16} WR_TARGET_ACTIVE=${WR_TARGET_ACTIVE:-500}
