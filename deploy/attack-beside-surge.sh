@@ -12,6 +12,7 @@
 # unless set, so that the visitors' and the stuffers' solving on this
 # machine's cores does not swamp the figures) in front of the origin the
 # load tool starts on 127.0.0.1:18090. The server's RSS is read from /proc.
+# WR_SERVER_BIN=path runs that build of the server instead of this tree's.
 set -euo pipefail
 port=16391
 persist=(--save "" --appendonly no)
@@ -25,6 +26,7 @@ n=${1:-}
 shift || true
 
 build
+[[ -n ${WR_SERVER_BIN:-} ]] && cp "$WR_SERVER_BIN" "$bin/wr"
 start_redis
 fresh_db wr_attack
 if [[ -n $gateway ]]; then

@@ -239,6 +239,11 @@ func runGatewayAttack(ctx context.Context, o *options, args []string) (report, e
 	})
 	for _, a := range rep.Attacks {
 		a.Unpassed = rep.Attack.Origin.Unpassed[a.Name]
+		if a.Name == "smuggle" {
+			// A smuggled request comes through a tunnel: without the
+			// gateway's X-Forwarded-For, so from no address the origin sees.
+			a.Unpassed += rep.Attack.Origin.Unpassed[noForwarded]
+		}
 	}
 	rep.Interrupted = ctx.Err() != nil
 	rep.finish()

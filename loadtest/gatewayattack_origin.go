@@ -38,6 +38,9 @@ type gwOrigin struct {
 
 const maxOriginPaths = 200
 
+// noForwarded is the sender of requests without X-Forwarded-For.
+const noForwarded = "no-forwarded-for"
+
 // gwProtected are the origin's protected handlers, in its canonical form:
 // an exact path, or a prefix ending in "/".
 var gwProtected = []string{"/api/orders", "/checkout/", "/members/"}
@@ -109,6 +112,10 @@ func sender(r *http.Request) string {
 	}
 	ip := net.ParseIP(strings.TrimSpace(xff)).To4()
 	switch {
+	case xff == "":
+		// Only a request the gateway did not handle as HTTP (a tunnel's
+		// bytes) comes without the header it sets.
+		return noForwarded
 	case ip == nil:
 		return "other"
 	case ip[0] == 127 && ip[1] == 1:

@@ -104,7 +104,7 @@ func within2(a, b Summary) bool { return a.Count > 0 && b.Count > 0 && a.P95 <= 
 // bySender lists a count by sender, e.g. "smuggle 3, variants 1" ("-" when none).
 func bySender(m map[string]int) string {
 	var parts []string
-	for _, n := range append(append([]string{"legit"}, gwAttackNames...), "other") {
+	for _, n := range append(append([]string{"legit"}, gwAttackNames...), noForwarded, "other") {
 		if m[n] > 0 {
 			parts = append(parts, fmt.Sprintf("%s %d", n, m[n]))
 		}
