@@ -42,7 +42,8 @@ const maxOriginPaths = 200
 const noForwarded = "no-forwarded-for"
 
 // gwProtected are the origin's protected handlers, in its canonical form:
-// an exact path, or a prefix ending in "/".
+// an exact path, or a prefix ending in "/" (what follows it, not the
+// prefix alone, as the gateway's "/checkout/*").
 var gwProtected = []string{"/api/orders", "/checkout/", "/members/"}
 
 // startGWOrigin listens on addr and serves; check verifies passes (its
@@ -75,7 +76,9 @@ func originCanon(path string) string {
 	var out []string
 	for _, seg := range strings.Split(path, "/") {
 		seg, _, _ = strings.Cut(seg, ";")
-		seg = strings.TrimRight(seg, ". ")
+		if seg != "." && seg != ".." {
+			seg = strings.TrimRight(seg, ". ")
+		}
 		switch seg {
 		case "", ".":
 		case "..":
@@ -96,7 +99,7 @@ func originCanon(path string) string {
 func originProtected(path string) bool {
 	c := originCanon(path)
 	for _, p := range gwProtected {
-		if c == p || strings.HasSuffix(p, "/") && strings.HasPrefix(c+"/", p) {
+		if c == p || strings.HasSuffix(p, "/") && len(c) > len(p) && strings.HasPrefix(c, p) {
 			return true
 		}
 	}

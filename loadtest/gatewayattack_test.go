@@ -1,9 +1,14 @@
 package main
 
 import (
+	"flag"
+	"io"
+	"net/url"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"waitingroom/server/pass"
 )
@@ -66,4 +71,50 @@ func TestSmokeGatewayAttack(t *testing.T) {
 		}
 	}
 	writeReports(t, &o, rep)
+}
+
+// TestOriginProtected: the scenario's origin routes every variant the
+// attack sends to its protected handler (or the attack would prove
+// nothing), and leaves the unprotected paths alone.
+func TestOriginProtected(t *testing.T) {
+	for _, v := range routeVariants {
+		_, raw, _ := strings.Cut(v, " ")
+		u, err := url.ParseRequestURI(raw)
+		if err != nil {
+			t.Fatalf("%s: %v", raw, err)
+		}
+		// What net/http gives the handler once the gateway has forwarded it.
+		if !originProtected(u.Path) {
+			t.Errorf("%s (path %q): not protected at the origin, canonical %q", v, u.Path, originCanon(u.Path))
+		}
+	}
+	for _, p := range []string{"/hello", "/upload", "/download/big", "/api/items", "/api/ordersx", "/checkout"} {
+		if originProtected(p) {
+			t.Errorf("%s: protected at the origin, want not", p)
+		}
+	}
+}
+
+func TestGatewayAttackFlags(t *testing.T) {
+	parse := func(args ...string) (gwConfig, error) {
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		c := gwFlags(fs)
+		if err := fs.Parse(args); err != nil {
+			return gwConfig{}, err
+		}
+		return c()
+	}
+	c, err := parse("--attacks", "smuggle,stuffing", "--over", "3s")
+	if err != nil || len(c.on) != 2 || !c.on["smuggle"] || !c.on["stuffing"] || c.attackFor != 3*time.Second {
+		t.Errorf("two attacks: %v %v, attack window %v", c.on, err, c.attackFor)
+	}
+	if c, err := parse("--smuggle", "0", "--session-room", ""); err != nil || c.on["smuggle"] || c.on["session-share"] || len(c.on) != len(gwAttackNames)-2 {
+		t.Errorf("intensity 0 and no session room turn those off: %v %v", c.on, err)
+	}
+	for _, bad := range [][]string{{"--attacks", "nope"}, {"-n", "0"}, {"--stuffing-addrs", "300"}, {"--protected", "/api/orders"}} {
+		if _, err := parse(bad...); err == nil {
+			t.Errorf("%v: accepted, want an error", bad)
+		}
+	}
 }
