@@ -324,7 +324,8 @@ func (g *gwAttacker) sessionShare(ctx context.Context, room, path string, addrs 
 			for sctx.Err() == nil {
 				code, _, err := c.do(sctx, http.MethodGet, path, "", nil)
 				if err != nil {
-					if sctx.Err() == nil {
+					if sctx.Err() == nil { // not one the window's end cut
+						a.sent(1)
 						a.record("err")
 					}
 					continue
