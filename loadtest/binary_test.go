@@ -123,8 +123,9 @@ type child struct {
 
 // startChild runs the command configured by vars, waits until s's admin
 // address answers /readyz 200 and s's room exists, and stops it when t
-// ends: SIGTERM, then the exit, which must be a clean one.
-func startChild(t *testing.T, vars map[string]string, s smokeServer) {
+// ends: SIGTERM, then the exit, which must be a clean one. It returns the
+// process id.
+func startChild(t *testing.T, vars map[string]string, s smokeServer) int {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("-short: no extra processes")
@@ -141,6 +142,7 @@ func startChild(t *testing.T, vars map[string]string, s smokeServer) {
 		c.told = true
 		t.Fatalf("the command did not become ready: %v\nits stderr:\n%s", err, c.stderr)
 	}
+	return c.cmd.Process.Pid
 }
 
 // awaitReady polls s until /readyz answers 200 and the room can be read —

@@ -175,6 +175,43 @@
 //     leave the queue at the end. The database needs the crowd plus
 //     3 + --storm-tokens accounts (`seed --users` -n + 100).
 //
+//   - gateway-attack: the same proof for gateway mode (issue 27). The tool
+//     starts a Go net/http origin on --origin-listen (127.0.0.1:18090, the
+//     server's WR_UPSTREAM) that counts every request by path and every
+//     protected one (POST /api/orders, GET /checkout/*, GET /members/*,
+//     judged as leniently as origins route) that came without a valid
+//     Waitingroom-Pass (verified against the gateway's JWKS), by sender
+//     (the gateway's X-Forwarded-For; a tunnel's bytes have none). -n (200)
+//     anonymous visitors, --users-per-addr (5) to an address of 127.1.x.y
+//     (one /24 each), arrive over --over (10s): challenge and pow.Solve if
+//     asked, enter (429 and challenge_invalid retried as the page does),
+//     poll at pollAfterMs until READY, then --protected (POST /api/orders)
+//     with the entry cookie, which must be 2xx; one not through within
+//     --visitor-bound (2m) is lost. Twice: alone, then beside the attacks
+//     from 127.6.k.x (--attacks, default all): smuggle — --smuggle (20)
+//     upgrades on /hello with a protected POST pipelined behind; variants —
+//     --variant-rounds (3) of 18 spellings of the protected routes
+//     (/API/orders/, /api//orders, ;x=1, .json, %2F, ..) without a pass,
+//     written byte for byte; slow-readers — --slow-readers (6) downloads of
+//     --download-mib (100) MiB with a Content-Length read at --slow-kib (64)
+//     KiB/s for --attack-for; bodies — --bodies (4) uploads of --body-mib
+//     (16) MiB to the protected path without a pass and as many to
+//     /upload; session-share — one visitor admitted to --session-room
+//     (club, set to pass mode session through the admin API) opens its
+//     session, then --share-addrs (8) addresses use its cookie in a closed
+//     loop for --attack-for; stuffing — --stuffing-bare (200) enters of
+//     fresh visitors without a proof and --stuffing-solved (40) with one,
+//     from --stuffing-addrs (3) addresses. It reports per attack the
+//     gateway's answers and the origin's unpassed count, the visitors'
+//     completed, errors, lost and p50/p95 of enter→READY and of the
+//     protected request for both runs, and the server's RSS before, peak
+//     and after from /proc/<--server-pid>/status; the bar: 0 unpassed
+//     protected requests at the origin, every visitor through, p95s within
+//     2× (or 10 ms) of the baseline, RSS peak within --rss-slack (64) MiB of
+//     the baseline's, no tunnel without a 101, the shared session within
+//     --session-burst (60) + --session-rate (10/s) over the window, no bare
+//     enter placed. deploy/attack-beside-surge.sh --gateway N runs it.
+//
 // Common flags: --base (http://127.0.0.1:8080), --admin
 // (http://127.0.0.1:8081, for /metrics and /admin), --admin-token (default
 // $WR_ADMIN_TOKEN), --room (default), --timeout (10s), --out (JSON),
@@ -193,8 +230,8 @@
 // 127.0.0.2, 127.0.0.3, … so that tens of thousands of them do not exhaust
 // one source address's ephemeral ports. With --users-per-addr the crowd
 // uses 127.1.x.y instead, one address per group of users; the attack
-// scenario's attackers use 127.2.x.y and 127.3.0.1: the three ranges never
-// overlap.
+// scenario's attackers use 127.2.x.y and 127.3.0.1, gateway-attack's
+// 127.6.x.y: the ranges never overlap.
 //
 // Every loop is bounded by count and by time and ends by itself. Ctrl-C ends
 // a run early and the report of what was measured is still printed (a
@@ -210,7 +247,8 @@
 // surgereport.go's report; attackreport.go; htmlreport.go the --html page);
 // the attacks one to a file (attack_stuffing.go, attack_storm.go,
 // attack_idle.go, attack_streams.go, attack_bomb.go, attack_crosssite.go,
-// sharing attacker.go). Shared pieces: client.go (HTTP clients, the API and
+// sharing attacker.go); gateway-attack in gatewayattack.go, its visitors,
+// attacks, origin and report in gatewayattack_*.go. Shared pieces: client.go (HTTP clients, the API and
 // admin API), crowd.go (source addresses), streamconn.go (SSE and WebSocket
 // streams), mint.go (access tokens), stats.go (latencies by endpoint and
 // status), surgesample.go (admin API and /metrics sampling),

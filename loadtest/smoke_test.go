@@ -30,8 +30,11 @@ const (
 )
 
 // smokeServer is one running server: its public and management base
-// URLs, and the URLs of its Redis (its own) and database.
-type smokeServer struct{ base, admin, redis, db string }
+// URLs, the URLs of its Redis (its own) and database, and its process id.
+type smokeServer struct {
+	base, admin, redis, db string
+	pid                    int
+}
 
 func startSmokeServer(t *testing.T) smokeServer {
 	t.Helper()
@@ -64,7 +67,7 @@ func startSmokeServerWith(t *testing.T, users int, env map[string]string) smokeS
 	vars["WR_HTTP_ADDR"], vars["WR_ADMIN_ADDR"] = pub, adm
 	vars["REDIS_URL"], vars["DATABASE_URL"] = redisURL, dbURL
 	s := smokeServer{base: "http://" + pub, admin: "http://" + adm, redis: redisURL, db: dbURL}
-	startChild(t, vars, s)
+	s.pid = startChild(t, vars, s)
 	return s
 }
 
