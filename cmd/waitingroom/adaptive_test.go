@@ -87,6 +87,7 @@ func TestAdminRoomMode(t *testing.T) {
 // orders have ended and the first admissions are old enough to tell, a
 // waiting user's poll gives one, and the operator sees what it rests on.
 func TestETAWithheldUntilMeasured(t *testing.T) {
+	longScenario(t)
 	e := newEnv(t)
 	in := e.start(map[string]string{"WR_TARGET_ACTIVE": "2", "WR_ENTRY_TTL": "8s", "WR_ADMIT_INTERVAL": "100ms"})
 	type waiter struct{ user, qt string }
@@ -158,6 +159,7 @@ func limitChanges(ins ...*instance) []limitChange {
 // back. Only directions and bounds of the recorded changes are asserted,
 // and that no window's limit was changed twice (one leader per window).
 func TestAdaptiveLimitFollowsSlowdown(t *testing.T) {
+	longScenario(t)
 	const (
 		window  = 400 * time.Millisecond
 		minL    = 2

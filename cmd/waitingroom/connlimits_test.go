@@ -151,6 +151,7 @@ func (in *instance) refusedBy(reason string) float64 {
 // Streams count as connections: a third address holding 15 streams gets
 // its 16th connection refused, and a slot comes back when one closes.
 func TestPerAddressConnectionCap(t *testing.T) {
+	longScenario(t)
 	e := newEnv(t)
 	in := e.start(map[string]string{"WR_MAX_CONNS": "300", "WR_FIRST_REQUEST_TIMEOUT": "1m", "WR_ADMIT_INTERVAL": "20ms", "WR_TARGET_ACTIVE": "0"})
 	const perAddr = 15
@@ -210,6 +211,7 @@ func TestPerAddressConnectionCap(t *testing.T) {
 // WR_FIRST_REQUEST_TIMEOUT and give their slots back; a keep-alive
 // connection that has been served stays open past it.
 func TestIdleSocketsAreClosed(t *testing.T) {
+	longScenario(t)
 	e := newEnv(t)
 	in := e.start(map[string]string{"WR_FIRST_REQUEST_TIMEOUT": "1s", "WR_MAX_CONNS_PER_IP": "3"})
 	silent := dialFrom(t, in, "127.0.0.5")
@@ -412,6 +414,7 @@ func TestAllowListedAddressIsNotCapped(t *testing.T) {
 // cap gets 429 JSON before the stream starts; other clients behind the
 // same proxy are unaffected; a closed stream gives its slot back.
 func TestTrustedProxyStreamsPerClient(t *testing.T) {
+	longScenario(t)
 	e := newEnv(t)
 	in := e.start(map[string]string{"WR_TRUSTED_PROXIES": "127.0.0.8", "WR_MAX_CONNS_PER_IP": "3", "WR_FIRST_REQUEST_TIMEOUT": "1m"})
 	const proxy, client1, client2 = "127.0.0.8", "198.51.100.7", "198.51.100.8"

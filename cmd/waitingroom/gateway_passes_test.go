@@ -77,6 +77,7 @@ func readyStatus(t *testing.T, in *instance, c *http.Client) map[string]any {
 // every attempt carries the same pass id, so the origin can refuse a
 // second order; a restore does not move the entry window.
 func TestGatewayOncePassRestoredAtMost(t *testing.T) {
+	longScenario(t)
 	o := startOrigin(t)
 	in := gatewayInstance(t, o, nil)
 	c := visitor(t)
@@ -207,6 +208,7 @@ func TestGatewaySessionSharedFromManyAddresses(t *testing.T) {
 // capped; the next one is refused while they last, another session's are
 // not.
 func TestGatewaySessionInFlight(t *testing.T) {
+	longScenario(t)
 	o := startOrigin(t)
 	in := sessionRoom(t, o, map[string]any{"sessionInFlight": 1})
 	a, b := visitor(t), visitor(t)
@@ -308,6 +310,7 @@ func TestGatewayOldSessionAfterReadmission(t *testing.T) {
 // requests all fail does not move an adaptive room's limit, however many
 // it makes; failures seen by several visitors do.
 func TestGatewayOneVisitorCannotSteerAdmission(t *testing.T) {
+	longScenario(t)
 	const window = 300 * time.Millisecond
 	o := startOrigin(t)
 	in := gatewayInstance(t, o, map[string]string{"WR_ADAPTIVE_WINDOW": window.String(), "WR_ADAPTIVE_MIN_SAMPLES": "3",

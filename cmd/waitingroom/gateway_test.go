@@ -225,6 +225,7 @@ func TestGatewayWithoutAPass(t *testing.T) {
 // that fails or times out does not spend it (up to gateway.MaxRestores
 // times: TestGatewayOncePassRestoredAtMost).
 func TestGatewayOncePass(t *testing.T) {
+	longScenario(t)
 	o := startOrigin(t)
 	in := gatewayInstance(t, o, nil)
 	c, d := visitor(t), visitor(t)

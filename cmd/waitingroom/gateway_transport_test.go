@@ -361,6 +361,7 @@ func bigAnswer(framing string, size int64, blocked, done chan<- int64) rawAnswer
 // gateway takes no more than the sockets' buffers and its own small one,
 // and the whole body arrives once the visitor reads.
 func TestGatewayResponseBackPressure(t *testing.T) {
+	longScenario(t)
 	const size = 64 << 20
 	const bound = 32 << 20 // the sockets' buffers on loopback are a few MiB each
 	blocked, done := make(chan int64, 3), make(chan int64, 3)
@@ -557,6 +558,7 @@ func TestGatewayOriginAnswersStrictly(t *testing.T) {
 // (the connection closed, never a complete-looking answer; a small one,
 // read whole before it is sent, is 504).
 func TestGatewayLongDownload(t *testing.T) {
+	longScenario(t)
 	stall := make(chan struct{})
 	raw := startRawOrigin(t, map[string]rawAnswer{
 		"/paced": func(c net.Conn, _ *http.Request) bool {

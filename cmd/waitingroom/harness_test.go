@@ -350,3 +350,13 @@ func waitWithin(t testing.TB, d time.Duration, what string, cond func() bool) {
 }
 
 func user(i int) string { return fmt.Sprintf("user%d", i) }
+
+// longScenario skips, under -short (make test-short), a scenario that
+// takes seconds of timers and waits by design (idle timeouts, admission
+// windows, adaptive steps): make test runs it.
+func longScenario(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: a scenario of several seconds")
+	}
+}

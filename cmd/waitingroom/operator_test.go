@@ -40,6 +40,7 @@ func historyOf(t testing.TB, in *instance, room, query string) (fields []string,
 // answers the same points, a reload (a new request) sees them again, and
 // since returns only the newer ones.
 func TestOperatorHistorySharedByInstances(t *testing.T) {
+	longScenario(t)
 	t.Parallel()
 	e := newEnv(t)
 	a, b := e.start(nil), e.start(nil)
@@ -185,6 +186,7 @@ func TestOperatorAuditBoundsTheBody(t *testing.T) {
 // transport, its 429s by limit, the pool's acquire wait, and per room the
 // longest current wait and the median ETA shown.
 func TestOperatorStats(t *testing.T) {
+	longScenario(t)
 	t.Parallel()
 	e := newEnv(t)
 	in := e.start(limited(map[string]string{"WR_LIMIT_LOGIN_ID": "1/1h:1"}))

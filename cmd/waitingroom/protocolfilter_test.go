@@ -419,6 +419,7 @@ func TestHeaderSize(t *testing.T) {
 // time and the 426 of a WebSocket endpoint asked without an upgrade have
 // their own codes (they said "error").
 func TestTimeoutAndUpgradeCodes(t *testing.T) {
+	longScenario(t)
 	e := newEnv(t)
 	in := e.start(nil)
 	qt := in.enter(user(1), "default").str("queueToken")

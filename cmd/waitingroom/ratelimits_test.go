@@ -266,6 +266,7 @@ func TestCORS(t *testing.T) {
 // allow exempts from rate limits but not from the queue, bypass admits at
 // once and is audited; the lists are shared through Redis by instances.
 func TestAccessLists(t *testing.T) {
+	longScenario(t)
 	e := newEnv(t)
 	vars := limited(map[string]string{"WR_TARGET_ACTIVE": "0", "WR_LIMIT_ENTER_USER": "1/1h:1", "WR_LIMIT_ENTER_IP": "100000/1s"})
 	a, b := e.start(vars), e.start(vars)
@@ -312,6 +313,7 @@ func TestAccessLists(t *testing.T) {
 // limit, the slow-client cut, and the management endpoints absent from the
 // public port.
 func TestHardening(t *testing.T) {
+	longScenario(t)
 	e := newEnv(t)
 	in := e.start(map[string]string{"WR_COOKIE_SECURE": "1"})
 	req, _ := http.NewRequest("POST", in.base+"/api/v1/rooms/default/enter", nil)

@@ -18,6 +18,7 @@ import (
 // admission interval is the harness's minute, so the loop does not
 // recreate the room while the test looks.
 func TestReadyzNeedsConfiguredRooms(t *testing.T) {
+	longScenario(t)
 	e := newEnv(t)
 	in := e.start(map[string]string{"WR_ROOMS": "default,sale"})
 	ready := do(t, "GET", in.admin+"/readyz", "", nil)

@@ -196,6 +196,7 @@ func checkIdle(t *testing.T, what string, d map[string]any, timeoutSeconds float
 // event saying the same. Entering again forgets it; a user who left gets
 // the plain 404.
 func TestIdleReasonIsGiven(t *testing.T) {
+	longScenario(t)
 	e := newEnv(t)
 	in := e.start(map[string]string{"WR_ADMIT_INTERVAL": "20ms", "WR_TARGET_ACTIVE": "0", "WR_IDLE_TIMEOUT": "5s"})
 	q1 := in.enter(user(1), "default").str("queueToken") // never seen again

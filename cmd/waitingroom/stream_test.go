@@ -321,6 +321,7 @@ func TestShutdownWithManyStreams(t *testing.T) {
 // TestClosedSSEClientIsNoticed: a client that goes away is noticed within
 // seconds (not after several heartbeats), and its stream is released.
 func TestClosedSSEClientIsNoticed(t *testing.T) {
+	longScenario(t)
 	e := newEnv(t)
 	in := e.start(map[string]string{"WR_TARGET_ACTIVE": "0"})
 	s := openSSE(t, in, "default", in.enter(user(1), "default").str("queueToken"))
@@ -367,6 +368,7 @@ func TestShutdownIgnoresUnusedConnections(t *testing.T) {
 // holds a stream for WR_IDLE_TIMEOUT is removed and counted; pollers and
 // stream holders stay, and the positions pushed to those behind follow.
 func TestAbandonedUsersLeaveTheQueue(t *testing.T) {
+	longScenario(t)
 	e := newEnv(t)
 	in := e.start(map[string]string{"WR_ADMIT_INTERVAL": "20ms", "WR_TARGET_ACTIVE": "0", "WR_IDLE_TIMEOUT": "5s"})
 	in.enter(user(1), "default") // never seen again
