@@ -136,23 +136,25 @@ func startExpress(t *testing.T) (base string, hits func() []hit) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		stdin.Close()
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	})
-	lines := make(chan string, 1)
+	// The reader ends at the process's exit; Wait only after it (os/exec:
+	// no Wait before the pipe's reads are done).
+	lines, read := make(chan string, 1), make(chan struct{})
 	go func() {
+		defer close(read)
 		line, _ := bufio.NewReader(stdout).ReadString('\n')
 		lines <- line
 		_, _ = io.Copy(io.Discard, stdout)
 	}()
+	t.Cleanup(func() {
+		stdin.Close()
+		select {
+		case <-read:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-read
+		}
+		_ = cmd.Wait()
+	})
 	var ready struct{ Port int }
 	select {
 	case line := <-lines:
