@@ -244,15 +244,7 @@ func (u *Upstream) handshake(ctx *fasthttp.RequestCtx, c *originConn) (*originHe
 		return nil, err
 	}
 	_ = c.SetReadDeadline(time.Now().Add(u.timeout))
-	for {
-		head, err := readHead(c.br, responseHeaderLimit)
-		switch {
-		case err != nil:
-			return nil, err
-		case head.status >= 200 || head.status == fasthttp.StatusSwitchingProtocols:
-			return head, nil
-		}
-	}
+	return finalHead(c.br, true)
 }
 
 // switchReply is the 101 the visitor gets: the origin's end-to-end

@@ -284,14 +284,21 @@ func (u *Upstream) exchange(ctx *fasthttp.RequestCtx, c *originConn, body io.Rea
 		ctx.SetUserValue(bodyReadKey{}, true)
 	}
 	_ = c.SetReadDeadline(time.Now().Add(u.timeout))
+	return finalHead(c.br, false)
+}
+
+// finalHead reads the origin's answer heads up to the final one, skipping
+// 1xx interim answers (100, 103 Early Hints). A 101 is final when the
+// request asked for a switch (upgrade), and malformed when it did not.
+func finalHead(br *bufio.Reader, upgrade bool) (*originHead, error) {
 	for {
-		head, err := readHead(c.br, responseHeaderLimit)
+		head, err := readHead(br, responseHeaderLimit)
 		switch {
 		case err != nil:
 			return nil, err
-		case head.status == fasthttp.StatusSwitchingProtocols:
+		case head.status == fasthttp.StatusSwitchingProtocols && !upgrade:
 			return nil, malformed("101 Switching Protocols to a request that asked for no switch")
-		case head.status >= 200:
+		case head.status >= 200 || head.status == fasthttp.StatusSwitchingProtocols:
 			return head, nil
 		}
 	}
