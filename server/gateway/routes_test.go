@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"testing"
 
@@ -189,6 +190,12 @@ func TestSettingsCheck(t *testing.T) {
 		"ttl":        func(s *Settings) { s.SessionTTL = 0 },
 		"max":        func(s *Settings) { s.SessionMax = s.SessionTTL / 2 },
 		"protect":    func(s *Settings) { s.Protect = []string{"GET nope"} },
+		"rate zero":  func(s *Settings) { s.SessionRate = 0 },
+		"rate NaN":   func(s *Settings) { s.SessionRate = math.NaN() },
+		"rate high":  func(s *Settings) { s.SessionRate = MaxSessionRate + 1 },
+		"burst":      func(s *Settings) { s.SessionBurst = 0 },
+		"burst high": func(s *Settings) { s.SessionBurst = MaxSessionBurst + 1 },
+		"in flight":  func(s *Settings) { s.SessionInFlight = -1 },
 	} {
 		s := Default(18)
 		mut(&s)
