@@ -566,8 +566,7 @@ func TestComposeConfigTool(t *testing.T) {
 		}
 	}
 	if tool == nil {
-		t.Log("no compose v2 here (docker compose, docker-compose): only the parser above checked the files")
-		return
+		t.Skip("no compose v2 here (docker compose, docker-compose): only TestComposeLayout's parser checked the files")
 	}
 	for _, files := range [][]string{{composeBase}, {composeBase, composeGW}} {
 		args := append([]string{}, tool[1:]...)
