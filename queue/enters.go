@@ -13,7 +13,7 @@ import (
 // them, each user still one atomic enter script, run in the order given
 // (so tickets follow that order for users who are new). It is the bulk
 // form the load tool drives to find how many enters one Redis shard takes
-// (BENCHMARKS.md, "Capacity model"); the HTTP path enters one user per
+// (docs/scale.md, the capacity model); the HTTP path enters one user per
 // request and batches concurrent requests itself (package queue/batch).
 //
 // The slice of statuses and the slice of errors are both as long as users:

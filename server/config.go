@@ -18,7 +18,7 @@ import (
 // Config is the server's configuration: its own HTTP settings, then the
 // configuration of each component it builds, in that component's own type.
 // cmd/waitingroom reads it from the environment (the variable of each
-// setting is named in its comment, and in the README's table); a test may
+// setting is named in its comment, and in docs/operations.md's table); a test may
 // fill it directly.
 //
 // The components' option structs carry settings and dependencies alike:

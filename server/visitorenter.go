@@ -33,8 +33,8 @@ import (
 // and needs no new proof: the other three are conditional checks, which
 // the enter script takes only for a user with no place
 // (ratelimit.Check.Conditional). All four are one decision inside the
-// enter script (enterInline): one script per enter. The README says why
-// the numbers are what they are.
+// enter script (enterInline): one script per enter. docs/security.md says
+// why the numbers are what they are.
 
 // The proof of work's rise: a challenge asks for powRiseFrom's doubling
 // count more bits than the room's difficulty — none while the network has

@@ -42,7 +42,7 @@ import (
 const usage = `Usage:
   waitingroom [serve] [--http ADDR] [--admin ADDR]
         run an instance; configuration comes from the environment
-        (WR_*, REDIS_URL, DATABASE_URL: see the README's configuration table)
+        (WR_*, REDIS_URL, DATABASE_URL: see docs/operations.md, Configuration)
   waitingroom seed [--users N] [--password P] [--products M] [--stock S]
         create demo users user1…userN and products 1…M
   waitingroom COMMAND --help
@@ -138,7 +138,7 @@ func isTerminal(f *os.File) bool {
 }
 
 func serve(ctx context.Context, log *slog.Logger, args []string) error {
-	fs := newFlagSet("serve", "serve [--http ADDR] [--admin ADDR]\n\nRuns an instance; configuration comes from the environment (see the README).")
+	fs := newFlagSet("serve", "serve [--http ADDR] [--admin ADDR]\n\nRuns an instance; configuration comes from the environment (see docs/operations.md).")
 	httpAddr := fs.String("http", "", "public address (overrides WR_HTTP_ADDR)")
 	adminAddr := fs.String("admin", "", "management address (overrides WR_ADMIN_ADDR)")
 	if err := parseFlags(fs, args); err != nil {

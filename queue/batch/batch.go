@@ -2,8 +2,8 @@
 // round trips. On this machine the round trip's system calls cost the
 // server and Redis more CPU than a script's own work, so under load a
 // shared round trip is most of what an enter, a status read at the front
-// or a rate-limit decision costs (BENCHMARKS.md, "Enter vs a plain Fiber
-// handler").
+// or a rate-limit decision costs (docs/bench/polls-and-enter.md, "Enter
+// vs a plain Fiber handler").
 //
 // There is no sender goroutine and no timer: a caller that finds fewer
 // than MaxInFlight round trips in flight sends its script alone, at once,

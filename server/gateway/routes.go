@@ -228,8 +228,8 @@ func canonicalRequest(path, raw string) (string, error) {
 	return canonical(p), nil
 }
 
-// canonical is a decoded path as the most lenient origin routes it (the
-// README's table in "Put it in front of your site" says why each step):
+// canonical is a decoded path as the most lenient origin routes it
+// (docs/gateway.md, "Which requests are protected", says why each step):
 // a backslash is a slash; each segment loses its ";params" and its
 // trailing spaces and dots; empty and "." segments are dropped and ".."
 // removes the one before; the result is case-folded, starts with "/" and

@@ -77,7 +77,7 @@ const (
 // of difficulty leading zero bits (package pow's default, or
 // WR_POW_DIFFICULTY; WR_GATEWAY_CHALLENGE=off turns it off), and once
 // passes. Anonymous enters are free to make; the proof is what each costs
-// a bot (the README's "Queue stuffing").
+// a bot (docs/security.md, "Queue stuffing by anonymous visitors").
 func Default(difficulty int) Settings {
 	return Settings{Challenge: ChallengePoW, Difficulty: difficulty, Pass: PassOnce,
 		SessionTTL: 10 * time.Minute, SessionMax: time.Hour,

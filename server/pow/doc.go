@@ -27,8 +27,7 @@
 // page's Content-Security-Policy already allows (worker-src falls back to
 // script-src 'self').
 //
-// Cost, measured on the development machine (2 shared cores; README,
-// "Measured figures"): in headless Chromium (WR_POW_MEASURE=1 go test
+// Cost, measured on the development machine (2 shared cores; BENCHMARKS.md): in headless Chromium (WR_POW_MEASURE=1 go test
 // -count=1 -run TestMeasureWorker -v ./server/pow/) the worker hashed about
 // 2.7 M/s on a quiet machine and crypto.subtle.digest about 0.16 M/s,
 // hence the worker's own SHA-256; under load it hashed far less (0.15 M/s
