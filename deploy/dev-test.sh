@@ -9,16 +9,19 @@
 # Phases, each timed (the times are printed at the end, also on failure):
 #   services  Redis and PostgreSQL from deploy/dev-services.sh (--db postgres:
 #             each test makes a fresh database of its own)
+#   compiler  gcc when missing (go test -race needs cgo)
 #   tools     what the tests need and the machine lacks, installed with
-#             apt-get --no-install-recommends when running as root: chromium
-#             (page tests), prometheus (its promtool checks the alert rules),
-#             gcc (go test -race needs cgo), nodejs and npm (the Express
-#             origin of the gateway's route tests, npm ci from its lock file)
+#             apt-get --no-install-recommends when running as root, in the
+#             background while vet compiles: chromium (page tests),
+#             prometheus (its promtool checks the alert rules), nodejs and
+#             npm (the Express origin of the gateway's route tests, npm ci
+#             from its lock file); its time is the download's, beside vet's
 #   vet (with -race, as the tests build), gofmt, tree (no binary in git
 #             ls-files)
 #   test      go test -race -count=1 ./...; packages run in parallel (go
-#             test's -p, one per core), and each package's binary has its
-#             own -timeout (WR_TEST_TIMEOUT, 20m)
+#             test's -p, one per core), tests marked parallel four at a
+#             time (WR_TEST_PARALLEL), and each package's binary has its own
+#             -timeout (WR_TEST_TIMEOUT, 20m)
 #
 # Any failing phase fails the run: nothing here retries or skips a failure.
 # (A phase runs as `"$@" || rc=$?`, where bash ignores set -e: each phase's
@@ -55,11 +58,17 @@ services() {
 	export WR_TEST_REDIS_URL="$REDIS_URL" WR_TEST_DATABASE_URL="$DATABASE_URL"
 }
 
+# compiler: gcc for go test -race (cgo), before vet builds with -race.
+compiler() {
+	command -v "$($GO env CC)" >/dev/null || install gcc libc6-dev
+}
+
+# tools: what only the tests use; it runs beside vet, which compiles (CPU)
+# while this downloads and unpacks (network and disk).
 tools() {
 	local missing=()
 	[[ -x /usr/bin/chromium ]] || missing+=(chromium)
 	command -v promtool >/dev/null || missing+=(prometheus)
-	command -v "$($GO env CC)" >/dev/null || missing+=(gcc libc6-dev)
 	command -v npm >/dev/null || missing+=(nodejs npm)
 	if ((${#missing[@]})); then install "${missing[@]}" || return; fi
 	# The gateway's route tests run a real Express origin (package-lock.json
@@ -111,16 +120,44 @@ tree() {
 	fi
 }
 
+# tools_beside: tools in the background, its output and time kept for
+# tools_join, which prints them and fails the run if tools failed.
+tools_beside() {
+	tools_dir=$(mktemp -d)
+	(
+		t=$SECONDS rc=0
+		tools >"$tools_dir/out" 2>&1 || rc=$?
+		printf '%-10s %5ds%s\n' tools $((SECONDS - t)) "$( ((rc == 0)) || echo " (failed)") (beside vet)" >"$tools_dir/time"
+		exit "$rc"
+	) &
+	tools_pid=$!
+}
+tools_join() {
+	local rc=0
+	wait "$tools_pid" || rc=$?
+	echo "==> tools (ran beside vet)"
+	cat "$tools_dir/out"
+	times+=("$(cat "$tools_dir/time")")
+	rm -rf "$tools_dir"
+	return "$rc"
+}
+
+# gotest: -parallel lets the long scenarios, which mostly wait on timers,
+# run beside each other (cmd/waitingroom's longScenario); the browser
+# tests keep two slots of their own whatever -parallel is.
 gotest() {
 	if ((short)); then
 		$GO test -short -count=1 -timeout 5m ./...
 	else
-		$GO test -race -count=1 -timeout "${WR_TEST_TIMEOUT:-20m}" ./...
+		$GO test -race -count=1 -parallel "${WR_TEST_PARALLEL:-4}" -timeout "${WR_TEST_TIMEOUT:-20m}" ./...
 	fi
 }
 
 phase services services
-((short)) || phase tools tools
+if ((!short)); then
+	phase compiler compiler
+	tools_beside
+fi
 # vet builds with the tests' flags: under -race the compiled packages it
 # type-checks against are the ones go test then reuses (a fresh machine
 # compiled every dependency twice, 4 of its 16 minutes).
@@ -131,4 +168,5 @@ else
 fi
 phase gofmt format
 phase tree tree
+((short)) || tools_join
 phase test gotest

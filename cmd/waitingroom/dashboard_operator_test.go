@@ -151,9 +151,13 @@ func TestDashboardConfirmations(t *testing.T) {
 	if id := eval[string](p, `document.activeElement.id`); id != "pause-btn" {
 		t.Errorf("after Escape the focus is on #%s, want #pause-btn", id)
 	}
+	// Each key waits for the page to have handled the one before: a key
+	// sent while the dialog is still taking the focus lands elsewhere.
 	p.do("pause by keyboard, confirmed", chromedp.KeyEvent("\r"))
-	p.waitJS("the dialog", dialogOpen)
-	p.do("tab to confirm", chromedp.KeyEvent(kb.Tab), chromedp.KeyEvent("\r"))
+	p.waitJS("the dialog, Cancel focused", dialogOpen+` && document.activeElement.id === 'confirm-cancel'`)
+	p.do("tab to confirm", chromedp.KeyEvent(kb.Tab))
+	p.waitJS("Confirm focused", `document.activeElement.id === 'confirm-ok'`)
+	p.do("confirm", chromedp.KeyEvent("\r"))
 	waitFor(t, "paused", func() bool { return in.adminRoom("default").body["paused"] == true })
 	p.waitJS("paused shown", textOf("pause-state")+` === 'Paused' && `+textOf("control-msg")+` === 'Saved default: paused = true.'`)
 	p.click("#pause-btn") // resuming does not ask

@@ -351,12 +351,17 @@ func waitWithin(t testing.TB, d time.Duration, what string, cond func() bool) {
 
 func user(i int) string { return fmt.Sprintf("user%d", i) }
 
-// longScenario skips, under -short (make test-short), a scenario that
-// takes seconds of timers and waits by design (idle timeouts, admission
-// windows, adaptive steps): make test runs it.
+// longScenario marks a scenario that takes seconds of timers and waits by
+// design (idle timeouts, admission windows, adaptive steps): -short (make
+// test-short) skips it, and make test runs it in parallel with the other
+// long ones, since it mostly waits. Each owns its Redis prefix, its database
+// and its servers (newEnv), so they share nothing but the CPU; one that must
+// not run beside others (process-wide state: t.Setenv, signals, limits)
+// does not call this.
 func longScenario(t *testing.T) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("-short: a scenario of several seconds")
 	}
+	t.Parallel()
 }

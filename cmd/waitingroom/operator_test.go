@@ -41,7 +41,6 @@ func historyOf(t testing.TB, in *instance, room, query string) (fields []string,
 // since returns only the newer ones.
 func TestOperatorHistorySharedByInstances(t *testing.T) {
 	longScenario(t)
-	t.Parallel()
 	e := newEnv(t)
 	a, b := e.start(nil), e.start(nil)
 	for i := 1; i <= 3; i++ {
@@ -187,7 +186,6 @@ func TestOperatorAuditBoundsTheBody(t *testing.T) {
 // longest current wait and the median ETA shown.
 func TestOperatorStats(t *testing.T) {
 	longScenario(t)
-	t.Parallel()
 	e := newEnv(t)
 	in := e.start(limited(map[string]string{"WR_LIMIT_LOGIN_ID": "1/1h:1"}))
 	for range 3 {

@@ -48,6 +48,7 @@ func newBrowser(t *testing.T, extraFlags ...string) *browser {
 	if _, err := os.Stat(chromiumPath); err != nil {
 		t.Fatalf("browser tests need Chromium at %s (%v): run `make test`, which installs it, or `apt-get install chromium`", chromiumPath, err)
 	}
+	holdBrowserSlot(t)
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(chromiumPath),
 		chromedp.Headless,
@@ -81,6 +82,35 @@ func newBrowser(t *testing.T, extraFlags ...string) *browser {
 	})
 	t.Cleanup(b.stop)
 	return b
+}
+
+// browserSlots bounds the tests that drive a browser at once: Chromium and
+// the server under -race are CPU-bound, and make test runs the long
+// scenarios in parallel beside them (go test -parallel); two browsers at a
+// time, as with the default -parallel on this project's 2-core machine.
+var browserSlots = struct {
+	sync.Mutex
+	held map[*testing.T]bool
+	ch   chan struct{}
+}{held: map[*testing.T]bool{}, ch: make(chan struct{}, 2)}
+
+// holdBrowserSlot takes a slot for t until it ends; a test opening a second
+// browser keeps its one slot (two per test could deadlock two such tests).
+func holdBrowserSlot(t *testing.T) {
+	browserSlots.Lock()
+	held := browserSlots.held[t]
+	browserSlots.held[t] = true
+	browserSlots.Unlock()
+	if held {
+		return
+	}
+	browserSlots.ch <- struct{}{}
+	t.Cleanup(func() {
+		browserSlots.Lock()
+		delete(browserSlots.held, t)
+		browserSlots.Unlock()
+		<-browserSlots.ch
+	})
 }
 
 // page is one tab on the server in.
@@ -196,7 +226,8 @@ func (p *page) state() string {
 		const v = (id) => { const e = document.getElementById(id); return e ? e.textContent.trim() : '-'; };
 		const shown = [...document.querySelectorAll('main > section')].filter((e) => !e.hidden).map((e) => e.id);
 		return 'url=' + location.href + ' screens=' + shown.join(',') + ' message=' + v('message') +
-			' position=' + v('position') + ' tier=' + v('tier') + ' ended=' + v('ended-text');
+			' position=' + v('position') + ' tier=' + v('tier') + ' ended=' + v('ended-text') +
+			' control=' + v('control-msg') + ' focus=' + (document.activeElement ? document.activeElement.id : '-');
 	})()`))
 	if err != nil {
 		s = "(page state unavailable: " + err.Error() + ")"
