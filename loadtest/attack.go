@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"waitingroom/loadtest/internal/measure"
 )
 
 // attackNames are the attacks --attacks chooses from.
@@ -183,8 +185,6 @@ type attackRun struct {
 	bcrypt   float64 // Δ waitingroom_bcrypt_seconds_count over the run
 }
 
-const metricBcrypt = "waitingroom_bcrypt_seconds_count"
-
 // side is the surge's sideFunc: it starts the attacks with the run's clock
 // and its stop waits for them (each is bounded by count and time; the
 // floods end after their checks), has the attackers leave the queue, and
@@ -207,7 +207,7 @@ func (ar *attackRun) side(run context.Context, start time.Time) func() {
 // either read fails).
 func (ar *attackRun) countBcrypt(run context.Context) (stop func()) {
 	adm := ar.s.adm
-	b0, errText := scrapeNames(run, adm, metricBcrypt)
+	b0, errText := scrapeNames(run, adm, measure.MetricBcrypt)
 	bcryptOK := errText == ""
 	return func() {
 		if !bcryptOK {
@@ -215,8 +215,8 @@ func (ar *attackRun) countBcrypt(run context.Context) (stop func()) {
 		}
 		mctx, cancel := context.WithTimeout(context.WithoutCancel(run), 10*time.Second)
 		defer cancel()
-		if b1, errText := scrapeNames(mctx, adm, metricBcrypt); errText == "" {
-			ar.bcrypt = b1[metricBcrypt] - b0[metricBcrypt]
+		if b1, errText := scrapeNames(mctx, adm, measure.MetricBcrypt); errText == "" {
+			ar.bcrypt = b1[measure.MetricBcrypt] - b0[measure.MetricBcrypt]
 		}
 	}
 }
@@ -242,7 +242,7 @@ type attacks struct {
 func (ar *attackRun) launch(run context.Context, start time.Time) *attacks {
 	o, ac, cfg, rep := ar.o, ar.ac, ar.cfg, ar.out
 	x := &attacks{ar: ar, run: run, reqCtx: context.WithoutCancel(run), floodChecked: make(chan struct{}),
-		a: &attacker{base: o.base, admin: o.admin, adminToken: o.adminToken, room: o.room, timeout: o.timeout, rec: NewRecorder()}}
+		a: &attacker{base: o.base, admin: o.admin, adminToken: o.adminToken, room: o.room, timeout: o.timeout, rec: measure.NewRecorder()}}
 	x.holds, x.endHolds = context.WithCancel(run)
 	a := x.a
 	if ac.on["stuffing"] {

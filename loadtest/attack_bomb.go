@@ -8,16 +8,18 @@ import (
 	"net/url"
 	"sync"
 	"time"
+
+	"waitingroom/loadtest/internal/measure"
 )
 
 // bombResult is what the decompression bombs achieved.
 type bombResult struct {
-	Bombs      int                `json:"bombs"`
-	BodyBytes  int                `json:"bodyBytes"`
-	InflateMiB int                `json:"inflatesToMiB"`
-	Codes      map[string]Summary `json:"answers"` // by target: login, orders, admin
-	RSSBefore  float64            `json:"serverRssBeforeMiB"`
-	RSSAfter   float64            `json:"serverRssAfterMiB"` // after the last bomb was answered
+	Bombs      int                        `json:"bombs"`
+	BodyBytes  int                        `json:"bodyBytes"`
+	InflateMiB int                        `json:"inflatesToMiB"`
+	Codes      map[string]measure.Summary `json:"answers"` // by target: login, orders, admin
+	RSSBefore  float64                    `json:"serverRssBeforeMiB"`
+	RSSAfter   float64                    `json:"serverRssAfterMiB"` // after the last bomb was answered
 }
 
 // bombTargets are the endpoints the bombs go to, in turn.
@@ -63,7 +65,7 @@ func bombBody(mib int) ([]byte, error) {
 // qtok) and the admin API (with the admin token: what a stolen token or
 // an insider could send), in turn, each with Content-Encoding: gzip, gzip.
 func (a *attacker) bombs(ctx context.Context, adm *admin, n, mib int, d time.Duration, qtok string) *bombResult {
-	res := &bombResult{Bombs: n, InflateMiB: mib, Codes: map[string]Summary{}}
+	res := &bombResult{Bombs: n, InflateMiB: mib, Codes: map[string]measure.Summary{}}
 	body, err := bombBody(mib)
 	if err != nil {
 		return res
@@ -112,5 +114,5 @@ func serverRSS(ctx context.Context, adm *admin) float64 {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	m, _ := scrapeMetrics(ctx, adm)
-	return m[metricRSS] / (1 << 20)
+	return m[measure.MetricRSS] / (1 << 20)
 }

@@ -9,16 +9,18 @@ import (
 	"time"
 
 	"github.com/fasthttp/websocket"
+
+	"waitingroom/loadtest/internal/measure"
 )
 
 // crossSiteResult is what the cross-site requests achieved.
 type crossSiteResult struct {
-	Attempts     int     `json:"attempts"` // of each kind
-	Cookie       string  `json:"cookie"`
-	Leave        Summary `json:"leaveAnswers"`     // form POST leave, cookie only
-	WS           Summary `json:"websocketAnswers"` // handshake; 101: upgraded
-	WSLeaked     int     `json:"websocketFramesWithEntryToken"`
-	WSFirstFrame int     `json:"websocketFirstFrames"`
+	Attempts     int             `json:"attempts"` // of each kind
+	Cookie       string          `json:"cookie"`
+	Leave        measure.Summary `json:"leaveAnswers"`     // form POST leave, cookie only
+	WS           measure.Summary `json:"websocketAnswers"` // handshake; 101: upgraded
+	WSLeaked     int             `json:"websocketFramesWithEntryToken"`
+	WSFirstFrame int             `json:"websocketFirstFrames"`
 	// PlaceKept: the victim's position afterwards (with its Bearer token):
 	// 200 means the place survived; 404 that a forged leave took it.
 	PlaceCode    int    `json:"victimPositionStatus"`
@@ -67,7 +69,7 @@ func (a *attacker) crossSite(ctx context.Context, access string, n int) *crossSi
 		case resp != nil:
 			a.rec.Record("csrf-ws", resp.StatusCode, time.Since(start))
 		case ctx.Err() == nil:
-			a.rec.Record("csrf-ws", codeError, time.Since(start))
+			a.rec.Record("csrf-ws", measure.NoResponse, time.Since(start))
 		}
 	}
 	for i := 0; i < n && ctx.Err() == nil; i++ {

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"waitingroom/loadtest/internal/measure"
 )
 
 // idleFloodResult is what the idle-socket flood achieved.
@@ -74,7 +76,7 @@ func (a *attacker) idleFlood(ctx context.Context, n int, deadline time.Duration)
 	if len(f.lives) > 0 {
 		l := slices.Clone(f.lives)
 		slices.Sort(l)
-		res.MedianLifeSeconds, res.MaxLifeSeconds = Percentile(l, 50).Seconds(), Percentile(l, 100).Seconds()
+		res.MedianLifeSeconds, res.MaxLifeSeconds = measure.Percentile(l, 50).Seconds(), measure.Percentile(l, 100).Seconds()
 	}
 	return res
 }

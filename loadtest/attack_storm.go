@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"waitingroom/loadtest/internal/measure"
 )
 
 // stormResult is what the refresh storm achieved.
@@ -14,11 +16,11 @@ type stormResult struct {
 	// Ready is how many 200s said READY: a READY status asks for no
 	// pause (pollAfterMs 0), so the server's poll limit, paced by it,
 	// does not apply to them.
-	Ready        int     `json:"readyAnswers"`
-	Seconds      float64 `json:"seconds"`
-	Codes        Summary `json:"answers"`
-	PerSecond    float64 `json:"requestsPerSecond"`
-	EnterFailure string  `json:"enterFailure,omitempty"`
+	Ready        int             `json:"readyAnswers"`
+	Seconds      float64         `json:"seconds"`
+	Codes        measure.Summary `json:"answers"`
+	PerSecond    float64         `json:"requestsPerSecond"`
+	EnterFailure string          `json:"enterFailure,omitempty"`
 }
 
 // storm makes each queue token poll its position in a closed loop, as fast

@@ -7,13 +7,15 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"waitingroom/loadtest/internal/measure"
 )
 
 // streamFloodResult is what the stream flood achieved.
 type streamFloodResult struct {
-	Attempts int     `json:"attempts"`
-	Codes    Summary `json:"answers"` // 200: a stream opened
-	MaxOpen  int64   `json:"maxOpen"`
+	Attempts int             `json:"attempts"`
+	Codes    measure.Summary `json:"answers"` // 200: a stream opened
+	MaxOpen  int64           `json:"maxOpen"`
 	// OpenAfterSettle is how many of the user's streams were still open
 	// 2 s after the last attempt: the per-user cap should hold it.
 	OpenAfterSettle int            `json:"openAfterSettle"`
@@ -55,7 +57,7 @@ func (a *attacker) streamFlood(ctx context.Context, qtok string, n int, idle tim
 			continue
 		case err != nil:
 			if ctx.Err() == nil {
-				a.rec.Record("stream-flood", codeError, time.Since(start))
+				a.rec.Record("stream-flood", measure.NoResponse, time.Since(start))
 			}
 			continue
 		}

@@ -6,16 +6,18 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+
+	"waitingroom/loadtest/internal/measure"
 )
 
 // stuffingResult is what the credential-stuffing burst achieved.
 type stuffingResult struct {
-	Attempts  int     `json:"attempts"`
-	Addrs     int     `json:"sourceAddresses"`
-	LoginIDs  int     `json:"loginIds"`
-	Owner     string  `json:"attackedAccount"`
-	OwnerHits int     `json:"attemptsOnAttackedAccount"`
-	Codes     Summary `json:"answers"`
+	Attempts  int             `json:"attempts"`
+	Addrs     int             `json:"sourceAddresses"`
+	LoginIDs  int             `json:"loginIds"`
+	Owner     string          `json:"attackedAccount"`
+	OwnerHits int             `json:"attemptsOnAttackedAccount"`
+	Codes     measure.Summary `json:"answers"`
 	// OwnerCode is the owner's own login, the right password from a fresh
 	// address, right after the burst: it must be 200.
 	OwnerCode int `json:"ownerLoginStatus"`

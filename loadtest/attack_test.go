@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"waitingroom/loadtest/internal/measure"
 )
 
 // TestSmokeAttack is the attack scenario in small: 300 users from 75
@@ -150,21 +152,21 @@ func TestAttackFlags(t *testing.T) {
 // TestAttackChecks feeds the report hand-made figures: the legitimate
 // users' bar against the baseline, and each attack's verdict.
 func TestAttackChecks(t *testing.T) {
-	sum := func(codes map[int]int) Summary {
+	sum := func(codes map[int]int) measure.Summary {
 		n := 0
 		for _, k := range codes {
 			n += k
 		}
-		return Summary{Count: n, Codes: codes}
+		return measure.Summary{Count: n, Codes: codes}
 	}
-	base := &surgeReport{Entered: 10, Admissions: 10, EnterLatency: latency{Count: 10, P99: 10 * time.Millisecond}, ServerRSSMax: 100}
+	base := &surgeReport{Entered: 10, Admissions: 10, EnterLatency: measure.Latency{Count: 10, P99: 10 * time.Millisecond}, ServerRSSMax: 100}
 	good := &attackReport{RSSSlackMiB: 64, MaxStreams: 3, Baseline: base,
-		Attack:      &surgeReport{Entered: 10, Admissions: 10, EnterLatency: latency{Count: 10, P99: 20 * time.Millisecond}, ServerRSSMax: 160},
+		Attack:      &surgeReport{Entered: 10, Admissions: 10, EnterLatency: measure.Latency{Count: 10, P99: 20 * time.Millisecond}, ServerRSSMax: 160},
 		Stuffing:    &stuffingResult{Attempts: 100, Owner: "user11", OwnerCode: 200, Codes: sum(map[int]int{401: 30, 429: 70})},
 		Storm:       &stormResult{Tokens: 2, Codes: sum(map[int]int{200: 10, 429: 900})},
 		IdleFlood:   &idleFloodResult{Connected: 150, Refused503: 50},
 		StreamFlood: &streamFloodResult{Attempts: 12, OpenAfterSettle: 3, Codes: sum(map[int]int{200: 10, 429: 2})},
-		Bombs:       &bombResult{Codes: map[string]Summary{"login": sum(map[int]int{415: 1}), "orders": sum(map[int]int{415: 1}), "admin": sum(map[int]int{413: 1})}},
+		Bombs:       &bombResult{Codes: map[string]measure.Summary{"login": sum(map[int]int{415: 1}), "orders": sum(map[int]int{415: 1}), "admin": sum(map[int]int{413: 1})}},
 		CrossSite:   &crossSiteResult{Leave: sum(map[int]int{403: 2}), WS: sum(map[int]int{403: 2}), PlaceCode: 200},
 	}
 	for _, c := range good.checks() {
@@ -174,11 +176,11 @@ func TestAttackChecks(t *testing.T) {
 	}
 	// The holes of the server before issue 12, each a failure.
 	bad := *good
-	bad.Attack = &surgeReport{Entered: 10, Admissions: 10, Lost: 1, EnterLatency: latency{Count: 10, P99: 21 * time.Millisecond}, ServerRSSMax: 1100}
+	bad.Attack = &surgeReport{Entered: 10, Admissions: 10, Lost: 1, EnterLatency: measure.Latency{Count: 10, P99: 21 * time.Millisecond}, ServerRSSMax: 1100}
 	bad.Stuffing = &stuffingResult{Attempts: 100, OwnerCode: 429, Codes: sum(map[int]int{401: 30, 429: 70})}
 	bad.IdleFlood = &idleFloodResult{Connected: 150, HeldPastDeadline: 150}
 	bad.StreamFlood = &streamFloodResult{OpenAfterSettle: 10, Codes: sum(map[int]int{200: 10})}
-	bad.Bombs = &bombResult{Codes: map[string]Summary{"login": sum(map[int]int{400: 1}), "orders": sum(map[int]int{415: 1})}}
+	bad.Bombs = &bombResult{Codes: map[string]measure.Summary{"login": sum(map[int]int{400: 1}), "orders": sum(map[int]int{415: 1})}}
 	bad.CrossSite = &crossSiteResult{Leave: sum(map[int]int{204: 1, 401: 1}), WS: sum(map[int]int{101: 2}), PlaceCode: 404}
 	failed := map[string]bool{}
 	for _, c := range bad.checks() {

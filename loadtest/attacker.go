@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/http"
 	"time"
+
+	"waitingroom/loadtest/internal/measure"
 )
 
 // The attacks of the attack scenario. Each runs from source addresses of
@@ -37,7 +39,7 @@ const evilOrigin = "https://evil.example"
 type attacker struct {
 	base, admin, adminToken, room string
 	timeout                       time.Duration
-	rec                           *Recorder // every attack request, by attack
+	rec                           *measure.Recorder // every attack request, by attack
 }
 
 // client returns an API client whose connections all come from src.
@@ -82,7 +84,7 @@ func (a *attacker) send(cl *api, name string, req *http.Request) {
 	resp, err := cl.hc.Do(req)
 	if err != nil {
 		if req.Context().Err() == nil {
-			a.rec.Record(name, codeError, time.Since(start))
+			a.rec.Record(name, measure.NoResponse, time.Since(start))
 		}
 		return
 	}

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"waitingroom/loadtest/internal/measure"
 )
 
 // attackReport is what the attack scenario measured: the surge without and
@@ -64,7 +66,7 @@ func (r *attackReport) finish() { r.Checks = r.checks() }
 
 // refusedBy says whether every answer of s was one of codes (and there
 // was at least one).
-func refusedBy(s Summary, codes ...int) bool {
+func refusedBy(s measure.Summary, codes ...int) bool {
 	if s.Count == 0 {
 		return false
 	}
@@ -77,10 +79,10 @@ func refusedBy(s Summary, codes ...int) bool {
 }
 
 // serverErrors counts answers 5xx or none in s.
-func serverErrors(s Summary) int {
+func serverErrors(s measure.Summary) int {
 	n := 0
 	for c, k := range s.Codes {
-		if c == codeError || c >= 500 {
+		if c == measure.NoResponse || c >= 500 {
 			n += k
 		}
 	}
@@ -163,7 +165,7 @@ func (r *attackReport) checks() []check {
 }
 
 func codeName(c int) string {
-	if c == codeError {
+	if c == measure.NoResponse {
 		return "no answer"
 	}
 	return fmt.Sprintf("%d", c)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"waitingroom/loadtest/internal/measure"
 	"waitingroom/queue"
 )
 
@@ -126,7 +127,7 @@ type ceilingRun struct {
 	cfg    ceilingConfig
 	rdb    *redis.Client
 	q      *queue.Queue
-	rs     *redisStats
+	rs     *measure.RedisStats
 	prefix string
 }
 
@@ -147,7 +148,7 @@ func runCeiling(ctx context.Context, o *options, args []string) (report, error) 
 	}
 	var salt [4]byte
 	_, _ = rand.Read(salt[:])
-	r := &ceilingRun{cfg: cfg, rdb: rdb, rs: &redisStats{rdb: rdb}, prefix: "cap" + hex.EncodeToString(salt[:]) + ":"}
+	r := &ceilingRun{cfg: cfg, rdb: rdb, rs: &measure.RedisStats{Client: rdb}, prefix: "cap" + hex.EncodeToString(salt[:]) + ":"}
 	r.q = queue.New(rdb, queue.Options{Prefix: r.prefix, IdleTimeout: cfg.idle})
 	defer r.cleanup(context.WithoutCancel(ctx))
 	rep := &ceilingReport{Scenario: "ceiling", Redis: opt.Addr, Pipeline: cfg.pipeline}
@@ -209,7 +210,7 @@ func (r *ceilingRun) ceiling(ctx context.Context, rep *ceilingReport) error {
 // step drives k connections of pipelined fresh enters into room for the
 // step's duration.
 func (r *ceilingRun) step(ctx context.Context, room string, k int) (ceilingStep, error) {
-	before, err := r.rs.read(ctx)
+	before, err := r.rs.Read(ctx)
 	if err != nil {
 		return ceilingStep{}, err
 	}
@@ -241,7 +242,7 @@ func (r *ceilingRun) step(ctx context.Context, room string, k int) (ceilingStep,
 	}
 	wg.Wait()
 	secs := time.Since(start).Seconds()
-	after, err := r.rs.read(ctx)
+	after, err := r.rs.Read(ctx)
 	if err != nil {
 		return ceilingStep{}, err
 	}

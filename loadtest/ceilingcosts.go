@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"waitingroom/loadtest/internal/measure"
 	"waitingroom/queue"
 	"waitingroom/server/ratelimit"
 )
@@ -29,9 +30,9 @@ type unitCost struct {
 	CPU float64 `json:"cpuUs"`
 	// Exec is commandstats usec per operation of the kind's own command
 	// (the script, or the plain command): the execution alone.
-	Exec      float64    `json:"execUs"`
-	Commands  float64    `json:"commandsPerOp"` // INFO excluded
-	ByCommand []cmdCalls `json:"byCommand"`     // per operation, scripts' own calls included
+	Exec      float64                `json:"execUs"`
+	Commands  float64                `json:"commandsPerOp"` // INFO excluded
+	ByCommand []measure.CommandCalls `json:"byCommand"`     // per operation, scripts' own calls included
 	// Derived rows (admission per user, PUBLISH per instance) are worked
 	// out from two measured rows and carry no command counts.
 	Derived bool `json:"derived,omitempty"`
@@ -97,19 +98,19 @@ func (r *ceilingRun) measure(ctx context.Context, k costKind) (unitCost, error) 
 		}
 	}
 	defer teardown()
-	before, err := r.rs.read(ctx)
+	before, err := r.rs.Read(ctx)
 	if err != nil {
 		return unitCost{}, err
 	}
 	if err := k.run(ctx); err != nil {
 		return unitCost{}, err
 	}
-	after, err := r.rs.read(ctx)
+	after, err := r.rs.Read(ctx)
 	if err != nil {
 		return unitCost{}, err
 	}
 	after.ByCommand["info"]-- // the first read itself
-	c := costBetween(before, after, k.ops, 12)
+	c := measure.RedisCostBetween(before, after, k.ops, 12)
 	u := unitCost{Kind: k.kind, Per: k.per, Ops: k.ops, Depth: k.depth, CPU: c.CPUPerReqMicros, Commands: c.CommandsPerReq - 1/float64(k.ops),
 		Exec: float64(after.Usec[k.cmd]-before.Usec[k.cmd]) / float64(k.ops)}
 	for _, cc := range c.TopCommands {

@@ -27,7 +27,7 @@ func (r *ceilingRun) fillRoom(ctx context.Context) (*fillResult, error) {
 		return nil, err
 	}
 	defer r.dropRoom(context.WithoutCancel(ctx), room)
-	before, err := r.rs.read(ctx)
+	before, err := r.rs.Read(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -38,7 +38,7 @@ func (r *ceilingRun) fillRoom(ctx context.Context) (*fillResult, error) {
 		return nil, err
 	}
 	f := &fillResult{Users: len(users), IDBytes: len(users[0]), Seconds: time.Since(start).Seconds(), Keys: map[string]int64{}}
-	after, err := r.rs.read(ctx)
+	after, err := r.rs.Read(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"waitingroom/loadtest/internal/measure"
 )
 
 func (r *ceilingReport) print(w io.Writer) {
@@ -55,7 +57,7 @@ func (r *ceilingReport) printCosts(w io.Writer) {
 	tw.Flush()
 }
 
-func byCommandString(cs []cmdCalls) string {
+func byCommandString(cs []measure.CommandCalls) string {
 	parts := make([]string, 0, len(cs))
 	for _, c := range cs {
 		parts = append(parts, fmt.Sprintf("%s %.2f", c.Name, c.PerReq))

@@ -11,6 +11,8 @@ import (
 	"net/url"
 	"sync/atomic"
 	"time"
+
+	"waitingroom/loadtest/internal/measure"
 )
 
 // sourceAddrs is how many loopback source addresses (127.0.0.2 onward) the
@@ -101,7 +103,7 @@ type queueStatus struct {
 type api struct {
 	base, room string
 	hc         *http.Client
-	rec        *Recorder
+	rec        *measure.Recorder
 }
 
 func (a *api) login(ctx context.Context, user, password string) (string, int, error) {
@@ -167,9 +169,9 @@ func (a *api) call(ctx context.Context, endpoint, method, path, bearer string, b
 	resp, err := a.hc.Do(req)
 	if err != nil {
 		if ctx.Err() == nil {
-			a.rec.Record(endpoint, codeError, time.Since(start))
+			a.rec.Record(endpoint, measure.NoResponse, time.Since(start))
 		}
-		return codeError, err
+		return measure.NoResponse, err
 	}
 	defer resp.Body.Close()
 	var derr error
@@ -178,7 +180,7 @@ func (a *api) call(ctx context.Context, endpoint, method, path, bearer string, b
 	}
 	_, rerr := io.Copy(io.Discard, resp.Body) // drain, so the connection is reused
 	if ctx.Err() != nil && (derr != nil || rerr != nil) {
-		return codeError, ctx.Err()
+		return measure.NoResponse, ctx.Err()
 	}
 	a.rec.Record(endpoint, resp.StatusCode, time.Since(start))
 	if derr != nil {

@@ -5,6 +5,8 @@ import (
 	"net"
 	"net/url"
 	"time"
+
+	"waitingroom/loadtest/internal/measure"
 )
 
 // maxCrowdAddrs is how many source addresses a crowd can spread over:
@@ -38,7 +40,7 @@ func legitAddr(g int) net.IP { return net.IPv4(127, 1, byte(g/254), byte(g%254+1
 
 // newCrowd builds the clients of n users, perAddr to an address (0: all
 // share one client); every request is recorded in rec.
-func newCrowd(base, room string, timeout, idle time.Duration, n, perAddr int, rec *Recorder) (*crowd, error) {
+func newCrowd(base, room string, timeout, idle time.Duration, n, perAddr int, rec *measure.Recorder) (*crowd, error) {
 	shared := map[string]*streamDialer{}
 	for _, t := range []string{"sse", "ws"} {
 		d, err := newStreamDialer(t, base, room, timeout, idle)

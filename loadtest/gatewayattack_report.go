@@ -7,6 +7,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"waitingroom/loadtest/internal/measure"
 )
 
 // gwReport is what the gateway-attack scenario measured.
@@ -105,7 +107,7 @@ const latencyFloor = 10 * time.Millisecond
 
 // within2 says whether a's p95 is within twice b's, or within latencyFloor
 // of it (both measured).
-func within2(a, b Summary) bool {
+func within2(a, b measure.Summary) bool {
 	return a.Count > 0 && b.Count > 0 && (a.P95 <= 2*b.P95 || a.P95 <= b.P95+latencyFloor)
 }
 

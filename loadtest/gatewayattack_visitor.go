@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"waitingroom/loadtest/internal/measure"
 	"waitingroom/server/pow"
 )
 
@@ -150,13 +151,13 @@ func (v *gwVisitor) awaitReady(ctx context.Context, st queueStatus) error {
 
 // gwLegit is what the legitimate visitors of one run did.
 type gwLegit struct {
-	Visitors   int      `json:"visitors"`
-	Completed  int      `json:"completed"` // protected request answered 2xx
-	Errors     int      `json:"errors"`    // a final answer other than 2xx, or none
-	Lost       int      `json:"lost"`      // never READY within the run's bound
-	EnterReady Summary  `json:"enterToReady"`
-	Protected  Summary  `json:"protected"`
-	Failures   []string `json:"failures,omitempty"` // the first few, why
+	Visitors   int             `json:"visitors"`
+	Completed  int             `json:"completed"` // protected request answered 2xx
+	Errors     int             `json:"errors"`    // a final answer other than 2xx, or none
+	Lost       int             `json:"lost"`      // never READY within the run's bound
+	EnterReady measure.Summary `json:"enterToReady"`
+	Protected  measure.Summary `json:"protected"`
+	Failures   []string        `json:"failures,omitempty"` // the first few, why
 }
 
 // gwLegitAddr is the g-th legitimate address: 127.1.x.y, each of the
@@ -168,7 +169,7 @@ func gwLegitAddr(g int) net.IP { return net.IPv4(127, 1, byte(1+g%250), byte(1+g
 // address starting at the addrFrom-th; each is bounded by bound.
 func runLegit(ctx context.Context, base, room, protected string, n, perAddr, addrFrom int, over, bound, timeout time.Duration) *gwLegit {
 	res := &gwLegit{Visitors: n}
-	rec := NewRecorder()
+	rec := measure.NewRecorder()
 	var mu sync.Mutex
 	fail := func(lost bool, why string) {
 		mu.Lock()

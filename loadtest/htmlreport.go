@@ -8,6 +8,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"waitingroom/loadtest/internal/measure"
 )
 
 // htmlReport is a report with its own HTML page; any other report is
@@ -333,7 +335,7 @@ func (r *surgeReport) tables() []table {
 		Footer: "Every attempt, retries of 429/503 included; 0 = no response."}
 	for _, e := range []struct {
 		name string
-		s    Summary
+		s    measure.Summary
 	}{{"enter", r.Enter}, {"position", r.Position}, {"orders", r.Orders}} {
 		req.Body = append(req.Body, []string{e.name, commas(e.s.Count), e.s.CodesString(),
 			fmt.Sprintf("%.1f", msf(e.s.P50)), fmt.Sprintf("%.1f", msf(e.s.P90)), fmt.Sprintf("%.1f", msf(e.s.P99)), fmt.Sprintf("%.1f", msf(e.s.Max))})
@@ -341,7 +343,7 @@ func (r *surgeReport) tables() []table {
 	lat := table{Title: "Latency distributions", Head: []string{"what", "samples", "p50 ms", "p90 ms", "p99 ms", "max ms"}}
 	for _, e := range []struct {
 		name string
-		l    latency
+		l    measure.Latency
 	}{{"enter (successful)", r.EnterLatency}, {"fan-out lag, all", r.Lag}, {"fan-out lag, SSE", r.LagSSE}, {"fan-out lag, WebSocket", r.LagWS}} {
 		lat.Body = append(lat.Body, []string{e.name, commas(e.l.Count),
 			fmt.Sprintf("%.1f", msf(e.l.P50)), fmt.Sprintf("%.1f", msf(e.l.P90)), fmt.Sprintf("%.1f", msf(e.l.P99)), fmt.Sprintf("%.1f", msf(e.l.Max))})

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"sync"
 	"time"
+	"waitingroom/loadtest/internal/measure"
 )
 
 // maxRequests caps one closed-loop worker's requests in one phase, so the
@@ -58,9 +59,9 @@ type phase struct {
 	AnsweredRPS float64 `json:"answeredRps"`
 	// OfferedRPS (open loop): the rate the users were asked to poll at,
 	// Σ 1 ÷ pollAfter over the users' last answers.
-	OfferedRPS float64    `json:"offeredRps,omitempty"`
-	Latency    Summary    `json:"latency"`
-	Redis      *redisCost `json:"redis,omitempty"` // --redis
+	OfferedRPS float64            `json:"offeredRps,omitempty"`
+	Latency    measure.Summary    `json:"latency"`
+	Redis      *measure.RedisCost `json:"redis,omitempty"` // --redis
 	// ServerCPUPerReqMicros is the server process's CPU time over the
 	// phase (its /metrics process_cpu_seconds_total) per answer.
 	ServerCPUPerReqMicros float64 `json:"serverCpuPerRequestUs,omitempty"`
@@ -68,7 +69,7 @@ type phase struct {
 
 // summarize is the phase of target from its requests' summary over
 // seconds of measurement.
-func summarize(target string, conns int, s Summary, d time.Duration) *phase {
+func summarize(target string, conns int, s measure.Summary, d time.Duration) *phase {
 	p := &phase{Target: target, Conns: conns, Seconds: d.Seconds(), Latency: s}
 	for code, n := range s.Codes {
 		if code/100 == 2 {
@@ -94,7 +95,7 @@ type pollConfig struct {
 	password                        string
 	mt                              *minter // nil: log in
 	open                            bool    // --mode open
-	rs                              *redisStats
+	rs                              *measure.RedisStats
 	enter                           enterConfig
 	ownProcess                      bool // --baseline-process
 }
@@ -113,7 +114,7 @@ func parsePollFlags(o *options, args []string) (pollConfig, error) {
 	loginDur := fs.Duration("login-duration", 3*time.Second, "measured time of the login measurement")
 	mode := fs.String("mode", "closed", "closed: --conns connections poll as fast as answered, against the plain handler and login; open: each of the --users polls at the pace its answers ask for (pollAfterMs), for --duration after --spread")
 	spread := fs.Duration("spread", 5*time.Second, "open loop: the users' first polls are spread over this long, unmeasured")
-	redisFromFlags := redisFlag(fs)
+	redisFromFlags := measure.RedisFlag(fs)
 	enterFromFlags := enterFlags(fs)
 	own := fs.Bool("baseline-process", false, "run the plain handler in a process of its own, as the server runs, instead of inside the load tool (where it shares the tool's Go runtime and network poller, and costs the machine about a third less per request)")
 	if err := o.parse(fs, args); err != nil {
@@ -152,9 +153,9 @@ func runPoll(ctx context.Context, o *options, args []string) (report, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer cfg.rs.close()
+	defer cfg.rs.Close()
 	hc := newClient(max(cfg.conns, cfg.loginConns, cfg.enter.conns), o.timeout)
-	a := &api{base: o.base, room: o.room, hc: hc, rec: NewRecorder()}
+	a := &api{base: o.base, room: o.room, hc: hc, rec: measure.NewRecorder()}
 	adm := &admin{base: o.admin, token: o.adminToken, room: o.room, hc: newClient(2, o.timeout)}
 	rep := &pollReport{Scenario: "poll", Base: o.base, Room: o.room, CPUs: runtime.NumCPU(), Users: cfg.users, Ahead: cfg.ahead,
 		Mode: "closed", RedisShared: cfg.rs != nil}
@@ -208,17 +209,17 @@ func measureClosed(ctx context.Context, o *options, cfg pollConfig, a *api, adm 
 	}
 	defer stop()
 	fmt.Fprintf(os.Stderr, "poll: server: %d conns, %v warm-up + %v\n", cfg.conns, cfg.warm, cfg.dur)
-	rep.Server = measure(ctx, hc, "server", cfg.conns, cfg.warm, cfg.dur, pollRequests(pollURL, tokens), probe)
+	rep.Server = measurePhase(ctx, hc, "server", cfg.conns, cfg.warm, cfg.dur, pollRequests(pollURL, tokens), probe)
 	if ctx.Err() == nil {
 		fmt.Fprintf(os.Stderr, "poll: baseline: %d conns, %v warm-up + %v\n", cfg.conns, cfg.warm, cfg.dur)
-		rep.Baseline = measure(ctx, hc, "baseline", cfg.conns, cfg.warm, cfg.dur, pollRequests(baseURL, tokens), nil)
+		rep.Baseline = measurePhase(ctx, hc, "baseline", cfg.conns, cfg.warm, cfg.dur, pollRequests(baseURL, tokens), nil)
 	}
 	if cfg.enter.on && ctx.Err() == nil {
 		rep.Enter = measureEnter(ctx, cfg, a, adm, probe)
 	}
 	if ctx.Err() == nil {
 		fmt.Fprintf(os.Stderr, "poll: login: %d conns, %v\n", cfg.loginConns, cfg.loginDur)
-		rep.Login = measure(ctx, hc, "login", cfg.loginConns, 0, cfg.loginDur, loginRequests(o.base, cfg), nil)
+		rep.Login = measurePhase(ctx, hc, "login", cfg.loginConns, 0, cfg.loginDur, loginRequests(o.base, cfg), nil)
 	}
 	if rep.Baseline != nil && rep.Baseline.RPS > 0 {
 		rep.Ratio = rep.Server.RPS / rep.Baseline.RPS
@@ -236,13 +237,13 @@ func measureClosed(ctx context.Context, o *options, cfg pollConfig, a *api, adm 
 // --redis) and the server's CPU (its /metrics). A nil probe measures
 // nothing.
 type costProbe struct {
-	rs  *redisStats
+	rs  *measure.RedisStats
 	adm *admin
 }
 
 // probeMark is the counters at the start of a measured phase.
 type probeMark struct {
-	redis   redisCounters
+	redis   measure.RedisCounters
 	redisOK bool
 	cpu     float64
 	cpuOK   bool
@@ -261,7 +262,7 @@ func (p *costProbe) begin(ctx context.Context) probeMark {
 	m.cpu, m.cpuOK = got[cpuMetric]
 	if p.rs != nil {
 		var err error
-		m.redis, err = p.rs.read(ctx)
+		m.redis, err = p.rs.Read(ctx)
 		m.redisOK = err == nil
 	}
 	return m
@@ -274,13 +275,13 @@ func (p *costProbe) end(ctx context.Context, m probeMark, ph *phase) {
 		return
 	}
 	if m.redisOK {
-		if after, err := p.rs.read(ctx); err == nil {
+		if after, err := p.rs.Read(ctx); err == nil {
 			// The first read's INFO is counted between the two reads:
 			// not the phase's.
 			after.Reads--
 			after.Commands--
 			after.ByCommand["info"]--
-			c := costBetween(m.redis, after, ph.Answered, 6)
+			c := measure.RedisCostBetween(m.redis, after, ph.Answered, 6)
 			ph.Redis = &c
 		}
 	}
@@ -378,16 +379,16 @@ func readOK(hc *http.Client, req *http.Request) ([]byte, error) {
 	return b, err
 }
 
-// measure runs conns closed-loop workers against one target: warm unmeasured
+// measurePhase runs conns closed-loop workers against one target: warm unmeasured
 // (it opens the connections), then d measured; probe (nil: none) measures
 // what the measured part cost.
-func measure(ctx context.Context, hc *http.Client, target string, conns int, warm, d time.Duration, newReq reqFunc, probe *costProbe) *phase {
-	return measureKeeping(ctx, hc, target, conns, warm, d, newReq, nil, probe)
+func measurePhase(ctx context.Context, hc *http.Client, target string, conns int, warm, d time.Duration, newReq reqFunc, probe *costProbe) *phase {
+	return measurePhaseKeeping(ctx, hc, target, conns, warm, d, newReq, nil, probe)
 }
 
-// measureKeeping is measure, handing each 2xx answer's body to keep (nil:
+// measurePhaseKeeping is measurePhase, handing each 2xx answer's body to keep (nil:
 // bodies are discarded unread).
-func measureKeeping(ctx context.Context, hc *http.Client, target string, conns int, warm, d time.Duration, newReq reqFunc,
+func measurePhaseKeeping(ctx context.Context, hc *http.Client, target string, conns int, warm, d time.Duration, newReq reqFunc,
 	keep func(w int, body []byte), probe *costProbe) *phase {
 	if warm > 0 {
 		closedLoop(ctx, hc, target, conns, warm, newReq, keep)
@@ -404,14 +405,14 @@ func measureKeeping(ctx context.Context, hc *http.Client, target string, conns i
 // as the previous answer is read. Requests use ctx, not the deadline, so the
 // ones in flight at the deadline finish and count; the elapsed time runs
 // until the last of them. Each worker records on its own Recorder.
-func closedLoop(ctx context.Context, hc *http.Client, endpoint string, conns int, d time.Duration, newReq reqFunc, keep func(w int, body []byte)) (*Recorder, time.Duration) {
+func closedLoop(ctx context.Context, hc *http.Client, endpoint string, conns int, d time.Duration, newReq reqFunc, keep func(w int, body []byte)) (*measure.Recorder, time.Duration) {
 	run, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
-	recs := make([]*Recorder, conns)
+	recs := make([]*measure.Recorder, conns)
 	start := time.Now()
 	var wg sync.WaitGroup
 	for w := range conns {
-		rec := NewRecorder()
+		rec := measure.NewRecorder()
 		recs[w] = rec
 		wg.Go(func() {
 			for i := 0; i < maxRequests && run.Err() == nil; i++ {
@@ -423,7 +424,7 @@ func closedLoop(ctx context.Context, hc *http.Client, endpoint string, conns int
 				resp, err := hc.Do(req)
 				if err != nil {
 					if ctx.Err() == nil {
-						rec.Record(endpoint, codeError, time.Since(t0))
+						rec.Record(endpoint, measure.NoResponse, time.Since(t0))
 					}
 					sleep(run, 10*time.Millisecond) // no hot spin on a refused connection
 					continue
@@ -439,7 +440,7 @@ func closedLoop(ctx context.Context, hc *http.Client, endpoint string, conns int
 				}
 				resp.Body.Close()
 				if err != nil {
-					code = codeError
+					code = measure.NoResponse
 				}
 				rec.Record(endpoint, code, time.Since(t0))
 			}
@@ -447,7 +448,7 @@ func closedLoop(ctx context.Context, hc *http.Client, endpoint string, conns int
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	all := NewRecorder()
+	all := measure.NewRecorder()
 	for _, r := range recs {
 		all.Merge(r)
 	}

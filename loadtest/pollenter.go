@@ -107,11 +107,11 @@ func measureEnter(ctx context.Context, cfg pollConfig, a *api, adm *admin, probe
 		return e
 	}
 	fmt.Fprintf(os.Stderr, "poll: baseline (enter), enter (waiting), enter (fresh), baseline (enter): %d conns, %v warm-up + %v each\n", conns, cfg.warm, cfg.dur)
-	e.BaselineBefore = measure(ctx, hc, "baseline (enter, before)", conns, cfg.warm, cfg.dur, postRequests(baseURL, access), nil)
-	e.Waiting = measure(ctx, hc, "enter (waiting)", conns, cfg.warm, cfg.dur, postRequests(enterURL, access), probe)
+	e.BaselineBefore = measurePhase(ctx, hc, "baseline (enter, before)", conns, cfg.warm, cfg.dur, postRequests(baseURL, access), nil)
+	e.Waiting = measurePhase(ctx, hc, "enter (waiting)", conns, cfg.warm, cfg.dur, postRequests(enterURL, access), probe)
 	kept := make([][]string, conns) // the fresh users' queue tokens, by worker
 	var next atomic.Int64
-	e.Fresh = measureKeeping(ctx, hc, "enter (fresh)", conns, cfg.warm, cfg.dur, freshRequests(enterURL, fresh, &next),
+	e.Fresh = measurePhaseKeeping(ctx, hc, "enter (fresh)", conns, cfg.warm, cfg.dur, freshRequests(enterURL, fresh, &next),
 		func(w int, body []byte) {
 			if t := jsonString(body, "queueToken"); t != "" {
 				kept[w] = append(kept[w], t)
@@ -123,7 +123,7 @@ func measureEnter(ctx context.Context, cfg pollConfig, a *api, adm *admin, probe
 	}
 	e.FreshEntered = len(left)
 	if ctx.Err() == nil {
-		e.Baseline = measure(ctx, hc, "baseline (enter)", conns, cfg.warm, cfg.dur, postRequests(baseURL, access), nil)
+		e.Baseline = measurePhase(ctx, hc, "baseline (enter)", conns, cfg.warm, cfg.dur, postRequests(baseURL, access), nil)
 	}
 	leaveAllConcurrently(context.WithoutCancel(ctx), a, adm, left, 16)
 	if e.Baseline != nil && e.Baseline.RPS > 0 && e.BaselineBefore.RPS > 0 {

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"waitingroom/loadtest/internal/measure"
 )
 
 // The poll scenario's open loop (--mode open): each user polls at the pace
@@ -70,11 +72,11 @@ func openLoop(ctx context.Context, hc *http.Client, target string, tokens []stri
 		sleep(run, time.Until(from))
 		marked <- probe.begin(ctx)
 	}()
-	recs := make([]*Recorder, len(tokens))
+	recs := make([]*measure.Recorder, len(tokens))
 	paces := make([]time.Duration, len(tokens)) // the last pace each user was given
 	var wg sync.WaitGroup
 	for u, tok := range tokens {
-		rec := NewRecorder()
+		rec := measure.NewRecorder()
 		recs[u] = rec
 		wg.Go(func() {
 			wait := time.Duration(rand.Int64N(int64(max(spread, time.Millisecond))))
@@ -93,7 +95,7 @@ func openLoop(ctx context.Context, hc *http.Client, target string, tokens []stri
 		})
 	}
 	wg.Wait()
-	all := NewRecorder()
+	all := measure.NewRecorder()
 	for _, r := range recs {
 		all.Merge(r)
 	}
@@ -107,22 +109,22 @@ func openLoop(ctx context.Context, hc *http.Client, target string, tokens []stri
 	return p
 }
 
-// pollOnce sends one poll and returns its status code (codeError without
+// pollOnce sends one poll and returns its status code (measure.NoResponse without
 // an answer), body and Retry-After.
 func pollOnce(ctx context.Context, hc *http.Client, target, token string) (int, []byte, string) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
 	if err != nil {
-		return codeError, nil, ""
+		return measure.NoResponse, nil, ""
 	}
 	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := hc.Do(req)
 	if err != nil {
-		return codeError, nil, ""
+		return measure.NoResponse, nil, ""
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return codeError, nil, ""
+		return measure.NoResponse, nil, ""
 	}
 	return resp.StatusCode, body, resp.Header.Get("Retry-After")
 }

@@ -14,6 +14,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"waitingroom/loadtest/internal/measure"
 	"waitingroom/queue/loop"
 )
 
@@ -40,22 +41,22 @@ var seedFigures = struct {
 
 // seedReport is what the seed scenario measured.
 type seedReport struct {
-	Scenario     string             `json:"scenario"`
-	Base         string             `json:"base"`
-	Room         string             `json:"room"`
-	TargetActive int64              `json:"targetActive,omitempty"` // 0: the admin API was not readable
-	Product      int64              `json:"product"`
-	VUs          int                `json:"vus"`
-	Seconds      float64            `json:"seconds"`
-	Interrupted  bool               `json:"interrupted"`
-	Orders       int                `json:"ordersCompleted"`
-	FailedOrders int                `json:"ordersFailed"`         // neither 201 nor 429
-	Refused      map[string]int     `json:"refused429,omitempty"` // 429s by endpoint: layer 1's refusals, not failures
-	Polls        int                `json:"polls"`
-	Polls404     int                `json:"polls404"`
-	Hold         *holdReport        `json:"dbConnectionHold,omitempty"`
-	HoldError    string             `json:"dbConnectionHoldError,omitempty"`
-	Endpoints    map[string]Summary `json:"endpoints"`
+	Scenario     string                     `json:"scenario"`
+	Base         string                     `json:"base"`
+	Room         string                     `json:"room"`
+	TargetActive int64                      `json:"targetActive,omitempty"` // 0: the admin API was not readable
+	Product      int64                      `json:"product"`
+	VUs          int                        `json:"vus"`
+	Seconds      float64                    `json:"seconds"`
+	Interrupted  bool                       `json:"interrupted"`
+	Orders       int                        `json:"ordersCompleted"`
+	FailedOrders int                        `json:"ordersFailed"`         // neither 201 nor 429
+	Refused      map[string]int             `json:"refused429,omitempty"` // 429s by endpoint: layer 1's refusals, not failures
+	Polls        int                        `json:"polls"`
+	Polls404     int                        `json:"polls404"`
+	Hold         *holdReport                `json:"dbConnectionHold,omitempty"`
+	HoldError    string                     `json:"dbConnectionHoldError,omitempty"`
+	Endpoints    map[string]measure.Summary `json:"endpoints"`
 }
 
 // holdReport is the run's connection holds from two /metrics snapshots.
@@ -82,7 +83,7 @@ func runSeed(ctx context.Context, o *options, args []string) (report, error) {
 		return nil, errors.New("seed: --vus, --duration and --poll-every must be positive")
 	}
 
-	rec := NewRecorder()
+	rec := measure.NewRecorder()
 	a := &api{base: o.base, room: o.room, hc: newClient(*vus, o.timeout), rec: rec}
 	adm := &admin{base: o.admin, token: o.adminToken, room: o.room, hc: newClient(2, o.timeout)}
 	defer adm.hc.CloseIdleConnections() // idle connections hold up a server's graceful shutdown
@@ -122,7 +123,7 @@ func runSeed(ctx context.Context, o *options, args []string) (report, error) {
 		rep.Hold, rep.HoldError = holdDelta(after.Sub(before))
 	}
 
-	rep.Endpoints = map[string]Summary{}
+	rep.Endpoints = map[string]measure.Summary{}
 	for _, ep := range seedEndpoints {
 		rep.Endpoints[ep] = rec.Summary(ep)
 	}
@@ -145,7 +146,7 @@ func (r *seedReport) count() {
 }
 
 // holdDelta turns the run's histogram into the report's figures.
-func holdDelta(d Histogram) (*holdReport, string) {
+func holdDelta(d measure.Histogram) (*holdReport, string) {
 	if d.Count < 0 {
 		return nil, "the hold counters went down: the server restarted during the run"
 	}
@@ -237,7 +238,7 @@ func seedVU(run, reqCtx context.Context, a *api, access string, product int64, p
 
 // startProgress prints one plain line every 5 s until run ends; the
 // returned func waits for the printer to stop.
-func startProgress(run context.Context, start time.Time, rec *Recorder, adm *admin) (wait func()) {
+func startProgress(run context.Context, start time.Time, rec *measure.Recorder, adm *admin) (wait func()) {
 	done := progressLines(run, adm, start, func() string {
 		refused := rec.Count("orders", http.StatusTooManyRequests)
 		return fmt.Sprintf("orders %s  enters %s  polls %s (404: %d)  failed orders %d  refused (429): enters %s orders %s  no response %d",
@@ -267,10 +268,10 @@ func progressLines(ctx context.Context, adm *admin, start time.Time, counts func
 	return done
 }
 
-func noResponse(rec *Recorder) int {
+func noResponse(rec *measure.Recorder) int {
 	n := 0
 	for _, ep := range seedEndpoints {
-		n += rec.Count(ep, codeError)
+		n += rec.Count(ep, measure.NoResponse)
 	}
 	return n
 }

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 
+	"waitingroom/loadtest/internal/measure"
 	"waitingroom/server/pgstore"
 )
 
@@ -18,11 +19,11 @@ import (
 // loop, not an order that failed; the report counts the two apart and says
 // why the refusals happened and how to run without them.
 func TestSeedReportTellsRefusalsFromFailures(t *testing.T) {
-	r := &seedReport{Scenario: "seed", VUs: 20, Seconds: 60, Endpoints: map[string]Summary{
+	r := &seedReport{Scenario: "seed", VUs: 20, Seconds: 60, Endpoints: map[string]measure.Summary{
 		"login":    {Count: 20, Codes: map[int]int{http.StatusOK: 20}},
 		"enter":    {Count: 2400, Codes: map[int]int{http.StatusOK: 280, http.StatusTooManyRequests: 2120}},
 		"position": {Count: 300, Codes: map[int]int{http.StatusOK: 300}},
-		"orders":   {Count: 583, Codes: map[int]int{http.StatusCreated: 280, http.StatusTooManyRequests: 300, http.StatusServiceUnavailable: 2, codeError: 1}},
+		"orders":   {Count: 583, Codes: map[int]int{http.StatusCreated: 280, http.StatusTooManyRequests: 300, http.StatusServiceUnavailable: 2, measure.NoResponse: 1}},
 	}}
 	r.count()
 	if r.Orders != 280 || r.FailedOrders != 3 || r.Refused["orders"] != 300 || r.Refused["enter"] != 2120 || len(r.Refused) != 2 {
@@ -43,7 +44,7 @@ func TestSeedReportTellsRefusalsFromFailures(t *testing.T) {
 		}
 	}
 
-	clean := &seedReport{Scenario: "seed", VUs: 1, Seconds: 1, Endpoints: map[string]Summary{
+	clean := &seedReport{Scenario: "seed", VUs: 1, Seconds: 1, Endpoints: map[string]measure.Summary{
 		"orders": {Count: 5, Codes: map[int]int{http.StatusCreated: 5}},
 	}}
 	clean.count()
@@ -106,7 +107,7 @@ func TestSeedLoginsPastBusyBcryptSlots(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	rec := NewRecorder()
+	rec := measure.NewRecorder()
 	a := &api{base: s.base, room: "default", hc: newClient(users, time.Minute), rec: rec}
 	defer a.hc.CloseIdleConnections()
 	tokens, err := loginAll(t.Context(), a, users, smokePassword)

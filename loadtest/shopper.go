@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"time"
+
+	"waitingroom/loadtest/internal/measure"
 )
 
 // shopper is one simulated shopper of the crowd scenario, from arrival to
@@ -200,7 +202,7 @@ func (r *crowdRun) poll(ctx context.Context, s *shopper, st queueStatus) queueSt
 // The run's end before the order is placed sends them home.
 func (r *crowdRun) checkout(s *shopper, entryToken string) {
 	think := r.cfg.think/2 + rand.N(r.cfg.think+1)
-	code, err := codeError, error(nil)
+	code, err := measure.NoResponse, error(nil)
 	if sleep(r.ctx, think) {
 		code, err = r.order(s, entryToken)
 	}
@@ -227,13 +229,13 @@ func (r *crowdRun) order(s *shopper, entryToken string) (int, error) {
 	}
 	code, err := withRetry(r.ctx, func() (int, error) {
 		code, err := s.g.api.orderQty(r.ctx, s.qtok, entryToken, product, qty)
-		if code == codeError {
+		if code == measure.NoResponse {
 			return http.StatusBadGateway, err // no answer: it may have been placed, not retried
 		}
 		return code, err
 	})
 	if code == http.StatusBadGateway && err != nil {
-		code = codeError
+		code = measure.NoResponse
 	}
 	return code, err
 }

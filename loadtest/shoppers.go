@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"waitingroom/loadtest/internal/measure"
 	"waitingroom/queue/loop"
 )
 
@@ -121,13 +122,13 @@ type crowdRun struct {
 	wg     sync.WaitGroup // every shopper's goroutine
 	cnt    crowdCounters
 	waits  *waitSample
-	why    *tally    // why enters and orders failed
-	rec    *Recorder // drained into codes by the progress loop
+	why    *tally            // why enters and orders failed
+	rec    *measure.Recorder // drained into codes by the progress loop
 	codes  *codeTotals
 }
 
 func newCrowdRun(o *options, cfg crowdConfig) (*crowdRun, error) {
-	rec := NewRecorder()
+	rec := measure.NewRecorder()
 	c, err := newCrowd(o.base, o.room, o.timeout, cfg.idle, cfg.users, cfg.perAddr, rec)
 	if err != nil {
 		return nil, err

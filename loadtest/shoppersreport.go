@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"waitingroom/loadtest/internal/measure"
 	"waitingroom/queue/loop"
 )
 
@@ -73,7 +74,7 @@ func (r *crowdRun) newReport(ctx context.Context, cause error) *crowdReport {
 	}
 	w := r.waits.sorted()
 	rep.WaitCount = len(w)
-	rep.WaitP50, rep.WaitP90, rep.WaitMax = Percentile(w, 50).Seconds(), Percentile(w, 90).Seconds(), Percentile(w, 100).Seconds()
+	rep.WaitP50, rep.WaitP90, rep.WaitMax = measure.Percentile(w, 50).Seconds(), measure.Percentile(w, 90).Seconds(), measure.Percentile(w, 100).Seconds()
 	if rep.Seconds > 0 {
 		rep.AdmitRate = float64(rep.Admitted) / rep.Seconds
 	}
@@ -94,7 +95,7 @@ func (rep *crowdReport) print(w io.Writer) {
 		fmt.Fprintf(w, "  failed: %s × %d\n", why, rep.Failures[why])
 	}
 	for _, ep := range slices.Sorted(maps.Keys(rep.Endpoints)) {
-		fmt.Fprintf(w, "  %-9s %s\n", ep, Summary{Codes: rep.Endpoints[ep]}.CodesString())
+		fmt.Fprintf(w, "  %-9s %s\n", ep, measure.Summary{Codes: rep.Endpoints[ep]}.CodesString())
 	}
 }
 
@@ -112,7 +113,7 @@ func (r *crowdRun) progress() (stop func()) {
 			w := r.waits.sorted()
 			line := fmt.Sprintf("crowd %4.0fs: waiting %d  admitted %s  ordered %s  gave up %d  | wait p50 %.0fs p90 %.0fs | failed %d",
 				time.Since(r.start).Seconds(), waiting, commas(int(c.admitted.Load())), commas(int(c.ordered.Load())), c.gaveUp.Load(),
-				Percentile(w, 50).Seconds(), Percentile(w, 90).Seconds(), c.enterFailed.Load()+c.orderFailed.Load())
+				measure.Percentile(w, 50).Seconds(), measure.Percentile(w, 90).Seconds(), c.enterFailed.Load()+c.orderFailed.Load())
 			if r.adm != nil {
 				if st, err := r.adm.roomState(ctx); err == nil {
 					line += fmt.Sprintf("  | room: waiting %d, active %d/%d", st.Waiting, st.Active, st.TargetActive)
@@ -184,18 +185,15 @@ type codeTotals struct {
 func newCodeTotals() *codeTotals { return &codeTotals{m: map[string]map[int]int{}} }
 
 // take moves rec's counts into t and empties rec.
-func (t *codeTotals) take(rec *Recorder) {
-	rec.mu.Lock()
-	eps := rec.eps
-	rec.eps = map[string]*series{}
-	rec.mu.Unlock()
+func (t *codeTotals) take(rec *measure.Recorder) {
+	codes := rec.Drain()
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for ep, s := range eps {
+	for ep, c := range codes {
 		if t.m[ep] == nil {
 			t.m[ep] = map[int]int{}
 		}
-		for code, n := range s.codes {
+		for code, n := range c {
 			t.m[ep][code] += n
 		}
 	}

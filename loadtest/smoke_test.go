@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 
+	"waitingroom/loadtest/internal/measure"
 	"waitingroom/queue/queuetest"
 	"waitingroom/server/pgstore"
 	"waitingroom/server/pgstore/pgtest"
@@ -142,7 +143,7 @@ func TestSmokeSeed(t *testing.T) {
 	for _, ep := range seedEndpoints {
 		e := r.Endpoints[ep]
 		for code, n := range e.Codes {
-			if code == codeError || code >= 500 {
+			if code == measure.NoResponse || code >= 500 {
 				t.Errorf("%s: %d × %s", ep, n, e.CodesString())
 			}
 		}

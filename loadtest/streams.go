@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"waitingroom/loadtest/internal/measure"
 	"waitingroom/queue/loop"
 )
 
@@ -150,7 +151,7 @@ func runStreams(ctx context.Context, o *options, args []string) (report, error) 
 		return nil, err
 	}
 
-	rec := NewRecorder()
+	rec := measure.NewRecorder()
 	a := &api{base: o.base, room: o.room, hc: newClient(cfg.conns, o.timeout), rec: rec}
 	adm := &admin{base: o.admin, token: o.adminToken, room: o.room, hc: newClient(2, o.timeout)}
 	rep := &streamsReport{Scenario: "streams", Transport: cfg.transport, Base: o.base, Room: o.room, CPUs: runtime.NumCPU(),
@@ -483,7 +484,7 @@ func withRetry(ctx context.Context, fn func() (int, error)) (int, error) {
 	pause := 200 * time.Millisecond
 	for attempt := 1; ; attempt++ {
 		code, err := fn()
-		again := code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable || code == codeError
+		again := code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable || code == measure.NoResponse
 		if !again || attempt == 5 || !sleep(ctx, pause) {
 			return code, err
 		}

@@ -7,23 +7,9 @@ import (
 	"slices"
 	"text/tabwriter"
 	"time"
+
+	"waitingroom/loadtest/internal/measure"
 )
-
-// latency is a distribution's nearest-rank percentiles; nanoseconds in
-// JSON.
-type latency struct {
-	Count int           `json:"count"`
-	P50   time.Duration `json:"p50_ns"`
-	P90   time.Duration `json:"p90_ns"`
-	P99   time.Duration `json:"p99_ns"`
-	Max   time.Duration `json:"max_ns"`
-}
-
-// newLatency summarizes d, which it sorts.
-func newLatency(d []time.Duration) latency {
-	slices.Sort(d)
-	return latency{Count: len(d), P50: Percentile(d, 50), P90: Percentile(d, 90), P99: Percentile(d, 99), Max: Percentile(d, 100)}
-}
 
 // serverSamples are the server's metrics before the streams opened, with
 // all open, and at the end (streams still open); an error string when a
@@ -53,28 +39,28 @@ type streamsReport struct {
 	Target         int64   `json:"targetActive"`         // while driving
 	Interrupted    bool    `json:"interrupted"`
 
-	Opened          int            `json:"opened"`
-	OpenFailed      int            `json:"openFailed"`
-	OpenFailures    map[string]int `json:"openFailures,omitempty"`
-	OpenSeconds     float64        `json:"openSeconds"`     // until every open attempt ended
-	LastOpenSeconds float64        `json:"lastOpenSeconds"` // until the last successful open
-	Open            latency        `json:"openLatency"`     // connect → first message
+	Opened          int             `json:"opened"`
+	OpenFailed      int             `json:"openFailed"`
+	OpenFailures    map[string]int  `json:"openFailures,omitempty"`
+	OpenSeconds     float64         `json:"openSeconds"`     // until every open attempt ended
+	LastOpenSeconds float64         `json:"lastOpenSeconds"` // until the last successful open
+	Open            measure.Latency `json:"openLatency"`     // connect → first message
 
-	DriveSeconds    float64            `json:"driveSeconds"`
-	Events          int                `json:"events"`
-	Heartbeats      int                `json:"heartbeats"`
-	BadMessages     int                `json:"badMessages"`
-	OtherMessages   int                `json:"otherMessages"`
-	EventsWithoutTS int                `json:"eventsWithoutTs"`
-	Lag             map[string]latency `json:"lag"` // by lagBands
-	Ready           int                `json:"ready"`
-	Ordered         int                `json:"ordered"`
-	OrderFailed     int                `json:"orderFailed"`
-	Orders          Summary            `json:"orders"`
-	Gone            int                `json:"gone"`
-	Dropped         int                `json:"dropped"`
-	Drops           map[string]int     `json:"drops,omitempty"`
-	StillWaiting    int                `json:"stillWaiting"` // open at the end, closed by the tool
+	DriveSeconds    float64                    `json:"driveSeconds"`
+	Events          int                        `json:"events"`
+	Heartbeats      int                        `json:"heartbeats"`
+	BadMessages     int                        `json:"badMessages"`
+	OtherMessages   int                        `json:"otherMessages"`
+	EventsWithoutTS int                        `json:"eventsWithoutTs"`
+	Lag             map[string]measure.Latency `json:"lag"` // by lagBands
+	Ready           int                        `json:"ready"`
+	Ordered         int                        `json:"ordered"`
+	OrderFailed     int                        `json:"orderFailed"`
+	Orders          measure.Summary            `json:"orders"`
+	Gone            int                        `json:"gone"`
+	Dropped         int                        `json:"dropped"`
+	Drops           map[string]int             `json:"drops,omitempty"`
+	StillWaiting    int                        `json:"stillWaiting"` // open at the end, closed by the tool
 
 	Server          serverSamples `json:"server"`
 	RSSPerStreamKiB float64       `json:"rssPerStreamKiB,omitempty"`
@@ -83,7 +69,7 @@ type streamsReport struct {
 }
 
 // collect fills the report from the streams' records.
-func (rep *streamsReport) collect(results []streamResult, rec *Recorder) {
+func (rep *streamsReport) collect(results []streamResult, rec *measure.Recorder) {
 	rep.OpenFailures, rep.Drops = map[string]int{}, map[string]int{}
 	var opens []time.Duration
 	var lags [5][]time.Duration
@@ -124,23 +110,23 @@ func (rep *streamsReport) collect(results []streamResult, rec *Recorder) {
 			lags[b+1] = append(lags[b+1], l...)
 		}
 	}
-	rep.Open = newLatency(opens)
-	rep.Lag = map[string]latency{}
+	rep.Open = measure.NewLatency(opens)
+	rep.Lag = map[string]measure.Latency{}
 	for b, l := range lags {
-		rep.Lag[lagBands[b]] = newLatency(l)
+		rep.Lag[lagBands[b]] = measure.NewLatency(l)
 	}
 	rep.Orders = rec.Summary("orders")
 
 	s := rep.Server
-	if rss0, ok := s.Before[metricRSS]; ok && rep.Opened > 0 {
-		if rss1, ok := s.Open[metricRSS]; ok {
+	if rss0, ok := s.Before[measure.MetricRSS]; ok && rep.Opened > 0 {
+		if rss1, ok := s.Open[measure.MetricRSS]; ok {
 			rep.RSSPerStreamKiB = (rss1 - rss0) / float64(rep.Opened) / 1024
 		}
 	}
-	if c0, ok := s.Before[metricCPU]; ok {
-		if c1, ok := s.Open[metricCPU]; ok {
+	if c0, ok := s.Before[measure.MetricCPU]; ok {
+		if c1, ok := s.Open[measure.MetricCPU]; ok {
 			rep.CPUOpenSeconds = c1 - c0
-			if c2, ok := s.End[metricCPU]; ok {
+			if c2, ok := s.End[measure.MetricCPU]; ok {
 				rep.CPUDriveSeconds = c2 - c1
 			}
 		}
@@ -198,13 +184,13 @@ func (r *streamsReport) print(w io.Writer) {
 	fmt.Fprintf(w, "  RSS: before streams %s, with the streams open %s, at the end of the drive %s\n",
 		mib(s.Before, s.BeforeErr), mib(s.Open, s.OpenErr), mib(s.End, s.EndErr))
 	fmt.Fprintf(w, "  CPU seconds: opening %.2f, driving %.2f\n", r.CPUOpenSeconds, r.CPUDriveSeconds)
-	fmt.Fprintf(w, "  %s: with the streams open %s, at the end of the drive %s\n", metricConns, value(s.Open, metricConns), value(s.End, metricConns))
-	if d0, ok := s.Before[metricDropped]; ok {
-		if d1, ok := s.End[metricDropped]; ok {
-			fmt.Fprintf(w, "  %s: +%.0f during the run\n", metricDropped, d1-d0)
+	fmt.Fprintf(w, "  %s: with the streams open %s, at the end of the drive %s\n", measure.MetricConns, value(s.Open, measure.MetricConns), value(s.End, measure.MetricConns))
+	if d0, ok := s.Before[measure.MetricDropped]; ok {
+		if d1, ok := s.End[measure.MetricDropped]; ok {
+			fmt.Fprintf(w, "  %s: +%.0f during the run\n", measure.MetricDropped, d1-d0)
 		}
 	} else {
-		fmt.Fprintf(w, "  %s: not exported\n", metricDropped)
+		fmt.Fprintf(w, "  %s: not exported\n", measure.MetricDropped)
 	}
 
 	fmt.Fprintf(w, "\nbars (DESIGN.md, %s streams on one instance, one 2-core machine):\n", commas(barStreams))
@@ -222,7 +208,7 @@ func (r *streamsReport) print(w io.Writer) {
 	if r.RSSPerStreamKiB > 0 {
 		fmt.Fprintf(w, "  RSS per stream ≤ %.0f KiB: %.1f KiB — %s\n", barRSSKiB, r.RSSPerStreamKiB, verdict(r.RSSPerStreamKiB <= barRSSKiB))
 	} else {
-		fmt.Fprintf(w, "  RSS per stream ≤ %.0f KiB: unknown (%s not readable, or no stream opened)\n", barRSSKiB, metricRSS)
+		fmt.Fprintf(w, "  RSS per stream ≤ %.0f KiB: unknown (%s not readable, or no stream opened)\n", barRSSKiB, measure.MetricRSS)
 	}
 	fmt.Fprintln(w, "RSS per stream = (RSS with the streams open − RSS before) ÷ streams opened; RSS includes garbage the server's GC has not returned")
 }
@@ -261,7 +247,7 @@ func countsString(m map[string]int) string {
 }
 
 func mib(m map[string]float64, errText string) string {
-	if v, ok := m[metricRSS]; ok {
+	if v, ok := m[measure.MetricRSS]; ok {
 		return fmt.Sprintf("%.1f MiB", v/(1<<20))
 	}
 	if errText != "" {

@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"waitingroom/loadtest/internal/measure"
 	"waitingroom/queue/loop"
 )
 
@@ -196,7 +197,7 @@ type surge struct {
 func newSurge(ctx context.Context, o *options, cfg surgeConfig) (*surge, error) {
 	s := &surge{o: o, cfg: cfg, tokens: "login", restore: func() {},
 		adm:    &admin{base: o.admin, token: o.adminToken, room: o.room, hc: newClient(4, o.timeout)},
-		leaver: &api{base: o.base, room: o.room, hc: newClient(cfg.conns, o.timeout), rec: NewRecorder()}}
+		leaver: &api{base: o.base, room: o.room, hc: newClient(cfg.conns, o.timeout), rec: measure.NewRecorder()}}
 	if cfg.mt != nil {
 		s.tokens = "minted (kid " + cfg.mt.kid + ")"
 	}
@@ -268,7 +269,7 @@ type sideFunc func(run context.Context, start time.Time) (stop func())
 func (s *surge) run(ctx context.Context, side sideFunc) *surgeReport {
 	cfg, o, adm := s.cfg, s.o, s.adm
 	rep := s.newReport()
-	rec := NewRecorder()
+	rec := measure.NewRecorder()
 	crowd, err := newCrowd(o.base, o.room, o.timeout, cfg.idle, cfg.n, cfg.perAddr, rec)
 	if err != nil {
 		rep.Errors = append(rep.Errors, err.Error())
@@ -551,13 +552,13 @@ func (r *surgeRun) user(u *surgeUser, g *crowdGroup, access string) {
 	t1 := time.Now()
 	code, err = withRetry(r.reqCtx, func() (int, error) {
 		code, err := u.group.api.order(r.reqCtx, u.qtok, st.EntryToken, r.product)
-		if code == codeError {
+		if code == measure.NoResponse {
 			return http.StatusBadGateway, err // not retried
 		}
 		return code, err
 	})
 	if code == http.StatusBadGateway && err != nil {
-		code = codeError
+		code = measure.NoResponse
 	}
 	u.orderAt, u.orderLat = time.Since(r.start), time.Since(t1)
 	switch {

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"waitingroom/loadtest/internal/measure"
 )
 
 func fakeJWT(payload string) string {
@@ -178,7 +180,7 @@ func TestSurgeCollect(t *testing.T) {
 		{outcome: surgeNotArrived},
 	}}
 	rep := &surgeReport{Users: 7, Seconds: 3.5}
-	rep.collect(r, NewRecorder(), samples{
+	rep.collect(r, measure.NewRecorder(), samples{
 		// Over at 1 s; at 3.5 s the limit was cut from 10 to 6 while 8 held
 		// slots: not over within the hold (no orders recorded: 1 s), over at 6 s.
 		Room: []roomSample{{At: sec(0.5), Active: 3, Target: 5}, {At: sec(1), Active: 6, Target: 5}, {At: sec(2), Active: 2, Target: 5},
@@ -236,7 +238,7 @@ func TestHTMLReportIsSelfContained(t *testing.T) {
 	}
 	// Reports without a page of their own are written as text.
 	path2 := filepath.Join(t.TempDir(), "seed.html")
-	if err := writeHTML(path2, &seedReport{Scenario: "seed", Seconds: 1, Endpoints: map[string]Summary{}}); err != nil {
+	if err := writeHTML(path2, &seedReport{Scenario: "seed", Seconds: 1, Endpoints: map[string]measure.Summary{}}); err != nil {
 		t.Fatal(err)
 	}
 	if b, _ := os.ReadFile(path2); !strings.Contains(string(b), "<pre>") || !strings.Contains(string(b), "seed scenario") {

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"slices"
 	"time"
+
+	"waitingroom/loadtest/internal/measure"
 )
 
 // Turning a surge run into its report: one pass over the users' records,
@@ -13,7 +15,7 @@ import (
 // /metrics process samples, each also binned into the per-second timeline.
 
 // collect fills the report from the users' records and the samples.
-func (rep *surgeReport) collect(r *surgeRun, rec *Recorder, s samples) {
+func (rep *surgeReport) collect(r *surgeRun, rec *measure.Recorder, s samples) {
 	tl := newTimeline(rep.Seconds)
 	rep.collectUsers(r, tl)
 	rep.collectAnswers(rec)
@@ -56,13 +58,13 @@ func (tl *timeline) finish() []timelinePoint {
 			slices.Sort(l)
 			p := &tl.points[i]
 			p.HasEnter = true
-			p.EnterP50, p.EnterP90, p.EnterP99 = msf(Percentile(l, 50)), msf(Percentile(l, 90)), msf(Percentile(l, 99))
+			p.EnterP50, p.EnterP90, p.EnterP99 = msf(measure.Percentile(l, 50)), msf(measure.Percentile(l, 90)), msf(measure.Percentile(l, 99))
 		}
 		if l := tl.lags[i]; len(l) > 0 {
 			slices.Sort(l)
 			p := &tl.points[i]
 			p.HasLag = true
-			p.LagP50, p.LagP99 = msf(Percentile(l, 50)), msf(Percentile(l, 99))
+			p.LagP50, p.LagP99 = msf(measure.Percentile(l, 50)), msf(measure.Percentile(l, 99))
 		}
 	}
 	return tl.points
@@ -89,8 +91,8 @@ func (rep *surgeReport) collectUsers(r *surgeRun, tl *timeline) {
 		rep.countUser(r, &r.users[i], tl, t)
 	}
 	rep.ErrorCount = rep.EnterFailed + rep.OrderFailed + rep.PollErrors
-	rep.EnterLatency = newLatency(t.enters)
-	rep.Lag, rep.LagSSE, rep.LagWS = newLatency(t.lags), newLatency(t.lagSSE), newLatency(t.lagWS)
+	rep.EnterLatency = measure.NewLatency(t.enters)
+	rep.Lag, rep.LagSSE, rep.LagWS = measure.NewLatency(t.lags), measure.NewLatency(t.lagSSE), measure.NewLatency(t.lagWS)
 	rep.Admissions = len(t.adm)
 	rep.Inversions = fifoInversions(t.adm)
 	rep.ETA = newETAAccuracy(t.etas)
@@ -205,11 +207,11 @@ func (rep *surgeReport) countReady(r *surgeRun, u *surgeUser, tl *timeline, t *u
 
 // collectAnswers takes the per-endpoint summaries and counts the requests
 // answered 429 or 5xx, or not at all, retries included.
-func (rep *surgeReport) collectAnswers(rec *Recorder) {
+func (rep *surgeReport) collectAnswers(rec *measure.Recorder) {
 	rep.Enter, rep.Orders, rep.Position = rec.Summary("enter"), rec.Summary("orders"), rec.Summary("position")
-	for _, e := range []Summary{rep.Enter, rep.Orders, rep.Position} {
+	for _, e := range []measure.Summary{rep.Enter, rep.Orders, rep.Position} {
 		for code, k := range e.Codes {
-			if code == codeError || code == http.StatusTooManyRequests || code >= 500 {
+			if code == measure.NoResponse || code == http.StatusTooManyRequests || code >= 500 {
 				rep.AttemptErrors += k
 			}
 		}

@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"waitingroom/loadtest/internal/measure"
 )
 
 // maxTimeline caps the per-second timeline (one hour).
@@ -33,42 +35,42 @@ type surgeReport struct {
 	Shoppers           string   `json:"shoppers"`                 // the shopper model's flags
 	TrickleSeconds     float64  `json:"trickleSeconds,omitempty"` // --trickle-over
 
-	Arrived       int            `json:"arrived"`
-	Entered       int            `json:"entered"`
-	EnterFailed   int            `json:"enterFailed"`
-	EnterFailures map[string]int `json:"enterFailures,omitempty"`
-	EnterLatency  latency        `json:"enterLatency"` // successful enters, the last attempt
-	Enter         Summary        `json:"enterRequests"`
-	Immediate     int            `json:"readyAtEnter"`
-	Ready         int            `json:"ready"`
-	Ordered       int            `json:"ordered"`
-	OrderFailed   int            `json:"orderFailed"`
-	OrderFailures map[string]int `json:"orderFailures,omitempty"`
-	Orders        Summary        `json:"orderRequests"`
+	Arrived       int             `json:"arrived"`
+	Entered       int             `json:"entered"`
+	EnterFailed   int             `json:"enterFailed"`
+	EnterFailures map[string]int  `json:"enterFailures,omitempty"`
+	EnterLatency  measure.Latency `json:"enterLatency"` // successful enters, the last attempt
+	Enter         measure.Summary `json:"enterRequests"`
+	Immediate     int             `json:"readyAtEnter"`
+	Ready         int             `json:"ready"`
+	Ordered       int             `json:"ordered"`
+	OrderFailed   int             `json:"orderFailed"`
+	OrderFailures map[string]int  `json:"orderFailures,omitempty"`
+	Orders        measure.Summary `json:"orderRequests"`
 	// With --slowdown: the injected order delay and when it started; the
 	// pool's acquires during the run and their mean wait (server-side).
 	SlowdownMs        float64 `json:"slowdownMs,omitempty"`
 	SlowdownAtSeconds float64 `json:"slowdownAtSeconds,omitempty"`
 	// --limit-change: targetActive LimitChangeTo from LimitChangeAtSeconds.
-	LimitChangeTo        int64          `json:"limitChangeTo,omitempty"`
-	LimitChangeAtSeconds float64        `json:"limitChangeAtSeconds,omitempty"`
-	PoolAcquires         int64          `json:"poolAcquires"`
-	PoolWaitMeanMs       float64        `json:"poolWaitMeanMs"`
-	Gone                 int            `json:"toldWhy"`
-	GoneWhy              map[string]int `json:"toldWhyCounts,omitempty"`
-	NoShows              int            `json:"noShows"`   // READY, never ordered (the model's no-shows)
-	Abandoned            int            `json:"abandoned"` // stopped waiting (the model's abandons)
-	Reloads              int            `json:"reloads"`   // users who reloaded mid-wait
-	Lost                 int            `json:"lost"`
-	LostAtEnd            int            `json:"lostStillWaitingAtEnd"`
-	LostWhy              map[string]int `json:"lostWhy,omitempty"`
-	ErrorCount           int            `json:"errors"`        // enter and order failures, failed polls
-	AttemptErrors        int            `json:"attemptErrors"` // requests answered 429 / 5xx or not at all, retried ones included
-	Drops                int            `json:"streamDrops"`
-	Polls                int            `json:"polls"`
-	PollErrors           int            `json:"pollErrors"`
-	Position             Summary        `json:"positionRequests"`
-	ByTransport          map[string]int `json:"usersByTransport"`
+	LimitChangeTo        int64           `json:"limitChangeTo,omitempty"`
+	LimitChangeAtSeconds float64         `json:"limitChangeAtSeconds,omitempty"`
+	PoolAcquires         int64           `json:"poolAcquires"`
+	PoolWaitMeanMs       float64         `json:"poolWaitMeanMs"`
+	Gone                 int             `json:"toldWhy"`
+	GoneWhy              map[string]int  `json:"toldWhyCounts,omitempty"`
+	NoShows              int             `json:"noShows"`   // READY, never ordered (the model's no-shows)
+	Abandoned            int             `json:"abandoned"` // stopped waiting (the model's abandons)
+	Reloads              int             `json:"reloads"`   // users who reloaded mid-wait
+	Lost                 int             `json:"lost"`
+	LostAtEnd            int             `json:"lostStillWaitingAtEnd"`
+	LostWhy              map[string]int  `json:"lostWhy,omitempty"`
+	ErrorCount           int             `json:"errors"`        // enter and order failures, failed polls
+	AttemptErrors        int             `json:"attemptErrors"` // requests answered 429 / 5xx or not at all, retried ones included
+	Drops                int             `json:"streamDrops"`
+	Polls                int             `json:"polls"`
+	PollErrors           int             `json:"pollErrors"`
+	Position             measure.Summary `json:"positionRequests"`
+	ByTransport          map[string]int  `json:"usersByTransport"`
 
 	DrainSeconds     float64 `json:"drainSeconds"`      // first arrival → last READY received
 	AdmitPerSecond   float64 `json:"admittedPerSecond"` // READY ÷ (last READY − first enter)
@@ -78,26 +80,26 @@ type surgeReport struct {
 	RoomSampleErrs   int     `json:"roomSampleErrors"`
 	SamplesOverLimit int     `json:"samplesActiveOverTarget"`
 
-	Admissions     int          `json:"admissionsCompared"`
-	NoAdmitTime    int          `json:"readyWithoutAdmissionTime"`
-	Inversions     int64        `json:"fifoInversions"`
-	ETA            etaAccuracy  `json:"eta"`                  // the first estimate shown
-	ETAWait        waitAccuracy `json:"etaOverWait"`          // every estimate shown
-	ETASeries      []etaPoint   `json:"etaSeries"`            // per second shown
-	ETAChanges     []etaChange  `json:"etaChanges,omitempty"` // after --slowdown, --limit-change
-	Lag            latency      `json:"fanOutLag"`
-	LagSSE         latency      `json:"fanOutLagSse"`
-	LagWS          latency      `json:"fanOutLagWs"`
-	ServerRSS0MiB  float64      `json:"serverRssStartMiB"`
-	ServerRSSMax   float64      `json:"serverRssMaxMiB"`
-	ServerRSSEnd   float64      `json:"serverRssEndMiB"`
-	ServerCPUSecs  float64      `json:"serverCpuSeconds"`
-	ServerCPUMean  float64      `json:"serverCpuMeanPct"` // of one core
-	ServerCPUPeak  float64      `json:"serverCpuPeakPct"`
-	ToolCPUSeconds float64      `json:"loadGeneratorCpuSeconds"`
-	LoadAvgStart   string       `json:"loadAvgStart,omitempty"` // the machine's 1-minute load average
-	LoadAvgEnd     string       `json:"loadAvgEnd,omitempty"`
-	ProcErr        string       `json:"processMetricsError,omitempty"`
+	Admissions     int             `json:"admissionsCompared"`
+	NoAdmitTime    int             `json:"readyWithoutAdmissionTime"`
+	Inversions     int64           `json:"fifoInversions"`
+	ETA            etaAccuracy     `json:"eta"`                  // the first estimate shown
+	ETAWait        waitAccuracy    `json:"etaOverWait"`          // every estimate shown
+	ETASeries      []etaPoint      `json:"etaSeries"`            // per second shown
+	ETAChanges     []etaChange     `json:"etaChanges,omitempty"` // after --slowdown, --limit-change
+	Lag            measure.Latency `json:"fanOutLag"`
+	LagSSE         measure.Latency `json:"fanOutLagSse"`
+	LagWS          measure.Latency `json:"fanOutLagWs"`
+	ServerRSS0MiB  float64         `json:"serverRssStartMiB"`
+	ServerRSSMax   float64         `json:"serverRssMaxMiB"`
+	ServerRSSEnd   float64         `json:"serverRssEndMiB"`
+	ServerCPUSecs  float64         `json:"serverCpuSeconds"`
+	ServerCPUMean  float64         `json:"serverCpuMeanPct"` // of one core
+	ServerCPUPeak  float64         `json:"serverCpuPeakPct"`
+	ToolCPUSeconds float64         `json:"loadGeneratorCpuSeconds"`
+	LoadAvgStart   string          `json:"loadAvgStart,omitempty"` // the machine's 1-minute load average
+	LoadAvgEnd     string          `json:"loadAvgEnd,omitempty"`
+	ProcErr        string          `json:"processMetricsError,omitempty"`
 
 	Checks     []check         `json:"checks"`
 	Timeline   []timelinePoint `json:"timeline"`
@@ -182,7 +184,7 @@ func verdictPass(ok bool) string {
 
 // rows are the summary table: label, value.
 func (r *surgeReport) rows() [][2]string {
-	lat := func(l latency) string {
+	lat := func(l measure.Latency) string {
 		if l.Count == 0 {
 			return "-"
 		}

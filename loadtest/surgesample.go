@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"waitingroom/loadtest/internal/measure"
 	"waitingroom/queue/loop"
 )
 
@@ -65,8 +66,8 @@ func startRoomSampler(ctx context.Context, adm *admin, start time.Time, every ti
 		nowAndEveryCapped(ctx, time.Second, func() {
 			m, errText := scrapeMetrics(ctx, adm)
 			at := time.Since(start)
-			rss, ok1 := m[metricRSS]
-			cpu, ok2 := m[metricCPU]
+			rss, ok1 := m[measure.MetricRSS]
+			cpu, ok2 := m[measure.MetricCPU]
 			rs.mu.Lock()
 			switch {
 			case ok1 && ok2:
@@ -76,7 +77,7 @@ func startRoomSampler(ctx context.Context, adm *admin, start time.Time, every ti
 				if rs.s.FirstProc == "" {
 					rs.s.FirstProc = errText
 					if errText == "" {
-						rs.s.FirstProc = metricRSS + " or " + metricCPU + " not exported"
+						rs.s.FirstProc = measure.MetricRSS + " or " + measure.MetricCPU + " not exported"
 					}
 				}
 			}

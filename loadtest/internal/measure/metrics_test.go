@@ -1,4 +1,4 @@
-package main
+package measure
 
 import (
 	"math"
@@ -35,9 +35,9 @@ waitingroom_db_connection_hold_seconds_count 4190
 `
 )
 
-func mustMetrics(tb testing.TB, text string) metricSamples {
+func mustMetrics(tb testing.TB, text string) Samples {
 	tb.Helper()
-	m, err := parseMetrics(strings.NewReader(text))
+	m, err := ParseMetrics(strings.NewReader(text))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -46,7 +46,7 @@ func mustMetrics(tb testing.TB, text string) metricSamples {
 
 func mustHistogram(tb testing.TB, text string) Histogram {
 	tb.Helper()
-	h, err := mustMetrics(tb, text).histogram(holdName)
+	h, err := mustMetrics(tb, text).Histogram(holdName)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -77,7 +77,7 @@ func TestCapturedMetrics(t *testing.T) {
 	}
 	m := mustMetrics(t, string(b))
 
-	hold, err := m.histogram(holdName)
+	hold, err := m.Histogram(holdName)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestCapturedMetrics(t *testing.T) {
 		t.Errorf("hold top bucket = %+v, want +Inf 436", got)
 	}
 
-	pool, err := m.histogram("waitingroom_db_pool_acquire_wait_seconds")
+	pool, err := m.Histogram("waitingroom_db_pool_acquire_wait_seconds")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func TestCapturedMetrics(t *testing.T) {
 	}
 
 	// A labelled histogram is summed over its label sets bucket by bucket.
-	reqs, err := m.histogram("waitingroom_http_request_duration_seconds")
+	reqs, err := m.Histogram("waitingroom_http_request_duration_seconds")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,19 +112,19 @@ func TestCapturedMetrics(t *testing.T) {
 	}
 
 	want := map[string]float64{
-		metricRSS:                         3.7138432e+07,
-		metricCPU:                         1.37,
-		metricConns:                       100, // transport="sse"
-		metricDropped:                     0,
-		metricBcrypt:                      5,  // a histogram's _count, read as a sample
+		MetricRSS:                         3.7138432e+07,
+		MetricCPU:                         1.37,
+		MetricConns:                       100, // transport="sse"
+		MetricDropped:                     0,
+		MetricBcrypt:                      5,  // a histogram's _count, read as a sample
 		"waitingroom_db_pool_connections": 70, // summed over state
 	}
 	for name, w := range want {
-		if got, ok := m.sum(name); !ok || got != w {
+		if got, ok := m.Sum(name); !ok || got != w {
 			t.Errorf("sum(%s) = %v, %v; want %v, true", name, got, ok, w)
 		}
 	}
-	if got, ok := m.sum("not_exported"); ok {
+	if got, ok := m.Sum("not_exported"); ok {
 		t.Errorf("sum(not_exported) = %v, true; want absent", got)
 	}
 }
@@ -162,11 +162,11 @@ func TestHistogramErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m, err := parseMetrics(strings.NewReader(tt.text))
+			m, err := ParseMetrics(strings.NewReader(tt.text))
 			if err != nil {
 				return
 			}
-			if h, err := m.histogram(holdName); err == nil {
+			if h, err := m.Histogram(holdName); err == nil {
 				t.Errorf("histogram of %q = %+v, want an error", tt.text, h)
 			}
 		})
@@ -195,20 +195,20 @@ escaped{a="x"} 3
 		"escaped":                          5,     // escaped label values do not end the sample
 	}
 	for name, w := range want {
-		if got, ok := m.sum(name); !ok || got != w {
+		if got, ok := m.Sum(name); !ok || got != w {
 			t.Errorf("sum(%s) = %v, %v; want %v, true", name, got, ok, w)
 		}
 	}
 }
 
 // A malformed line fails the whole text, even one of a metric the tool does
-// not read: that exposition is broken (see parseMetrics).
+// not read: that exposition is broken (see ParseMetrics).
 func TestParseMetricsMalformed(t *testing.T) {
 	for _, text := range []string{
 		"process_cpu_seconds_total twelve\n",
 		"other_metric twelve\nprocess_cpu_seconds_total 1\n",
 	} {
-		if m, err := parseMetrics(strings.NewReader(text)); err == nil {
+		if m, err := ParseMetrics(strings.NewReader(text)); err == nil {
 			t.Errorf("parseMetrics(%q) = %v, want an error", text, m)
 		}
 	}

@@ -1,9 +1,8 @@
-package main
+package measure
 
 import (
 	"strings"
 	"testing"
-	"time"
 )
 
 // infoText is INFO stats, cpu and commandstats as Redis 7 answers them
@@ -47,16 +46,16 @@ func TestParseRedisInfo(t *testing.T) {
 // 0.25 commands, 0.1 scripts and 50 µs of Redis CPU per poll; commands
 // listed by calls, ties by name.
 func TestCostBetween(t *testing.T) {
-	before := redisCounters{Reads: 80, Commands: 1000, CPU: 2, ByCommand: map[string]int64{"evalsha": 10, "hget": 5, "get": 1}}
-	after := redisCounters{Reads: 200, Commands: 1250, CPU: 2.05, ByCommand: map[string]int64{"evalsha": 110, "hget": 155, "get": 1, "zrank": 100, "set": 100}}
-	c := costBetween(before, after, 1000, 3)
+	before := RedisCounters{Reads: 80, Commands: 1000, CPU: 2, ByCommand: map[string]int64{"evalsha": 10, "hget": 5, "get": 1}}
+	after := RedisCounters{Reads: 200, Commands: 1250, CPU: 2.05, ByCommand: map[string]int64{"evalsha": 110, "hget": 155, "get": 1, "zrank": 100, "set": 100}}
+	c := RedisCostBetween(before, after, 1000, 3)
 	if c.RoundTrips != 120 || c.RoundTripsPerReq != 0.12 || c.Commands != 250 || c.Scripts != 100 || c.CommandsPerReq != 0.25 || c.ScriptsPerReq != 0.1 {
 		t.Fatalf("got %+v, want 120 round trips (0.12/req), 250 commands (0.25/req), 100 scripts (0.1/req)", c)
 	}
 	if d := c.CPUPerReqMicros - 50; d > 1e-6 || d < -1e-6 {
 		t.Fatalf("Redis CPU per request %v µs, want 50", c.CPUPerReqMicros)
 	}
-	want := []cmdCalls{{"hget", 150, 0.15}, {"evalsha", 100, 0.1}, {"set", 100, 0.1}}
+	want := []CommandCalls{{"hget", 150, 0.15}, {"evalsha", 100, 0.1}, {"set", 100, 0.1}}
 	if len(c.TopCommands) != len(want) {
 		t.Fatalf("top commands %+v, want %+v", c.TopCommands, want)
 	}
@@ -68,52 +67,7 @@ func TestCostBetween(t *testing.T) {
 	if s := c.String(); !strings.Contains(s, "0.120 round trips/req, 0.250 commands/req (0.100 scripts), Redis CPU 50.0 µs/req") || !strings.Contains(s, "hget 0.150, evalsha 0.100, set 0.100") {
 		t.Fatalf("String() = %q", s)
 	}
-	if z := costBetween(before, after, 0, 3); z.CommandsPerReq != 0 || z.CPUPerReqMicros != 0 || z.Commands != 250 {
+	if z := RedisCostBetween(before, after, 0, 3); z.CommandsPerReq != 0 || z.CPUPerReqMicros != 0 || z.Commands != 250 {
 		t.Fatalf("no requests: %+v, want totals only", z)
-	}
-}
-
-func TestOpenPace(t *testing.T) {
-	for _, c := range []struct {
-		code  int
-		body  string
-		retry string
-		wait  time.Duration
-		done  bool
-	}{
-		{200, `{"status":"WAITING","position":3,"pollAfterMs":1000}`, "", time.Second, false},
-		{200, `{"status":"WAITING","pollAfterMs":5000,"queueToken":"x"}`, "", 5 * time.Second, false},
-		{200, `{"status":"READY","entryToken":"t","pollAfterMs":0}`, "", 0, true},
-		{200, `{"status":"WAITING"}`, "", 700 * time.Millisecond, false}, // no pace: the fallback
-		{429, `{"error":"rate_limited"}`, "2", 2 * time.Second, false},
-		{429, `{"error":"rate_limited"}`, "", 700 * time.Millisecond, false},
-		{codeError, "", "", 700 * time.Millisecond, false},
-	} {
-		wait, done := openPace(c.code, []byte(c.body), c.retry, 700*time.Millisecond)
-		if wait != c.wait || done != c.done {
-			t.Errorf("openPace(%d, %s, %q) = %v, %v; want %v, %v", c.code, c.body, c.retry, wait, done, c.wait, c.done)
-		}
-	}
-}
-
-func TestJSONString(t *testing.T) {
-	body := []byte(`{"status":"WAITING","position":7,"queueToken":"eyJ.abc-_","pollAfterMs":1000}`)
-	if got := jsonString(body, "queueToken"); got != "eyJ.abc-_" {
-		t.Errorf("queueToken = %q", got)
-	}
-	if got := jsonString(body, "entryToken"); got != "" {
-		t.Errorf("absent key = %q", got)
-	}
-	if got := jsonString([]byte(`{"queueToken":"unterminated`), "queueToken"); got != "" {
-		t.Errorf("unterminated = %q", got)
-	}
-}
-
-// TestSummarize: 2xx are OK; 2xx and 429 are answers (a refused poll ran
-// the whole path); per second over the measured time.
-func TestSummarize(t *testing.T) {
-	p := summarize("server", 8, Summary{Count: 1000, Codes: map[int]int{200: 600, 204: 100, 429: 250, 404: 40, codeError: 10}}, 2*time.Second)
-	if p.OK != 700 || p.Answered != 950 || p.RPS != 350 || p.AnsweredRPS != 475 || p.Conns != 8 || p.Seconds != 2 {
-		t.Fatalf("got %+v, want OK 700, answered 950, 350 and 475 per second", p)
 	}
 }

@@ -1,19 +1,18 @@
-package main
+package measure
 
 import (
 	"fmt"
 	"maps"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 )
 
-// codeError is the status code recorded for a request that got no response
+// NoResponse is the status code recorded for a request that got no response
 // (refused, reset, timed out).
-const codeError = 0
+const NoResponse = 0
 
 // Recorder collects request latencies and status codes per endpoint. It is
 // safe for concurrent use; closed-loop workers that push tens of thousands of
@@ -32,7 +31,7 @@ type series struct {
 // NewRecorder returns an empty Recorder.
 func NewRecorder() *Recorder { return &Recorder{eps: map[string]*series{}} }
 
-// Record adds one request to endpoint: its status code (codeError without a
+// Record adds one request to endpoint: its status code (NoResponse without a
 // response) and how long it took.
 func (r *Recorder) Record(endpoint string, code int, d time.Duration) {
 	r.mu.Lock()
@@ -64,6 +63,20 @@ func (r *Recorder) Merge(o *Recorder) {
 			s.codes[c] += n
 		}
 	}
+}
+
+// Drain empties r and returns the status codes it had recorded, by
+// endpoint: code → requests.
+func (r *Recorder) Drain() map[string]map[int]int {
+	r.mu.Lock()
+	eps := r.eps
+	r.eps = map[string]*series{}
+	r.mu.Unlock()
+	out := make(map[string]map[int]int, len(eps))
+	for ep, s := range eps {
+		out[ep] = s.codes
+	}
+	return out
 }
 
 // Count is how many requests to endpoint ended with code.
@@ -143,7 +156,7 @@ func (s Summary) CodesString() string {
 	parts := make([]string, 0, len(codes))
 	for _, c := range codes {
 		name := fmt.Sprint(c)
-		if c == codeError {
+		if c == NoResponse {
 			name = "err"
 		}
 		parts = append(parts, fmt.Sprintf("%s×%d", name, s.Codes[c]))
@@ -152,22 +165,4 @@ func (s Summary) CodesString() string {
 		return "-"
 	}
 	return strings.Join(parts, " ")
-}
-
-// ms formats d in milliseconds with one decimal: "12.3 ms".
-func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", msf(d)) }
-
-// msf is d in milliseconds.
-func msf(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
-// commas formats n with thousands separators: 1076 → "1,076".
-func commas(n int) string {
-	if n < 0 {
-		return "-" + commas(-n)
-	}
-	s := strconv.Itoa(n)
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	return s
 }

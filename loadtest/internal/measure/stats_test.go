@@ -1,4 +1,4 @@
-package main
+package measure
 
 import (
 	"testing"
@@ -65,12 +65,12 @@ func TestRecorderSummary(t *testing.T) {
 		r.Record("orders", 201, time.Duration(v)*time.Millisecond)
 	}
 	r.Record("orders", 503, 100*time.Millisecond)
-	r.Record("orders", codeError, 5*time.Second)
+	r.Record("orders", NoResponse, 5*time.Second)
 
 	got := r.Summary("orders")
 	want := Summary{
 		Count: 7,
-		Codes: map[int]int{201: 5, 503: 1, codeError: 1},
+		Codes: map[int]int{201: 5, 503: 1, NoResponse: 1},
 		P50:   40 * time.Millisecond,
 		P90:   5 * time.Second,
 		P95:   5 * time.Second,
@@ -113,13 +113,5 @@ func TestRecorderMerge(t *testing.T) {
 	// The source is left as it was.
 	if got := b.Summary("position").Count; got != 2 {
 		t.Errorf("source after Merge has %d position requests, want 2", got)
-	}
-}
-
-func TestCommas(t *testing.T) {
-	for n, want := range map[int]string{0: "0", 999: "999", 1076: "1,076", 100000000: "100,000,000", -4165: "-4,165"} {
-		if got := commas(n); got != want {
-			t.Errorf("commas(%d) = %q, want %q", n, got, want)
-		}
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package measure
 
 import (
 	"bufio"
@@ -30,8 +30,8 @@ import (
 //	             included), and the µs Redis spent executing each (usec)
 //	memory       used_memory (INFO memory), bytes
 
-// redisCounters is one read of Redis's counters.
-type redisCounters struct {
+// RedisCounters is one read of Redis's counters.
+type RedisCounters struct {
 	Reads     int64            // total_reads_processed
 	Commands  int64            // total_commands_processed
 	CPU       float64          // used_cpu_sys + used_cpu_user, seconds
@@ -42,8 +42,8 @@ type redisCounters struct {
 
 // parseRedisInfo reads the counters from the text of INFO stats, cpu and
 // commandstats. A section missing is an error: the figures would be wrong.
-func parseRedisInfo(text string) (redisCounters, error) {
-	c := redisCounters{ByCommand: map[string]int64{}, Usec: map[string]int64{}}
+func parseRedisInfo(text string) (RedisCounters, error) {
+	c := RedisCounters{ByCommand: map[string]int64{}, Usec: map[string]int64{}}
 	var haveReads, haveCommands, haveSys, haveUser bool
 	sc := bufio.NewScanner(strings.NewReader(text))
 	for sc.Scan() {
@@ -83,7 +83,7 @@ func parseRedisInfo(text string) (redisCounters, error) {
 // parseCommandStat reads one commandstats line's value, e.g.
 // "calls=2,usec=15,usec_per_call=7.50,...": calls is required, usec kept
 // when present.
-func (c *redisCounters) parseCommandStat(name, val string) error {
+func (c *RedisCounters) parseCommandStat(name, val string) error {
 	calls, rest, _ := strings.Cut(val, ",")
 	n, found := strings.CutPrefix(calls, "calls=")
 	if !found {
@@ -102,32 +102,32 @@ func (c *redisCounters) parseCommandStat(name, val string) error {
 	return nil
 }
 
-// redisCost is what one phase cost Redis, in all and per request.
-type redisCost struct {
-	Requests         int        `json:"requests"` // the phase's requests answered
-	RoundTrips       int64      `json:"roundTrips"`
-	RoundTripsPerReq float64    `json:"roundTripsPerRequest"`
-	Commands         int64      `json:"commands"`
-	CommandsPerReq   float64    `json:"commandsPerRequest"`
-	Scripts          int64      `json:"scripts"`
-	ScriptsPerReq    float64    `json:"scriptsPerRequest"`
-	CPUSeconds       float64    `json:"cpuSeconds"`
-	CPUPerReqMicros  float64    `json:"cpuPerRequestUs"`
-	TopCommands      []cmdCalls `json:"topCommands"` // most called, scripts' own calls included
+// RedisCost is what one phase cost Redis, in all and per request.
+type RedisCost struct {
+	Requests         int            `json:"requests"` // the phase's requests answered
+	RoundTrips       int64          `json:"roundTrips"`
+	RoundTripsPerReq float64        `json:"roundTripsPerRequest"`
+	Commands         int64          `json:"commands"`
+	CommandsPerReq   float64        `json:"commandsPerRequest"`
+	Scripts          int64          `json:"scripts"`
+	ScriptsPerReq    float64        `json:"scriptsPerRequest"`
+	CPUSeconds       float64        `json:"cpuSeconds"`
+	CPUPerReqMicros  float64        `json:"cpuPerRequestUs"`
+	TopCommands      []CommandCalls `json:"topCommands"` // most called, scripts' own calls included
 }
 
-// cmdCalls is one command's calls in a phase.
-type cmdCalls struct {
+// CommandCalls is one command's calls in a phase.
+type CommandCalls struct {
 	Name   string  `json:"name"`
 	Calls  int64   `json:"calls"`
 	PerReq float64 `json:"perRequest"`
 }
 
-// costBetween is what happened between two reads, over requests requests
+// RedisCostBetween is what happened between two reads, over requests requests
 // (per-request figures are 0 when there were none); top is how many
 // commands to list.
-func costBetween(before, after redisCounters, requests, top int) redisCost {
-	r := redisCost{Requests: requests, RoundTrips: after.Reads - before.Reads, Commands: after.Commands - before.Commands, CPUSeconds: after.CPU - before.CPU}
+func RedisCostBetween(before, after RedisCounters, requests, top int) RedisCost {
+	r := RedisCost{Requests: requests, RoundTrips: after.Reads - before.Reads, Commands: after.Commands - before.Commands, CPUSeconds: after.CPU - before.CPU}
 	r.Scripts = after.ByCommand["evalsha"] - before.ByCommand["evalsha"] + after.ByCommand["eval"] - before.ByCommand["eval"]
 	per := func(n float64) float64 {
 		if requests == 0 {
@@ -140,10 +140,10 @@ func costBetween(before, after redisCounters, requests, top int) redisCost {
 	r.CPUPerReqMicros = per(r.CPUSeconds * 1e6)
 	for name, n := range after.ByCommand {
 		if d := n - before.ByCommand[name]; d > 0 {
-			r.TopCommands = append(r.TopCommands, cmdCalls{Name: name, Calls: d, PerReq: per(float64(d))})
+			r.TopCommands = append(r.TopCommands, CommandCalls{Name: name, Calls: d, PerReq: per(float64(d))})
 		}
 	}
-	slices.SortFunc(r.TopCommands, func(a, b cmdCalls) int {
+	slices.SortFunc(r.TopCommands, func(a, b CommandCalls) int {
 		return cmp.Or(cmp.Compare(b.Calls, a.Calls), cmp.Compare(a.Name, b.Name))
 	})
 	if len(r.TopCommands) > top {
@@ -154,7 +154,7 @@ func costBetween(before, after redisCounters, requests, top int) redisCost {
 
 // String is the cost on one line, e.g. "0.110 round trips/req, 0.150
 // commands/req (0.003 scripts), Redis CPU 3.1 µs/req; by command …".
-func (r redisCost) String() string {
+func (r RedisCost) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%.3f round trips/req, %.3f commands/req (%.3f scripts), Redis CPU %.1f µs/req",
 		r.RoundTripsPerReq, r.CommandsPerReq, r.ScriptsPerReq, r.CPUPerReqMicros)
@@ -169,14 +169,14 @@ func (r redisCost) String() string {
 	return b.String()
 }
 
-// redisStats reads a Redis's counters; nil when --redis was not given.
-type redisStats struct{ rdb *redis.Client }
+// RedisStats reads a Redis's counters; nil when --redis was not given.
+type RedisStats struct{ Client *redis.Client }
 
-// redisFlag registers --redis on fs; the returned func, called after
+// RedisFlag registers --redis on fs; the returned func, called after
 // parsing, connects (nil without --redis).
-func redisFlag(fs *flag.FlagSet) func() (*redisStats, error) {
+func RedisFlag(fs *flag.FlagSet) func() (*RedisStats, error) {
 	url := fs.String("redis", "", "Redis URL (e.g. redis://127.0.0.1:6379/0): read its INFO counters before and after each measured server phase and report round trips, commands, scripts and Redis CPU per request")
-	return func() (*redisStats, error) {
+	return func() (*RedisStats, error) {
 		if *url == "" {
 			return nil, nil
 		}
@@ -184,22 +184,22 @@ func redisFlag(fs *flag.FlagSet) func() (*redisStats, error) {
 		if err != nil {
 			return nil, fmt.Errorf("--redis: %w", err)
 		}
-		return &redisStats{rdb: redis.NewClient(opt)}, nil
+		return &RedisStats{Client: redis.NewClient(opt)}, nil
 	}
 }
 
-// read returns the counters now.
-func (s *redisStats) read(ctx context.Context) (redisCounters, error) {
-	text, err := s.rdb.Info(ctx, "stats", "cpu", "memory", "commandstats").Result()
+// Read returns the counters now.
+func (s *RedisStats) Read(ctx context.Context) (RedisCounters, error) {
+	text, err := s.Client.Info(ctx, "stats", "cpu", "memory", "commandstats").Result()
 	if err != nil {
-		return redisCounters{}, fmt.Errorf("redis INFO: %w", err)
+		return RedisCounters{}, fmt.Errorf("redis INFO: %w", err)
 	}
 	return parseRedisInfo(text)
 }
 
-// close closes the connection (nil-safe).
-func (s *redisStats) close() {
+// Close closes the connection (nil-safe).
+func (s *RedisStats) Close() {
 	if s != nil {
-		_ = s.rdb.Close()
+		_ = s.Client.Close()
 	}
 }
