@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"waitingroom/loadtest/internal/measure"
+	"waitingroom/loadtest/internal/report"
 )
 
 // attackNames are the attacks --attacks chooses from.
@@ -91,7 +92,7 @@ func attackFlags(fs *flag.FlagSet) func() (attackConfig, error) {
 // first alone (the baseline), then, once the room has drained, with the
 // attacks beside it — and the legitimate users' figures of both side by
 // side with what each attack achieved.
-func runAttack(ctx context.Context, o *options, args []string) (report, error) {
+func runAttack(ctx context.Context, o *options, args []string) (report.Report, error) {
 	fs := newFlagSet("attack", o)
 	config := surgeFlags(fs, 4, instantShoppers)
 	attackConfigOf := attackFlags(fs)

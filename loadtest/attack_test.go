@@ -201,7 +201,7 @@ func TestAttackChecks(t *testing.T) {
 		}
 	}
 	var b bytes.Buffer
-	bad.print(&b)
+	bad.Print(&b)
 	for _, want := range []string{"without attack", "credential stuffing", "FAIL", "decompression bombs"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("printed report lacks %q", want)

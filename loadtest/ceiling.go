@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"waitingroom/loadtest/internal/measure"
+	"waitingroom/loadtest/internal/report"
 	"waitingroom/queue"
 )
 
@@ -131,7 +132,7 @@ type ceilingRun struct {
 	prefix string
 }
 
-func runCeiling(ctx context.Context, o *options, args []string) (report, error) {
+func runCeiling(ctx context.Context, o *options, args []string) (report.Report, error) {
 	cfg, err := parseCeilingFlags(o, args)
 	if err != nil {
 		return nil, err

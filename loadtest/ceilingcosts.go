@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"waitingroom/loadtest/internal/measure"
+	"waitingroom/loadtest/internal/report"
 	"waitingroom/queue"
 	"waitingroom/server/ratelimit"
 )
@@ -58,7 +59,7 @@ func (r *ceilingRun) unitCosts(ctx context.Context) ([]unitCost, error) {
 	if err := r.room(ctx, costsRoom, 0); err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(os.Stderr, "ceiling: costs: %s users waiting first\n", commas(base))
+	fmt.Fprintf(os.Stderr, "ceiling: costs: %s users waiting first\n", report.Commas(base))
 	if err := r.enterAll(ctx, costsRoom, ids("b", 0, base), 4, 100); err != nil {
 		return nil, err
 	}

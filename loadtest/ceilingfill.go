@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"time"
+
+	"waitingroom/loadtest/internal/report"
 )
 
 // fillResult is the memory one room's waiting users take in Redis.
@@ -32,7 +34,7 @@ func (r *ceilingRun) fillRoom(ctx context.Context) (*fillResult, error) {
 		return nil, err
 	}
 	users := ids("", 0, r.cfg.fill)
-	fmt.Fprintf(os.Stderr, "ceiling: fill: %s users into one room\n", commas(len(users)))
+	fmt.Fprintf(os.Stderr, "ceiling: fill: %s users into one room\n", report.Commas(len(users)))
 	start := time.Now()
 	if err := r.enterAll(ctx, room, users, 4, 100); err != nil {
 		return nil, err

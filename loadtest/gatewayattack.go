@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"waitingroom/loadtest/internal/report"
 	"waitingroom/server/pass/passcheck"
 )
 
@@ -178,7 +179,7 @@ func sampleRSS(pid int) (stop func() float64) {
 }
 
 // runGatewayAttack is the scenario.
-func runGatewayAttack(ctx context.Context, o *options, args []string) (report, error) {
+func runGatewayAttack(ctx context.Context, o *options, args []string) (report.Report, error) {
 	fs := newFlagSet("gateway-attack", o)
 	if f := fs.Lookup("room"); f != nil {
 		f.DefValue = "sale"

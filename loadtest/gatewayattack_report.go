@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"waitingroom/loadtest/internal/measure"
+	"waitingroom/loadtest/internal/report"
 )
 
 // gwReport is what the gateway-attack scenario measured.
@@ -32,7 +33,7 @@ type gwReport struct {
 	sessionBurst int
 	sessionRate  float64
 	attackFor    time.Duration
-	Checks       []check `json:"checks"`
+	Checks       []report.Check `json:"checks"`
 }
 
 func newGWReport(o *options, c gwConfig) *gwReport {
@@ -58,43 +59,43 @@ func (r *gwReport) finish() { r.Checks = r.checks() }
 
 // checks are the bar: no protected request without a pass at the origin,
 // the legitimate visitors unharmed, RSS bounded, each attack refused.
-func (r *gwReport) checks() []check {
-	var cs []check
+func (r *gwReport) checks() []report.Check {
+	var cs []report.Check
 	b, a := r.Baseline, r.Attack
 	if b == nil || a == nil {
 		return cs
 	}
 	cs = append(cs,
-		check{"origin: unpassed protected requests", b.Origin.UnpassedTotal == 0 && a.Origin.UnpassedTotal == 0,
-			fmt.Sprintf("%d with attacks (%s), %d without", a.Origin.UnpassedTotal, bySender(a.Origin.Unpassed), b.Origin.UnpassedTotal)},
-		check{"legit: completed", a.Legit.Completed == a.Legit.Visitors,
-			fmt.Sprintf("%d of %d (baseline %d of %d)", a.Legit.Completed, a.Legit.Visitors, b.Legit.Completed, b.Legit.Visitors)},
-		check{"legit: errors", a.Legit.Errors == 0, fmt.Sprintf("%d (baseline %d)", a.Legit.Errors, b.Legit.Errors)},
-		check{"legit: lost", a.Legit.Lost == 0, fmt.Sprintf("%d (baseline %d)", a.Legit.Lost, b.Legit.Lost)},
-		check{"legit: enter→READY p95 ≤ 2× baseline", within2(a.Legit.EnterReady, b.Legit.EnterReady),
-			fmt.Sprintf("%s vs %s (%.2f×; or + 10 ms)", ms(a.Legit.EnterReady.P95), ms(b.Legit.EnterReady.P95), ratio(a.Legit.EnterReady.P95, b.Legit.EnterReady.P95))},
-		check{"legit: protected p95 ≤ 2× baseline", within2(a.Legit.Protected, b.Legit.Protected),
-			fmt.Sprintf("%s vs %s (%.2f×; or + 10 ms)", ms(a.Legit.Protected.P95), ms(b.Legit.Protected.P95), ratio(a.Legit.Protected.P95, b.Legit.Protected.P95))},
+		report.NewCheck("origin: unpassed protected requests", b.Origin.UnpassedTotal == 0 && a.Origin.UnpassedTotal == 0,
+			fmt.Sprintf("%d with attacks (%s), %d without", a.Origin.UnpassedTotal, bySender(a.Origin.Unpassed), b.Origin.UnpassedTotal)),
+		report.NewCheck("legit: completed", a.Legit.Completed == a.Legit.Visitors,
+			fmt.Sprintf("%d of %d (baseline %d of %d)", a.Legit.Completed, a.Legit.Visitors, b.Legit.Completed, b.Legit.Visitors)),
+		report.NewCheck("legit: errors", a.Legit.Errors == 0, fmt.Sprintf("%d (baseline %d)", a.Legit.Errors, b.Legit.Errors)),
+		report.NewCheck("legit: lost", a.Legit.Lost == 0, fmt.Sprintf("%d (baseline %d)", a.Legit.Lost, b.Legit.Lost)),
+		report.NewCheck("legit: enter→READY p95 ≤ 2× baseline", within2(a.Legit.EnterReady, b.Legit.EnterReady),
+			fmt.Sprintf("%s vs %s (%.2f×; or + 10 ms)", report.Ms(a.Legit.EnterReady.P95), report.Ms(b.Legit.EnterReady.P95), report.Ratio(a.Legit.EnterReady.P95, b.Legit.EnterReady.P95))),
+		report.NewCheck("legit: protected p95 ≤ 2× baseline", within2(a.Legit.Protected, b.Legit.Protected),
+			fmt.Sprintf("%s vs %s (%.2f×; or + 10 ms)", report.Ms(a.Legit.Protected.P95), report.Ms(b.Legit.Protected.P95), report.Ratio(a.Legit.Protected.P95, b.Legit.Protected.P95))),
 	)
 	if r.ServerPID != 0 {
-		cs = append(cs, check{"server RSS bounded", a.RSS.Peak > 0 && a.RSS.Peak <= b.RSS.Peak+r.RSSSlackMiB,
-			fmt.Sprintf("peak %.1f MiB vs %.1f MiB without attack (bar: + %.0f MiB); after %.1f MiB", a.RSS.Peak, b.RSS.Peak, r.RSSSlackMiB, a.RSS.After)})
+		cs = append(cs, report.NewCheck("server RSS bounded", a.RSS.Peak > 0 && a.RSS.Peak <= b.RSS.Peak+r.RSSSlackMiB,
+			fmt.Sprintf("peak %.1f MiB vs %.1f MiB without attack (bar: + %.0f MiB); after %.1f MiB", a.RSS.Peak, b.RSS.Peak, r.RSSSlackMiB, a.RSS.After)))
 	}
 	for _, at := range r.Attacks {
 		switch at.Name {
 		case "smuggle":
-			cs = append(cs, check{"smuggle: no tunnel without a 101", at.Codes["upgrade 101"] == 0 && at.Codes["smuggled 201"] == 0 && at.Codes["smuggled 200"] == 0,
-				at.codesString()})
+			cs = append(cs, report.NewCheck("smuggle: no tunnel without a 101", at.Codes["upgrade 101"] == 0 && at.Codes["smuggled 201"] == 0 && at.Codes["smuggled 200"] == 0,
+				at.codesString()))
 		case "session-share":
 			// The burst, then the rate over the window (and a second's slack).
 			most := r.sessionBurst + int(r.sessionRate*(r.attackFor.Seconds()+1)) + 1
 			ok := at.Codes["200"]
-			cs = append(cs, check{"session-share: rate-bound", at.Detail != "" && !strings.HasPrefix(at.Detail, "the owner") && ok <= most,
-				fmt.Sprintf("%s passed of %s (bar: at most %d); the origin got %d with a pass", commas(ok), commas(at.Sent), most, a.Origin.Passed["session-share"])})
+			cs = append(cs, report.NewCheck("session-share: rate-bound", at.Detail != "" && !strings.HasPrefix(at.Detail, "the owner") && ok <= most,
+				fmt.Sprintf("%s passed of %s (bar: at most %d); the origin got %d with a pass", report.Commas(ok), report.Commas(at.Sent), most, a.Origin.Passed["session-share"])))
 		case "stuffing":
 			placed := at.Codes["bare 200"] + at.Codes["solved 200"]
-			cs = append(cs, check{"stuffing: bare enters refused", at.Codes["bare 200"] == 0,
-				fmt.Sprintf("%d places taken of %d enters: %s", placed, at.Sent, at.codesString())})
+			cs = append(cs, report.NewCheck("stuffing: bare enters refused", at.Codes["bare 200"] == 0,
+				fmt.Sprintf("%d places taken of %d enters: %s", placed, at.Sent, at.codesString())))
 		}
 	}
 	return cs
@@ -125,9 +126,9 @@ func bySender(m map[string]int) string {
 	return strings.Join(parts, ", ")
 }
 
-func (r *gwReport) print(w io.Writer) {
+func (r *gwReport) Print(w io.Writer) {
 	fmt.Fprintf(w, "\ngateway-attack scenario: %s anonymous visitors over %.0f s to %s room %s, twice: alone, then beside the gateway attacks (%s)\n",
-		commas(r.Visitors), r.OverSecs, r.Base, r.Room, r.AttacksOn)
+		report.Commas(r.Visitors), r.OverSecs, r.Base, r.Room, r.AttacksOn)
 	fmt.Fprintf(w, "NOTE: the visitors, the attackers and the origin share this machine's %d CPUs with the server; compare the two runs, not absolute figures\n", r.CPUs)
 	if r.Interrupted {
 		fmt.Fprintln(w, "INTERRUPTED: the figures cover the runs up to Ctrl-C")
@@ -148,14 +149,14 @@ func (r *gwReport) print(w io.Writer) {
 	row("completed / visitors", func(g *gwRun) string { return fmt.Sprintf("%d / %d", g.Legit.Completed, g.Legit.Visitors) })
 	row("errors / lost", func(g *gwRun) string { return fmt.Sprintf("%d / %d", g.Legit.Errors, g.Legit.Lost) })
 	row("enter→READY p50 / p95", func(g *gwRun) string {
-		return fmt.Sprintf("%s / %s", ms(g.Legit.EnterReady.P50), ms(g.Legit.EnterReady.P95))
+		return fmt.Sprintf("%s / %s", report.Ms(g.Legit.EnterReady.P50), report.Ms(g.Legit.EnterReady.P95))
 	})
 	row("protected request p50 / p95", func(g *gwRun) string {
-		return fmt.Sprintf("%s / %s", ms(g.Legit.Protected.P50), ms(g.Legit.Protected.P95))
+		return fmt.Sprintf("%s / %s", report.Ms(g.Legit.Protected.P50), report.Ms(g.Legit.Protected.P95))
 	})
 	row("protected answers", func(g *gwRun) string { return g.Legit.Protected.CodesString() })
 	row("origin: requests / unpassed protected", func(g *gwRun) string {
-		return fmt.Sprintf("%s / %d", commas(g.Origin.Requests), g.Origin.UnpassedTotal)
+		return fmt.Sprintf("%s / %d", report.Commas(g.Origin.Requests), g.Origin.UnpassedTotal)
 	})
 	row("server RSS before / peak / after", func(g *gwRun) string {
 		if r.ServerPID == 0 {
@@ -172,12 +173,12 @@ func (r *gwReport) print(w io.Writer) {
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "attack\t sent\t the gateway answered\t unpassed at origin\t detail")
 		for _, at := range r.Attacks {
-			fmt.Fprintf(tw, "%s\t %s\t %s\t %d\t %s\n", at.Name, commas(at.Sent), at.codesString(), at.Unpassed, at.Detail)
+			fmt.Fprintf(tw, "%s\t %s\t %s\t %d\t %s\n", at.Name, report.Commas(at.Sent), at.codesString(), at.Unpassed, at.Detail)
 		}
 		tw.Flush()
 	}
 	fmt.Fprintln(w, "\nbar (issue 27: with every gateway attack on, no protected request reaches the origin without a pass; the visitors see 0 errors, 0 lost, p95 within 2× (or 10 ms) of the run without attack; server RSS bounded):")
 	for _, c := range r.checks() {
-		fmt.Fprintf(w, "  %-40s %-5s %s\n", c.Name, verdictPass(c.OK), c.Got)
+		fmt.Fprintf(w, "  %-40s %-5s %s\n", c.Name, report.PassFail(c.OK), c.Got)
 	}
 }

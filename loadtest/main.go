@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -12,17 +11,16 @@ import (
 	"strings"
 	"syscall"
 	"time"
-)
 
-// report is a scenario's result: printed as tables, optionally saved as JSON.
-type report interface{ print(w io.Writer) }
+	"waitingroom/loadtest/internal/report"
+)
 
 // scenarios are the subcommands. Each parses its own flags (newFlagSet adds
 // the common ones to o), runs, and returns what it measured — also when it
 // was interrupted — together with any error.
 var scenarios = []struct {
 	name, about string
-	run         func(ctx context.Context, o *options, args []string) (report, error)
+	run         func(ctx context.Context, o *options, args []string) (report.Report, error)
 }{
 	{"seed", "the seed's k6 test: VUs loop login → enter → poll every 0.5 s → order; /metrics before and after", runSeed},
 	{"poll", "poll-path throughput against a plain Fiber baseline (in-process, or --baseline-process), and login (BCrypt) cost", runPoll},
@@ -74,14 +72,14 @@ func run() int {
 		return 2
 	}
 	if rep != nil {
-		rep.print(os.Stdout)
+		rep.Print(os.Stdout)
 		if o.out != "" {
-			if werr := writeJSON(o.out, rep); werr != nil {
+			if werr := report.WriteJSON(o.out, rep); werr != nil {
 				err = errors.Join(err, werr)
 			}
 		}
 		if o.html != "" {
-			if werr := writeHTML(o.html, rep); werr != nil {
+			if werr := report.WriteHTML(o.html, rep); werr != nil {
 				err = errors.Join(err, werr)
 			}
 		}
@@ -151,17 +149,6 @@ func raiseNoFile() (uint64, error) {
 		}
 	}
 	return l.Cur, nil
-}
-
-func writeJSON(path string, rep report) error {
-	b, err := json.MarshalIndent(rep, "", "  ")
-	if err != nil {
-		return fmt.Errorf("report: %w", err)
-	}
-	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("report: %w", err)
-	}
-	return nil
 }
 
 // sleep waits d or until ctx ends; it reports whether the full d passed.

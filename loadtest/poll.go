@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 	"waitingroom/loadtest/internal/measure"
+	"waitingroom/loadtest/internal/report"
 )
 
 // maxRequests caps one closed-loop worker's requests in one phase, so the
@@ -148,7 +149,7 @@ func parsePollFlags(o *options, args []string) (pollConfig, error) {
 // handler with a body of the same size (the yardstick), optionally enter
 // (--enter) and login are measured in turn, each by closed-loop
 // connections. Open loop: the pollers poll at their bands' pace.
-func runPoll(ctx context.Context, o *options, args []string) (report, error) {
+func runPoll(ctx context.Context, o *options, args []string) (report.Report, error) {
 	cfg, err := parsePollFlags(o, args)
 	if err != nil {
 		return nil, err

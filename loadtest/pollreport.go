@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"io"
 	"text/tabwriter"
+
+	"waitingroom/loadtest/internal/report"
 )
 
-func (r *pollReport) print(w io.Writer) {
+func (r *pollReport) Print(w io.Writer) {
 	fmt.Fprintf(w, "\npoll scenario (%s loop): GET %s/api/v1/rooms/%s/position (queue JWT; status from memory — at the front after one shared read of the room's event number — else one Redis script)\n", r.Mode, r.Base, r.Room)
 	fmt.Fprintf(w, "the pollers wait behind %d users (positions %d–%d)\n", r.Ahead, r.Ahead+1, r.Ahead+r.Users)
 	fmt.Fprintf(w, "admission frozen during the run (targetActive %d → 0 → %d): every poll answers WAITING for one of %d users\n",
@@ -43,8 +45,8 @@ func printPhases(w io.Writer, phases []*phase) {
 			continue
 		}
 		l := p.Latency
-		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%s\t%s\t%s\t%s\t%.2f\t%.2f\t%.1f\t\n", p.Target, p.Conns, p.Seconds, commas(l.Count),
-			l.CodesString(), commas(int(p.RPS+0.5)), commas(int(p.AnsweredRPS+0.5)), msf(l.P50), msf(l.P99), msf(l.Max))
+		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%s\t%s\t%s\t%s\t%.2f\t%.2f\t%.1f\t\n", p.Target, p.Conns, p.Seconds, report.Commas(l.Count),
+			l.CodesString(), report.Commas(int(p.RPS+0.5)), report.Commas(int(p.AnsweredRPS+0.5)), report.Msf(l.P50), report.Msf(l.P99), report.Msf(l.Max))
 	}
 	tw.Flush()
 	for _, p := range phases {
@@ -85,15 +87,15 @@ func (r *pollReport) printRatios(w io.Writer) {
 		}
 		if e.WaitingRatio > 0 {
 			fmt.Fprintf(w, "enter throughput ratio ÷ baseline (%d B body; baseline before %s, after %s req/s): users already waiting %.2f, fresh users %.2f (contract bar ≥ 0.4: %s, %s); %s fresh users entered and left\n",
-				e.BodyBytes, commas(int(e.BaselineBefore.RPS+0.5)), commas(int(e.Baseline.RPS+0.5)),
-				e.WaitingRatio, e.FreshRatio, verdict(e.WaitingRatio, 0.4), verdict(e.FreshRatio, 0.4), commas(e.FreshEntered))
+				e.BodyBytes, report.Commas(int(e.BaselineBefore.RPS+0.5)), report.Commas(int(e.Baseline.RPS+0.5)),
+				e.WaitingRatio, e.FreshRatio, verdict(e.WaitingRatio, 0.4), verdict(e.FreshRatio, 0.4), report.Commas(e.FreshEntered))
 		}
 	}
 	if r.CostRatio > 0 {
 		fmt.Fprintf(w, "per-request cost: the seed's poll ran BCrypt, ≈ one login = 1/%.1f req/s = %.2f ms; ours = 1/%s answers/s = %.3f ms\n",
-			r.Login.RPS, 1000/r.Login.RPS, commas(int(r.Server.AnsweredRPS+0.5)), 1000/r.Server.AnsweredRPS)
+			r.Login.RPS, 1000/r.Login.RPS, report.Commas(int(r.Server.AnsweredRPS+0.5)), 1000/r.Server.AnsweredRPS)
 		fmt.Fprintf(w, "per-request cost ratio (1/login rps) ÷ (1/poll rps): %s× (seed: 1×; contract: per-poll CPU ≥ 1000× below one BCrypt cost-10 verify)\n",
-			commas(int(r.CostRatio+0.5)))
+			report.Commas(int(r.CostRatio+0.5)))
 		fmt.Fprintln(w, "  both are wall-clock costs at saturation of the shared CPUs; the load generator's share weighs far more on a poll than on a login")
 	}
 }

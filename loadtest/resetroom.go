@@ -9,6 +9,8 @@ import (
 	"os"
 	"strconv"
 	"time"
+
+	"waitingroom/loadtest/internal/report"
 )
 
 // The reset-room scenario puts a room back to the demo's settings —
@@ -29,7 +31,7 @@ type resetRoomReport struct {
 	OpensAt      *time.Time `json:"opensAt"`
 }
 
-func runResetRoom(ctx context.Context, o *options, args []string) (report, error) {
+func runResetRoom(ctx context.Context, o *options, args []string) (report.Report, error) {
 	fs := newFlagSet("reset-room", o)
 	target := fs.Int64("target", defaultTarget(), "targetActive to set (default $WR_TARGET_ACTIVE, else 20)")
 	wait := fs.Duration("wait-ready", 0, "first wait up to this long for the management port's /readyz (0: at once)")
@@ -63,7 +65,7 @@ func defaultTarget() int64 {
 	return 20
 }
 
-func (r *resetRoomReport) print(w io.Writer) {
+func (r *resetRoomReport) Print(w io.Writer) {
 	paused, opens := "not paused", "no opening time"
 	if r.Paused {
 		paused = "paused"

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"waitingroom/loadtest/internal/measure"
+	"waitingroom/loadtest/internal/report"
 	"waitingroom/queue/loop"
 )
 
@@ -69,7 +70,7 @@ type holdReport struct {
 
 var seedEndpoints = []string{"login", "enter", "position", "orders"}
 
-func runSeed(ctx context.Context, o *options, args []string) (report, error) {
+func runSeed(ctx context.Context, o *options, args []string) (report.Report, error) {
 	fs := newFlagSet("seed", o)
 	vus := fs.Int("vus", 20, "virtual users (user1…userN); the seed used targetActive's value, 20")
 	dur := fs.Duration("duration", 60*time.Second, "how long the VUs loop")
@@ -242,10 +243,10 @@ func startProgress(run context.Context, start time.Time, rec *measure.Recorder, 
 	done := progressLines(run, adm, start, func() string {
 		refused := rec.Count("orders", http.StatusTooManyRequests)
 		return fmt.Sprintf("orders %s  enters %s  polls %s (404: %d)  failed orders %d  refused (429): enters %s orders %s  no response %d",
-			commas(rec.Count("orders", http.StatusCreated)),
-			commas(rec.Total("enter")), commas(rec.Total("position")), rec.Count("position", http.StatusNotFound),
+			report.Commas(rec.Count("orders", http.StatusCreated)),
+			report.Commas(rec.Total("enter")), report.Commas(rec.Total("position")), rec.Count("position", http.StatusNotFound),
 			rec.Total("orders")-rec.Count("orders", http.StatusCreated)-refused,
-			commas(rec.Count("enter", http.StatusTooManyRequests)), commas(refused), noResponse(rec))
+			report.Commas(rec.Count("enter", http.StatusTooManyRequests)), report.Commas(refused), noResponse(rec))
 	})
 	return func() { <-done }
 }
@@ -260,7 +261,7 @@ func progressLines(ctx context.Context, adm *admin, start time.Time, counts func
 		loop.Every(ctx, 5*time.Second, func(ctx context.Context) {
 			line := fmt.Sprintf("%5.0fs  %s", time.Since(start).Seconds(), counts())
 			if st, err := adm.roomState(ctx); err == nil {
-				line += fmt.Sprintf("  | room active %d/%d waiting %s", st.Active, st.TargetActive, commas(int(st.Waiting)))
+				line += fmt.Sprintf("  | room active %d/%d waiting %s", st.Active, st.TargetActive, report.Commas(int(st.Waiting)))
 			}
 			fmt.Fprintln(os.Stderr, line)
 		})
@@ -276,7 +277,7 @@ func noResponse(rec *measure.Recorder) int {
 	return n
 }
 
-func (r *seedReport) print(w io.Writer) {
+func (r *seedReport) Print(w io.Writer) {
 	s := seedFigures
 	fmt.Fprintf(w, "\nseed scenario: %d VUs × %.1f s against %s, room %s", r.VUs, r.Seconds, r.Base, r.Room)
 	if r.TargetActive > 0 {
@@ -289,17 +290,17 @@ func (r *seedReport) print(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "\t this run\t seed (k6, %d VUs × %.0f s)\n", s.vus, s.seconds)
 	fmt.Fprintf(tw, "orders completed\t %s (%.1f/s)\t %s (%.1f/s)\n",
-		commas(r.Orders), float64(r.Orders)/r.Seconds, commas(s.orders), float64(s.orders)/s.seconds)
+		report.Commas(r.Orders), float64(r.Orders)/r.Seconds, report.Commas(s.orders), float64(s.orders)/s.seconds)
 	fmt.Fprintf(tw, "failed orders (not 201, not 429)\t %d\t %d\n", r.FailedOrders, s.failed)
-	fmt.Fprintf(tw, "orders refused by layer 1 (429)\t %s\t - (no rate limits)\n", commas(r.Refused["orders"]))
+	fmt.Fprintf(tw, "orders refused by layer 1 (429)\t %s\t - (no rate limits)\n", report.Commas(r.Refused["orders"]))
 	o := r.Endpoints["orders"]
 	fmt.Fprintf(tw, "order p50 / p95 / max\t %s / %s / %s\t %.0f / %.0f / %s ms\n",
-		ms(o.P50), ms(o.P95), ms(o.Max), s.orderP50Ms, s.orderP95Ms, commas(int(s.orderMaxMs)))
+		report.Ms(o.P50), report.Ms(o.P95), report.Ms(o.Max), s.orderP50Ms, s.orderP95Ms, report.Commas(int(s.orderMaxMs)))
 	seedMean := fmt.Sprintf("%.0f ms (830.741 s / 4,165 holds)", s.holdMeanMs)
-	seedMax := fmt.Sprintf("%s ms", commas(int(s.holdMaxMs)))
+	seedMax := fmt.Sprintf("%s ms", report.Commas(int(s.holdMaxMs)))
 	if h := r.Hold; h != nil {
 		fmt.Fprintf(tw, "DB connection hold mean\t %s (Δsum/Δcount, %s holds)\t %s\n",
-			ms(seconds(h.MeanSeconds)), commas(int(h.Count)), seedMean)
+			report.Ms(seconds(h.MeanSeconds)), report.Commas(int(h.Count)), seedMean)
 		fmt.Fprintf(tw, "DB connection hold max\t %s\t %s\n", maxBound(h), seedMax)
 	} else {
 		fmt.Fprintf(tw, "DB connection hold mean\t (no /metrics: %s)\t %s\n", r.HoldError, seedMean)
@@ -308,8 +309,8 @@ func (r *seedReport) print(w io.Writer) {
 	seedPolls := s.polls200 + s.polls404
 	seedAll := s.enter200 + s.enter500 + seedPolls + s.orders
 	fmt.Fprintf(tw, "polls lost to 404\t %s of %s (%.1f%%)\t %d of %s (%.1f%%); with enter's %d × 500: %.1f%% of all requests\n",
-		commas(r.Polls404), commas(r.Polls), pct(r.Polls404, r.Polls),
-		s.polls404, commas(seedPolls), pct(s.polls404, seedPolls), s.enter500, pct(s.polls404+s.enter500, seedAll))
+		report.Commas(r.Polls404), report.Commas(r.Polls), pct(r.Polls404, r.Polls),
+		s.polls404, report.Commas(seedPolls), pct(s.polls404, seedPolls), s.enter500, pct(s.polls404+s.enter500, seedAll))
 	tw.Flush()
 
 	fmt.Fprintln(w)
@@ -317,8 +318,8 @@ func (r *seedReport) print(w io.Writer) {
 	fmt.Fprintln(tw, "endpoint\trequests\tstatus codes\tp50 ms\tp90 ms\tp95 ms\tp99 ms\tmax ms\t")
 	for _, ep := range seedEndpoints {
 		e := r.Endpoints[ep]
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t\n", ep, commas(e.Count), e.CodesString(),
-			msf(e.P50), msf(e.P90), msf(e.P95), msf(e.P99), msf(e.Max))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t\n", ep, report.Commas(e.Count), e.CodesString(),
+			report.Msf(e.P50), report.Msf(e.P90), report.Msf(e.P95), report.Msf(e.P99), report.Msf(e.Max))
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "seed's status codes: enter 200×%d 500×%d · position 200×%d 404×%d · orders 200×%d (the seed answered orders with 200)\n",
@@ -335,7 +336,7 @@ func (r *seedReport) printRefused(w io.Writer) {
 	for _, ep := range seedEndpoints {
 		if n := r.Refused[ep]; n > 0 {
 			total += n
-			parts = append(parts, fmt.Sprintf("%s %s", ep, commas(n)))
+			parts = append(parts, fmt.Sprintf("%s %s", ep, report.Commas(n)))
 		}
 	}
 	if total == 0 {
@@ -348,7 +349,7 @@ func (r *seedReport) printRefused(w io.Writer) {
 		return float64(r.Endpoints[ep].Count) / float64(r.VUs) / (r.Seconds / 60)
 	}
 	fmt.Fprintf(w, "\nLAYER 1 REFUSED PART OF THIS RUN: %s requests answered 429 (%s); they are not failed orders.\n",
-		commas(total), strings.Join(parts, ", "))
+		report.Commas(total), strings.Join(parts, ", "))
 	fmt.Fprintf(w, "Why: this loop is %d users each entering about %.0f and ordering about %.0f times a minute, all from one address;\n"+
 		"the server's per-user and per-address limits (WR_LIMIT_ENTER_USER, WR_LIMIT_ORDER_USER, WR_LIMIT_ENTER_IP: 20, 10 and 120 a minute\n"+
 		"by default) rightly refuse that. The seed's figures were measured without layer 1: to compare, start the server with\n"+
@@ -362,9 +363,9 @@ func maxBound(h *holdReport) string {
 	case h.Count == 0:
 		return "-"
 	case h.MaxAtMost == nil:
-		return "> " + ms(seconds(h.MaxAbove)) + " (above the highest bucket)"
+		return "> " + report.Ms(seconds(h.MaxAbove)) + " (above the highest bucket)"
 	}
-	return fmt.Sprintf("≤ %s (bucket %s – %s)", ms(seconds(*h.MaxAtMost)), ms(seconds(h.MaxAbove)), ms(seconds(*h.MaxAtMost)))
+	return fmt.Sprintf("≤ %s (bucket %s – %s)", report.Ms(seconds(*h.MaxAtMost)), report.Ms(seconds(h.MaxAbove)), report.Ms(seconds(*h.MaxAtMost)))
 }
 
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }

@@ -30,7 +30,7 @@ func TestSeedReportTellsRefusalsFromFailures(t *testing.T) {
 		t.Fatalf("orders %d, failed %d, refused %v: want 280, 3 (the 503s and the lost one), orders 300 and enter 2120", r.Orders, r.FailedOrders, r.Refused)
 	}
 	var b strings.Builder
-	r.print(&b)
+	r.Print(&b)
 	out := b.String()
 	for _, want := range []string{
 		"failed orders (not 201, not 429)   3",
@@ -49,7 +49,7 @@ func TestSeedReportTellsRefusalsFromFailures(t *testing.T) {
 	}}
 	clean.count()
 	b.Reset()
-	clean.print(&b)
+	clean.Print(&b)
 	if strings.Contains(b.String(), "LAYER 1") || clean.FailedOrders != 0 || len(clean.Refused) != 0 {
 		t.Errorf("a run without 429s: failed %d, refused %v, report:\n%s", clean.FailedOrders, clean.Refused, b.String())
 	}
@@ -78,7 +78,7 @@ func TestSmokeSeedWithLayer1(t *testing.T) {
 		t.Errorf("failed orders %d: want 0, the 429s are refusals (%s)", r.FailedOrders, r.Endpoints["orders"].CodesString())
 	}
 	var b strings.Builder
-	r.print(&b)
+	r.Print(&b)
 	if !strings.Contains(b.String(), "LAYER 1 REFUSED PART OF THIS RUN") || !strings.Contains(b.String(), "WR_RATE_LIMITS=off") {
 		t.Errorf("the report does not say that layer 1 refused the run:\n%s", b.String())
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"waitingroom/loadtest/internal/measure"
+	"waitingroom/loadtest/internal/report"
 	"waitingroom/queue/loop"
 )
 
@@ -77,7 +78,7 @@ func crowdFlags(fs *flag.FlagSet) func() (crowdConfig, error) {
 	}
 }
 
-func runCrowd(ctx context.Context, o *options, args []string) (report, error) {
+func runCrowd(ctx context.Context, o *options, args []string) (report.Report, error) {
 	fs := newFlagSet("crowd", o)
 	config := crowdFlags(fs)
 	if err := o.parse(fs, args); err != nil {
@@ -160,7 +161,7 @@ func (r *crowdRun) run(ctx context.Context) *crowdReport {
 		go r.watchServer(cancel)
 	}
 	fmt.Fprintf(os.Stderr, "crowd: keeping %s shoppers waiting in room %s (user%d … user%d, tokens %s), waiting by %s, think %v; Ctrl-C ends it\n",
-		commas(r.cfg.waiting), r.o.room, r.cfg.first, r.cfg.first+r.cfg.users-1, r.tokens.kind(), r.cfg.transport, r.cfg.think)
+		report.Commas(r.cfg.waiting), r.o.room, r.cfg.first, r.cfg.first+r.cfg.users-1, r.tokens.kind(), r.cfg.transport, r.cfg.think)
 	stopProgress := r.progress()
 	for k := range r.cfg.waiting {
 		at := time.Duration(int64(r.cfg.ramp) * int64(k) / int64(r.cfg.waiting))

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"waitingroom/loadtest/internal/measure"
+	"waitingroom/loadtest/internal/report"
 	"waitingroom/queue/loop"
 )
 
@@ -83,11 +84,11 @@ func (r *crowdRun) newReport(ctx context.Context, cause error) *crowdReport {
 	return rep
 }
 
-func (rep *crowdReport) print(w io.Writer) {
+func (rep *crowdReport) Print(w io.Writer) {
 	fmt.Fprintf(w, "\ncrowd scenario: %s shoppers kept waiting in room %s at %s for %.0f s (stopped: %s); waiting by %s, think %.1f s, tokens %s\n",
-		commas(rep.Waiting), rep.Room, rep.Base, rep.Seconds, rep.StoppedBy, rep.Transport, rep.ThinkSecs, rep.Tokens)
+		report.Commas(rep.Waiting), rep.Room, rep.Base, rep.Seconds, rep.StoppedBy, rep.Transport, rep.ThinkSecs, rep.Tokens)
 	fmt.Fprintf(w, "  arrived %s  entered %s (failed %d)  admitted %s (%.1f/s)  ordered %s (failed %d)\n",
-		commas(rep.Arrived), commas(rep.Entered), rep.EnterFailed, commas(rep.Admitted), rep.AdmitRate, commas(rep.Ordered), rep.OrderFailed)
+		report.Commas(rep.Arrived), report.Commas(rep.Entered), rep.EnterFailed, report.Commas(rep.Admitted), rep.AdmitRate, report.Commas(rep.Ordered), rep.OrderFailed)
 	fmt.Fprintf(w, "  gave up %d  told gone %d  sent home at the end %d (leaves failed %d)  stream drops %d  poll errors %d\n",
 		rep.GaveUp, rep.Gone, rep.SentHome, rep.LeaveFailed, rep.Drops, rep.PollErrors)
 	fmt.Fprintf(w, "  wait enter → READY (last %d admitted): p50 %.1f s  p90 %.1f s  max %.1f s\n", rep.WaitCount, rep.WaitP50, rep.WaitP90, rep.WaitMax)
@@ -112,7 +113,7 @@ func (r *crowdRun) progress() (stop func()) {
 			waiting := c.waiting.Load()
 			w := r.waits.sorted()
 			line := fmt.Sprintf("crowd %4.0fs: waiting %d  admitted %s  ordered %s  gave up %d  | wait p50 %.0fs p90 %.0fs | failed %d",
-				time.Since(r.start).Seconds(), waiting, commas(int(c.admitted.Load())), commas(int(c.ordered.Load())), c.gaveUp.Load(),
+				time.Since(r.start).Seconds(), waiting, report.Commas(int(c.admitted.Load())), report.Commas(int(c.ordered.Load())), c.gaveUp.Load(),
 				measure.Percentile(w, 50).Seconds(), measure.Percentile(w, 90).Seconds(), c.enterFailed.Load()+c.orderFailed.Load())
 			if r.adm != nil {
 				if st, err := r.adm.roomState(ctx); err == nil {

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"waitingroom/loadtest/internal/measure"
+	"waitingroom/loadtest/internal/report"
 	"waitingroom/queue/queuetest"
 	"waitingroom/server/pgstore"
 	"waitingroom/server/pgstore/pgtest"
@@ -98,11 +99,11 @@ func (s smokeServer) roomState(t *testing.T) (roomState, error) {
 }
 
 // logOnFailure logs the printed report r when the test has failed.
-func logOnFailure(t *testing.T, r report) {
+func logOnFailure(t *testing.T, r report.Report) {
 	t.Cleanup(func() {
 		if t.Failed() {
 			var b strings.Builder
-			r.print(&b)
+			r.Print(&b)
 			t.Log(b.String())
 		}
 	})
@@ -110,12 +111,12 @@ func logOnFailure(t *testing.T, r report) {
 
 // writeReports writes rep to --out and --html as main does, and returns
 // the HTML page.
-func writeReports(t *testing.T, o *options, rep report) string {
+func writeReports(t *testing.T, o *options, rep report.Report) string {
 	t.Helper()
-	if err := writeJSON(o.out, rep); err != nil {
+	if err := report.WriteJSON(o.out, rep); err != nil {
 		t.Fatal(err)
 	}
-	if err := writeHTML(o.html, rep); err != nil {
+	if err := report.WriteHTML(o.html, rep); err != nil {
 		t.Fatal(err)
 	}
 	html, err := os.ReadFile(o.html)

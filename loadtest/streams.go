@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"waitingroom/loadtest/internal/measure"
+	"waitingroom/loadtest/internal/report"
 	"waitingroom/queue/loop"
 )
 
@@ -138,7 +139,7 @@ func parseStreamsFlags(o *options, args []string) (streamsConfig, error) {
 // (prepareStreams), open a stream each (openStreams), admit again for
 // --duration (driveStreams), then read the report from what each stream
 // recorded.
-func runStreams(ctx context.Context, o *options, args []string) (report, error) {
+func runStreams(ctx context.Context, o *options, args []string) (report.Report, error) {
 	cfg, err := parseStreamsFlags(o, args)
 	if err != nil {
 		return nil, err
@@ -172,7 +173,7 @@ func runStreams(ctx context.Context, o *options, args []string) (report, error) 
 	cleanup := context.WithoutCancel(ctx)
 
 	fmt.Fprintf(os.Stderr, "streams: admission frozen (targetActive %d → 0); preparing %s users (%s tokens)\n",
-		original, commas(cfg.n), rep.Tokens)
+		original, report.Commas(cfg.n), rep.Tokens)
 	queueTokens, perr := prepareStreams(ctx, a, cfg, rep)
 	defer leaveAllConcurrently(cleanup, a, adm, queueTokens, cfg.conns)
 	if ctx.Err() != nil {
@@ -189,7 +190,7 @@ func runStreams(ctx context.Context, o *options, args []string) (report, error) 
 	defer closeStreams()
 	r := &streamsRun{ctx: ctx, streams: streams, dialer: dialer, api: a, product: cfg.product, timeout: o.timeout,
 		openSem: make(chan struct{}, cfg.conns), start: time.Now(), results: make([]streamResult, cfg.n)}
-	fmt.Fprintf(os.Stderr, "streams: opening %s %s streams, %d at a time\n", commas(rep.Prepared), cfg.transport, cfg.conns)
+	fmt.Fprintf(os.Stderr, "streams: opening %s %s streams, %d at a time\n", report.Commas(rep.Prepared), cfg.transport, cfg.conns)
 	all, allDone := r.openStreams(queueTokens)
 	progressCtx, stopProgress := context.WithCancel(ctx)
 	progressDone := r.progress(progressCtx, adm)
@@ -281,7 +282,7 @@ func (r *streamsRun) openStreams(queueTokens []string) (all *sync.WaitGroup, all
 func (r *streamsRun) drive(ctx context.Context, adm *admin, cfg streamsConfig, rep *streamsReport, allDone <-chan struct{}, perr error) {
 	rep.Server.Open, rep.Server.OpenErr = scrapeMetrics(ctx, adm)
 	fmt.Fprintf(os.Stderr, "streams: %s open in %.1f s; targetActive 0 → %d for %v\n",
-		commas(int(r.cnt.opened.Load())), rep.OpenSeconds, cfg.target, cfg.dur)
+		report.Commas(int(r.cnt.opened.Load())), rep.OpenSeconds, cfg.target, cfg.dur)
 	if err := adm.setTarget(ctx, cfg.target); err != nil {
 		rep.Errors = errors.Join(perr, fmt.Errorf("streams: %w", err)).Error()
 		return
@@ -439,8 +440,8 @@ func (r *streamsRun) progress(ctx context.Context, adm *admin) <-chan struct{} {
 	return progressLines(ctx, adm, r.start, func() string {
 		c := &r.cnt
 		return fmt.Sprintf("open %s (failed %d)  events %s  READY %s  ordered %s (failed %d)  gone %d  dropped %d",
-			commas(int(c.opened.Load())), c.openFailed.Load(), commas(int(c.events.Load())),
-			commas(int(c.ready.Load())), commas(int(c.ordered.Load())), c.orderFailed.Load(), c.gone.Load(), c.dropped.Load())
+			report.Commas(int(c.opened.Load())), c.openFailed.Load(), report.Commas(int(c.events.Load())),
+			report.Commas(int(c.ready.Load())), report.Commas(int(c.ordered.Load())), c.orderFailed.Load(), c.gone.Load(), c.dropped.Load())
 	})
 }
 
@@ -453,7 +454,7 @@ func forEach(ctx context.Context, what string, n, conns int, fn func(i int) erro
 	var wg sync.WaitGroup
 	progress, stop := context.WithCancel(context.Background())
 	go loop.Every(progress, 5*time.Second, func(context.Context) {
-		fmt.Fprintf(os.Stderr, "loadtest: %s %s/%s (failed %d)\n", what, commas(int(done.Load())), commas(n), failed.Load())
+		fmt.Fprintf(os.Stderr, "loadtest: %s %s/%s (failed %d)\n", what, report.Commas(int(done.Load())), report.Commas(n), failed.Load())
 	})
 	for range min(conns, n) {
 		wg.Go(func() {
@@ -511,7 +512,7 @@ func leaveAllConcurrently(ctx context.Context, a *api, adm *admin, tokens []stri
 	if k == 0 {
 		return
 	}
-	fmt.Fprintf(os.Stderr, "loadtest: %s users leave the queue\n", commas(k))
+	fmt.Fprintf(os.Stderr, "loadtest: %s users leave the queue\n", report.Commas(k))
 	if err := forEach(ctx, "leave", len(tokens), conns, func(i int) error {
 		if tokens[i] == "" {
 			return nil

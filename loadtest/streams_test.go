@@ -229,7 +229,7 @@ func mustRunStreams(t *testing.T, args []string) *streamsReport {
 		t.Fatalf("report is %T", rep)
 	}
 	var b strings.Builder
-	r.print(&b)
+	r.Print(&b)
 	t.Log(b.String())
 	return r
 }
@@ -288,7 +288,7 @@ func TestStreamsScenarioWithoutTS(t *testing.T) {
 		t.Errorf("ordered %d, events without ts %d, lag samples %d; want 5, 10, 0", r.Ordered, r.EventsWithoutTS, r.Lag["all"].Count)
 	}
 	var b strings.Builder
-	r.print(&b)
+	r.Print(&b)
 	if !strings.Contains(b.String(), "lag is unknown") || !strings.Contains(b.String(), "unknown (no events") {
 		t.Errorf("the report does not say the lag is unknown:\n%s", b.String())
 	}
@@ -388,16 +388,6 @@ func TestWhyEnded(t *testing.T) {
 		if got := whyEnded(tc.err); got != tc.want {
 			t.Errorf("whyEnded(%v) = %q, want %q", tc.err, got, tc.want)
 		}
-	}
-}
-
-func TestCountsString(t *testing.T) {
-	got := countsString(map[string]int{"timeout": 2, "HTTP 503": 7, "closed by server": 2})
-	if want := " (HTTP 503 ×7, closed by server ×2, timeout ×2)"; got != want {
-		t.Errorf("countsString = %q, want %q", got, want)
-	}
-	if got := countsString(nil); got != "" {
-		t.Errorf("countsString(nil) = %q, want empty", got)
 	}
 }
 

@@ -3,12 +3,11 @@ package main
 import (
 	"fmt"
 	"io"
-	"maps"
-	"slices"
 	"text/tabwriter"
 	"time"
 
 	"waitingroom/loadtest/internal/measure"
+	"waitingroom/loadtest/internal/report"
 )
 
 // serverSamples are the server's metrics before the streams opened, with
@@ -133,34 +132,34 @@ func (rep *streamsReport) collect(results []streamResult, rec *measure.Recorder)
 	}
 }
 
-func (r *streamsReport) print(w io.Writer) {
+func (r *streamsReport) Print(w io.Writer) {
 	fmt.Fprintf(w, "\nstreams scenario: %s %s streams to %s, room %s; admission frozen while opening, then targetActive %d for the drive\n",
-		commas(r.Users), r.Transport, r.Base, r.Room, r.Target)
+		report.Commas(r.Users), r.Transport, r.Base, r.Room, r.Target)
 	fmt.Fprintf(w, "NOTE: the load generator shares this machine's %d CPUs with the server\n", r.CPUs)
 	if r.Interrupted {
 		fmt.Fprintln(w, "INTERRUPTED: the figures cover the run up to Ctrl-C")
 	}
-	fmt.Fprintf(w, "prepare: %s of %s users entered in %.1f s (access tokens: %s)\n", commas(r.Prepared), commas(r.Users), r.PrepareSeconds, r.Tokens)
+	fmt.Fprintf(w, "prepare: %s of %s users entered in %.1f s (access tokens: %s)\n", report.Commas(r.Prepared), report.Commas(r.Users), r.PrepareSeconds, r.Tokens)
 	if r.Errors != "" {
 		fmt.Fprintf(w, "  errors: %s\n", r.Errors)
 	}
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "streams requested / opened / failed\t %s / %s / %s%s\n", commas(r.Prepared), commas(r.Opened), commas(r.OpenFailed), countsString(r.OpenFailures))
+	fmt.Fprintf(tw, "streams requested / opened / failed\t %s / %s / %s%s\n", report.Commas(r.Prepared), report.Commas(r.Opened), report.Commas(r.OpenFailed), report.Counts(r.OpenFailures))
 	fmt.Fprintf(tw, "open time\t %.1f s for all attempts, last stream open at %.1f s; connect → first event p50 %s, p99 %s, max %s\n",
-		r.OpenSeconds, r.LastOpenSeconds, ms(r.Open.P50), ms(r.Open.P99), ms(r.Open.Max))
+		r.OpenSeconds, r.LastOpenSeconds, report.Ms(r.Open.P50), report.Ms(r.Open.P99), report.Ms(r.Open.Max))
 	fmt.Fprintf(tw, "drive\t %.1f s at targetActive %d\n", r.DriveSeconds, r.Target)
 	perSec := 0.0
 	if r.DriveSeconds > 0 {
 		perSec = float64(r.Events) / r.DriveSeconds
 	}
 	fmt.Fprintf(tw, "status events received\t %s (≈ %s/s over the drive), heartbeats %s, undecodable %d, other %d\n",
-		commas(r.Events), commas(int(perSec+0.5)), commas(r.Heartbeats), r.BadMessages, r.OtherMessages)
-	fmt.Fprintf(tw, "READY received\t %s\n", commas(r.Ready))
-	fmt.Fprintf(tw, "orders placed\t %s (failed %d; codes %s)\n", commas(r.Ordered), r.OrderFailed, r.Orders.CodesString())
+		report.Commas(r.Events), report.Commas(int(perSec+0.5)), report.Commas(r.Heartbeats), r.BadMessages, r.OtherMessages)
+	fmt.Fprintf(tw, "READY received\t %s\n", report.Commas(r.Ready))
+	fmt.Fprintf(tw, "orders placed\t %s (failed %d; codes %s)\n", report.Commas(r.Ordered), r.OrderFailed, r.Orders.CodesString())
 	fmt.Fprintf(tw, "gone\t %d\n", r.Gone)
-	fmt.Fprintf(tw, "dropped by the server\t %d%s (closed without gone, or silent for --idle)\n", r.Dropped, countsString(r.Drops))
-	fmt.Fprintf(tw, "still waiting at the end\t %s (closed by the tool)\n", commas(r.StillWaiting))
+	fmt.Fprintf(tw, "dropped by the server\t %d%s (closed without gone, or silent for --idle)\n", r.Dropped, report.Counts(r.Drops))
+	fmt.Fprintf(tw, "still waiting at the end\t %s (closed by the tool)\n", report.Commas(r.StillWaiting))
 	tw.Flush()
 
 	fmt.Fprintln(w, "\nfan-out lag = receive time − \"ts\" (the admission's publish time, Redis clock), every status event after the on-connect one:")
@@ -172,11 +171,11 @@ func (r *streamsReport) print(w io.Writer) {
 			fmt.Fprintf(tw, "%s\t0\t-\t-\t-\t-\t\n", b)
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%.1f\t%.1f\t%.1f\t\n", b, commas(l.Count), msf(l.P50), msf(l.P90), msf(l.P99), msf(l.Max))
+		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%.1f\t%.1f\t%.1f\t\n", b, report.Commas(l.Count), report.Msf(l.P50), report.Msf(l.P90), report.Msf(l.P99), report.Msf(l.Max))
 	}
 	tw.Flush()
 	if r.EventsWithoutTS > 0 {
-		fmt.Fprintf(w, "%s events carried no \"ts\": their lag is unknown and not counted above\n", commas(r.EventsWithoutTS))
+		fmt.Fprintf(w, "%s events carried no \"ts\": their lag is unknown and not counted above\n", report.Commas(r.EventsWithoutTS))
 	}
 
 	fmt.Fprintln(w, "\nserver (/metrics on the admin port):")
@@ -193,17 +192,17 @@ func (r *streamsReport) print(w io.Writer) {
 		fmt.Fprintf(w, "  %s: not exported\n", measure.MetricDropped)
 	}
 
-	fmt.Fprintf(w, "\nbars (DESIGN.md, %s streams on one instance, one 2-core machine):\n", commas(barStreams))
+	fmt.Fprintf(w, "\nbars (DESIGN.md, %s streams on one instance, one 2-core machine):\n", report.Commas(barStreams))
 	if r.Opened != barStreams {
-		fmt.Fprintf(w, "  (this run held %s streams: compare with care)\n", commas(r.Opened))
+		fmt.Fprintf(w, "  (this run held %s streams: compare with care)\n", report.Commas(r.Opened))
 	}
 	p99 := r.Lag["all"].P99
 	switch {
 	case r.Lag["all"].Count == 0:
 		fmt.Fprintln(w, "  fan-out lag p99 ≤ 250 ms: unknown (no events with \"ts\" after connecting)")
 	default:
-		fmt.Fprintf(w, "  fan-out lag p99 ≤ %.0f ms: %s — %s (moonshot ≤ %.0f ms: %s)\n", msf(barLagP99), ms(p99), verdict(p99 <= barLagP99),
-			msf(moonshotLagP99), verdict(p99 <= moonshotLagP99))
+		fmt.Fprintf(w, "  fan-out lag p99 ≤ %.0f ms: %s — %s (moonshot ≤ %.0f ms: %s)\n", report.Msf(barLagP99), report.Ms(p99), verdict(p99 <= barLagP99),
+			report.Msf(moonshotLagP99), verdict(p99 <= moonshotLagP99))
 	}
 	if r.RSSPerStreamKiB > 0 {
 		fmt.Fprintf(w, "  RSS per stream ≤ %.0f KiB: %.1f KiB — %s\n", barRSSKiB, r.RSSPerStreamKiB, verdict(r.RSSPerStreamKiB <= barRSSKiB))
@@ -220,32 +219,6 @@ func verdict(ok bool) string {
 	return "NOT met"
 }
 
-// countsString lists m as " (reason ×n, …)", most frequent first; "" when
-// m is empty.
-func countsString(m map[string]int) string {
-	if len(m) == 0 {
-		return ""
-	}
-	keys := slices.Collect(maps.Keys(m))
-	slices.SortFunc(keys, func(a, b string) int {
-		if m[a] != m[b] {
-			return m[b] - m[a]
-		}
-		if a < b {
-			return -1
-		}
-		return 1
-	})
-	s := " ("
-	for i, k := range keys {
-		if i > 0 {
-			s += ", "
-		}
-		s += fmt.Sprintf("%s ×%d", k, m[k])
-	}
-	return s + ")"
-}
-
 func mib(m map[string]float64, errText string) string {
 	if v, ok := m[measure.MetricRSS]; ok {
 		return fmt.Sprintf("%.1f MiB", v/(1<<20))
@@ -258,7 +231,7 @@ func mib(m map[string]float64, errText string) string {
 
 func value(m map[string]float64, name string) string {
 	if v, ok := m[name]; ok {
-		return commas(int(v))
+		return report.Commas(int(v))
 	}
 	return "n/a"
 }

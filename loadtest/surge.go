@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"waitingroom/loadtest/internal/measure"
+	"waitingroom/loadtest/internal/report"
 	"waitingroom/queue/loop"
 )
 
@@ -154,7 +155,7 @@ func surgeFlags(fs *flag.FlagSet, perAddr int, shop shopperModel) func() (surgeC
 	}
 }
 
-func runSurge(ctx context.Context, o *options, args []string) (report, error) {
+func runSurge(ctx context.Context, o *options, args []string) (report.Report, error) {
 	fs := newFlagSet("surge", o)
 	config := surgeFlags(fs, 0, flashSale)
 	if err := o.parse(fs, args); err != nil {
@@ -241,7 +242,7 @@ func (s *surge) close() {
 // starts: a surge measures entering and waiting, not BCrypt. A failure is
 // kept for the report: the users without a token count as failed.
 func (s *surge) prepare(ctx context.Context) {
-	fmt.Fprintf(os.Stderr, "surge: preparing %s access tokens (%s)\n", commas(s.cfg.n), s.tokens)
+	fmt.Fprintf(os.Stderr, "surge: preparing %s access tokens (%s)\n", report.Commas(s.cfg.n), s.tokens)
 	var perr error
 	s.access, perr = accessTokens(ctx, s.leaver, s.cfg.mt, s.cfg.n, s.cfg.first, s.cfg.conns, s.cfg.password)
 	if perr != nil {
@@ -303,7 +304,7 @@ func (s *surge) run(ctx context.Context, side sideFunc) *surgeReport {
 	}
 
 	fmt.Fprintf(os.Stderr, "surge: %s users arrive over %v, waiting by %s; targetActive %d; at most %v\n",
-		commas(cfg.n), cfg.over, cfg.transport, rep.Target, cfg.maxDur)
+		report.Commas(cfg.n), cfg.over, cfg.transport, rep.Target, cfg.maxDur)
 	s.arrive(r)
 	rep.Seconds = time.Since(r.start).Seconds()
 	rep.ToolCPUSeconds = selfCPU() - cpu0
@@ -604,8 +605,8 @@ func (r *surgeRun) progress(ctx context.Context, adm *admin, n int) (stop func()
 			finished := c.ready.Load() + c.gone.Load() + c.abandoned.Load()
 			errs := c.enterFailed.Load() + c.orderFailed.Load() + c.pollErrors.Load()
 			line := fmt.Sprintf("%5.1fs  entered %s/%s  waiting %s  admitted %s  ordered %s  | %.0f enter/s %.0f admit/s %.0f order/s | errors %d  drops %d",
-				time.Since(r.start).Seconds(), commas(int(cur[0])), commas(n), commas(int(cur[0]-finished)), commas(int(cur[1])),
-				commas(int(cur[2])), rate[0], rate[1], rate[2], errs, c.drops.Load())
+				time.Since(r.start).Seconds(), report.Commas(int(cur[0])), report.Commas(n), report.Commas(int(cur[0]-finished)), report.Commas(int(cur[1])),
+				report.Commas(int(cur[2])), rate[0], rate[1], rate[2], errs, c.drops.Load())
 			if s, ok := r.samples.last(); ok {
 				line += fmt.Sprintf("  | room active %d/%d", s.Active, s.Target)
 			}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"waitingroom/loadtest/internal/measure"
+	"waitingroom/loadtest/internal/report"
 )
 
 func fakeJWT(payload string) string {
@@ -207,7 +208,7 @@ func TestSurgeCollect(t *testing.T) {
 		t.Errorf("drain: got %v s, want 3 (the last READY)", rep.DrainSeconds)
 	}
 	var b bytes.Buffer
-	rep.print(&b)
+	rep.Print(&b)
 	for _, want := range []string{"FIFO inversions", "FAIL", "users lost"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("printed report lacks %q:\n%s", want, b.String())
@@ -220,7 +221,7 @@ func TestHTMLReportIsSelfContained(t *testing.T) {
 		RoomSeries: []roomSample{{At: time.Second, Waiting: 2, Active: 1, Target: 5}}}
 	rep.Checks = rep.checks()
 	path := filepath.Join(t.TempDir(), "r.html")
-	if err := writeHTML(path, rep); err != nil {
+	if err := report.WriteHTML(path, rep); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(path)
@@ -238,39 +239,11 @@ func TestHTMLReportIsSelfContained(t *testing.T) {
 	}
 	// Reports without a page of their own are written as text.
 	path2 := filepath.Join(t.TempDir(), "seed.html")
-	if err := writeHTML(path2, &seedReport{Scenario: "seed", Seconds: 1, Endpoints: map[string]measure.Summary{}}); err != nil {
+	if err := report.WriteHTML(path2, &seedReport{Scenario: "seed", Seconds: 1, Endpoints: map[string]measure.Summary{}}); err != nil {
 		t.Fatal(err)
 	}
 	if b, _ := os.ReadFile(path2); !strings.Contains(string(b), "<pre>") || !strings.Contains(string(b), "seed scenario") {
 		t.Errorf("seed page: want the printed report in <pre>:\n%s", b)
-	}
-}
-
-func TestLineChartGaps(t *testing.T) {
-	svg := string(lineChart("t", "ms", 4, line{name: "a", color: "#000", x: []float64{0, 1, 2, 3, 4}, y: []float64{1, 2, math.NaN(), 3, 4}}))
-	if got := strings.Count(svg, "<polyline"); got != 2 {
-		t.Errorf("a NaN splits the line: got %d polylines, want 2", got)
-	}
-	empty := string(lineChart("t", "ms", 4, line{name: "a", color: "#000"}))
-	if !strings.Contains(empty, "no data") {
-		t.Errorf("an empty chart says so: %s", empty)
-	}
-}
-
-func TestNiceStepAndTicks(t *testing.T) {
-	for _, tc := range []struct {
-		v    float64
-		n    int
-		want float64
-	}{{10_000, 5, 2000}, {47, 5, 10}, {0.9, 5, 0.2}, {0, 5, 1}, {120, 8, 20}, {11, 5, 2.5}} {
-		if got := niceStep(tc.v, tc.n); math.Abs(got-tc.want) > 1e-9 {
-			t.Errorf("niceStep(%v, %d): got %v, want %v", tc.v, tc.n, got, tc.want)
-		}
-	}
-	for v, want := range map[float64]string{0: "0", 2.5: "2.5", 1500: "1500", 12_000: "12k", 2_500_000: "2.5M", 0.25: "0.25"} {
-		if got := tickLabel(v); got != want {
-			t.Errorf("tickLabel(%v): got %q, want %q", v, got, want)
-		}
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"waitingroom/loadtest/internal/measure"
+	"waitingroom/loadtest/internal/report"
 )
 
 // Turning a surge run into its report: one pass over the users' records,
@@ -58,13 +59,13 @@ func (tl *timeline) finish() []timelinePoint {
 			slices.Sort(l)
 			p := &tl.points[i]
 			p.HasEnter = true
-			p.EnterP50, p.EnterP90, p.EnterP99 = msf(measure.Percentile(l, 50)), msf(measure.Percentile(l, 90)), msf(measure.Percentile(l, 99))
+			p.EnterP50, p.EnterP90, p.EnterP99 = report.Msf(measure.Percentile(l, 50)), report.Msf(measure.Percentile(l, 90)), report.Msf(measure.Percentile(l, 99))
 		}
 		if l := tl.lags[i]; len(l) > 0 {
 			slices.Sort(l)
 			p := &tl.points[i]
 			p.HasLag = true
-			p.LagP50, p.LagP99 = msf(measure.Percentile(l, 50)), msf(measure.Percentile(l, 99))
+			p.LagP50, p.LagP99 = report.Msf(measure.Percentile(l, 50)), report.Msf(measure.Percentile(l, 99))
 		}
 	}
 	return tl.points

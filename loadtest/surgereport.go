@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 
 	"waitingroom/loadtest/internal/measure"
+	"waitingroom/loadtest/internal/report"
 )
 
 // maxTimeline caps the per-second timeline (one hour).
@@ -101,7 +102,7 @@ type surgeReport struct {
 	LoadAvgEnd     string          `json:"loadAvgEnd,omitempty"`
 	ProcErr        string          `json:"processMetricsError,omitempty"`
 
-	Checks     []check         `json:"checks"`
+	Checks     []report.Check  `json:"checks"`
 	Timeline   []timelinePoint `json:"timeline"`
 	RoomSeries []roomSample    `json:"roomSeries"` // every admin API sample
 }
@@ -132,28 +133,21 @@ type timelinePoint struct {
 }
 
 // checks are the surge's pass/fail lines: the contract's bar.
-func (r *surgeReport) checks() []check {
-	return []check{
-		{"errors (enter, order, poll)", r.ErrorCount == 0 && r.AttemptErrors == 0,
-			fmt.Sprintf("%s users failed; %s requests answered 429/5xx or not at all (retried ones included)", commas(r.ErrorCount), commas(r.AttemptErrors))},
-		{"FIFO inversions", r.Inversions == 0 && r.Admissions > 0, fmt.Sprintf("%d (%s admissions compared)", r.Inversions, commas(r.Admissions))},
-		{"active ≤ targetActive (sampled)", r.SamplesOverLimit == 0 && r.RoomSamples > 0,
-			fmt.Sprintf("max %d of %d; %d of %s samples over", r.MaxActive, r.MaxActiveTarget, r.SamplesOverLimit, commas(r.RoomSamples))},
-		{"users lost", r.Lost == 0, commas(r.Lost)},
-		{"every user READY → ordered", r.Ordered == r.Users-r.NoShows-r.Abandoned, r.orderedString()},
+func (r *surgeReport) checks() []report.Check {
+	return []report.Check{
+		report.NewCheck("errors (enter, order, poll)", r.ErrorCount == 0 && r.AttemptErrors == 0,
+			fmt.Sprintf("%s users failed; %s requests answered 429/5xx or not at all (retried ones included)", report.Commas(r.ErrorCount), report.Commas(r.AttemptErrors))),
+		report.NewCheck("FIFO inversions", r.Inversions == 0 && r.Admissions > 0, fmt.Sprintf("%d (%s admissions compared)", r.Inversions, report.Commas(r.Admissions))),
+		report.NewCheck("active ≤ targetActive (sampled)", r.SamplesOverLimit == 0 && r.RoomSamples > 0,
+			fmt.Sprintf("max %d of %d; %d of %s samples over", r.MaxActive, r.MaxActiveTarget, r.SamplesOverLimit, report.Commas(r.RoomSamples))),
+		report.NewCheck("users lost", r.Lost == 0, report.Commas(r.Lost)),
+		report.NewCheck("every user READY → ordered", r.Ordered == r.Users-r.NoShows-r.Abandoned, r.orderedString()),
 	}
 }
 
-// check is one pass/fail line of a report.
-type check struct {
-	Name string `json:"name"`
-	OK   bool   `json:"ok"`
-	Got  string `json:"measured"`
-}
-
-func (r *surgeReport) print(w io.Writer) {
+func (r *surgeReport) Print(w io.Writer) {
 	fmt.Fprintf(w, "\nsurge scenario: %s users arriving over %.0f s, waiting by %s, to %s room %s; targetActive %d (entry TTL %.0f s)\n",
-		commas(r.Users), r.OverSeconds, r.Transport, r.Base, r.Room, r.Target, r.EntryTTLSeconds)
+		report.Commas(r.Users), r.OverSeconds, r.Transport, r.Base, r.Room, r.Target, r.EntryTTLSeconds)
 	fmt.Fprintf(w, "NOTE: the load generator shares this machine's %d CPUs with the server; absolute figures vary run to run\n", r.CPUs)
 	if r.Interrupted {
 		fmt.Fprintln(w, "INTERRUPTED: the figures cover the run up to Ctrl-C")
@@ -171,15 +165,8 @@ func (r *surgeReport) print(w io.Writer) {
 	tw.Flush()
 	fmt.Fprintln(w, "\nbar (DESIGN.md: 10,000 users entering within 10 s):")
 	for _, c := range r.checks() {
-		fmt.Fprintf(w, "  %-32s %-5s %s\n", c.Name, verdictPass(c.OK), c.Got)
+		fmt.Fprintf(w, "  %-32s %-5s %s\n", c.Name, report.PassFail(c.OK), c.Got)
 	}
-}
-
-func verdictPass(ok bool) string {
-	if ok {
-		return "PASS"
-	}
-	return "FAIL"
 }
 
 // rows are the summary table: label, value.
@@ -188,31 +175,31 @@ func (r *surgeReport) rows() [][2]string {
 		if l.Count == 0 {
 			return "-"
 		}
-		return fmt.Sprintf("p50 %s  p90 %s  p99 %s  max %s  (%s)", ms(l.P50), ms(l.P90), ms(l.P99), ms(l.Max), commas(l.Count))
+		return fmt.Sprintf("p50 %s  p90 %s  p99 %s  max %s  (%s)", report.Ms(l.P50), report.Ms(l.P90), report.Ms(l.P99), report.Ms(l.Max), report.Commas(l.Count))
 	}
 	rows := [][2]string{
-		{"run", fmt.Sprintf("%.1f s; users by transport%s; access tokens %s; %s", r.Seconds, countsString(r.ByTransport), r.Tokens, r.addrString())},
-		{"entered", fmt.Sprintf("%s of %s arrived (failed %d%s); READY at entry %s", commas(r.Entered), commas(r.Arrived), r.EnterFailed, countsString(r.EnterFailures), commas(r.Immediate))},
+		{"run", fmt.Sprintf("%.1f s; users by transport%s; access tokens %s; %s", r.Seconds, report.Counts(r.ByTransport), r.Tokens, r.addrString())},
+		{"entered", fmt.Sprintf("%s of %s arrived (failed %d%s); READY at entry %s", report.Commas(r.Entered), report.Commas(r.Arrived), r.EnterFailed, report.Counts(r.EnterFailures), report.Commas(r.Immediate))},
 		{"enter latency", lat(r.EnterLatency)},
 		{"enter requests", r.Enter.CodesString() + " (retries of 429/503 included)"},
-		{"READY / ordered", fmt.Sprintf("%s / %s (order failures %d%s; codes %s)", commas(r.Ready), commas(r.Ordered), r.OrderFailed, countsString(r.OrderFailures), r.Orders.CodesString())},
-		{"order latency", fmt.Sprintf("p50 %s  p99 %s  max %s", ms(r.Orders.P50), ms(r.Orders.P99), ms(r.Orders.Max))},
-		{"pool acquire wait", fmt.Sprintf("mean %.1f ms over %s acquires; injected order delay %.0f ms from %.1f s", r.PoolWaitMeanMs, commas(int(r.PoolAcquires)), r.SlowdownMs, r.SlowdownAtSeconds)},
-		{"told why (gone / 404)", fmt.Sprintf("%d%s", r.Gone, countsString(r.GoneWhy))},
-		{"lost", fmt.Sprintf("%d%s; of them still waiting at the end: %d", r.Lost, countsString(r.LostWhy), r.LostAtEnd)},
+		{"READY / ordered", fmt.Sprintf("%s / %s (order failures %d%s; codes %s)", report.Commas(r.Ready), report.Commas(r.Ordered), r.OrderFailed, report.Counts(r.OrderFailures), r.Orders.CodesString())},
+		{"order latency", fmt.Sprintf("p50 %s  p99 %s  max %s", report.Ms(r.Orders.P50), report.Ms(r.Orders.P99), report.Ms(r.Orders.Max))},
+		{"pool acquire wait", fmt.Sprintf("mean %.1f ms over %s acquires; injected order delay %.0f ms from %.1f s", r.PoolWaitMeanMs, report.Commas(int(r.PoolAcquires)), r.SlowdownMs, r.SlowdownAtSeconds)},
+		{"told why (gone / 404)", fmt.Sprintf("%d%s", r.Gone, report.Counts(r.GoneWhy))},
+		{"lost", fmt.Sprintf("%d%s; of them still waiting at the end: %d", r.Lost, report.Counts(r.LostWhy), r.LostAtEnd)},
 		{"errors", fmt.Sprintf("%d (enter %d, order %d, poll %d); requests answered 429/5xx or not at all, retries included: %s; stream drops (then re-opened or polled) %d",
-			r.ErrorCount, r.EnterFailed, r.OrderFailed, r.PollErrors, commas(r.AttemptErrors), r.Drops)},
-		{"polls", fmt.Sprintf("%s (codes %s)", commas(r.Polls), r.Position.CodesString())},
+			r.ErrorCount, r.EnterFailed, r.OrderFailed, r.PollErrors, report.Commas(r.AttemptErrors), r.Drops)},
+		{"polls", fmt.Sprintf("%s (codes %s)", report.Commas(r.Polls), r.Position.CodesString())},
 		{"queue drained", fmt.Sprintf("%.1f s after the first arrival (last READY); %.0f admitted/s", r.DrainSeconds, r.AdmitPerSecond)},
-		{"max active (sampled)", fmt.Sprintf("%d (targetActive %d); %s samples, %d over target, %d failed reads", r.MaxActive, r.MaxActiveTarget, commas(r.RoomSamples), r.SamplesOverLimit, r.RoomSampleErrs)},
-		{"FIFO inversions", fmt.Sprintf("%d among %s admissions (ticket order vs entryExpiresAt − entryTtl); %d READY without a time", r.Inversions, commas(r.Admissions), r.NoAdmitTime)},
-		{"shoppers", fmt.Sprintf("%s; no-shows %s, abandoned %s, reloaded %s", r.Shoppers, commas(r.NoShows), commas(r.Abandoned), commas(r.Reloads))},
+		{"max active (sampled)", fmt.Sprintf("%d (targetActive %d); %s samples, %d over target, %d failed reads", r.MaxActive, r.MaxActiveTarget, report.Commas(r.RoomSamples), r.SamplesOverLimit, r.RoomSampleErrs)},
+		{"FIFO inversions", fmt.Sprintf("%d among %s admissions (ticket order vs entryExpiresAt − entryTtl); %d READY without a time", r.Inversions, report.Commas(r.Admissions), r.NoAdmitTime)},
+		{"shoppers", fmt.Sprintf("%s; no-shows %s, abandoned %s, reloaded %s", r.Shoppers, report.Commas(r.NoShows), report.Commas(r.Abandoned), report.Commas(r.Reloads))},
 		{"ETA accuracy, first estimate", r.etaString()},
 		{"ETA accuracy over the wait", r.etaWaitString()},
 		{"ETA after a change", r.etaChangeString()},
 		{"  by position", r.etaBandString()},
 		{"fan-out lag", lat(r.Lag)},
-		{"  sse / ws", fmt.Sprintf("p99 %s (%s) / p99 %s (%s)", ms(r.LagSSE.P99), commas(r.LagSSE.Count), ms(r.LagWS.P99), commas(r.LagWS.Count))},
+		{"  sse / ws", fmt.Sprintf("p99 %s (%s) / p99 %s (%s)", report.Ms(r.LagSSE.P99), report.Commas(r.LagSSE.Count), report.Ms(r.LagWS.P99), report.Commas(r.LagWS.Count))},
 	}
 	if r.ProcErr != "" && r.ServerRSSMax == 0 {
 		rows = append(rows, [2]string{"server", "n/a (" + r.ProcErr + ")"})
@@ -236,7 +223,7 @@ func (r *surgeReport) addrString() string {
 	if r.SourceAddrs == 0 {
 		return "connections spread over the tool's 16 source addresses"
 	}
-	return fmt.Sprintf("%d users per source address, %s addresses (127.1.x.y)", r.UsersPerAddr, commas(r.SourceAddrs))
+	return fmt.Sprintf("%d users per source address, %s addresses (127.1.x.y)", r.UsersPerAddr, report.Commas(r.SourceAddrs))
 }
 
 func (r *surgeReport) etaString() string {
@@ -244,17 +231,17 @@ func (r *surgeReport) etaString() string {
 		return "- (no user waited with an ETA)"
 	}
 	return fmt.Sprintf("median |error| %.0f %%, p90 %.0f %% over %s users; median ETA − wait %+.1f s (waits < 1 s count as 1 s); shown at entry to %s, the others %.0f s after entering on median (at most %.0f s)",
-		r.ETA.MedianAPE, r.ETA.P90APE, commas(r.ETA.Count), r.ETA.MedianErrSeconds, commas(r.ETA.AtEntry), r.ETA.MedianAfterSeconds, r.ETA.MaxAfterSeconds)
+		r.ETA.MedianAPE, r.ETA.P90APE, report.Commas(r.ETA.Count), r.ETA.MedianErrSeconds, report.Commas(r.ETA.AtEntry), r.ETA.MedianAfterSeconds, r.ETA.MaxAfterSeconds)
 }
 
 // orderedString is the ordered check's figure: the users who did not
 // leave by the shopper model's plan, and how many of them ordered.
 func (r *surgeReport) orderedString() string {
 	if r.NoShows+r.Abandoned == 0 {
-		return fmt.Sprintf("%s of %s", commas(r.Ordered), commas(r.Users))
+		return fmt.Sprintf("%s of %s", report.Commas(r.Ordered), report.Commas(r.Users))
 	}
-	return fmt.Sprintf("%s of %s (%s users less %s no-shows and %s abandoned)", commas(r.Ordered),
-		commas(r.Users-r.NoShows-r.Abandoned), commas(r.Users), commas(r.NoShows), commas(r.Abandoned))
+	return fmt.Sprintf("%s of %s (%s users less %s no-shows and %s abandoned)", report.Commas(r.Ordered),
+		report.Commas(r.Users-r.NoShows-r.Abandoned), report.Commas(r.Users), report.Commas(r.NoShows), report.Commas(r.Abandoned))
 }
 
 func (r *surgeReport) etaChangeString() string {
@@ -268,7 +255,7 @@ func (r *surgeReport) etaChangeString() string {
 			re = fmt.Sprintf("re-converged %.0f s after (per-second median ≤ %d %% for %d s)", c.ReconvergedSeconds, reconvergedPct, reconvergedHold)
 		}
 		parts = append(parts, fmt.Sprintf("%s at %.0f s: %s; from 30 s after, median |error| %.0f %%, p90 %.0f %% over %s estimates",
-			c.What, c.AtSeconds, re, c.After.MedianAPE, c.After.P90APE, commas(c.After.Count)))
+			c.What, c.AtSeconds, re, c.After.MedianAPE, c.After.P90APE, report.Commas(c.After.Count)))
 	}
 	return strings.Join(parts, "; ")
 }
@@ -276,14 +263,14 @@ func (r *surgeReport) etaChangeString() string {
 func (r *surgeReport) etaWaitString() string {
 	a := r.ETAWait
 	if a.Count == 0 {
-		return fmt.Sprintf("- (no estimate shown ≥ 1 s before an admission; withheld %s)", commas(a.Withheld))
+		return fmt.Sprintf("- (no estimate shown ≥ 1 s before an admission; withheld %s)", report.Commas(a.Withheld))
 	}
 	known := "none"
 	if a.Guessed < a.Count {
-		known = fmt.Sprintf("median %.0f %% of %s", a.KnownMedianAPE, commas(a.Count-a.Guessed))
+		known = fmt.Sprintf("median %.0f %% of %s", a.KnownMedianAPE, report.Commas(a.Count-a.Guessed))
 	}
 	return fmt.Sprintf("median |error| %.0f %%, p90 %.0f %% over %s estimates shown to %s users; median ETA − remaining %+.1f s; etaKnown only: %s (withheld %s; remaining < 1 s skipped)",
-		a.MedianAPE, a.P90APE, commas(a.Count), commas(a.Users), a.MedianErrSeconds, known, commas(a.Withheld))
+		a.MedianAPE, a.P90APE, report.Commas(a.Count), report.Commas(a.Users), a.MedianErrSeconds, known, report.Commas(a.Withheld))
 }
 
 func (r *surgeReport) etaBandString() string {
@@ -296,7 +283,7 @@ func (r *surgeReport) etaBandString() string {
 			s += b.Band + " -"
 			continue
 		}
-		s += fmt.Sprintf("%s median %.0f %% p90 %.0f %% (%s)", b.Band, b.MedianAPE, b.P90APE, commas(b.Count))
+		s += fmt.Sprintf("%s median %.0f %% p90 %.0f %% (%s)", b.Band, b.MedianAPE, b.P90APE, report.Commas(b.Count))
 	}
 	if s == "" {
 		return "-"

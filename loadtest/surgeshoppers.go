@@ -8,6 +8,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"time"
+
+	"waitingroom/loadtest/internal/report"
 )
 
 // The surge's shoppers, like people: when they arrive (a burst at the
@@ -85,7 +87,7 @@ func shopperFlags(fs *flag.FlagSet, def shopperModel) func() (shopperModel, erro
 }
 
 // share prints a share as flags take it: 0.05 → "5%".
-func share(f float64) string { return trimZero(fmt.Sprintf("%.2f", 100*f)) + "%" }
+func share(f float64) string { return report.TrimZero(fmt.Sprintf("%.2f", 100*f)) + "%" }
 
 // plans draws n shoppers' plans.
 func (m shopperModel) plans(n int) []shopperPlan {
