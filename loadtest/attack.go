@@ -11,7 +11,9 @@ import (
 	"sync"
 	"time"
 
+	"waitingroom/loadtest/internal/client"
 	"waitingroom/loadtest/internal/measure"
+	"waitingroom/loadtest/internal/pace"
 	"waitingroom/loadtest/internal/report"
 )
 
@@ -113,7 +115,7 @@ func runAttack(ctx context.Context, o *options, args []string) (report.Report, e
 	if cfg.perAddr < 1 {
 		return nil, errors.New("attack: --users-per-addr must be at least 1: the crowd comes from many addresses, the attackers from others")
 	}
-	if err := checkLoopback(o.base); err != nil {
+	if err := client.CheckLoopback(o.base); err != nil {
 		return nil, fmt.Errorf("attack: %w", err)
 	}
 	if ac.for_ == 0 {
@@ -158,14 +160,14 @@ func runAttack(ctx context.Context, o *options, args []string) (report.Report, e
 }
 
 // waitDrained waits until the room has nobody waiting or active, at most d.
-func waitDrained(ctx context.Context, adm *admin, d time.Duration) error {
+func waitDrained(ctx context.Context, adm *client.Admin, d time.Duration) error {
 	deadline := time.Now().Add(d)
 	for {
-		st, err := adm.roomState(ctx)
+		st, err := adm.RoomState(ctx)
 		if err == nil && st.Waiting == 0 && st.Active == 0 {
 			return nil
 		}
-		if time.Now().After(deadline) || !sleep(ctx, 250*time.Millisecond) {
+		if time.Now().After(deadline) || !pace.Sleep(ctx, 250*time.Millisecond) {
 			if err != nil {
 				return fmt.Errorf("the room's state: %w", err)
 			}
@@ -208,7 +210,7 @@ func (ar *attackRun) side(run context.Context, start time.Time) func() {
 // either read fails).
 func (ar *attackRun) countBcrypt(run context.Context) (stop func()) {
 	adm := ar.s.adm
-	b0, errText := scrapeNames(run, adm, measure.MetricBcrypt)
+	b0, errText := client.ScrapeNames(run, adm, measure.MetricBcrypt)
 	bcryptOK := errText == ""
 	return func() {
 		if !bcryptOK {
@@ -216,7 +218,7 @@ func (ar *attackRun) countBcrypt(run context.Context) (stop func()) {
 		}
 		mctx, cancel := context.WithTimeout(context.WithoutCancel(run), 10*time.Second)
 		defer cancel()
-		if b1, errText := scrapeNames(mctx, adm, measure.MetricBcrypt); errText == "" {
+		if b1, errText := client.ScrapeNames(mctx, adm, measure.MetricBcrypt); errText == "" {
 			ar.bcrypt = b1[measure.MetricBcrypt] - b0[measure.MetricBcrypt]
 		}
 	}
@@ -299,7 +301,7 @@ func (x *attacks) keep(tok string) {
 // crossSite runs the cross-site requests a third into the window: the
 // victim waits in the queue while the forged requests come.
 func (x *attacks) crossSite() {
-	if !sleep(x.run, x.ar.ac.for_/3) {
+	if !pace.Sleep(x.run, x.ar.ac.for_/3) {
 		return
 	}
 	rep := x.ar.out
@@ -314,7 +316,7 @@ func (x *attacks) crossSite() {
 func (x *attacks) enterFlooder() string {
 	cl := x.a.client(streamAddr, 1)
 	tok, _, err := x.a.enter(x.run, cl, x.access(2))
-	cl.hc.CloseIdleConnections()
+	cl.HTTP.CloseIdleConnections()
 	if err != nil {
 		x.ar.out.Notes = append(x.ar.out.Notes, "the stream flooder could not enter: "+whyEnded(err))
 		return ""
@@ -329,7 +331,7 @@ func (x *attacks) enterFlooder() string {
 // the poll limit, paced by pollAfterMs, lets READY polls through.)
 func (x *attacks) storm(start time.Time) {
 	ac := x.ar.ac
-	if !sleepUntil(x.run, start.Add(x.ar.cfg.over)) {
+	if !pace.SleepUntil(x.run, start.Add(x.ar.cfg.over)) {
 		return
 	}
 	cl := x.a.client(stormAddr, ac.stormTokens)
@@ -344,7 +346,7 @@ func (x *attacks) storm(start time.Time) {
 		toks = append(toks, tok)
 		x.keep(tok)
 	}
-	cl.hc.CloseIdleConnections()
+	cl.HTTP.CloseIdleConnections()
 	x.ar.out.Storm = x.a.storm(x.run, toks, ac.for_, ac.stormMax)
 	x.ar.out.Storm.EnterFailure = why
 }
@@ -363,14 +365,14 @@ func (x *attacks) wait() {
 
 // leaveQueue has the attackers who entered leave: the room is as the run
 // found it.
-func (x *attacks) leaveQueue(l *api) {
+func (x *attacks) leaveQueue(l *client.API) {
 	if len(x.leave) == 0 {
 		return
 	}
 	lctx, cancel := context.WithTimeout(x.reqCtx, time.Minute)
 	defer cancel()
-	_ = forEach(lctx, "attackers leave", len(x.leave), 4, func(i int) error {
-		_, err := l.leave(lctx, x.leave[i])
+	_ = pace.ForEach(lctx, "attackers leave", len(x.leave), 4, func(i int) error {
+		_, err := l.Leave(lctx, x.leave[i])
 		return err
 	})
 }

@@ -9,7 +9,9 @@ import (
 	"sync"
 	"time"
 
+	"waitingroom/loadtest/internal/client"
 	"waitingroom/loadtest/internal/measure"
+	"waitingroom/loadtest/internal/pace"
 )
 
 // bombResult is what the decompression bombs achieved.
@@ -64,7 +66,7 @@ func bombBody(mib int) ([]byte, error) {
 // bombs sends n bombs, spread evenly over d, to login, orders (with
 // qtok) and the admin API (with the admin token: what a stolen token or
 // an insider could send), in turn, each with Content-Encoding: gzip, gzip.
-func (a *attacker) bombs(ctx context.Context, adm *admin, n, mib int, d time.Duration, qtok string) *bombResult {
+func (a *attacker) bombs(ctx context.Context, adm *client.Admin, n, mib int, d time.Duration, qtok string) *bombResult {
 	res := &bombResult{Bombs: n, InflateMiB: mib, Codes: map[string]measure.Summary{}}
 	body, err := bombBody(mib)
 	if err != nil {
@@ -73,9 +75,9 @@ func (a *attacker) bombs(ctx context.Context, adm *admin, n, mib int, d time.Dur
 	res.BodyBytes = len(body)
 	res.RSSBefore = serverRSS(ctx, adm)
 	cl := a.client(bombAddr, 1)
-	defer cl.hc.CloseIdleConnections()
+	defer cl.HTTP.CloseIdleConnections()
 	for i := 0; i < n; i++ {
-		if i > 0 && !sleep(ctx, d/time.Duration(n)) {
+		if i > 0 && !pace.Sleep(ctx, d/time.Duration(n)) {
 			break
 		}
 		target := bombTargets[i%len(bombTargets)]
@@ -110,9 +112,9 @@ func (a *attacker) bombs(ctx context.Context, adm *admin, n, mib int, d time.Dur
 }
 
 // serverRSS is the server's resident memory in MiB (0 if unknown).
-func serverRSS(ctx context.Context, adm *admin) float64 {
+func serverRSS(ctx context.Context, adm *client.Admin) float64 {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	m, _ := scrapeMetrics(ctx, adm)
+	m, _ := client.ScrapeMetrics(ctx, adm)
 	return m[measure.MetricRSS] / (1 << 20)
 }

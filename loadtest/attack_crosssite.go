@@ -10,6 +10,7 @@ import (
 
 	"github.com/fasthttp/websocket"
 
+	"waitingroom/loadtest/internal/client"
 	"waitingroom/loadtest/internal/measure"
 )
 
@@ -35,7 +36,7 @@ type crossSiteResult struct {
 func (a *attacker) crossSite(ctx context.Context, access string, n int) *crossSiteResult {
 	res := &crossSiteResult{Attempts: n}
 	cl := a.client(crossSiteAddr, 2)
-	defer cl.hc.CloseIdleConnections()
+	defer cl.HTTP.CloseIdleConnections()
 	qtok, cookie, err := a.enter(ctx, cl, access)
 	if err != nil {
 		res.EnterFailure = whyEnded(err)
@@ -45,8 +46,8 @@ func (a *attacker) crossSite(ctx context.Context, access string, n int) *crossSi
 	u, _ := url.Parse(a.base)
 	wsURL := *u
 	wsURL.Scheme = map[string]string{"http": "ws", "https": "wss"}[u.Scheme]
-	wsURL.Path = cl.roomPath("ws")
-	dial := dialFrom(crossSiteAddr)
+	wsURL.Path = cl.RoomPath("ws")
+	dial := client.DialFrom(crossSiteAddr)
 	wd := &websocket.Dialer{NetDialContext: dial, HandshakeTimeout: a.timeout, ReadBufferSize: streamBuf, WriteBufferSize: 1 << 10}
 	for i := 0; i < n && ctx.Err() == nil; i++ {
 		h := http.Header{}
@@ -73,7 +74,7 @@ func (a *attacker) crossSite(ctx context.Context, access string, n int) *crossSi
 		}
 	}
 	for i := 0; i < n && ctx.Err() == nil; i++ {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.base+cl.roomPath("leave"), strings.NewReader("confirm=1"))
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.base+cl.RoomPath("leave"), strings.NewReader("confirm=1"))
 		if err != nil {
 			break
 		}
@@ -85,6 +86,6 @@ func (a *attacker) crossSite(ctx context.Context, access string, n int) *crossSi
 		a.send(cl, "csrf-leave", req)
 	}
 	res.WS, res.Leave = a.rec.Summary("csrf-ws"), a.rec.Summary("csrf-leave")
-	res.PlaceCode, _ = cl.call(context.WithoutCancel(ctx), "victim-position", http.MethodGet, cl.roomPath("position"), qtok, nil, nil)
+	res.PlaceCode, _ = cl.Call(context.WithoutCancel(ctx), "victim-position", http.MethodGet, cl.RoomPath("position"), qtok, nil, nil)
 	return res
 }

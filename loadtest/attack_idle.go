@@ -11,7 +11,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"waitingroom/loadtest/internal/client"
 	"waitingroom/loadtest/internal/measure"
+	"waitingroom/loadtest/internal/pace"
 )
 
 // idleFloodResult is what the idle-socket flood achieved.
@@ -46,7 +48,7 @@ func (a *attacker) idleFlood(ctx context.Context, n int, deadline time.Duration)
 	if err != nil {
 		return res
 	}
-	dial := dialFrom(idleFloodAddr)
+	dial := client.DialFrom(idleFloodAddr)
 	f := &idleSockets{ctx: ctx, res: res}
 	half := []byte("GET " + (&url.URL{Path: "/api/v1/rooms/" + a.room + "/position"}).EscapedPath() + " HT")
 	for i := 0; i < n && ctx.Err() == nil; i++ {
@@ -65,7 +67,7 @@ func (a *attacker) idleFlood(ctx context.Context, n int, deadline time.Duration)
 	}
 	lastOpen := time.Now()
 	check := deadline + 2*time.Second
-	if sleep(ctx, check) {
+	if pace.Sleep(ctx, check) {
 		res.HeldPastDeadline = int(f.open.Load())
 		res.CheckedAtSeconds = time.Since(lastOpen).Seconds()
 	}

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"waitingroom/loadtest/internal/client"
 	"waitingroom/loadtest/internal/measure"
 )
 
@@ -28,7 +29,7 @@ type stormResult struct {
 func (a *attacker) storm(ctx context.Context, tokens []string, d time.Duration, limit int) *stormResult {
 	res := &stormResult{Tokens: len(tokens)}
 	cl := a.client(stormAddr, len(tokens))
-	defer cl.hc.CloseIdleConnections()
+	defer cl.HTTP.CloseIdleConnections()
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	var sent, ready atomic.Int64
@@ -37,8 +38,8 @@ func (a *attacker) storm(ctx context.Context, tokens []string, d time.Duration, 
 	for _, tok := range tokens {
 		wg.Go(func() {
 			for ctx.Err() == nil && sent.Add(1) <= int64(limit) {
-				var st queueStatus
-				if code, _ := cl.call(ctx, "storm", http.MethodGet, cl.roomPath("position"), tok, nil, &st); code == http.StatusOK && st.Status == "READY" {
+				var st client.QueueStatus
+				if code, _ := cl.Call(ctx, "storm", http.MethodGet, cl.RoomPath("position"), tok, nil, &st); code == http.StatusOK && st.Status == "READY" {
 					ready.Add(1)
 				}
 			}

@@ -8,7 +8,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"waitingroom/loadtest/internal/client"
 	"waitingroom/loadtest/internal/measure"
+	"waitingroom/loadtest/internal/pace"
 )
 
 // streamFloodResult is what the stream flood achieved.
@@ -37,7 +39,7 @@ func (a *attacker) streamFlood(ctx context.Context, qtok string, n int, idle tim
 		res.EnterFailure = err.Error()
 		return res
 	}
-	d = d.from(dialFrom(streamAddr))
+	d = d.from(client.DialFrom(streamAddr))
 	var (
 		open     atomic.Int64
 		replaced atomic.Int64
@@ -50,7 +52,7 @@ func (a *attacker) streamFlood(ctx context.Context, qtok string, n int, idle tim
 		start := time.Now()
 		pc, m, err := d.open(octx, qtok)
 		cancel()
-		var se statusError
+		var se client.StatusError
 		switch {
 		case errors.As(err, &se):
 			a.rec.Record("stream-flood", int(se), time.Since(start))
@@ -88,7 +90,7 @@ func (a *attacker) streamFlood(ctx context.Context, qtok string, n int, idle tim
 			}
 		})
 	}
-	if sleep(ctx, 2*time.Second) {
+	if pace.Sleep(ctx, 2*time.Second) {
 		res.OpenAfterSettle = int(open.Load())
 	} else {
 		res.OpenAfterSettle = -1

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"waitingroom/loadtest/internal/client"
 	"waitingroom/loadtest/internal/measure"
 )
 
@@ -29,7 +30,7 @@ type stuffingResult struct {
 // logs in with the right password from ownerAddr.
 func (a *attacker) stuffing(ctx, reqCtx context.Context, attempts, addrs, conns int, owner, password string, crowdFirst, crowdN int) *stuffingResult {
 	res := &stuffingResult{Addrs: addrs, Owner: owner}
-	clients := make([]*api, addrs)
+	clients := make([]*client.API, addrs)
 	for k := range clients {
 		clients[k] = a.client(stuffingAddr(k), max(conns/addrs, 1))
 	}
@@ -49,7 +50,7 @@ func (a *attacker) stuffing(ctx, reqCtx context.Context, attempts, addrs, conns 
 					id = "user" + strconv.Itoa(crowdFirst+(i*7919)%crowdN)
 				}
 				body := map[string]string{"loginId": id, "password": "wrong-" + strconv.Itoa(i)}
-				_, _ = clients[i%addrs].call(ctx, "stuffing", http.MethodPost, "/api/v1/auth/login", "", body, nil)
+				_, _ = clients[i%addrs].Call(ctx, "stuffing", http.MethodPost, "/api/v1/auth/login", "", body, nil)
 				mu.Lock()
 				ids[id] = true
 				res.Attempts++
@@ -62,12 +63,12 @@ func (a *attacker) stuffing(ctx, reqCtx context.Context, attempts, addrs, conns 
 	}
 	wg.Wait()
 	for _, c := range clients {
-		c.hc.CloseIdleConnections()
+		c.HTTP.CloseIdleConnections()
 	}
 	res.LoginIDs = len(ids)
 	oc := a.client(ownerAddr, 1)
-	defer oc.hc.CloseIdleConnections()
-	res.OwnerCode, _ = oc.call(reqCtx, "owner-login", http.MethodPost, "/api/v1/auth/login", "", map[string]string{"loginId": owner, "password": password}, nil)
+	defer oc.HTTP.CloseIdleConnections()
+	res.OwnerCode, _ = oc.Call(reqCtx, "owner-login", http.MethodPost, "/api/v1/auth/login", "", map[string]string{"loginId": owner, "password": password}, nil)
 	res.Codes = a.rec.Summary("stuffing")
 	return res
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"time"
 
+	"waitingroom/loadtest/internal/client"
 	"waitingroom/loadtest/internal/measure"
 )
 
@@ -43,28 +44,28 @@ type attacker struct {
 }
 
 // client returns an API client whose connections all come from src.
-func (a *attacker) client(src net.IP, conns int) *api {
-	return &api{base: a.base, room: a.room, hc: newClientFrom(src, conns, a.timeout), rec: a.rec}
+func (a *attacker) client(src net.IP, conns int) *client.API {
+	return &client.API{Base: a.base, Room: a.room, HTTP: client.NewFrom(src, conns, a.timeout), Rec: a.rec}
 }
 
 // enter enters user (an access token) from cl and returns the queue token
 // and the name of the cookie the server set with it (wr_queue unless the
 // server names it otherwise, e.g. __Host-wr_queue over HTTPS).
-func (a *attacker) enter(ctx context.Context, cl *api, access string) (qtok, cookie string, err error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.base+cl.roomPath("enter"), nil)
+func (a *attacker) enter(ctx context.Context, cl *client.API, access string) (qtok, cookie string, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.base+cl.RoomPath("enter"), nil)
 	if err != nil {
 		return "", "", err
 	}
 	req.Header.Set("Authorization", "Bearer "+access)
-	resp, err := cl.hc.Do(req)
+	resp, err := cl.HTTP.Do(req)
 	if err != nil {
 		return "", "", err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return "", "", fmt.Errorf("enter: %w", statusError(resp.StatusCode))
+		return "", "", fmt.Errorf("enter: %w", client.StatusError(resp.StatusCode))
 	}
-	var st queueStatus
+	var st client.QueueStatus
 	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
 		return "", "", fmt.Errorf("enter: %w", err)
 	}
@@ -79,9 +80,9 @@ func (a *attacker) enter(ctx context.Context, cl *api, access string) (qtok, coo
 
 // send sends req from cl and records its status (0: no answer) under name:
 // for the requests api.call cannot make (a raw or form body, a cookie).
-func (a *attacker) send(cl *api, name string, req *http.Request) {
+func (a *attacker) send(cl *client.API, name string, req *http.Request) {
 	start := time.Now()
-	resp, err := cl.hc.Do(req)
+	resp, err := cl.HTTP.Do(req)
 	if err != nil {
 		if req.Context().Err() == nil {
 			a.rec.Record(name, measure.NoResponse, time.Since(start))

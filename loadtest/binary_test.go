@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"waitingroom/loadtest/internal/client"
 )
 
 // The smoke runs drive the command itself: waitingroom/cmd/waitingroom,
@@ -158,7 +160,7 @@ func (c *child) awaitReady(t *testing.T, s smokeServer) error {
 			return fmt.Errorf("it exited (%v)", c.err)
 		default:
 		}
-		if last = readyzOK(context.Background(), hc, s.admin); last == nil {
+		if last = client.ReadyzOK(context.Background(), hc, s.admin); last == nil {
 			if _, last = s.roomState(t); last == nil {
 				return nil
 			}

@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"waitingroom/loadtest/internal/measure"
+	"waitingroom/loadtest/internal/pace"
 	"waitingroom/loadtest/internal/report"
 	"waitingroom/queue"
 )
@@ -270,7 +271,7 @@ func (r *ceilingRun) room(ctx context.Context, room string, target int64) error 
 // the next measurement.
 func (r *ceilingRun) dropRoom(ctx context.Context, room string) {
 	r.deleteMatching(ctx, r.q.RoomKey(room, "*"))
-	sleep(ctx, time.Second)
+	pace.Sleep(ctx, time.Second)
 }
 
 // cleanup deletes every key of the run.

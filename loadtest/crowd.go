@@ -3,9 +3,9 @@ package main
 import (
 	"fmt"
 	"net"
-	"net/url"
 	"time"
 
+	"waitingroom/loadtest/internal/client"
 	"waitingroom/loadtest/internal/measure"
 )
 
@@ -31,7 +31,7 @@ type crowd struct {
 
 // crowdGroup is the clients of one source address.
 type crowdGroup struct {
-	api    *api
+	api    *client.API
 	dialer map[string]*streamDialer // "sse", "ws"
 }
 
@@ -51,10 +51,10 @@ func newCrowd(base, room string, timeout, idle time.Duration, n, perAddr int, re
 	}
 	c := &crowd{perAddr: perAddr}
 	if perAddr <= 0 {
-		c.groups = []*crowdGroup{{api: &api{base: base, room: room, hc: newClient(1024, timeout), rec: rec}, dialer: shared}}
+		c.groups = []*crowdGroup{{api: &client.API{Base: base, Room: room, HTTP: client.New(1024, timeout), Rec: rec}, dialer: shared}}
 		return c, nil
 	}
-	if err := checkLoopback(base); err != nil {
+	if err := client.CheckLoopback(base); err != nil {
 		return nil, fmt.Errorf("--users-per-addr: %w", err)
 	}
 	groups := (n + perAddr - 1) / perAddr
@@ -63,9 +63,9 @@ func newCrowd(base, room string, timeout, idle time.Duration, n, perAddr int, re
 	}
 	for g := range groups {
 		ip := legitAddr(g)
-		dial := dialFrom(ip)
+		dial := client.DialFrom(ip)
 		c.groups = append(c.groups, &crowdGroup{
-			api:    &api{base: base, room: room, hc: newClientFrom(ip, perAddr, timeout), rec: rec},
+			api:    &client.API{Base: base, Room: room, HTTP: client.NewFrom(ip, perAddr, timeout), Rec: rec},
 			dialer: map[string]*streamDialer{"sse": shared["sse"].from(dial), "ws": shared["ws"].from(dial)},
 		})
 	}
@@ -92,19 +92,6 @@ func (c *crowd) addrs() int {
 // hold up a server's graceful shutdown, and a second run starts cold.
 func (c *crowd) closeIdle() {
 	for _, g := range c.groups {
-		g.api.hc.CloseIdleConnections()
+		g.api.HTTP.CloseIdleConnections()
 	}
-}
-
-// checkLoopback fails unless base's host is a loopback address: binding
-// 127.x source addresses reaches only a server on this machine.
-func checkLoopback(base string) error {
-	u, err := url.Parse(base)
-	if err != nil {
-		return err
-	}
-	if !isLoopback(u.Hostname()) {
-		return fmt.Errorf("source addresses 127.x.y.z reach only a loopback target, not %q", u.Hostname())
-	}
-	return nil
 }

@@ -18,6 +18,8 @@ import (
 	"sync"
 	"time"
 
+	"waitingroom/loadtest/internal/client"
+	"waitingroom/loadtest/internal/pace"
 	"waitingroom/loadtest/internal/report"
 	"waitingroom/server/pass/passcheck"
 )
@@ -193,10 +195,10 @@ func runGatewayAttack(ctx context.Context, o *options, args []string) (report.Re
 	if err != nil {
 		return nil, fmt.Errorf("gateway-attack: %w", err)
 	}
-	if err := checkLoopback(o.base); err != nil {
+	if err := client.CheckLoopback(o.base); err != nil {
 		return nil, fmt.Errorf("gateway-attack: %w", err)
 	}
-	if h, _, err := net.SplitHostPort(c.originListen); err != nil || !isLoopback(h) {
+	if h, _, err := net.SplitHostPort(c.originListen); err != nil || !client.IsLoopback(h) {
 		return nil, fmt.Errorf("gateway-attack: %w", errOriginAddr)
 	}
 	u, _ := url.Parse(o.base)
@@ -264,7 +266,7 @@ func runGW(ctx context.Context, o *options, c gwConfig, origin *gwOrigin, addrFr
 	wg.Wait()
 	run.RSS.Peak = stop()
 	// What the server gives back once the attacks have ended.
-	sleep(ctx, 3*time.Second)
+	pace.Sleep(ctx, 3*time.Second)
 	run.RSS.After = readRSS(c.pid)
 	run.Origin = origin.counts()
 	return run
@@ -315,9 +317,9 @@ func awaitGateway(ctx context.Context, base string) error {
 			if resp.StatusCode == http.StatusOK {
 				return nil
 			}
-			err = statusError(resp.StatusCode)
+			err = client.StatusError(resp.StatusCode)
 		}
-		if time.Now().After(deadline) || !sleep(ctx, 200*time.Millisecond) {
+		if time.Now().After(deadline) || !pace.Sleep(ctx, 200*time.Millisecond) {
 			return fmt.Errorf("the gateway did not forward GET /hello to the origin: %w (is WR_UPSTREAM the --origin-listen address?)", err)
 		}
 	}
@@ -338,7 +340,7 @@ func setSessionRoom(ctx context.Context, o *options, room string) error {
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("PUT /admin/rooms/%s: %w", room, statusError(resp.StatusCode))
+		return fmt.Errorf("PUT /admin/rooms/%s: %w", room, client.StatusError(resp.StatusCode))
 	}
 	return nil
 }

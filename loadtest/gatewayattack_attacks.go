@@ -14,6 +14,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"waitingroom/loadtest/internal/client"
 )
 
 // The gateway attacks. Each runs from source addresses of its own,
@@ -265,7 +267,7 @@ func (g *gwAttacker) bodies(ctx context.Context, n, mib int) *gwAttack {
 		}
 		wg.Go(func() {
 			a.sent(1)
-			hc := newClientFrom(gwAddr(a.Name, i), 1, time.Minute)
+			hc := client.NewFrom(gwAddr(a.Name, i), 1, time.Minute)
 			defer hc.CloseIdleConnections()
 			size := int64(mib) << 20
 			req, err := http.NewRequestWithContext(ctx, http.MethodPost, g.base+path, io.NopCloser(&zeros{left: size}))

@@ -14,7 +14,9 @@ import (
 	"sync"
 	"time"
 
+	"waitingroom/loadtest/internal/client"
 	"waitingroom/loadtest/internal/measure"
+	"waitingroom/loadtest/internal/pace"
 	"waitingroom/server/pow"
 )
 
@@ -34,7 +36,7 @@ type gwVisitor struct {
 // newGWVisitor is a visitor whose connections come from src.
 func newGWVisitor(base, room string, src net.IP, timeout time.Duration) *gwVisitor {
 	jar, _ := cookiejar.New(nil)
-	hc := newClientFrom(src, 2, timeout)
+	hc := client.NewFrom(src, 2, timeout)
 	hc.Jar = jar
 	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	return &gwVisitor{base: base, room: room, hc: hc}
@@ -79,7 +81,7 @@ func (v *gwVisitor) proof(ctx context.Context) (string, error) {
 		return "", err
 	}
 	if code != http.StatusOK {
-		return "", fmt.Errorf("challenge: %w", statusError(code))
+		return "", fmt.Errorf("challenge: %w", client.StatusError(code))
 	}
 	if !ch.Required {
 		return "", nil
@@ -91,8 +93,8 @@ func (v *gwVisitor) proof(ctx context.Context) (string, error) {
 // enter enters the room as the page does: a proof if asked, a retry after
 // Retry-After on 429, a fresh proof on 403 challenge_invalid (a harder
 // one is due). It gives up after tries attempts.
-func (v *gwVisitor) enter(ctx context.Context, tries int) (queueStatus, error) {
-	var st queueStatus
+func (v *gwVisitor) enter(ctx context.Context, tries int) (client.QueueStatus, error) {
+	var st client.QueueStatus
 	body, err := v.proof(ctx)
 	if err != nil {
 		return st, err
@@ -111,7 +113,7 @@ func (v *gwVisitor) enter(ctx context.Context, tries int) (queueStatus, error) {
 			err := json.Unmarshal(*raw, &st)
 			return st, err
 		case code == http.StatusTooManyRequests:
-			if !sleep(ctx, time.Duration(max(ra, 1))*time.Second) {
+			if !pace.Sleep(ctx, time.Duration(max(ra, 1))*time.Second) {
 				return st, ctx.Err()
 			}
 		case code == http.StatusForbidden && json.Unmarshal(*raw, &e) == nil && strings.HasPrefix(e.Error, "challenge_"):
@@ -119,19 +121,19 @@ func (v *gwVisitor) enter(ctx context.Context, tries int) (queueStatus, error) {
 				return st, err
 			}
 		default:
-			return st, fmt.Errorf("enter: %w", statusError(code))
+			return st, fmt.Errorf("enter: %w", client.StatusError(code))
 		}
 	}
 	return st, errors.New("enter: still refused after retries")
 }
 
 // awaitReady polls the position at the pace the answers ask until READY.
-func (v *gwVisitor) awaitReady(ctx context.Context, st queueStatus) error {
+func (v *gwVisitor) awaitReady(ctx context.Context, st client.QueueStatus) error {
 	for st.Status != "READY" {
 		if st.Status != "WAITING" && st.Status != "" {
 			return fmt.Errorf("position: status %s", st.Status)
 		}
-		if !sleep(ctx, max(time.Duration(st.PollAfterMs)*time.Millisecond, 100*time.Millisecond)) {
+		if !pace.Sleep(ctx, max(time.Duration(st.PollAfterMs)*time.Millisecond, 100*time.Millisecond)) {
 			return ctx.Err()
 		}
 		code, ra, err := v.do(ctx, http.MethodGet, v.roomPath("position"), "", &st)
@@ -141,9 +143,9 @@ func (v *gwVisitor) awaitReady(ctx context.Context, st queueStatus) error {
 		switch code {
 		case http.StatusOK:
 		case http.StatusTooManyRequests:
-			st = queueStatus{Status: "WAITING", PollAfterMs: int64(max(ra, 1)) * 1000}
+			st = client.QueueStatus{Status: "WAITING", PollAfterMs: int64(max(ra, 1)) * 1000}
 		default:
-			return fmt.Errorf("position: %w", statusError(code))
+			return fmt.Errorf("position: %w", client.StatusError(code))
 		}
 	}
 	return nil
@@ -189,7 +191,7 @@ func runLegit(ctx context.Context, base, room, protected string, n, perAddr, add
 	for i := range n {
 		at := start.Add(time.Duration(int64(over) * int64(i) / int64(max(n, 1))))
 		wg.Go(func() {
-			if !sleepUntil(ctx, at) {
+			if !pace.SleepUntil(ctx, at) {
 				return
 			}
 			vctx, cancel := context.WithTimeout(ctx, bound)

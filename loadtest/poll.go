@@ -13,7 +13,10 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"waitingroom/loadtest/internal/client"
 	"waitingroom/loadtest/internal/measure"
+	"waitingroom/loadtest/internal/pace"
 	"waitingroom/loadtest/internal/report"
 )
 
@@ -155,9 +158,9 @@ func runPoll(ctx context.Context, o *options, args []string) (report.Report, err
 		return nil, err
 	}
 	defer cfg.rs.Close()
-	hc := newClient(max(cfg.conns, cfg.loginConns, cfg.enter.conns), o.timeout)
-	a := &api{base: o.base, room: o.room, hc: hc, rec: measure.NewRecorder()}
-	adm := &admin{base: o.admin, token: o.adminToken, room: o.room, hc: newClient(2, o.timeout)}
+	hc := client.New(max(cfg.conns, cfg.loginConns, cfg.enter.conns), o.timeout)
+	a := &client.API{Base: o.base, Room: o.room, HTTP: hc, Rec: measure.NewRecorder()}
+	adm := &client.Admin{Base: o.admin, Token: o.adminToken, Room: o.room, HTTP: client.New(2, o.timeout)}
 	rep := &pollReport{Scenario: "poll", Base: o.base, Room: o.room, CPUs: runtime.NumCPU(), Users: cfg.users, Ahead: cfg.ahead,
 		Mode: "closed", RedisShared: cfg.rs != nil}
 	if cfg.open {
@@ -188,7 +191,7 @@ func runPoll(ctx context.Context, o *options, args []string) (report.Report, err
 	if err != nil {
 		return nil, fmt.Errorf("poll: %w", err)
 	}
-	pollURL := o.base + a.roomPath("position")
+	pollURL := o.base + a.RoomPath("position")
 	probe := &costProbe{rs: cfg.rs, adm: adm}
 	if cfg.open {
 		fmt.Fprintf(os.Stderr, "poll: open loop: %d users at their bands' pace, %v spread + %v\n", cfg.users, cfg.spread, cfg.dur)
@@ -202,8 +205,8 @@ func runPoll(ctx context.Context, o *options, args []string) (report.Report, err
 
 // measureClosed runs the closed-loop phases: the server, the yardstick,
 // enter (with --enter) and login, and works out the ratios.
-func measureClosed(ctx context.Context, o *options, cfg pollConfig, a *api, adm *admin, probe *costProbe, pollURL string, tokens []string, rep *pollReport) error {
-	hc := a.hc
+func measureClosed(ctx context.Context, o *options, cfg pollConfig, a *client.API, adm *client.Admin, probe *costProbe, pollURL string, tokens []string, rep *pollReport) error {
+	hc := a.HTTP
 	baseURL, stop, err := startYardstick(ctx, hc, pollURL, tokens[0], cfg.ownProcess, rep)
 	if err != nil {
 		return err
@@ -239,7 +242,7 @@ func measureClosed(ctx context.Context, o *options, cfg pollConfig, a *api, adm 
 // nothing.
 type costProbe struct {
 	rs  *measure.RedisStats
-	adm *admin
+	adm *client.Admin
 }
 
 // probeMark is the counters at the start of a measured phase.
@@ -259,7 +262,7 @@ func (p *costProbe) begin(ctx context.Context) probeMark {
 	if p == nil {
 		return m
 	}
-	got, _ := scrapeNames(ctx, p.adm, cpuMetric)
+	got, _ := client.ScrapeNames(ctx, p.adm, cpuMetric)
 	m.cpu, m.cpuOK = got[cpuMetric]
 	if p.rs != nil {
 		var err error
@@ -286,7 +289,7 @@ func (p *costProbe) end(ctx context.Context, m probeMark, ph *phase) {
 			ph.Redis = &c
 		}
 	}
-	got, _ := scrapeNames(ctx, p.adm, cpuMetric)
+	got, _ := client.ScrapeNames(ctx, p.adm, cpuMetric)
 	if c1, ok := got[cpuMetric]; ok && m.cpuOK && ph.Answered > 0 {
 		ph.ServerCPUPerReqMicros = (c1 - m.cpu) * 1e6 / float64(ph.Answered)
 	}
@@ -345,14 +348,14 @@ func loginRequests(base string, cfg pollConfig) reqFunc {
 
 // leaveAll gives up the users' places, so the run leaves the queue as it
 // found it.
-func leaveAll(ctx context.Context, a *api, tokens []string) {
+func leaveAll(ctx context.Context, a *client.API, tokens []string) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	for _, t := range tokens {
 		if ctx.Err() != nil {
 			return
 		}
-		a.leave(ctx, t)
+		a.Leave(ctx, t)
 	}
 }
 
@@ -427,7 +430,7 @@ func closedLoop(ctx context.Context, hc *http.Client, endpoint string, conns int
 					if ctx.Err() == nil {
 						rec.Record(endpoint, measure.NoResponse, time.Since(t0))
 					}
-					sleep(run, 10*time.Millisecond) // no hot spin on a refused connection
+					pace.Sleep(run, 10*time.Millisecond) // no hot spin on a refused connection
 					continue
 				}
 				code := resp.StatusCode

@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"os"
 	"sync/atomic"
+
+	"waitingroom/loadtest/internal/client"
 )
 
 // The poll scenario's enter phases (--enter, closed loop): POST enter
@@ -80,10 +82,10 @@ type enterPhases struct {
 
 // measureEnter runs the enter phases (admission frozen), then has the
 // fresh users leave.
-func measureEnter(ctx context.Context, cfg pollConfig, a *api, adm *admin, probe *costProbe) *enterPhases {
+func measureEnter(ctx context.Context, cfg pollConfig, a *client.API, adm *client.Admin, probe *costProbe) *enterPhases {
 	e := &enterPhases{}
-	hc, conns := a.hc, cfg.enter.conns
-	enterURL := a.base + a.roomPath("enter")
+	hc, conns := a.HTTP, cfg.enter.conns
+	enterURL := a.Base + a.RoomPath("enter")
 	access, err := accessTokens(ctx, a, cfg.mt, cfg.users, 1, 16, cfg.password)
 	if err != nil {
 		e.Error = err.Error()

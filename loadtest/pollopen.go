@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"waitingroom/loadtest/internal/measure"
+	"waitingroom/loadtest/internal/pace"
 )
 
 // The poll scenario's open loop (--mode open): each user polls at the pace
@@ -69,7 +70,7 @@ func openLoop(ctx context.Context, hc *http.Client, target string, tokens []stri
 	defer cancel()
 	marked := make(chan probeMark, 1)
 	go func() {
-		sleep(run, time.Until(from))
+		pace.Sleep(run, time.Until(from))
 		marked <- probe.begin(ctx)
 	}()
 	recs := make([]*measure.Recorder, len(tokens))
@@ -80,7 +81,7 @@ func openLoop(ctx context.Context, hc *http.Client, target string, tokens []stri
 		recs[u] = rec
 		wg.Go(func() {
 			wait := time.Duration(rand.Int64N(int64(max(spread, time.Millisecond))))
-			for sleep(run, wait) {
+			for pace.Sleep(run, wait) {
 				t0 := time.Now()
 				code, body, retry := pollOnce(ctx, hc, target, tok)
 				if t0.After(from) {

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"waitingroom/loadtest/internal/client"
 	"waitingroom/loadtest/internal/report"
 )
 
@@ -42,15 +43,15 @@ func runResetRoom(ctx context.Context, o *options, args []string) (report.Report
 		return nil, errors.New("reset-room: --target and --wait-ready must not be negative")
 	}
 	if *wait > 0 {
-		if err := awaitReady(ctx, o.admin, *wait); err != nil {
+		if err := client.AwaitReady(ctx, o.admin, *wait); err != nil {
 			return nil, fmt.Errorf("reset-room: %w", err)
 		}
 	}
-	adm := &admin{base: o.admin, token: o.adminToken, room: o.room, hc: newClient(1, o.timeout)}
-	defer adm.hc.CloseIdleConnections()
+	adm := &client.Admin{Base: o.admin, Token: o.adminToken, Room: o.room, HTTP: client.New(1, o.timeout)}
+	defer adm.HTTP.CloseIdleConnections()
 	rep := &resetRoomReport{Scenario: "reset-room"}
 	body := map[string]any{"targetActive": *target, "mode": "fixed", "paused": false, "method": "fifo", "opensAt": nil}
-	if err := adm.do(ctx, http.MethodPut, body, rep); err != nil {
+	if err := adm.Do(ctx, http.MethodPut, body, rep); err != nil {
 		return nil, fmt.Errorf("reset-room: %w", err)
 	}
 	return rep, nil
@@ -74,38 +75,4 @@ func (r *resetRoomReport) Print(w io.Writer) {
 		opens = "opens at " + r.OpensAt.Format(time.RFC3339)
 	}
 	fmt.Fprintf(w, "room %s reset: targetActive %d, mode %s, %s, method %s, %s\n", r.Room, r.TargetActive, r.Mode, paused, r.Method, opens)
-}
-
-// awaitReady polls adminBase/readyz until it answers 200, at most within.
-func awaitReady(ctx context.Context, adminBase string, within time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, within)
-	defer cancel()
-	hc := &http.Client{Timeout: 2 * time.Second}
-	defer hc.CloseIdleConnections()
-	last := errors.New("no answer yet")
-	for {
-		if last = readyzOK(ctx, hc, adminBase); last == nil {
-			return nil
-		}
-		if !sleep(ctx, 200*time.Millisecond) {
-			return fmt.Errorf("%s/readyz not ready within %v: %w", adminBase, within, last)
-		}
-	}
-}
-
-// readyzOK is nil when GET base/readyz answers 200.
-func readyzOK(ctx context.Context, hc *http.Client, base string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/readyz", nil)
-	if err != nil {
-		return err
-	}
-	res, err := hc.Do(req)
-	if err != nil {
-		return err
-	}
-	res.Body.Close()
-	if res.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET /readyz: %s", res.Status)
-	}
-	return nil
 }

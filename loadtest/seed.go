@@ -14,7 +14,9 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"waitingroom/loadtest/internal/client"
 	"waitingroom/loadtest/internal/measure"
+	"waitingroom/loadtest/internal/pace"
 	"waitingroom/loadtest/internal/report"
 	"waitingroom/queue/loop"
 )
@@ -23,12 +25,9 @@ import (
 // key figure (HikariCP's hikaricp_connections_usage_seconds there).
 const holdMetric = "waitingroom_db_connection_hold_seconds"
 
-// maxCycles caps one VU's enter→order cycles, and maxPolls one ticket's
-// polls, so every loop ends by count even if the clock never stopped it.
-const (
-	maxCycles = 100_000
-	maxPolls  = 10_000
-)
+// maxCycles caps one VU's enter→order cycles (and client.MaxPolls one ticket's
+// polls), so every loop ends by count even if the clock never stopped it.
+const maxCycles = 100_000
 
 // seedFigures is the seed's published first run (k6, 20 VUs × 60 s on a
 // laptop with MySQL and Redis in Docker).
@@ -85,12 +84,12 @@ func runSeed(ctx context.Context, o *options, args []string) (report.Report, err
 	}
 
 	rec := measure.NewRecorder()
-	a := &api{base: o.base, room: o.room, hc: newClient(*vus, o.timeout), rec: rec}
-	adm := &admin{base: o.admin, token: o.adminToken, room: o.room, hc: newClient(2, o.timeout)}
-	defer adm.hc.CloseIdleConnections() // idle connections hold up a server's graceful shutdown
-	defer a.hc.CloseIdleConnections()
+	a := &client.API{Base: o.base, Room: o.room, HTTP: client.New(*vus, o.timeout), Rec: rec}
+	adm := &client.Admin{Base: o.admin, Token: o.adminToken, Room: o.room, HTTP: client.New(2, o.timeout)}
+	defer adm.HTTP.CloseIdleConnections() // idle connections hold up a server's graceful shutdown
+	defer a.HTTP.CloseIdleConnections()
 	rep := &seedReport{Scenario: "seed", Base: o.base, Room: o.room, Product: *product, VUs: *vus}
-	if st, err := adm.roomState(ctx); err == nil {
+	if st, err := adm.RoomState(ctx); err == nil {
 		rep.TargetActive = st.TargetActive
 	}
 
@@ -98,7 +97,7 @@ func runSeed(ctx context.Context, o *options, args []string) (report.Report, err
 	if err != nil {
 		return nil, err
 	}
-	before, berr := adm.histogram(ctx, holdMetric)
+	before, berr := adm.Histogram(ctx, holdMetric)
 
 	fmt.Fprintf(os.Stderr, "seed: %d VUs for %v against %s (progress every 5 s)\n", *vus, *dur, o.base)
 	run, cancel := context.WithTimeout(ctx, *dur)
@@ -117,7 +116,7 @@ func runSeed(ctx context.Context, o *options, args []string) (report.Report, err
 	// The after snapshot is taken even when interrupted: the report stands.
 	sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer scancel()
-	after, aerr := adm.histogram(sctx, holdMetric)
+	after, aerr := adm.Histogram(sctx, holdMetric)
 	if err := errors.Join(berr, aerr); err != nil {
 		rep.HoldError = err.Error()
 	} else {
@@ -172,7 +171,7 @@ const (
 )
 
 // loginAll logs in user1…userN and returns their access tokens.
-func loginAll(ctx context.Context, a *api, n int, password string) ([]string, error) {
+func loginAll(ctx context.Context, a *client.API, n int, password string) ([]string, error) {
 	tokens := make([]string, n)
 	errs := make([]error, n)
 	slots := make(chan struct{}, loginsAtOnce)
@@ -182,9 +181,9 @@ func loginAll(ctx context.Context, a *api, n int, password string) ([]string, er
 			slots <- struct{}{}
 			defer func() { <-slots }()
 			user := "user" + strconv.Itoa(i+1)
-			tok, code, err := a.login(ctx, user, password)
-			for try := 1; err == nil && code == http.StatusServiceUnavailable && try < loginTries && sleep(ctx, loginRetryPause); try++ {
-				tok, code, err = a.login(ctx, user, password)
+			tok, code, err := a.Login(ctx, user, password)
+			for try := 1; err == nil && code == http.StatusServiceUnavailable && try < loginTries && pace.Sleep(ctx, loginRetryPause); try++ {
+				tok, code, err = a.Login(ctx, user, password)
 			}
 			switch {
 			case err != nil:
@@ -208,21 +207,21 @@ func loginAll(ctx context.Context, a *api, n int, password string) ([]string, er
 // queue) re-enters, as the seed's clients did. Loops stop when run ends;
 // requests use reqCtx, so the one in flight at the deadline still finishes
 // and is counted (k6's graceful stop).
-func seedVU(run, reqCtx context.Context, a *api, access string, product int64, pollEvery time.Duration) {
+func seedVU(run, reqCtx context.Context, a *client.API, access string, product int64, pollEvery time.Duration) {
 	for range maxCycles {
 		if run.Err() != nil {
 			return
 		}
-		st, code, err := a.enter(reqCtx, access)
+		st, code, err := a.Enter(reqCtx, access)
 		if err != nil || code != http.StatusOK {
-			sleep(run, pollEvery)
+			pace.Sleep(run, pollEvery)
 			continue
 		}
-		for polls := 0; st.Status != "READY" && polls < maxPolls; polls++ {
-			if !sleep(run, pollEvery) {
+		for polls := 0; st.Status != "READY" && polls < client.MaxPolls; polls++ {
+			if !pace.Sleep(run, pollEvery) {
 				return
 			}
-			got, code, err := a.position(reqCtx, st.QueueToken)
+			got, code, err := a.Position(reqCtx, st.QueueToken)
 			if code == http.StatusNotFound {
 				break // lost: enter again
 			}
@@ -232,14 +231,14 @@ func seedVU(run, reqCtx context.Context, a *api, access string, product int64, p
 			}
 		}
 		if st.Status == "READY" {
-			a.order(reqCtx, st.QueueToken, st.EntryToken, product)
+			a.Order(reqCtx, st.QueueToken, st.EntryToken, product)
 		}
 	}
 }
 
 // startProgress prints one plain line every 5 s until run ends; the
 // returned func waits for the printer to stop.
-func startProgress(run context.Context, start time.Time, rec *measure.Recorder, adm *admin) (wait func()) {
+func startProgress(run context.Context, start time.Time, rec *measure.Recorder, adm *client.Admin) (wait func()) {
 	done := progressLines(run, adm, start, func() string {
 		refused := rec.Count("orders", http.StatusTooManyRequests)
 		return fmt.Sprintf("orders %s  enters %s  polls %s (404: %d)  failed orders %d  refused (429): enters %s orders %s  no response %d",
@@ -254,13 +253,13 @@ func startProgress(run context.Context, start time.Time, rec *measure.Recorder, 
 // progressLines prints, every 5 s until ctx ends, the seconds since start,
 // counts() and the room's active and waiting figures; the returned channel
 // is closed when the printer has stopped.
-func progressLines(ctx context.Context, adm *admin, start time.Time, counts func() string) <-chan struct{} {
+func progressLines(ctx context.Context, adm *client.Admin, start time.Time, counts func() string) <-chan struct{} {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		loop.Every(ctx, 5*time.Second, func(ctx context.Context) {
 			line := fmt.Sprintf("%5.0fs  %s", time.Since(start).Seconds(), counts())
-			if st, err := adm.roomState(ctx); err == nil {
+			if st, err := adm.RoomState(ctx); err == nil {
 				line += fmt.Sprintf("  | room active %d/%d waiting %s", st.Active, st.TargetActive, report.Commas(int(st.Waiting)))
 			}
 			fmt.Fprintln(os.Stderr, line)

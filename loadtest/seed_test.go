@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 
+	"waitingroom/loadtest/internal/client"
 	"waitingroom/loadtest/internal/measure"
 	"waitingroom/server/pgstore"
 )
@@ -108,8 +109,8 @@ func TestSeedLoginsPastBusyBcryptSlots(t *testing.T) {
 	}
 
 	rec := measure.NewRecorder()
-	a := &api{base: s.base, room: "default", hc: newClient(users, time.Minute), rec: rec}
-	defer a.hc.CloseIdleConnections()
+	a := &client.API{Base: s.base, Room: "default", HTTP: client.New(users, time.Minute), Rec: rec}
+	defer a.HTTP.CloseIdleConnections()
 	tokens, err := loginAll(t.Context(), a, users, smokePassword)
 	if err != nil {
 		t.Fatalf("%v (login: %s)", err, rec.Summary("login").CodesString())

@@ -7,7 +7,9 @@ import (
 	"net/http"
 	"time"
 
+	"waitingroom/loadtest/internal/client"
 	"waitingroom/loadtest/internal/measure"
+	"waitingroom/loadtest/internal/pace"
 )
 
 // shopper is one simulated shopper of the crowd scenario, from arrival to
@@ -81,36 +83,36 @@ const enterTimeout = 10 * time.Second
 
 // enter gets the shopper an access token and enters the room, retried on
 // 429, 503 or no answer (enter is idempotent).
-func (r *crowdRun) enter(s *shopper) (queueStatus, bool) {
+func (r *crowdRun) enter(s *shopper) (client.QueueStatus, bool) {
 	access, err := r.tokens.token(r.ctx, s.idx, s.g.api)
 	if err != nil {
 		if r.ctx.Err() == nil {
 			r.cnt.enterFailed.Add(1)
 			r.why.add("access token: " + whyEnded(err))
 		}
-		return queueStatus{}, false
+		return client.QueueStatus{}, false
 	}
 	// An enter sent is let finish when the run ends meanwhile: the server
 	// queues the shopper whether or not the answer is read, and a shopper
 	// entered must be known, to be sent home (retries stop with the run).
-	var st queueStatus
-	code, err := withRetry(r.ctx, func() (int, error) {
+	var st client.QueueStatus
+	code, err := client.WithRetry(r.ctx, func() (int, error) {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), enterTimeout)
 		defer cancel()
 		var code int
 		var err error
-		st, code, err = s.g.api.enter(ctx, access)
+		st, code, err = s.g.api.Enter(ctx, access)
 		return code, err
 	})
 	if err == nil && code != http.StatusOK {
-		err = statusError(code)
+		err = client.StatusError(code)
 	}
 	if err != nil {
 		if r.ctx.Err() == nil {
 			r.cnt.enterFailed.Add(1)
 			r.why.add("enter: " + whyEnded(err))
 		}
-		return queueStatus{}, false
+		return client.QueueStatus{}, false
 	}
 	s.qtok, s.entered = st.QueueToken, time.Now()
 	r.cnt.entered.Add(1)
@@ -129,7 +131,7 @@ func (r *crowdRun) patience() (context.Context, context.CancelFunc) {
 // wait waits by the shopper's transport until READY, GONE, or ctx ends
 // (Status ""). A stream that ends otherwise is opened again, at most three
 // times in all; then the shopper polls.
-func (r *crowdRun) wait(ctx context.Context, s *shopper, st queueStatus) queueStatus {
+func (r *crowdRun) wait(ctx context.Context, s *shopper, st client.QueueStatus) client.QueueStatus {
 	if s.transport != "poll" {
 		for range 3 {
 			got, done := r.stream(ctx, s)
@@ -144,45 +146,45 @@ func (r *crowdRun) wait(ctx context.Context, s *shopper, st queueStatus) queueSt
 
 // stream holds one stream until READY or gone; done is false when it
 // ended otherwise (dropped, refused, or ctx ended).
-func (r *crowdRun) stream(ctx context.Context, s *shopper) (queueStatus, bool) {
+func (r *crowdRun) stream(ctx context.Context, s *shopper) (client.QueueStatus, bool) {
 	octx, cancel := context.WithTimeout(ctx, r.o.timeout)
 	pc, m, err := s.g.dialer[s.transport].open(octx, s.qtok)
 	cancel()
 	if err != nil {
-		var se statusError
+		var se client.StatusError
 		if errors.As(err, &se) && int(se) == http.StatusNotFound {
-			return queueStatus{Status: "GONE"}, true
+			return client.QueueStatus{Status: "GONE"}, true
 		}
-		return queueStatus{}, false
+		return client.QueueStatus{}, false
 	}
 	stop := context.AfterFunc(ctx, pc.close)
 	defer func() { stop(); pc.close() }()
 	for range maxStreamMessages {
 		switch {
 		case m.kind == "gone":
-			return queueStatus{Status: "GONE"}, true
+			return client.QueueStatus{Status: "GONE"}, true
 		case m.kind == "status" && !m.bad && m.st.Status == "READY":
-			return queueStatus{Status: "READY", EntryToken: m.st.EntryToken}, true
+			return client.QueueStatus{Status: "READY", EntryToken: m.st.EntryToken}, true
 		}
 		if m, err = pc.next(); err != nil {
-			return queueStatus{}, false
+			return client.QueueStatus{}, false
 		}
 	}
-	return queueStatus{}, false
+	return client.QueueStatus{}, false
 }
 
 // poll asks for the position every pollAfterMs (0.1–5 s) until READY, 404
 // or ctx ends.
-func (r *crowdRun) poll(ctx context.Context, s *shopper, st queueStatus) queueStatus {
+func (r *crowdRun) poll(ctx context.Context, s *shopper, st client.QueueStatus) client.QueueStatus {
 	pause := time.Duration(st.PollAfterMs) * time.Millisecond
-	for range maxPolls {
-		if !sleep(ctx, min(max(pause, 100*time.Millisecond), 5*time.Second)) {
-			return queueStatus{}
+	for range client.MaxPolls {
+		if !pace.Sleep(ctx, min(max(pause, 100*time.Millisecond), 5*time.Second)) {
+			return client.QueueStatus{}
 		}
-		got, code, err := s.g.api.position(ctx, s.qtok)
+		got, code, err := s.g.api.Position(ctx, s.qtok)
 		switch {
 		case code == http.StatusNotFound:
-			return queueStatus{Status: "GONE"}
+			return client.QueueStatus{Status: "GONE"}
 		case err != nil || code != http.StatusOK:
 			if ctx.Err() == nil {
 				r.cnt.pollErrors.Add(1)
@@ -194,7 +196,7 @@ func (r *crowdRun) poll(ctx context.Context, s *shopper, st queueStatus) queueSt
 		}
 		pause = time.Duration(got.PollAfterMs) * time.Millisecond
 	}
-	return queueStatus{}
+	return client.QueueStatus{}
 }
 
 // checkout is an admitted shopper: a think time, then one order of 1 or 2
@@ -203,7 +205,7 @@ func (r *crowdRun) poll(ctx context.Context, s *shopper, st queueStatus) queueSt
 func (r *crowdRun) checkout(s *shopper, entryToken string) {
 	think := r.cfg.think/2 + rand.N(r.cfg.think+1)
 	code, err := measure.NoResponse, error(nil)
-	if sleep(r.ctx, think) {
+	if pace.Sleep(r.ctx, think) {
 		code, err = r.order(s, entryToken)
 	}
 	switch {
@@ -215,7 +217,7 @@ func (r *crowdRun) checkout(s *shopper, entryToken string) {
 		r.goHome(s)
 	default:
 		r.cnt.orderFailed.Add(1)
-		r.why.add("order: " + whyEnded(orElse(err, statusError(code))))
+		r.why.add("order: " + whyEnded(client.OrElse(err, client.StatusError(code))))
 		r.goHome(s)
 	}
 }
@@ -227,8 +229,8 @@ func (r *crowdRun) order(s *shopper, entryToken string) (int, error) {
 	if rand.IntN(4) == 0 {
 		qty = 2
 	}
-	code, err := withRetry(r.ctx, func() (int, error) {
-		code, err := s.g.api.orderQty(r.ctx, s.qtok, entryToken, product, qty)
+	code, err := client.WithRetry(r.ctx, func() (int, error) {
+		code, err := s.g.api.OrderQty(r.ctx, s.qtok, entryToken, product, qty)
 		if code == measure.NoResponse {
 			return http.StatusBadGateway, err // no answer: it may have been placed, not retried
 		}
@@ -247,13 +249,7 @@ func (r *crowdRun) goHome(s *shopper) {
 	defer r.free(s.idx)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), 5*time.Second)
 	defer cancel()
-	if code, err := s.g.api.leave(ctx, s.qtok); err != nil || code/100 != 2 {
+	if code, err := s.g.api.Leave(ctx, s.qtok); err != nil || code/100 != 2 {
 		r.cnt.leaveFailed.Add(1)
 	}
-}
-
-// orderQty is api.order for qty units.
-func (a *api) orderQty(ctx context.Context, queueToken, entryToken string, product, qty int64) (int, error) {
-	body := map[string]int64{"productId": product, "quantity": qty}
-	return a.call(ctx, "orders", http.MethodPost, "/api/v1/orders", queueToken, body, nil, "X-Entry-Token", entryToken)
 }

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"waitingroom/loadtest/internal/client"
 )
 
 // accessSource hands the crowd's shoppers their access tokens: minted from
@@ -42,7 +44,7 @@ func (s *accessSource) kind() string {
 
 // token is user index i's access token; a login goes through a, the
 // shopper's own client (its source address).
-func (s *accessSource) token(ctx context.Context, i int, a *api) (string, error) {
+func (s *accessSource) token(ctx context.Context, i int, a *client.API) (string, error) {
 	if s.mt != nil {
 		return s.mt.access(int64(s.first + i))
 	}
@@ -63,11 +65,11 @@ func (s *accessSource) token(ctx context.Context, i int, a *api) (string, error)
 		ExpiresIn   int64  `json:"expiresIn"`
 	}
 	body := map[string]string{"loginId": "user" + strconv.Itoa(s.first+i), "password": s.password}
-	code, err := withRetry(ctx, func() (int, error) {
-		return a.call(ctx, "login", http.MethodPost, "/api/v1/auth/login", "", body, &out)
+	code, err := client.WithRetry(ctx, func() (int, error) {
+		return a.Call(ctx, "login", http.MethodPost, "/api/v1/auth/login", "", body, &out)
 	})
 	if err == nil && code != http.StatusOK {
-		err = statusError(code)
+		err = client.StatusError(code)
 	}
 	if err != nil {
 		return "", err

@@ -12,7 +12,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"waitingroom/loadtest/internal/client"
 	"waitingroom/loadtest/internal/measure"
+	"waitingroom/loadtest/internal/pace"
 	"waitingroom/loadtest/internal/report"
 	"waitingroom/queue/loop"
 )
@@ -89,11 +91,11 @@ func runCrowd(ctx context.Context, o *options, args []string) (report.Report, er
 		return nil, fmt.Errorf("crowd: %w", err)
 	}
 	if cfg.waitReady > 0 {
-		if err := awaitReady(ctx, o.admin, cfg.waitReady); err != nil {
+		if err := client.AwaitReady(ctx, o.admin, cfg.waitReady); err != nil {
 			return nil, fmt.Errorf("crowd: %w", err)
 		}
 	}
-	if cfg.perAddr > 0 && checkLoopback(o.base) != nil {
+	if cfg.perAddr > 0 && client.CheckLoopback(o.base) != nil {
 		cfg.perAddr = 0 // 127.1.x.y reaches only a loopback target
 	}
 	r, err := newCrowdRun(o, cfg)
@@ -117,7 +119,7 @@ type crowdRun struct {
 	ctx    context.Context // the run: its end sends every shopper home
 	start  time.Time
 	crowd  *crowd         // clients by source address, user index i → crowd.of(i)
-	adm    *admin         // room state for the progress line (when a token is given)
+	adm    *client.Admin  // room state for the progress line (when a token is given)
 	tokens *accessSource  // minted or logged-in access tokens
 	pool   chan int       // free user indexes, least recently used first
 	wg     sync.WaitGroup // every shopper's goroutine
@@ -138,7 +140,7 @@ func newCrowdRun(o *options, cfg crowdConfig) (*crowdRun, error) {
 		why: newTally(), rec: rec, codes: newCodeTotals(),
 		tokens: newAccessSource(cfg.mt, cfg.first, cfg.password, cfg.loginConns)}
 	if o.adminToken != "" {
-		r.adm = &admin{base: o.admin, token: o.adminToken, room: o.room, hc: newClient(2, o.timeout)}
+		r.adm = &client.Admin{Base: o.admin, Token: o.adminToken, Room: o.room, HTTP: client.New(2, o.timeout)}
 	}
 	for i := range cfg.users {
 		r.pool <- i
@@ -185,7 +187,7 @@ var (
 // are no longer waiting (admitted, gone, gave up) another arrives after a
 // pause, until the run ends.
 func (r *crowdRun) slot(at time.Duration) {
-	if !sleepUntil(r.ctx, r.start.Add(at)) {
+	if !pace.SleepUntil(r.ctx, r.start.Add(at)) {
 		return
 	}
 	for r.ctx.Err() == nil {
@@ -193,7 +195,7 @@ func (r *crowdRun) slot(at time.Duration) {
 		if !r.arrive() {
 			pause = max(pause, 5*time.Second) + rand.N(time.Second) // a refused enter: do not hammer
 		}
-		sleep(r.ctx, pause)
+		pace.Sleep(r.ctx, pause)
 	}
 }
 

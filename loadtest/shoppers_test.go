@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"waitingroom/loadtest/internal/client"
 )
 
 // TestSmokeCrowd runs the crowd for a few seconds against a real server,
@@ -42,7 +44,7 @@ func TestSmokeCrowd(t *testing.T) {
 	}
 	// The server may still finish a request whose answer the run stopped
 	// reading (an order, then its release): the room is empty once it has.
-	var st roomState
+	var st client.RoomState
 	deadline := time.Now().Add(5 * time.Second)
 	for st, err = s.roomState(t); err == nil && (st.Waiting != 0 || st.Active != 0) && time.Now().Before(deadline); st, err = s.roomState(t) {
 		time.Sleep(20 * time.Millisecond)
@@ -68,10 +70,10 @@ func TestSmokeCrowd(t *testing.T) {
 // put back to the demo's settings.
 func TestSmokeResetRoom(t *testing.T) {
 	s := startSmokeServer(t)
-	adm := &admin{base: s.admin, token: smokeAdmin, room: "default", hc: http.DefaultClient}
+	adm := &client.Admin{Base: s.admin, Token: smokeAdmin, Room: "default", HTTP: http.DefaultClient}
 	left := map[string]any{"targetActive": 7, "mode": "adaptive", "paused": true, "method": "random",
 		"opensAt": time.Now().Add(time.Hour).UTC().Format(time.RFC3339)}
-	if err := adm.do(t.Context(), http.MethodPut, left, nil); err != nil {
+	if err := adm.Do(t.Context(), http.MethodPut, left, nil); err != nil {
 		t.Fatal(err)
 	}
 	var o options
@@ -80,7 +82,7 @@ func TestSmokeResetRoom(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got resetRoomReport
-	if err := adm.do(t.Context(), http.MethodGet, nil, &got); err != nil {
+	if err := adm.Do(t.Context(), http.MethodGet, nil, &got); err != nil {
 		t.Fatal(err)
 	}
 	if got.TargetActive != 25 || got.Mode != "fixed" || got.Paused || got.Method != "fifo" || got.OpensAt != nil {

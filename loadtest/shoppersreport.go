@@ -116,7 +116,7 @@ func (r *crowdRun) progress() (stop func()) {
 				time.Since(r.start).Seconds(), waiting, report.Commas(int(c.admitted.Load())), report.Commas(int(c.ordered.Load())), c.gaveUp.Load(),
 				measure.Percentile(w, 50).Seconds(), measure.Percentile(w, 90).Seconds(), c.enterFailed.Load()+c.orderFailed.Load())
 			if r.adm != nil {
-				if st, err := r.adm.roomState(ctx); err == nil {
+				if st, err := r.adm.RoomState(ctx); err == nil {
 					line += fmt.Sprintf("  | room: waiting %d, active %d/%d", st.Waiting, st.Active, st.TargetActive)
 				}
 			}

@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 
+	"waitingroom/loadtest/internal/client"
 	"waitingroom/loadtest/internal/measure"
 	"waitingroom/loadtest/internal/report"
 	"waitingroom/queue/queuetest"
@@ -94,8 +95,8 @@ func (s smokeServer) args(extra ...string) []string {
 }
 
 // roomState reads the default room through the server's admin API.
-func (s smokeServer) roomState(t *testing.T) (roomState, error) {
-	return (&admin{base: s.admin, token: smokeAdmin, room: "default", hc: http.DefaultClient}).roomState(t.Context())
+func (s smokeServer) roomState(t *testing.T) (client.RoomState, error) {
+	return (&client.Admin{Base: s.admin, Token: smokeAdmin, Room: "default", HTTP: http.DefaultClient}).RoomState(t.Context())
 }
 
 // logOnFailure logs the printed report r when the test has failed.

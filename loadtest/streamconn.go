@@ -19,6 +19,7 @@ import (
 
 	"github.com/fasthttp/websocket"
 
+	"waitingroom/loadtest/internal/client"
 	"waitingroom/stream/sse"
 )
 
@@ -76,11 +77,11 @@ func newStreamDialer(transport, base, room string, timeout, idle time.Duration) 
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("streams: --base %q is not an http(s) URL", base)
 	}
-	// newClient's transport holds the dialer that spreads connections over
+	// client.New's transport holds the dialer that spreads connections over
 	// 127.0.0.2, 127.0.0.3, …; the streams use it directly, one connection
 	// and one goroutine each, without net/http's two goroutines per
 	// connection.
-	tr, ok := newClient(1, timeout).Transport.(*http.Transport)
+	tr, ok := client.New(1, timeout).Transport.(*http.Transport)
 	if !ok || tr.DialContext == nil {
 		return nil, errors.New("streams: newClient has no DialContext")
 	}
@@ -102,7 +103,7 @@ func newStreamDialer(transport, base, room string, timeout, idle time.Duration) 
 
 // from returns a copy of d whose connections come from dial (one source
 // address of a crowd, say).
-func (d *streamDialer) from(dial dialFunc) *streamDialer {
+func (d *streamDialer) from(dial client.DialFunc) *streamDialer {
 	c := *d
 	c.dial = dial
 	if d.ws != nil {
@@ -115,7 +116,7 @@ func (d *streamDialer) from(dial dialFunc) *streamDialer {
 
 // open connects one stream with queueToken and reads its first message,
 // the status the server sends on connect, all within ctx. An answer other
-// than the stream is a statusError.
+// than the stream is a client.StatusError.
 func (d *streamDialer) open(ctx context.Context, queueToken string) (pushConn, pushMsg, error) {
 	var (
 		pc  pushConn
@@ -140,11 +141,6 @@ func (d *streamDialer) open(ctx context.Context, queueToken string) (pushConn, p
 	}
 	return pc, m, nil
 }
-
-// statusError is an answer other than the stream.
-type statusError int
-
-func (e statusError) Error() string { return fmt.Sprintf("HTTP %d", int(e)) }
 
 func (d *streamDialer) path(action string) string {
 	return "/api/v1/rooms/" + url.PathEscape(d.room) + "/" + action
@@ -190,7 +186,7 @@ func (d *streamDialer) openSSE(ctx context.Context, queueToken string) (pushConn
 	}
 	if resp.StatusCode != http.StatusOK {
 		nc.Close()
-		return nil, statusError(resp.StatusCode)
+		return nil, client.StatusError(resp.StatusCode)
 	}
 	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
 		nc.Close()
@@ -249,7 +245,7 @@ func (d *streamDialer) openWS(ctx context.Context, queueToken string) (pushConn,
 	wc, resp, err := d.ws.DialContext(ctx, u.String(), nil)
 	if err != nil {
 		if errors.Is(err, websocket.ErrBadHandshake) && resp != nil {
-			err = statusError(resp.StatusCode)
+			err = client.StatusError(resp.StatusCode)
 		}
 		return nil, err
 	}
@@ -306,7 +302,7 @@ func (c *wsConn) close() {
 // failed; the report counts streams by it.
 func whyEnded(err error) string {
 	var (
-		se statusError
+		se client.StatusError
 		ce *websocket.CloseError
 		ne net.Error
 	)

@@ -12,9 +12,10 @@ import (
 	"syscall"
 	"time"
 
+	"waitingroom/loadtest/internal/client"
 	"waitingroom/loadtest/internal/measure"
+	"waitingroom/loadtest/internal/pace"
 	"waitingroom/loadtest/internal/report"
-	"waitingroom/queue/loop"
 )
 
 // The contract's bars for push (DESIGN.md, "Performance bars"), at
@@ -86,7 +87,7 @@ type streamsRun struct {
 	ctx     context.Context // Ctrl-C: orders and cleanup requests
 	streams context.Context // cancelled to close every stream
 	dialer  *streamDialer
-	api     *api
+	api     *client.API
 	product int64
 	timeout time.Duration
 	openSem chan struct{}
@@ -153,8 +154,8 @@ func runStreams(ctx context.Context, o *options, args []string) (report.Report, 
 	}
 
 	rec := measure.NewRecorder()
-	a := &api{base: o.base, room: o.room, hc: newClient(cfg.conns, o.timeout), rec: rec}
-	adm := &admin{base: o.admin, token: o.adminToken, room: o.room, hc: newClient(2, o.timeout)}
+	a := &client.API{Base: o.base, Room: o.room, HTTP: client.New(cfg.conns, o.timeout), Rec: rec}
+	adm := &client.Admin{Base: o.admin, Token: o.adminToken, Room: o.room, HTTP: client.New(2, o.timeout)}
 	rep := &streamsReport{Scenario: "streams", Transport: cfg.transport, Base: o.base, Room: o.room, CPUs: runtime.NumCPU(),
 		Users: cfg.n, Target: cfg.target, Tokens: "login"}
 	if cfg.mt != nil {
@@ -183,8 +184,8 @@ func runStreams(ctx context.Context, o *options, args []string) (report.Report, 
 	if rep.Prepared == 0 {
 		return rep, fmt.Errorf("streams: no user could enter: %w", perr)
 	}
-	a.hc.CloseIdleConnections() // the enter connections are not the server's streams
-	rep.Server.Before, rep.Server.BeforeErr = scrapeMetrics(ctx, adm)
+	a.HTTP.CloseIdleConnections() // the enter connections are not the server's streams
+	rep.Server.Before, rep.Server.BeforeErr = client.ScrapeMetrics(ctx, adm)
 
 	streams, closeStreams := context.WithCancel(ctx)
 	defer closeStreams()
@@ -206,7 +207,7 @@ func runStreams(ctx context.Context, o *options, args []string) (report.Report, 
 
 	// The last sample sees the streams still open; then they are closed.
 	sctx, scancel := context.WithTimeout(cleanup, 5*time.Second)
-	rep.Server.End, rep.Server.EndErr = scrapeMetrics(sctx, adm)
+	rep.Server.End, rep.Server.EndErr = client.ScrapeMetrics(sctx, adm)
 	scancel()
 	closeStreams()
 	all.Wait()
@@ -224,19 +225,19 @@ func runStreams(ctx context.Context, o *options, args []string) (report.Report, 
 // restore that puts it back — with a context of its own, so that it also
 // runs after Ctrl-C. why names the step in the error when the admin API
 // cannot be read.
-func freezeAdmission(ctx context.Context, adm *admin, scenario, why string) (int64, func(), error) {
-	room, err := adm.roomState(ctx)
+func freezeAdmission(ctx context.Context, adm *client.Admin, scenario, why string) (int64, func(), error) {
+	room, err := adm.RoomState(ctx)
 	if err != nil {
 		return 0, nil, fmt.Errorf("%s: %s needs the admin API: %w", scenario, why, err)
 	}
-	if err := adm.setTarget(ctx, 0); err != nil {
+	if err := adm.SetTarget(ctx, 0); err != nil {
 		return 0, nil, fmt.Errorf("%s: %w", scenario, err)
 	}
 	cleanup := context.WithoutCancel(ctx)
 	restore := func() {
 		cctx, cancel := context.WithTimeout(cleanup, 10*time.Second)
 		defer cancel()
-		if err := adm.setTarget(cctx, room.TargetActive); err != nil {
+		if err := adm.SetTarget(cctx, room.TargetActive); err != nil {
 			fmt.Fprintf(os.Stderr, "%s: could not restore targetActive %d: %v\n", scenario, room.TargetActive, err)
 		}
 	}
@@ -245,7 +246,7 @@ func freezeAdmission(ctx context.Context, adm *admin, scenario, why string) (int
 
 // prepareStreams gets the users' access tokens, then a place in the queue
 // for each: their queue tokens ("" for a user who could not enter).
-func prepareStreams(ctx context.Context, a *api, cfg streamsConfig, rep *streamsReport) ([]string, error) {
+func prepareStreams(ctx context.Context, a *client.API, cfg streamsConfig, rep *streamsReport) ([]string, error) {
 	prepStart := time.Now()
 	queueTokens, perr := prepareUsers(ctx, a, cfg.mt, cfg.n, cfg.first, cfg.conns, cfg.password)
 	rep.PrepareSeconds = time.Since(prepStart).Seconds()
@@ -279,11 +280,11 @@ func (r *streamsRun) openStreams(queueTokens []string) (all *sync.WaitGroup, all
 
 // drive admits again, and lets every READY stream order (which frees its
 // slot), for --duration or until every stream has finished.
-func (r *streamsRun) drive(ctx context.Context, adm *admin, cfg streamsConfig, rep *streamsReport, allDone <-chan struct{}, perr error) {
-	rep.Server.Open, rep.Server.OpenErr = scrapeMetrics(ctx, adm)
+func (r *streamsRun) drive(ctx context.Context, adm *client.Admin, cfg streamsConfig, rep *streamsReport, allDone <-chan struct{}, perr error) {
+	rep.Server.Open, rep.Server.OpenErr = client.ScrapeMetrics(ctx, adm)
 	fmt.Fprintf(os.Stderr, "streams: %s open in %.1f s; targetActive 0 → %d for %v\n",
 		report.Commas(int(r.cnt.opened.Load())), rep.OpenSeconds, cfg.target, cfg.dur)
-	if err := adm.setTarget(ctx, cfg.target); err != nil {
+	if err := adm.SetTarget(ctx, cfg.target); err != nil {
 		rep.Errors = errors.Join(perr, fmt.Errorf("streams: %w", err)).Error()
 		return
 	}
@@ -302,26 +303,26 @@ func (r *streamsRun) drive(ctx context.Context, adm *admin, cfg streamsConfig, r
 // not be prepared. Access tokens are minted (mt non-nil) or come from
 // logins; every user then enters, conns at a time. A user still READY from
 // an earlier run leaves and enters again, which puts it back in the queue.
-func prepareUsers(ctx context.Context, a *api, mt *minter, n, first, conns int, password string) ([]string, error) {
+func prepareUsers(ctx context.Context, a *client.API, mt *minter, n, first, conns int, password string) ([]string, error) {
 	access, lerr := accessTokens(ctx, a, mt, n, first, conns, password)
 	if mt != nil && lerr != nil {
 		return nil, fmt.Errorf("streams: %w", lerr)
 	}
 	queue := make([]string, n)
-	eerr := forEach(ctx, "enter", n, conns, func(i int) error {
+	eerr := pace.ForEach(ctx, "enter", n, conns, func(i int) error {
 		if access[i] == "" {
 			return nil // its login failed and was counted
 		}
-		var st queueStatus
+		var st client.QueueStatus
 		for attempt := range 2 {
-			code, err := withRetry(ctx, func() (int, error) {
+			code, err := client.WithRetry(ctx, func() (int, error) {
 				var code int
 				var err error
-				st, code, err = a.enter(ctx, access[i])
+				st, code, err = a.Enter(ctx, access[i])
 				return code, err
 			})
 			if err == nil && code != http.StatusOK {
-				err = statusError(code)
+				err = client.StatusError(code)
 			}
 			if err != nil {
 				return fmt.Errorf("enter user%d: %w", first+i, err)
@@ -329,7 +330,7 @@ func prepareUsers(ctx context.Context, a *api, mt *minter, n, first, conns int, 
 			if st.Status == "WAITING" || attempt == 1 {
 				break
 			}
-			a.leave(ctx, st.QueueToken)
+			a.Leave(ctx, st.QueueToken)
 		}
 		if st.Status != "WAITING" {
 			return fmt.Errorf("user%d is %s, not WAITING, with admission frozen", first+i, st.Status)
@@ -395,7 +396,7 @@ func (r *streamsRun) stream(i int, queueToken string) {
 	// Admitted: order at once, which frees the slot for the next user. The
 	// order uses the run's own context, so one in flight at the end of
 	// --duration completes.
-	if code, _ := r.api.order(r.ctx, queueToken, entry, r.product); code == http.StatusCreated {
+	if code, _ := r.api.Order(r.ctx, queueToken, entry, r.product); code == http.StatusCreated {
 		res.outcome = outOrdered
 		r.cnt.ordered.Add(1)
 	} else if r.ctx.Err() == nil {
@@ -436,7 +437,7 @@ func (r *streamsRun) handle(res *streamResult, m pushMsg, first bool) (entry str
 
 // progress prints one line every 5 s until ctx ends; the channel closes
 // when it has stopped.
-func (r *streamsRun) progress(ctx context.Context, adm *admin) <-chan struct{} {
+func (r *streamsRun) progress(ctx context.Context, adm *client.Admin) <-chan struct{} {
 	return progressLines(ctx, adm, r.start, func() string {
 		c := &r.cnt
 		return fmt.Sprintf("open %s (failed %d)  events %s  READY %s  ordered %s (failed %d)  gone %d  dropped %d",
@@ -445,62 +446,14 @@ func (r *streamsRun) progress(ctx context.Context, adm *admin) <-chan struct{} {
 	})
 }
 
-// forEach calls fn(0)…fn(n−1) on conns workers, stops starting calls when
-// ctx ends, prints progress every 5 s, and returns how many calls failed
-// with the first failure.
-func forEach(ctx context.Context, what string, n, conns int, fn func(i int) error) error {
-	var next, done, failed atomic.Int64
-	var firstErr atomic.Pointer[error]
-	var wg sync.WaitGroup
-	progress, stop := context.WithCancel(context.Background())
-	go loop.Every(progress, 5*time.Second, func(context.Context) {
-		fmt.Fprintf(os.Stderr, "loadtest: %s %s/%s (failed %d)\n", what, report.Commas(int(done.Load())), report.Commas(n), failed.Load())
-	})
-	for range min(conns, n) {
-		wg.Go(func() {
-			for ctx.Err() == nil {
-				i := int(next.Add(1) - 1)
-				if i >= n {
-					return
-				}
-				if err := fn(i); err != nil && ctx.Err() == nil {
-					failed.Add(1)
-					firstErr.CompareAndSwap(nil, &err)
-				}
-				done.Add(1)
-			}
-		})
-	}
-	wg.Wait()
-	stop()
-	if p := firstErr.Load(); p != nil {
-		return fmt.Errorf("%s: %d of %d failed, the first: %w", what, failed.Load(), n, *p)
-	}
-	return nil
-}
-
-// withRetry calls fn again, at most 5 times in all, while it answers 429,
-// 503 or nothing, pausing 0.2 s, 0.4 s, … up to 2 s in between.
-func withRetry(ctx context.Context, fn func() (int, error)) (int, error) {
-	pause := 200 * time.Millisecond
-	for attempt := 1; ; attempt++ {
-		code, err := fn()
-		again := code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable || code == measure.NoResponse
-		if !again || attempt == 5 || !sleep(ctx, pause) {
-			return code, err
-		}
-		pause = min(2*pause, 2*time.Second)
-	}
-}
-
 // leaveAllConcurrently freezes admission and gives up the places of the
 // run's users still in the queue or holding an entry window ("" entries
 // are skipped), conns at a time and for at most a minute, so the run leaves
 // the room as it found it.
-func leaveAllConcurrently(ctx context.Context, a *api, adm *admin, tokens []string, conns int) {
+func leaveAllConcurrently(ctx context.Context, a *client.API, adm *client.Admin, tokens []string, conns int) {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	if err := adm.setTarget(ctx, 0); err != nil {
+	if err := adm.SetTarget(ctx, 0); err != nil {
 		fmt.Fprintf(os.Stderr, "loadtest: could not freeze admission for leaving: %v\n", err)
 	}
 	k := 0
@@ -513,13 +466,13 @@ func leaveAllConcurrently(ctx context.Context, a *api, adm *admin, tokens []stri
 		return
 	}
 	fmt.Fprintf(os.Stderr, "loadtest: %s users leave the queue\n", report.Commas(k))
-	if err := forEach(ctx, "leave", len(tokens), conns, func(i int) error {
+	if err := pace.ForEach(ctx, "leave", len(tokens), conns, func(i int) error {
 		if tokens[i] == "" {
 			return nil
 		}
-		code, err := a.leave(ctx, tokens[i])
+		code, err := a.Leave(ctx, tokens[i])
 		if err == nil && code/100 != 2 {
-			err = statusError(code)
+			err = client.StatusError(code)
 		}
 		return err
 	}); err != nil {

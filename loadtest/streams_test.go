@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/fasthttp/websocket"
+
+	"waitingroom/loadtest/internal/client"
 )
 
 // fakeServer is the contract in miniature: login, enter, events (SSE), ws,
@@ -378,7 +380,7 @@ func TestWhyEnded(t *testing.T) {
 		err  error
 		want string
 	}{
-		{statusError(503), "HTTP 503"},
+		{client.StatusError(503), "HTTP 503"},
 		{fmt.Errorf("first message: %w", io.EOF), "closed by server"},
 		{io.ErrUnexpectedEOF, "closed by server"},
 		{fmt.Errorf("first message: %w", context.DeadlineExceeded), "timeout"},

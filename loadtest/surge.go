@@ -16,7 +16,9 @@ import (
 	"syscall"
 	"time"
 
+	"waitingroom/loadtest/internal/client"
 	"waitingroom/loadtest/internal/measure"
+	"waitingroom/loadtest/internal/pace"
 	"waitingroom/loadtest/internal/report"
 	"waitingroom/queue/loop"
 )
@@ -184,9 +186,9 @@ func runSurge(ctx context.Context, o *options, args []string) (report.Report, er
 type surge struct {
 	o         *options
 	cfg       surgeConfig
-	adm       *admin
-	leaver    *api // the run's leftover users leave through it
-	room      roomState
+	adm       *client.Admin
+	leaver    *client.API // the run's leftover users leave through it
+	room      client.RoomState
 	target    int64 // targetActive during the runs
 	tokens    string
 	access    []string
@@ -197,12 +199,12 @@ type surge struct {
 // newSurge reads the room and sets targetActive (close restores it).
 func newSurge(ctx context.Context, o *options, cfg surgeConfig) (*surge, error) {
 	s := &surge{o: o, cfg: cfg, tokens: "login", restore: func() {},
-		adm:    &admin{base: o.admin, token: o.adminToken, room: o.room, hc: newClient(4, o.timeout)},
-		leaver: &api{base: o.base, room: o.room, hc: newClient(cfg.conns, o.timeout), rec: measure.NewRecorder()}}
+		adm:    &client.Admin{Base: o.admin, Token: o.adminToken, Room: o.room, HTTP: client.New(4, o.timeout)},
+		leaver: &client.API{Base: o.base, Room: o.room, HTTP: client.New(cfg.conns, o.timeout), Rec: measure.NewRecorder()}}
 	if cfg.mt != nil {
 		s.tokens = "minted (kid " + cfg.mt.kid + ")"
 	}
-	room, err := s.adm.roomState(ctx)
+	room, err := s.adm.RoomState(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("the admin API is needed (active, entryTtl): %w", err)
 	}
@@ -214,14 +216,14 @@ func newSurge(ctx context.Context, o *options, cfg surgeConfig) (*surge, error) 
 	// are the model's own share.
 	s.cfg.shop.thinkMax = time.Duration(0.8 * room.EntryTTLSeconds * float64(time.Second))
 	if cfg.target > 0 && cfg.target != room.TargetActive {
-		if err := s.adm.setTarget(ctx, cfg.target); err != nil {
+		if err := s.adm.SetTarget(ctx, cfg.target); err != nil {
 			return nil, err
 		}
 		s.target = cfg.target
 		s.restore = func() {
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 			defer cancel()
-			if err := s.adm.setTarget(cctx, room.TargetActive); err != nil {
+			if err := s.adm.SetTarget(cctx, room.TargetActive); err != nil {
 				fmt.Fprintf(os.Stderr, "surge: could not restore targetActive %d: %v\n", room.TargetActive, err)
 			}
 		}
@@ -234,8 +236,8 @@ func (s *surge) close() {
 	s.restore()
 	// Idle keep-alive connections would hold up a server's graceful
 	// shutdown: close them when the run is over.
-	s.adm.hc.CloseIdleConnections()
-	s.leaver.hc.CloseIdleConnections()
+	s.adm.HTTP.CloseIdleConnections()
+	s.leaver.HTTP.CloseIdleConnections()
 }
 
 // prepare logs in (BCrypt) or mints the access tokens, before any clock
@@ -248,7 +250,7 @@ func (s *surge) prepare(ctx context.Context) {
 	if perr != nil {
 		s.setupErrs = append(s.setupErrs, perr.Error())
 	}
-	s.leaver.hc.CloseIdleConnections()
+	s.leaver.HTTP.CloseIdleConnections()
 }
 
 // newReport is a report of this surge's settings.
@@ -329,7 +331,7 @@ func (s *surge) arrive(r *surgeRun) {
 	cfg := s.cfg
 	var wg sync.WaitGroup
 	for i, at := range cfg.shop.arrivals(cfg.n, cfg.over) {
-		if !sleepUntil(r.ctx, r.start.Add(at)) {
+		if !pace.SleepUntil(r.ctx, r.start.Add(at)) {
 			break
 		}
 		u := &r.users[i]
@@ -353,14 +355,14 @@ func (s *surge) arrive(r *surgeRun) {
 // acquires and mean wait in rep. Without the first snapshot it does nothing.
 func (s *surge) poolWait(ctx, cleanup context.Context, rep *surgeReport) func() {
 	const name = "waitingroom_db_pool_acquire_wait_seconds"
-	before, err := s.adm.histogram(ctx, name)
+	before, err := s.adm.Histogram(ctx, name)
 	return func() {
 		if err != nil {
 			return
 		}
 		mctx, cancel := context.WithTimeout(cleanup, 10*time.Second)
 		defer cancel()
-		if after, err := s.adm.histogram(mctx, name); err == nil {
+		if after, err := s.adm.Histogram(mctx, name); err == nil {
 			d := after.Sub(before)
 			rep.PoolAcquires = int64(d.Count)
 			rep.PoolWaitMeanMs = d.Mean() * 1000
@@ -376,11 +378,11 @@ func (s *surge) injectSlowdown(run, cleanup context.Context, start time.Time, re
 	rep.SlowdownMs = float64(cfg.slowdown.Milliseconds())
 	rep.SlowdownAtSeconds = cfg.slowAt.Seconds()
 	go atTime(run, start, cfg.slowAt, fmt.Sprintf("order delay %v", cfg.slowdown),
-		func(ctx context.Context) error { return adm.setOrderDelay(ctx, cfg.slowdown) })
+		func(ctx context.Context) error { return adm.SetOrderDelay(ctx, cfg.slowdown) })
 	return func() {
 		cctx, cancel := context.WithTimeout(cleanup, 10*time.Second)
 		defer cancel()
-		if err := adm.setOrderDelay(cctx, 0); err != nil {
+		if err := adm.SetOrderDelay(cctx, 0); err != nil {
 			fmt.Fprintf(os.Stderr, "surge: could not remove the order delay: %v\n", err)
 		}
 	}
@@ -392,13 +394,13 @@ func (s *surge) changeLimit(run context.Context, start time.Time, rep *surgeRepo
 	cfg, adm := s.cfg, s.adm
 	rep.LimitChangeTo, rep.LimitChangeAtSeconds = cfg.limitTo, cfg.limitAt.Seconds()
 	go atTime(run, start, cfg.limitAt, fmt.Sprintf("targetActive %d", cfg.limitTo),
-		func(ctx context.Context) error { return adm.setTarget(ctx, cfg.limitTo) })
+		func(ctx context.Context) error { return adm.SetTarget(ctx, cfg.limitTo) })
 }
 
 // atTime makes a change (what) at after from start, unless run ends first,
 // and says on stderr when it was made or why not.
 func atTime(run context.Context, start time.Time, after time.Duration, what string, change func(context.Context) error) {
-	if !sleepUntil(run, start.Add(after)) {
+	if !pace.SleepUntil(run, start.Add(after)) {
 		return
 	}
 	if err := change(run); err != nil {
@@ -454,7 +456,7 @@ func (s *surge) leaveRemaining(cleanup context.Context, r *surgeRun) {
 	leaveAllConcurrently(cleanup, s.leaver, s.adm, left, s.cfg.conns)
 	// leaveAllConcurrently froze admission: the next run needs it.
 	cctx, cancel := context.WithTimeout(cleanup, 10*time.Second)
-	if err := s.adm.setTarget(cctx, s.target); err != nil {
+	if err := s.adm.SetTarget(cctx, s.target); err != nil {
 		fmt.Fprintf(os.Stderr, "surge: could not set targetActive %d again: %v\n", s.target, err)
 	}
 	cancel()
@@ -462,7 +464,7 @@ func (s *surge) leaveRemaining(cleanup context.Context, r *surgeRun) {
 
 // accessTokens mints (mt non-nil) or logs in n users, conns at a time; ""
 // for a user whose login failed.
-func accessTokens(ctx context.Context, a *api, mt *minter, n, first, conns int, password string) ([]string, error) {
+func accessTokens(ctx context.Context, a *client.API, mt *minter, n, first, conns int, password string) ([]string, error) {
 	access := make([]string, n)
 	if mt != nil {
 		for i := range access {
@@ -474,17 +476,17 @@ func accessTokens(ctx context.Context, a *api, mt *minter, n, first, conns int, 
 		}
 		return access, nil
 	}
-	return access, forEach(ctx, "login", n, conns, func(i int) error {
+	return access, pace.ForEach(ctx, "login", n, conns, func(i int) error {
 		user := "user" + strconv.Itoa(first+i)
 		var tok string
-		code, err := withRetry(ctx, func() (int, error) {
+		code, err := client.WithRetry(ctx, func() (int, error) {
 			var code int
 			var err error
-			tok, code, err = a.login(ctx, user, password)
+			tok, code, err = a.Login(ctx, user, password)
 			return code, err
 		})
 		if err == nil && code != http.StatusOK {
-			err = statusError(code)
+			err = client.StatusError(code)
 		}
 		if err != nil {
 			return fmt.Errorf("login %s: %w (seeded? `waitingroom seed --users N --password P`)", user, err)
@@ -498,17 +500,17 @@ func accessTokens(ctx context.Context, a *api, mt *minter, n, first, conns int, 
 // (or told why), order.
 func (r *surgeRun) user(u *surgeUser, g *crowdGroup, access string) {
 	u.group = g
-	var st queueStatus
+	var st client.QueueStatus
 	t0 := time.Now()
-	code, err := withRetry(r.ctx, func() (int, error) {
+	code, err := client.WithRetry(r.ctx, func() (int, error) {
 		var code int
 		var err error
 		t0 = time.Now()
-		st, code, err = u.group.api.enter(r.reqCtx, access)
+		st, code, err = u.group.api.Enter(r.reqCtx, access)
 		return code, err
 	})
 	if err == nil && code != http.StatusOK {
-		err = statusError(code)
+		err = client.StatusError(code)
 	}
 	if err != nil {
 		if r.reqCtx.Err() == nil {
@@ -544,15 +546,15 @@ func (r *surgeRun) user(u *surgeUser, g *crowdGroup, access string) {
 		r.cnt.noShows.Add(1)
 		return
 	}
-	if !sleep(r.ctx, u.plan.think) {
+	if !pace.Sleep(r.ctx, u.plan.think) {
 		return
 	}
 	// An order is retried only when the server answered 429 or 503 (the
 	// entry token is then restored): after no answer it may have been
 	// placed, and a retry would meet a consumed token.
 	t1 := time.Now()
-	code, err = withRetry(r.reqCtx, func() (int, error) {
-		code, err := u.group.api.order(r.reqCtx, u.qtok, st.EntryToken, r.product)
+	code, err = client.WithRetry(r.reqCtx, func() (int, error) {
+		code, err := u.group.api.Order(r.reqCtx, u.qtok, st.EntryToken, r.product)
 		if code == measure.NoResponse {
 			return http.StatusBadGateway, err // not retried
 		}
@@ -567,21 +569,14 @@ func (r *surgeRun) user(u *surgeUser, g *crowdGroup, access string) {
 		u.outcome = surgeOrdered
 		r.cnt.ordered.Add(1)
 	case r.reqCtx.Err() == nil:
-		u.outcome, u.why = surgeOrderFailed, "order: "+whyEnded(orElse(err, statusError(code)))
+		u.outcome, u.why = surgeOrderFailed, "order: "+whyEnded(client.OrElse(err, client.StatusError(code)))
 		r.cnt.orderFailed.Add(1)
 	}
 }
 
-func orElse(err, alt error) error {
-	if err != nil {
-		return err
-	}
-	return alt
-}
-
 // progress shows the run: one line refreshed in place on a terminal, else
 // a plain line every 5 s. The returned func stops it (and ends the line).
-func (r *surgeRun) progress(ctx context.Context, adm *admin, n int) (stop func()) {
+func (r *surgeRun) progress(ctx context.Context, adm *client.Admin, n int) (stop func()) {
 	tty := isTerminal(os.Stderr)
 	every := 5 * time.Second
 	if tty {
@@ -627,15 +622,6 @@ func (r *surgeRun) progress(ctx context.Context, adm *admin, n int) (stop func()
 func isTerminal(f *os.File) bool {
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
-}
-
-// sleepUntil waits until t or until ctx ends; it reports whether t came.
-func sleepUntil(ctx context.Context, t time.Time) bool {
-	d := time.Until(t)
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	return sleep(ctx, d)
 }
 
 // selfCPU is the CPU time (user + system) this process has used, in

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"html/template"
 	"math"
+
 	"waitingroom/loadtest/internal/measure"
 	"waitingroom/loadtest/internal/report"
 )

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"waitingroom/loadtest/internal/client"
 	"waitingroom/loadtest/internal/measure"
 	"waitingroom/queue/loop"
 )
@@ -44,12 +45,12 @@ type roomSampler struct {
 	done chan struct{}
 }
 
-func startRoomSampler(ctx context.Context, adm *admin, start time.Time, every time.Duration) *roomSampler {
+func startRoomSampler(ctx context.Context, adm *client.Admin, start time.Time, every time.Duration) *roomSampler {
 	rs := &roomSampler{done: make(chan struct{})}
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		nowAndEveryCapped(ctx, every, func() {
-			st, err := adm.roomState(ctx)
+			st, err := adm.RoomState(ctx)
 			at := time.Since(start)
 			rs.mu.Lock()
 			if err != nil {
@@ -64,7 +65,7 @@ func startRoomSampler(ctx context.Context, adm *admin, start time.Time, every ti
 	})
 	wg.Go(func() {
 		nowAndEveryCapped(ctx, time.Second, func() {
-			m, errText := scrapeMetrics(ctx, adm)
+			m, errText := client.ScrapeMetrics(ctx, adm)
 			at := time.Since(start)
 			rss, ok1 := m[measure.MetricRSS]
 			cpu, ok2 := m[measure.MetricCPU]

@@ -6,6 +6,9 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"time"
+
+	"waitingroom/loadtest/internal/client"
+	"waitingroom/loadtest/internal/pace"
 )
 
 // How a surge's user waits: by its transport until READY or told why, with
@@ -16,7 +19,7 @@ import (
 
 // wait waits until READY, gone / 404, the run's end or the user's abandon,
 // and returns the last status (Status "" unless READY or GONE).
-func (r *surgeRun) wait(u *surgeUser, st queueStatus) queueStatus {
+func (r *surgeRun) wait(u *surgeUser, st client.QueueStatus) client.QueueStatus {
 	for {
 		at, abandon := r.nextEvent(u)
 		ctx, cancel := r.ctx, context.CancelFunc(func() {})
@@ -31,14 +34,14 @@ func (r *surgeRun) wait(u *surgeUser, st queueStatus) queueStatus {
 		if abandon {
 			u.outcome, u.why = surgeAbandoned, "abandoned"
 			r.cnt.abandoned.Add(1)
-			return queueStatus{}
+			return client.QueueStatus{}
 		}
 		u.reloaded = true
 		r.cnt.reloads.Add(1)
 		if got = r.reload(u); got.Status != "" {
 			return got
 		}
-		st = queueStatus{PollAfterMs: st.PollAfterMs}
+		st = client.QueueStatus{PollAfterMs: st.PollAfterMs}
 	}
 }
 
@@ -58,22 +61,22 @@ func (r *surgeRun) nextEvent(u *surgeUser) (time.Time, bool) {
 
 // reload is the page loading again after 0.5–2 s: one GET position, shown
 // as the page shows it; READY or GONE end the wait.
-func (r *surgeRun) reload(u *surgeUser) queueStatus {
-	if !sleep(r.ctx, 500*time.Millisecond+rand.N(1500*time.Millisecond)) {
-		return queueStatus{}
+func (r *surgeRun) reload(u *surgeUser) client.QueueStatus {
+	if !pace.Sleep(r.ctx, 500*time.Millisecond+rand.N(1500*time.Millisecond)) {
+		return client.QueueStatus{}
 	}
 	got, _, end := r.askPosition(u)
 	if end {
 		return got
 	}
-	return queueStatus{}
+	return client.QueueStatus{}
 }
 
 // askPosition is one GET position of u, counted, its answer shown as the
 // page shows it. end: READY or gone (got says which; empty after a 404);
 // failed: no answer (an error or an unexpected status).
-func (r *surgeRun) askPosition(u *surgeUser) (got queueStatus, failed, end bool) {
-	got, code, err := u.group.api.position(r.reqCtx, u.qtok)
+func (r *surgeRun) askPosition(u *surgeUser) (got client.QueueStatus, failed, end bool) {
+	got, code, err := u.group.api.Position(r.reqCtx, u.qtok)
 	u.polls++
 	switch {
 	case code == http.StatusNotFound:
@@ -81,7 +84,7 @@ func (r *surgeRun) askPosition(u *surgeUser) (got queueStatus, failed, end bool)
 	case err != nil || code != http.StatusOK:
 		u.pollErrors++
 		r.cnt.pollErrors.Add(1)
-		return queueStatus{}, true, false
+		return client.QueueStatus{}, true, false
 	case got.Status == "READY":
 		return got, false, true
 	}
@@ -92,7 +95,7 @@ func (r *surgeRun) askPosition(u *surgeUser) (got queueStatus, failed, end bool)
 // waitBy waits by u's transport until READY, gone / 404 or ctx's end. A
 // stream that ends without READY or gone is opened again, at most
 // maxStream times over the user's wait; after that the user polls.
-func (r *surgeRun) waitBy(ctx context.Context, u *surgeUser, st queueStatus) queueStatus {
+func (r *surgeRun) waitBy(ctx context.Context, u *surgeUser, st client.QueueStatus) client.QueueStatus {
 	if u.transport != "poll" {
 		for u.drops < r.maxStream && ctx.Err() == nil {
 			got, done := r.stream(ctx, u)
@@ -100,7 +103,7 @@ func (r *surgeRun) waitBy(ctx context.Context, u *surgeUser, st queueStatus) que
 				return got
 			}
 			if ctx.Err() != nil {
-				return queueStatus{}
+				return client.QueueStatus{}
 			}
 			u.drops++
 			r.cnt.drops.Add(1)
@@ -111,19 +114,19 @@ func (r *surgeRun) waitBy(ctx context.Context, u *surgeUser, st queueStatus) que
 
 // stream holds one stream until READY or gone; done is false when it ended
 // otherwise (dropped, refused, or ctx ended).
-func (r *surgeRun) stream(ctx context.Context, u *surgeUser) (queueStatus, bool) {
+func (r *surgeRun) stream(ctx context.Context, u *surgeUser) (client.QueueStatus, bool) {
 	octx, cancel := context.WithTimeout(ctx, r.timeout)
 	pc, m, err := u.group.dialer[u.transport].open(octx, u.qtok)
 	cancel()
 	if err != nil {
-		var se statusError
+		var se client.StatusError
 		if errors.As(err, &se) && int(se) == http.StatusNotFound {
 			return r.told(u, "404 not_in_queue"), true
 		}
 		if ctx.Err() == nil {
 			u.why = "stream open: " + whyEnded(err)
 		}
-		return queueStatus{}, false
+		return client.QueueStatus{}, false
 	}
 	stop := context.AfterFunc(ctx, pc.close)
 	defer func() { stop(); pc.close() }()
@@ -136,7 +139,7 @@ func (r *surgeRun) stream(ctx context.Context, u *surgeUser) (queueStatus, bool)
 				u.lags = append(u.lags, lagSample{at: m.at.Sub(r.start), lag: max(m.at.Sub(time.UnixMilli(m.st.TS)), 0)})
 			}
 			if m.st.Status == "READY" {
-				return queueStatus{Status: "READY", EntryToken: m.st.EntryToken, EntryExpiresAt: m.st.EntryExpiresAt}, true
+				return client.QueueStatus{Status: "READY", EntryToken: m.st.EntryToken, EntryExpiresAt: m.st.EntryExpiresAt}, true
 			}
 			u.show(m.at.Sub(r.start), m.st.Status, m.st.Position, m.st.ETASeconds, m.st.ETAKnown)
 		}
@@ -144,11 +147,11 @@ func (r *surgeRun) stream(ctx context.Context, u *surgeUser) (queueStatus, bool)
 			if ctx.Err() == nil {
 				u.why = "stream: " + whyEnded(err)
 			}
-			return queueStatus{}, false
+			return client.QueueStatus{}, false
 		}
 	}
 	u.why = "stream: more than maxStreamMessages without READY"
-	return queueStatus{}, false
+	return client.QueueStatus{}, false
 }
 
 // maxStreamMessages bounds the messages one stream is read for (a user at
@@ -156,19 +159,19 @@ func (r *surgeRun) stream(ctx context.Context, u *surgeUser) (queueStatus, bool)
 const maxStreamMessages = 100_000
 
 // told records that the server said why the user is not in the queue.
-func (r *surgeRun) told(u *surgeUser, why string) queueStatus {
+func (r *surgeRun) told(u *surgeUser, why string) client.QueueStatus {
 	u.outcome, u.why = surgeGone, why
 	r.cnt.gone.Add(1)
-	return queueStatus{Status: "GONE"}
+	return client.QueueStatus{Status: "GONE"}
 }
 
 // poll asks for the position every pollAfterMs (clamped to minPoll …
-// maxPoll) until READY, 404, ctx's end, or maxPolls polls.
-func (r *surgeRun) poll(ctx context.Context, u *surgeUser, st queueStatus) queueStatus {
+// maxPoll) until READY, 404, ctx's end, or client.MaxPolls polls.
+func (r *surgeRun) poll(ctx context.Context, u *surgeUser, st client.QueueStatus) client.QueueStatus {
 	pause := time.Duration(st.PollAfterMs) * time.Millisecond
-	for range maxPolls {
-		if !sleep(ctx, min(max(pause, r.minPoll), r.maxPoll)) {
-			return queueStatus{}
+	for range client.MaxPolls {
+		if !pace.Sleep(ctx, min(max(pause, r.minPoll), r.maxPoll)) {
+			return client.QueueStatus{}
 		}
 		got, failed, end := r.askPosition(u)
 		switch {
@@ -180,5 +183,5 @@ func (r *surgeRun) poll(ctx context.Context, u *surgeUser, st queueStatus) queue
 		}
 		pause = time.Duration(got.PollAfterMs) * time.Millisecond
 	}
-	return queueStatus{}
+	return client.QueueStatus{}
 }

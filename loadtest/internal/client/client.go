@@ -1,4 +1,8 @@
-package main
+// Package client is how the load tool talks to a waiting room: net/http
+// clients whose connections spread over loopback source addresses, the
+// public API (every call recorded), the admin API and its /metrics and
+// /readyz, and retries of the answers that ask for one.
+package client
 
 import (
 	"bytes"
@@ -20,42 +24,42 @@ import (
 // one destination, so 16 cover any connection count this machine can hold.
 const sourceAddrs = 16
 
-// newClient returns a net/http client tuned for conns concurrent keep-alive
+// New returns a net/http client tuned for conns concurrent keep-alive
 // connections to one host. Toward a loopback target its dialer binds each new
 // connection to the next of 127.0.0.2, 127.0.0.3, … (round robin; Linux
 // routes all of 127/8 to lo), so tens of thousands of connections do not
 // exhaust one source address's ephemeral ports.
-func newClient(conns int, timeout time.Duration) *http.Client {
+func New(conns int, timeout time.Duration) *http.Client {
 	var next atomic.Uint32
 	return httpClient(conns, timeout, loopbackDial(func() net.IP {
 		return net.IPv4(127, 0, 0, byte(2+next.Add(1)%sourceAddrs))
 	}))
 }
 
-// newClientFrom is newClient with every connection from the one source
+// NewFrom is New with every connection from the one source
 // address src (toward a loopback target): one client of a crowd whose users
 // come from many addresses, as a real sale's do. Its connections never mix
 // with another address's.
-func newClientFrom(src net.IP, conns int, timeout time.Duration) *http.Client {
-	return httpClient(conns, timeout, dialFrom(src))
+func NewFrom(src net.IP, conns int, timeout time.Duration) *http.Client {
+	return httpClient(conns, timeout, DialFrom(src))
 }
 
-// dialFrom dials a loopback target from src alone: the connections of one
+// DialFrom dials a loopback target from src alone: the connections of one
 // address of a crowd, or of one attack.
-func dialFrom(src net.IP) dialFunc {
+func DialFrom(src net.IP) DialFunc {
 	return loopbackDial(func() net.IP { return src })
 }
 
-// dialFunc is a DialContext.
-type dialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
+// DialFunc is a DialContext.
+type DialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
 
 // loopbackDial dials a loopback target from the source address that source
 // names for each new connection, and any other target as the system would.
-func loopbackDial(source func() net.IP) dialFunc {
+func loopbackDial(source func() net.IP) DialFunc {
 	dialer := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		host, _, err := net.SplitHostPort(addr)
-		if err != nil || !isLoopback(host) {
+		if err != nil || !IsLoopback(host) {
 			return dialer.DialContext(ctx, network, addr)
 		}
 		d := *dialer
@@ -64,7 +68,7 @@ func loopbackDial(source func() net.IP) dialFunc {
 	}
 }
 
-func httpClient(conns int, timeout time.Duration, dial dialFunc) *http.Client {
+func httpClient(conns int, timeout time.Duration, dial DialFunc) *http.Client {
 	return &http.Client{
 		Timeout: timeout,
 		Transport: &http.Transport{
@@ -77,7 +81,7 @@ func httpClient(conns int, timeout time.Duration, dial dialFunc) *http.Client {
 	}
 }
 
-func isLoopback(host string) bool {
+func IsLoopback(host string) bool {
 	if host == "localhost" {
 		return true
 	}
@@ -85,8 +89,8 @@ func isLoopback(host string) bool {
 	return ip != nil && ip.To4() != nil && ip.IsLoopback()
 }
 
-// queueStatus is the part of the server's QueueStatus the tool reads.
-type queueStatus struct {
+// QueueStatus is the part of the server's QueueStatus the tool reads.
+type QueueStatus struct {
 	Status      string `json:"status"`
 	Position    int64  `json:"position"`
 	EntryToken  string `json:"entryToken"`
@@ -98,52 +102,58 @@ type queueStatus struct {
 	EntryExpiresAt *time.Time `json:"entryExpiresAt"`
 }
 
-// api calls the waiting room's public API and records every call in rec
+// API calls the waiting room's public API and records every call in rec
 // under its endpoint name: login, enter, position, orders, leave.
-type api struct {
-	base, room string
-	hc         *http.Client
-	rec        *measure.Recorder
+type API struct {
+	Base, Room string
+	HTTP       *http.Client
+	Rec        *measure.Recorder
 }
 
-func (a *api) login(ctx context.Context, user, password string) (string, int, error) {
+func (a *API) Login(ctx context.Context, user, password string) (string, int, error) {
 	var out struct {
 		AccessToken string `json:"accessToken"`
 	}
 	body := map[string]string{"loginId": user, "password": password}
-	code, err := a.call(ctx, "login", http.MethodPost, "/api/v1/auth/login", "", body, &out)
+	code, err := a.Call(ctx, "login", http.MethodPost, "/api/v1/auth/login", "", body, &out)
 	return out.AccessToken, code, err
 }
 
-func (a *api) enter(ctx context.Context, access string) (queueStatus, int, error) {
-	var st queueStatus
-	code, err := a.call(ctx, "enter", http.MethodPost, a.roomPath("enter"), access, nil, &st)
+func (a *API) Enter(ctx context.Context, access string) (QueueStatus, int, error) {
+	var st QueueStatus
+	code, err := a.Call(ctx, "enter", http.MethodPost, a.RoomPath("enter"), access, nil, &st)
 	return st, code, err
 }
 
-func (a *api) position(ctx context.Context, queueToken string) (queueStatus, int, error) {
-	var st queueStatus
-	code, err := a.call(ctx, "position", http.MethodGet, a.roomPath("position"), queueToken, nil, &st)
+func (a *API) Position(ctx context.Context, queueToken string) (QueueStatus, int, error) {
+	var st QueueStatus
+	code, err := a.Call(ctx, "position", http.MethodGet, a.RoomPath("position"), queueToken, nil, &st)
 	return st, code, err
 }
 
-func (a *api) leave(ctx context.Context, queueToken string) (int, error) {
-	return a.call(ctx, "leave", http.MethodPost, a.roomPath("leave"), queueToken, nil, nil)
+func (a *API) Leave(ctx context.Context, queueToken string) (int, error) {
+	return a.Call(ctx, "leave", http.MethodPost, a.RoomPath("leave"), queueToken, nil, nil)
 }
 
-func (a *api) order(ctx context.Context, queueToken, entryToken string, product int64) (int, error) {
+func (a *API) Order(ctx context.Context, queueToken, entryToken string, product int64) (int, error) {
 	body := map[string]int64{"productId": product, "quantity": 1}
-	return a.call(ctx, "orders", http.MethodPost, "/api/v1/orders", queueToken, body, nil, "X-Entry-Token", entryToken)
+	return a.Call(ctx, "orders", http.MethodPost, "/api/v1/orders", queueToken, body, nil, "X-Entry-Token", entryToken)
 }
 
-func (a *api) roomPath(action string) string {
-	return "/api/v1/rooms/" + url.PathEscape(a.room) + "/" + action
+// OrderQty is Order for qty units.
+func (a *API) OrderQty(ctx context.Context, queueToken, entryToken string, product, qty int64) (int, error) {
+	body := map[string]int64{"productId": product, "quantity": qty}
+	return a.Call(ctx, "orders", http.MethodPost, "/api/v1/orders", queueToken, body, nil, "X-Entry-Token", entryToken)
 }
 
-// call sends one request and records it as endpoint; a 2xx JSON body is
+func (a *API) RoomPath(action string) string {
+	return "/api/v1/rooms/" + url.PathEscape(a.Room) + "/" + action
+}
+
+// Call sends one request and records it as endpoint; a 2xx JSON body is
 // decoded into out when out is non-nil. A request that fails because ctx was
 // cancelled (Ctrl-C) is not recorded: it measured nothing.
-func (a *api) call(ctx context.Context, endpoint, method, path, bearer string, body, out any, header ...string) (int, error) {
+func (a *API) Call(ctx context.Context, endpoint, method, path, bearer string, body, out any, header ...string) (int, error) {
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -152,7 +162,7 @@ func (a *api) call(ctx context.Context, endpoint, method, path, bearer string, b
 		}
 		rd = bytes.NewReader(b)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, a.base+path, rd)
+	req, err := http.NewRequestWithContext(ctx, method, a.Base+path, rd)
 	if err != nil {
 		return 0, err
 	}
@@ -166,10 +176,10 @@ func (a *api) call(ctx context.Context, endpoint, method, path, bearer string, b
 		req.Header.Set(header[i], header[i+1])
 	}
 	start := time.Now()
-	resp, err := a.hc.Do(req)
+	resp, err := a.HTTP.Do(req)
 	if err != nil {
 		if ctx.Err() == nil {
-			a.rec.Record(endpoint, measure.NoResponse, time.Since(start))
+			a.Rec.Record(endpoint, measure.NoResponse, time.Since(start))
 		}
 		return measure.NoResponse, err
 	}
@@ -182,50 +192,50 @@ func (a *api) call(ctx context.Context, endpoint, method, path, bearer string, b
 	if ctx.Err() != nil && (derr != nil || rerr != nil) {
 		return measure.NoResponse, ctx.Err()
 	}
-	a.rec.Record(endpoint, resp.StatusCode, time.Since(start))
+	a.Rec.Record(endpoint, resp.StatusCode, time.Since(start))
 	if derr != nil {
 		return resp.StatusCode, fmt.Errorf("%s: decode: %w", endpoint, derr)
 	}
 	return resp.StatusCode, rerr
 }
 
-// admin reads the management port: room state and the Prometheus text.
-type admin struct {
-	base, token, room string
-	hc                *http.Client
+// Admin reads the management port: room state and the Prometheus text.
+type Admin struct {
+	Base, Token, Room string
+	HTTP              *http.Client
 }
 
-// roomState is the part of GET /admin/rooms/{room} the tool reads.
-type roomState struct {
+// RoomState is the part of GET /admin/rooms/{room} the tool reads.
+type RoomState struct {
 	TargetActive    int64   `json:"targetActive"`
 	Active          int64   `json:"active"`
 	Waiting         int64   `json:"waiting"`
 	EntryTTLSeconds float64 `json:"entryTtlSeconds"`
 }
 
-func (m *admin) roomState(ctx context.Context) (roomState, error) {
-	var st roomState
-	err := m.do(ctx, http.MethodGet, nil, &st)
+func (m *Admin) RoomState(ctx context.Context) (RoomState, error) {
+	var st RoomState
+	err := m.Do(ctx, http.MethodGet, nil, &st)
 	return st, err
 }
 
-// setTarget changes the room's targetActive live.
-func (m *admin) setTarget(ctx context.Context, n int64) error {
-	return m.do(ctx, http.MethodPut, map[string]int64{"targetActive": n}, nil)
+// SetTarget changes the room's targetActive live.
+func (m *Admin) SetTarget(ctx context.Context, n int64) error {
+	return m.Do(ctx, http.MethodPut, map[string]int64{"targetActive": n}, nil)
 }
 
-// setOrderDelay injects (or, with 0, removes) the server's order-path
+// SetOrderDelay injects (or, with 0, removes) the server's order-path
 // delay through PUT /admin/faults (the server needs WR_FAULT_INJECTION=on).
-func (m *admin) setOrderDelay(ctx context.Context, d time.Duration) error {
+func (m *Admin) SetOrderDelay(ctx context.Context, d time.Duration) error {
 	return m.doPath(ctx, http.MethodPut, "/admin/faults", map[string]string{"orderDelay": d.String()}, nil)
 }
 
-func (m *admin) do(ctx context.Context, method string, body, out any) error {
-	return m.doPath(ctx, method, "/admin/rooms/"+url.PathEscape(m.room), body, out)
+func (m *Admin) Do(ctx context.Context, method string, body, out any) error {
+	return m.doPath(ctx, method, "/admin/rooms/"+url.PathEscape(m.Room), body, out)
 }
 
-func (m *admin) doPath(ctx context.Context, method, path string, body, out any) error {
-	if m.token == "" {
+func (m *Admin) doPath(ctx context.Context, method, path string, body, out any) error {
+	if m.Token == "" {
 		return fmt.Errorf("admin: no token: pass --admin-token or set WR_ADMIN_TOKEN")
 	}
 	var rd io.Reader
@@ -236,15 +246,15 @@ func (m *admin) doPath(ctx context.Context, method, path string, body, out any) 
 		}
 		rd = bytes.NewReader(b)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, m.base+path, rd)
+	req, err := http.NewRequestWithContext(ctx, method, m.Base+path, rd)
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Authorization", "Bearer "+m.token)
+	req.Header.Set("Authorization", "Bearer "+m.Token)
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := m.hc.Do(req)
+	resp, err := m.HTTP.Do(req)
 	if err != nil {
 		return fmt.Errorf("admin: %w", err)
 	}
@@ -258,3 +268,20 @@ func (m *admin) doPath(ctx context.Context, method, path string, body, out any) 
 	}
 	return json.NewDecoder(resp.Body).Decode(out)
 }
+
+// CheckLoopback fails unless base's host is a loopback address: binding
+// 127.x source addresses reaches only a server on this machine.
+func CheckLoopback(base string) error {
+	u, err := url.Parse(base)
+	if err != nil {
+		return err
+	}
+	if !IsLoopback(u.Hostname()) {
+		return fmt.Errorf("source addresses 127.x.y.z reach only a loopback target, not %q", u.Hostname())
+	}
+	return nil
+}
+
+// MaxPolls caps one ticket's polls, so every poll loop ends by count even
+// if the clock never stopped it.
+const MaxPolls = 10_000

@@ -1,4 +1,4 @@
-package main
+package client
 
 import (
 	"context"
@@ -9,12 +9,12 @@ import (
 )
 
 // metrics scrapes the admin port's /metrics.
-func (m *admin) metrics(ctx context.Context) (measure.Samples, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.base+"/metrics", nil)
+func (m *Admin) metrics(ctx context.Context) (measure.Samples, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.Base+"/metrics", nil)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := m.hc.Do(req)
+	resp, err := m.HTTP.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
@@ -25,8 +25,8 @@ func (m *admin) metrics(ctx context.Context) (measure.Samples, error) {
 	return measure.ParseMetrics(resp.Body)
 }
 
-// histogram scrapes /metrics and reads the histogram name.
-func (m *admin) histogram(ctx context.Context, name string) (measure.Histogram, error) {
+// Histogram scrapes /metrics and reads the histogram name.
+func (m *Admin) Histogram(ctx context.Context, name string) (measure.Histogram, error) {
 	s, err := m.metrics(ctx)
 	if err != nil {
 		return measure.Histogram{}, err
@@ -34,15 +34,15 @@ func (m *admin) histogram(ctx context.Context, name string) (measure.Histogram, 
 	return s.Histogram(name)
 }
 
-// scrapeMetrics reads the server's process and stream metrics.
-func scrapeMetrics(ctx context.Context, adm *admin) (map[string]float64, string) {
-	return scrapeNames(ctx, adm, measure.StreamMetrics...)
+// ScrapeMetrics reads the server's process and stream metrics.
+func ScrapeMetrics(ctx context.Context, adm *Admin) (map[string]float64, string) {
+	return ScrapeNames(ctx, adm, measure.StreamMetrics...)
 }
 
-// scrapeNames reads /metrics and sums each of names over its label sets; a
+// ScrapeNames reads /metrics and sums each of names over its label sets; a
 // name the server does not export is absent from the map. The string is why
 // /metrics could not be read ("" when it was).
-func scrapeNames(ctx context.Context, adm *admin, names ...string) (map[string]float64, string) {
+func ScrapeNames(ctx context.Context, adm *Admin, names ...string) (map[string]float64, string) {
 	s, err := adm.metrics(ctx)
 	if err != nil {
 		return nil, err.Error()
