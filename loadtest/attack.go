@@ -15,6 +15,8 @@ import (
 	"waitingroom/loadtest/internal/measure"
 	"waitingroom/loadtest/internal/pace"
 	"waitingroom/loadtest/internal/report"
+	"waitingroom/loadtest/internal/scenario"
+	"waitingroom/loadtest/internal/stream"
 )
 
 // attackNames are the attacks --attacks chooses from.
@@ -94,11 +96,11 @@ func attackFlags(fs *flag.FlagSet) func() (attackConfig, error) {
 // first alone (the baseline), then, once the room has drained, with the
 // attacks beside it — and the legitimate users' figures of both side by
 // side with what each attack achieved.
-func runAttack(ctx context.Context, o *options, args []string) (report.Report, error) {
-	fs := newFlagSet("attack", o)
+func runAttack(ctx context.Context, o *scenario.Options, args []string) (report.Report, error) {
+	fs := scenario.NewFlagSet("attack", o)
 	config := surgeFlags(fs, 4, instantShoppers)
 	attackConfigOf := attackFlags(fs)
-	if err := o.parse(fs, args); err != nil {
+	if err := o.Parse(fs, args); err != nil {
 		return nil, err
 	}
 	cfg, err := config()
@@ -115,7 +117,7 @@ func runAttack(ctx context.Context, o *options, args []string) (report.Report, e
 	if cfg.perAddr < 1 {
 		return nil, errors.New("attack: --users-per-addr must be at least 1: the crowd comes from many addresses, the attackers from others")
 	}
-	if err := client.CheckLoopback(o.base); err != nil {
+	if err := client.CheckLoopback(o.Base); err != nil {
 		return nil, fmt.Errorf("attack: %w", err)
 	}
 	if ac.for_ == 0 {
@@ -179,7 +181,7 @@ func waitDrained(ctx context.Context, adm *client.Admin, d time.Duration) error 
 // attackRun is one run's work beside the surge: for the baseline only the
 // BCrypt count, for the attacked run the attacks.
 type attackRun struct {
-	o        *options
+	o        *scenario.Options
 	cfg      surgeConfig
 	ac       attackConfig
 	s        *surge
@@ -245,7 +247,7 @@ type attacks struct {
 func (ar *attackRun) launch(run context.Context, start time.Time) *attacks {
 	o, ac, cfg, rep := ar.o, ar.ac, ar.cfg, ar.out
 	x := &attacks{ar: ar, run: run, reqCtx: context.WithoutCancel(run), floodChecked: make(chan struct{}),
-		a: &attacker{base: o.base, admin: o.admin, adminToken: o.adminToken, room: o.room, timeout: o.timeout, rec: measure.NewRecorder()}}
+		a: &attacker{base: o.Base, admin: o.Admin, adminToken: o.AdminToken, room: o.Room, timeout: o.Timeout, rec: measure.NewRecorder()}}
 	x.holds, x.endHolds = context.WithCancel(run)
 	a := x.a
 	if ac.on["stuffing"] {
@@ -284,7 +286,7 @@ func (ar *attackRun) launch(run context.Context, start time.Time) *attacks {
 // access is the access token of the k-th attacker account ("" if it cannot
 // be minted).
 func (x *attacks) access(k int) string {
-	tok, err := x.ar.cfg.mt.access(int64(x.ar.ac.firstUser + k))
+	tok, err := x.ar.cfg.mt.Access(int64(x.ar.ac.firstUser + k))
 	if err != nil {
 		return ""
 	}
@@ -318,7 +320,7 @@ func (x *attacks) enterFlooder() string {
 	tok, _, err := x.a.enter(x.run, cl, x.access(2))
 	cl.HTTP.CloseIdleConnections()
 	if err != nil {
-		x.ar.out.Notes = append(x.ar.out.Notes, "the stream flooder could not enter: "+whyEnded(err))
+		x.ar.out.Notes = append(x.ar.out.Notes, "the stream flooder could not enter: "+stream.WhyEnded(err))
 		return ""
 	}
 	x.keep(tok)
@@ -340,7 +342,7 @@ func (x *attacks) storm(start time.Time) {
 	for k := range ac.stormTokens {
 		tok, _, err := x.a.enter(x.run, cl, x.access(3+k))
 		if err != nil {
-			why = whyEnded(err)
+			why = stream.WhyEnded(err)
 			continue
 		}
 		toks = append(toks, tok)

@@ -12,6 +12,7 @@ import (
 
 	"waitingroom/loadtest/internal/client"
 	"waitingroom/loadtest/internal/measure"
+	"waitingroom/loadtest/internal/stream"
 )
 
 // crossSiteResult is what the cross-site requests achieved.
@@ -39,7 +40,7 @@ func (a *attacker) crossSite(ctx context.Context, access string, n int) *crossSi
 	defer cl.HTTP.CloseIdleConnections()
 	qtok, cookie, err := a.enter(ctx, cl, access)
 	if err != nil {
-		res.EnterFailure = whyEnded(err)
+		res.EnterFailure = stream.WhyEnded(err)
 		return res
 	}
 	res.Cookie, res.qtok = cookie, qtok
@@ -48,7 +49,7 @@ func (a *attacker) crossSite(ctx context.Context, access string, n int) *crossSi
 	wsURL.Scheme = map[string]string{"http": "ws", "https": "wss"}[u.Scheme]
 	wsURL.Path = cl.RoomPath("ws")
 	dial := client.DialFrom(crossSiteAddr)
-	wd := &websocket.Dialer{NetDialContext: dial, HandshakeTimeout: a.timeout, ReadBufferSize: streamBuf, WriteBufferSize: 1 << 10}
+	wd := &websocket.Dialer{NetDialContext: dial, HandshakeTimeout: a.timeout, ReadBufferSize: stream.BufSize, WriteBufferSize: 1 << 10}
 	for i := 0; i < n && ctx.Err() == nil; i++ {
 		h := http.Header{}
 		h.Set("Origin", evilOrigin)
@@ -61,7 +62,7 @@ func (a *attacker) crossSite(ctx context.Context, access string, n int) *crossSi
 			_ = wc.SetReadDeadline(time.Now().Add(a.timeout))
 			if _, data, err := wc.ReadMessage(); err == nil {
 				res.WSFirstFrame++
-				var st pushStatus
+				var st stream.Status
 				if json.Unmarshal(data, &st) == nil && st.EntryToken != "" {
 					res.WSLeaked++
 				}

@@ -11,6 +11,7 @@ import (
 	"waitingroom/loadtest/internal/client"
 	"waitingroom/loadtest/internal/measure"
 	"waitingroom/loadtest/internal/pace"
+	"waitingroom/loadtest/internal/stream"
 )
 
 // streamFloodResult is what the stream flood achieved.
@@ -34,23 +35,23 @@ func (a *attacker) streamFlood(ctx context.Context, qtok string, n int, idle tim
 	counted := sync.OnceFunc(func() { close(checked) })
 	defer counted()
 	res := &streamFloodResult{Attempts: n, Ended: map[string]int{}}
-	d, err := newStreamDialer("sse", a.base, a.room, a.timeout, idle)
+	d, err := stream.NewDialer("sse", a.base, a.room, a.timeout, idle)
 	if err != nil {
 		res.EnterFailure = err.Error()
 		return res
 	}
-	d = d.from(client.DialFrom(streamAddr))
+	d = d.From(client.DialFrom(streamAddr))
 	var (
 		open     atomic.Int64
 		replaced atomic.Int64
 		mu       sync.Mutex
-		pcs      []pushConn
+		pcs      []stream.Conn
 		wg       sync.WaitGroup
 	)
 	for i := 0; i < n && ctx.Err() == nil; i++ {
 		octx, cancel := context.WithTimeout(ctx, a.timeout)
 		start := time.Now()
-		pc, m, err := d.open(octx, qtok)
+		pc, m, err := d.Open(octx, qtok)
 		cancel()
 		var se client.StatusError
 		switch {
@@ -70,16 +71,16 @@ func (a *attacker) streamFlood(ctx context.Context, qtok string, n int, idle tim
 		mu.Unlock()
 		wg.Go(func() {
 			why := "-"
-			for ; ; m, err = pc.next() {
+			for ; ; m, err = pc.Next() {
 				if err != nil {
-					why = whyEnded(err)
+					why = stream.WhyEnded(err)
 					break
 				}
-				if m.kind == "reconnect" {
+				if m.Kind == "reconnect" {
 					replaced.Add(1)
 				}
-				if m.kind == "gone" || m.kind == "reconnect" {
-					why = m.kind
+				if m.Kind == "gone" || m.Kind == "reconnect" {
+					why = m.Kind
 				}
 			}
 			open.Add(-1)
@@ -100,7 +101,7 @@ func (a *attacker) streamFlood(ctx context.Context, qtok string, n int, idle tim
 	<-ctx.Done()
 	mu.Lock()
 	for _, pc := range pcs {
-		pc.close()
+		pc.Close()
 	}
 	mu.Unlock()
 	wg.Wait()

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"waitingroom/loadtest/internal/measure"
+	"waitingroom/loadtest/internal/scenario"
 )
 
 // TestSmokeAttack is the attack scenario in small: 300 users from 75
@@ -28,7 +29,7 @@ func TestSmokeAttack(t *testing.T) {
 		"WR_MAX_CONNS": "2000",
 	})
 	dir := t.TempDir()
-	var o options
+	var o scenario.Options
 	// The server is a child process (the command, built without the race
 	// detector): the RSS read from its /metrics is its own. A server that
 	// inflated three 64-MiB bombs would hold at least 192 MiB more than the

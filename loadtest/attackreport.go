@@ -13,6 +13,7 @@ import (
 
 	"waitingroom/loadtest/internal/measure"
 	"waitingroom/loadtest/internal/report"
+	"waitingroom/loadtest/internal/scenario"
 )
 
 // attackReport is what the attack scenario measured: the surge without and
@@ -46,7 +47,7 @@ type attackReport struct {
 	Checks []report.Check `json:"checks"`
 }
 
-func newAttackReport(o *options, cfg surgeConfig, ac attackConfig) *attackReport {
+func newAttackReport(o *scenario.Options, cfg surgeConfig, ac attackConfig) *attackReport {
 	var on []string
 	for _, n := range attackNames {
 		if ac.on[n] {
@@ -57,7 +58,7 @@ func newAttackReport(o *options, cfg surgeConfig, ac attackConfig) *attackReport
 	if s == "" {
 		s = "none"
 	}
-	return &attackReport{Scenario: "attack", Base: o.base, Room: o.room, CPUs: runtime.NumCPU(), Users: cfg.n, Transport: cfg.transport,
+	return &attackReport{Scenario: "attack", Base: o.Base, Room: o.Room, CPUs: runtime.NumCPU(), Users: cfg.n, Transport: cfg.transport,
 		AttacksOn: s, WindowSecs: ac.for_.Seconds(), RSSSlackMiB: ac.rssSlackMiB, MaxStreams: ac.maxStreams}
 }
 

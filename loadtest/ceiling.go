@@ -19,6 +19,7 @@ import (
 	"waitingroom/loadtest/internal/measure"
 	"waitingroom/loadtest/internal/pace"
 	"waitingroom/loadtest/internal/report"
+	"waitingroom/loadtest/internal/scenario"
 	"waitingroom/queue"
 )
 
@@ -59,8 +60,8 @@ type ceilingConfig struct {
 	idle      time.Duration
 }
 
-func parseCeilingFlags(o *options, args []string) (ceilingConfig, error) {
-	fs := newFlagSet("ceiling", o)
+func parseCeilingFlags(o *scenario.Options, args []string) (ceilingConfig, error) {
+	fs := scenario.NewFlagSet("ceiling", o)
 	var c ceilingConfig
 	fs.StringVar(&c.url, "redis", "", "Redis URL to drive (required), e.g. redis://127.0.0.1:6432/0; use a Redis nobody else uses")
 	conns := fs.String("conns", "1,2,4,8,16", "connection counts to step through (comma-separated, ascending); stops early once the enter rate stops rising")
@@ -74,7 +75,7 @@ func parseCeilingFlags(o *options, args []string) (ceilingConfig, error) {
 	fs.IntVar(&c.instances, "instances", 8, "--costs: pattern subscribers (one per server instance) for the PUBLISH cost")
 	fs.IntVar(&c.fill, "fill", 0, "also fill one room with N waiting users and report used_memory per user (0: no)")
 	fs.DurationVar(&c.idle, "idle-timeout", 5*time.Minute, "--costs: the idle timeout the admission ticks run with (the server's WR_IDLE_TIMEOUT)")
-	if err := o.parse(fs, args); err != nil {
+	if err := o.Parse(fs, args); err != nil {
 		return c, err
 	}
 	c.steps = !*noCeiling
@@ -133,7 +134,7 @@ type ceilingRun struct {
 	prefix string
 }
 
-func runCeiling(ctx context.Context, o *options, args []string) (report.Report, error) {
+func runCeiling(ctx context.Context, o *scenario.Options, args []string) (report.Report, error) {
 	cfg, err := parseCeilingFlags(o, args)
 	if err != nil {
 		return nil, err

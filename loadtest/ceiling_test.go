@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"waitingroom/loadtest/internal/scenario"
 	"waitingroom/queue/queuetest"
 )
 
@@ -18,7 +19,7 @@ import (
 // the run leaves no key behind. Counts only, never timings.
 func TestCeilingSmoke(t *testing.T) {
 	url := queuetest.Server(t)
-	var o options
+	var o scenario.Options
 	rep, err := runCeiling(context.Background(), &o, []string{"--redis", url, "--conns", "1,2", "--pipeline", "20",
 		"--duration", "200ms", "--costs", "--ops", "200", "--waiting", "600", "--instances", "2", "--fill", "300"})
 	if err != nil {

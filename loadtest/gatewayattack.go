@@ -21,6 +21,7 @@ import (
 	"waitingroom/loadtest/internal/client"
 	"waitingroom/loadtest/internal/pace"
 	"waitingroom/loadtest/internal/report"
+	"waitingroom/loadtest/internal/scenario"
 	"waitingroom/server/pass/passcheck"
 )
 
@@ -181,32 +182,32 @@ func sampleRSS(pid int) (stop func() float64) {
 }
 
 // runGatewayAttack is the scenario.
-func runGatewayAttack(ctx context.Context, o *options, args []string) (report.Report, error) {
-	fs := newFlagSet("gateway-attack", o)
+func runGatewayAttack(ctx context.Context, o *scenario.Options, args []string) (report.Report, error) {
+	fs := scenario.NewFlagSet("gateway-attack", o)
 	if f := fs.Lookup("room"); f != nil {
 		f.DefValue = "sale"
 		_ = f.Value.Set("sale")
 	}
 	configOf := gwFlags(fs)
-	if err := o.parse(fs, args); err != nil {
+	if err := o.Parse(fs, args); err != nil {
 		return nil, err
 	}
 	c, err := configOf()
 	if err != nil {
 		return nil, fmt.Errorf("gateway-attack: %w", err)
 	}
-	if err := client.CheckLoopback(o.base); err != nil {
+	if err := client.CheckLoopback(o.Base); err != nil {
 		return nil, fmt.Errorf("gateway-attack: %w", err)
 	}
 	if h, _, err := net.SplitHostPort(c.originListen); err != nil || !client.IsLoopback(h) {
 		return nil, fmt.Errorf("gateway-attack: %w", errOriginAddr)
 	}
-	u, _ := url.Parse(o.base)
+	u, _ := url.Parse(o.Base)
 	host := u.Host
 	if u.Port() == "" {
 		host = net.JoinHostPort(u.Hostname(), "80")
 	}
-	check, err := passcheck.New(passcheck.Options{JWKSURL: o.base + "/_wr/.well-known/jwks.json"})
+	check, err := passcheck.New(passcheck.Options{JWKSURL: o.Base + "/_wr/.well-known/jwks.json"})
 	if err != nil {
 		return nil, fmt.Errorf("gateway-attack: %w", err)
 	}
@@ -216,7 +217,7 @@ func runGatewayAttack(ctx context.Context, o *options, args []string) (report.Re
 	}
 	defer origin.close()
 	rep := newGWReport(o, c)
-	if err := awaitGateway(ctx, o.base); err != nil {
+	if err := awaitGateway(ctx, o.Base); err != nil {
 		return rep, fmt.Errorf("gateway-attack: %w", err)
 	}
 	if c.on["session-share"] {
@@ -236,9 +237,9 @@ func runGatewayAttack(ctx context.Context, o *options, args []string) (report.Re
 		return rep, nil
 	}
 	fmt.Fprintf(os.Stderr, "gateway-attack: the visitors beside the attacks: %s\n", rep.AttacksOn)
-	g := &gwAttacker{base: o.base, host: host, timeout: o.timeout}
+	g := &gwAttacker{base: o.Base, host: host, timeout: o.Timeout}
 	rep.Attack = runGW(ctx, o, c, origin, (c.n+c.perAddr-1)/c.perAddr, func(run context.Context) {
-		rep.Attacks = launchGW(run, g, c, o.room)
+		rep.Attacks = launchGW(run, g, c, o.Room)
 	})
 	for _, a := range rep.Attacks {
 		a.Unpassed = rep.Attack.Origin.Unpassed[a.Name]
@@ -255,14 +256,14 @@ func runGatewayAttack(ctx context.Context, o *options, args []string) (report.Re
 
 // runGW runs the visitors from the addrFrom-th address with attacks (if
 // any) beside them, and reads RSS and the origin's counts.
-func runGW(ctx context.Context, o *options, c gwConfig, origin *gwOrigin, addrFrom int, attacks func(context.Context)) *gwRun {
+func runGW(ctx context.Context, o *scenario.Options, c gwConfig, origin *gwOrigin, addrFrom int, attacks func(context.Context)) *gwRun {
 	run := &gwRun{RSS: rssRange{Before: readRSS(c.pid)}}
 	stop := sampleRSS(c.pid)
 	var wg sync.WaitGroup
 	if attacks != nil {
 		wg.Go(func() { attacks(ctx) })
 	}
-	run.Legit = runLegit(ctx, o.base, o.room, c.protected, c.n, c.perAddr, addrFrom, c.over, c.bound, o.timeout)
+	run.Legit = runLegit(ctx, o.Base, o.Room, c.protected, c.n, c.perAddr, addrFrom, c.over, c.bound, o.Timeout)
 	wg.Wait()
 	run.RSS.Peak = stop()
 	// What the server gives back once the attacks have ended.
@@ -326,15 +327,15 @@ func awaitGateway(ctx context.Context, base string) error {
 }
 
 // setSessionRoom sets room's pass mode to session through the admin API.
-func setSessionRoom(ctx context.Context, o *options, room string) error {
+func setSessionRoom(ctx context.Context, o *scenario.Options, room string) error {
 	body, _ := json.Marshal(map[string]any{"gateway": map[string]any{"pass": "session"}})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, o.admin+"/admin/rooms/"+url.PathEscape(room), bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, o.Admin+"/admin/rooms/"+url.PathEscape(room), bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+o.adminToken)
-	resp, err := (&http.Client{Timeout: o.timeout}).Do(req)
+	req.Header.Set("Authorization", "Bearer "+o.AdminToken)
+	resp, err := (&http.Client{Timeout: o.Timeout}).Do(req)
 	if err != nil {
 		return err
 	}

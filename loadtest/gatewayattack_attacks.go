@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"waitingroom/loadtest/internal/client"
+	"waitingroom/loadtest/internal/stream"
 )
 
 // The gateway attacks. Each runs from source addresses of its own,
@@ -279,7 +280,7 @@ func (g *gwAttacker) bodies(ctx context.Context, n, mib int) *gwAttack {
 			req.Header.Set("Content-Type", "application/octet-stream")
 			resp, err := hc.Do(req)
 			if err != nil {
-				a.record(path + " " + whyEnded(err))
+				a.record(path + " " + stream.WhyEnded(err))
 				return
 			}
 			_, _ = io.Copy(io.Discard, resp.Body)
@@ -310,7 +311,7 @@ func (g *gwAttacker) sessionShare(ctx context.Context, room, path string, addrs 
 		code, _, err = owner.do(octx, http.MethodGet, path, "", nil)
 	}
 	if err != nil || code != http.StatusOK {
-		a.Detail = fmt.Sprintf("the owner could not open a session: %d %s", code, whyEnded(err))
+		a.Detail = fmt.Sprintf("the owner could not open a session: %d %s", code, stream.WhyEnded(err))
 		return a
 	}
 	u, _ := url.Parse(g.base)

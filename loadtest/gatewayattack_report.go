@@ -10,6 +10,7 @@ import (
 
 	"waitingroom/loadtest/internal/measure"
 	"waitingroom/loadtest/internal/report"
+	"waitingroom/loadtest/internal/scenario"
 )
 
 // gwReport is what the gateway-attack scenario measured.
@@ -36,8 +37,8 @@ type gwReport struct {
 	Checks       []report.Check `json:"checks"`
 }
 
-func newGWReport(o *options, c gwConfig) *gwReport {
-	return &gwReport{Scenario: "gateway-attack", Base: o.base, Room: o.room, CPUs: runtime.NumCPU(), Visitors: c.n,
+func newGWReport(o *scenario.Options, c gwConfig) *gwReport {
+	return &gwReport{Scenario: "gateway-attack", Base: o.Base, Room: o.Room, CPUs: runtime.NumCPU(), Visitors: c.n,
 		OverSecs: c.over.Seconds(), ServerPID: c.pid, RSSSlackMiB: c.rssSlackMiB,
 		sessionBurst: c.sessionBurst, sessionRate: c.sessionRate, attackFor: c.attackFor}
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"waitingroom/loadtest/internal/scenario"
 	"waitingroom/server/pass"
 )
 
@@ -32,7 +33,7 @@ func TestSmokeGatewayAttack(t *testing.T) {
 		"WR_TARGET_ACTIVE":  "100",
 	})
 	dir := t.TempDir()
-	var o options
+	var o scenario.Options
 	args := s.args("--room", "sale", "-n", "40", "--over", "2s", "--users-per-addr", "4", "--visitor-bound", "90s",
 		"--origin-listen", originAddr, "--server-pid", strconv.Itoa(s.pid), "--attack-for", "2s",
 		"--smuggle", "5", "--variant-rounds", "1", "--slow-readers", "3", "--download-mib", "32",

@@ -17,6 +17,7 @@ import (
 	"waitingroom/loadtest/internal/client"
 	"waitingroom/loadtest/internal/measure"
 	"waitingroom/loadtest/internal/pace"
+	"waitingroom/loadtest/internal/stream"
 	"waitingroom/server/pow"
 )
 
@@ -201,18 +202,18 @@ func runLegit(ctx context.Context, base, room, protected string, n, perAddr, add
 			t0 := time.Now()
 			st, err := v.enter(vctx, 10)
 			if err != nil {
-				fail(false, "enter: "+whyEnded(err))
+				fail(false, "enter: "+stream.WhyEnded(err))
 				return
 			}
 			if err := v.awaitReady(vctx, st); err != nil {
-				fail(vctx.Err() != nil, "waiting: "+whyEnded(err))
+				fail(vctx.Err() != nil, "waiting: "+stream.WhyEnded(err))
 				return
 			}
 			rec.Record("ready", http.StatusOK, time.Since(t0))
 			t1 := time.Now()
 			code, _, err := v.do(vctx, method, path, `{"productId":1,"quantity":1}`, nil)
 			if err != nil {
-				fail(false, "protected request: "+whyEnded(err))
+				fail(false, "protected request: "+stream.WhyEnded(err))
 				return
 			}
 			rec.Record("protected", code, time.Since(t1))

@@ -10,17 +10,17 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
-	"time"
 
 	"waitingroom/loadtest/internal/report"
+	"waitingroom/loadtest/internal/scenario"
 )
 
-// scenarios are the subcommands. Each parses its own flags (newFlagSet adds
+// scenarios are the subcommands. Each parses its own flags (scenario.NewFlagSet adds
 // the common ones to o), runs, and returns what it measured — also when it
 // was interrupted — together with any error.
 var scenarios = []struct {
 	name, about string
-	run         func(ctx context.Context, o *options, args []string) (report.Report, error)
+	run         func(ctx context.Context, o *scenario.Options, args []string) (report.Report, error)
 }{
 	{"seed", "the seed's k6 test: VUs loop login → enter → poll every 0.5 s → order; /metrics before and after", runSeed},
 	{"poll", "poll-path throughput against a plain Fiber baseline (in-process, or --baseline-process), and login (BCrypt) cost", runPoll},
@@ -66,20 +66,20 @@ func run() int {
 		fmt.Fprintf(os.Stderr, "loadtest: %s: open-file limit %d\n", name, n)
 	}
 
-	var o options
+	var o scenario.Options
 	rep, err := scenarios[i].run(ctx, &o, os.Args[2:])
 	if errors.Is(err, flag.ErrHelp) {
 		return 2
 	}
 	if rep != nil {
 		rep.Print(os.Stdout)
-		if o.out != "" {
-			if werr := report.WriteJSON(o.out, rep); werr != nil {
+		if o.Out != "" {
+			if werr := report.WriteJSON(o.Out, rep); werr != nil {
 				err = errors.Join(err, werr)
 			}
 		}
-		if o.html != "" {
-			if werr := report.WriteHTML(o.html, rep); werr != nil {
+		if o.HTML != "" {
+			if werr := report.WriteHTML(o.HTML, rep); werr != nil {
 				err = errors.Join(err, werr)
 			}
 		}
@@ -96,41 +96,6 @@ func usage(w io.Writer) {
 	for _, s := range scenarios {
 		fmt.Fprintf(w, "  %-8s %s\n", s.name, s.about)
 	}
-}
-
-// options are the flags every scenario has.
-type options struct {
-	base, admin, adminToken, room, out, html string
-	timeout                                  time.Duration
-}
-
-// newFlagSet returns a scenario's flag set holding the common flags.
-func newFlagSet(name string, o *options) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.StringVar(&o.base, "base", "http://127.0.0.1:8080", "public API base URL")
-	fs.StringVar(&o.admin, "admin", "http://127.0.0.1:8081", "management base URL (/metrics, /admin)")
-	fs.StringVar(&o.adminToken, "admin-token", "", "bearer token of /admin (default $WR_ADMIN_TOKEN)")
-	fs.StringVar(&o.room, "room", "default", "room to load")
-	fs.StringVar(&o.out, "out", "", "also write the report as JSON to this file, e.g. report.json")
-	fs.StringVar(&o.html, "html", "", "also write the report as a self-contained HTML page (inline SVG charts), e.g. report.html")
-	fs.DurationVar(&o.timeout, "timeout", 10*time.Second, "per-request timeout")
-	return fs
-}
-
-// parse parses args and completes the common options.
-func (o *options) parse(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("%s: unexpected arguments %q", fs.Name(), fs.Args())
-	}
-	if o.adminToken == "" {
-		o.adminToken = os.Getenv("WR_ADMIN_TOKEN")
-	}
-	o.base = strings.TrimRight(o.base, "/")
-	o.admin = strings.TrimRight(o.admin, "/")
-	return nil
 }
 
 // raiseNoFile lifts the soft RLIMIT_NOFILE to the hard limit — every

@@ -16,8 +16,11 @@ import (
 
 	"waitingroom/loadtest/internal/client"
 	"waitingroom/loadtest/internal/measure"
+	"waitingroom/loadtest/internal/mint"
 	"waitingroom/loadtest/internal/pace"
 	"waitingroom/loadtest/internal/report"
+	"waitingroom/loadtest/internal/scenario"
+	"waitingroom/loadtest/internal/users"
 )
 
 // maxRequests caps one closed-loop worker's requests in one phase, so the
@@ -97,22 +100,22 @@ type pollConfig struct {
 	conns, users, ahead, loginConns int
 	dur, warm, loginDur, spread     time.Duration
 	password                        string
-	mt                              *minter // nil: log in
-	open                            bool    // --mode open
+	mt                              *mint.Minter // nil: log in
+	open                            bool         // --mode open
 	rs                              *measure.RedisStats
 	enter                           enterConfig
 	ownProcess                      bool // --baseline-process
 }
 
 // parsePollFlags reads and checks the poll scenario's flags.
-func parsePollFlags(o *options, args []string) (pollConfig, error) {
-	fs := newFlagSet("poll", o)
+func parsePollFlags(o *scenario.Options, args []string) (pollConfig, error) {
+	fs := scenario.NewFlagSet("poll", o)
 	conns := fs.Int("conns", 64, "closed-loop connections polling each target")
 	dur := fs.Duration("duration", 10*time.Second, "measured time per target")
 	warm := fs.Duration("warmup", time.Second, "unmeasured warm-up per target (opens the connections)")
 	users := fs.Int("users", 50, "users user1…userK whose queue tokens the pollers share")
 	ahead := fs.Int("ahead", 200, "users entered before the pollers, so the pollers wait behind them: most of a crowd waits behind position 100, where the server answers from memory; 0 measures the front, where every poll reads Redis")
-	minterFromFlags := mintFlags(fs)
+	minterFromFlags := mint.Flags(fs)
 	password := fs.String("password", "demo-pass", "password of the demo users")
 	loginConns := fs.Int("login-conns", 4, "connections of the login (BCrypt) measurement")
 	loginDur := fs.Duration("login-duration", 3*time.Second, "measured time of the login measurement")
@@ -121,7 +124,7 @@ func parsePollFlags(o *options, args []string) (pollConfig, error) {
 	redisFromFlags := measure.RedisFlag(fs)
 	enterFromFlags := enterFlags(fs)
 	own := fs.Bool("baseline-process", false, "run the plain handler in a process of its own, as the server runs, instead of inside the load tool (where it shares the tool's Go runtime and network poller, and costs the machine about a third less per request)")
-	if err := o.parse(fs, args); err != nil {
+	if err := o.Parse(fs, args); err != nil {
 		return pollConfig{}, err
 	}
 	if *conns < 1 || *users < 1 || *loginConns < 1 || *dur <= 0 || *loginDur <= 0 || *warm < 0 || *ahead < 0 || *spread < 0 {
@@ -152,16 +155,16 @@ func parsePollFlags(o *options, args []string) (pollConfig, error) {
 // handler with a body of the same size (the yardstick), optionally enter
 // (--enter) and login are measured in turn, each by closed-loop
 // connections. Open loop: the pollers poll at their bands' pace.
-func runPoll(ctx context.Context, o *options, args []string) (report.Report, error) {
+func runPoll(ctx context.Context, o *scenario.Options, args []string) (report.Report, error) {
 	cfg, err := parsePollFlags(o, args)
 	if err != nil {
 		return nil, err
 	}
 	defer cfg.rs.Close()
-	hc := client.New(max(cfg.conns, cfg.loginConns, cfg.enter.conns), o.timeout)
-	a := &client.API{Base: o.base, Room: o.room, HTTP: hc, Rec: measure.NewRecorder()}
-	adm := &client.Admin{Base: o.admin, Token: o.adminToken, Room: o.room, HTTP: client.New(2, o.timeout)}
-	rep := &pollReport{Scenario: "poll", Base: o.base, Room: o.room, CPUs: runtime.NumCPU(), Users: cfg.users, Ahead: cfg.ahead,
+	hc := client.New(max(cfg.conns, cfg.loginConns, cfg.enter.conns), o.Timeout)
+	a := &client.API{Base: o.Base, Room: o.Room, HTTP: hc, Rec: measure.NewRecorder()}
+	adm := &client.Admin{Base: o.Admin, Token: o.AdminToken, Room: o.Room, HTTP: client.New(2, o.Timeout)}
+	rep := &pollReport{Scenario: "poll", Base: o.Base, Room: o.Room, CPUs: runtime.NumCPU(), Users: cfg.users, Ahead: cfg.ahead,
 		Mode: "closed", RedisShared: cfg.rs != nil}
 	if cfg.open {
 		rep.Mode = "open"
@@ -170,7 +173,7 @@ func runPoll(ctx context.Context, o *options, args []string) (report.Report, err
 	// Freeze admission for the run, so that every poll takes the WAITING
 	// path — the one a waiting crowd hits — and restore it afterwards, also
 	// after Ctrl-C.
-	original, restore, err := freezeAdmission(ctx, adm, "poll", "freezing admission during the run")
+	original, restore, err := users.FreezeAdmission(ctx, adm, "poll", "freezing admission during the run")
 	if err != nil {
 		return nil, err
 	}
@@ -180,18 +183,18 @@ func runPoll(ctx context.Context, o *options, args []string) (report.Report, err
 
 	fmt.Fprintf(os.Stderr, "poll: admission frozen (targetActive %d → 0); entering %d users ahead, then the %d pollers\n", original, cfg.ahead, cfg.users)
 	if cfg.ahead > 0 {
-		front, err := prepareUsers(ctx, a, cfg.mt, cfg.ahead, cfg.users+1, 16, cfg.password)
-		defer leaveAllConcurrently(cleanup, a, adm, front, 16)
+		front, err := users.Prepare(ctx, a, cfg.mt, cfg.ahead, cfg.users+1, 16, cfg.password)
+		defer users.LeaveAll(cleanup, a, adm, front, 16)
 		if err != nil {
 			return nil, fmt.Errorf("poll: %w", err)
 		}
 	}
-	tokens, err := prepareUsers(ctx, a, cfg.mt, cfg.users, 1, 16, cfg.password)
-	defer leaveAllConcurrently(cleanup, a, adm, tokens, 16)
+	tokens, err := users.Prepare(ctx, a, cfg.mt, cfg.users, 1, 16, cfg.password)
+	defer users.LeaveAll(cleanup, a, adm, tokens, 16)
 	if err != nil {
 		return nil, fmt.Errorf("poll: %w", err)
 	}
-	pollURL := o.base + a.RoomPath("position")
+	pollURL := o.Base + a.RoomPath("position")
 	probe := &costProbe{rs: cfg.rs, adm: adm}
 	if cfg.open {
 		fmt.Fprintf(os.Stderr, "poll: open loop: %d users at their bands' pace, %v spread + %v\n", cfg.users, cfg.spread, cfg.dur)
@@ -205,7 +208,7 @@ func runPoll(ctx context.Context, o *options, args []string) (report.Report, err
 
 // measureClosed runs the closed-loop phases: the server, the yardstick,
 // enter (with --enter) and login, and works out the ratios.
-func measureClosed(ctx context.Context, o *options, cfg pollConfig, a *client.API, adm *client.Admin, probe *costProbe, pollURL string, tokens []string, rep *pollReport) error {
+func measureClosed(ctx context.Context, o *scenario.Options, cfg pollConfig, a *client.API, adm *client.Admin, probe *costProbe, pollURL string, tokens []string, rep *pollReport) error {
 	hc := a.HTTP
 	baseURL, stop, err := startYardstick(ctx, hc, pollURL, tokens[0], cfg.ownProcess, rep)
 	if err != nil {
@@ -223,7 +226,7 @@ func measureClosed(ctx context.Context, o *options, cfg pollConfig, a *client.AP
 	}
 	if ctx.Err() == nil {
 		fmt.Fprintf(os.Stderr, "poll: login: %d conns, %v\n", cfg.loginConns, cfg.loginDur)
-		rep.Login = measurePhase(ctx, hc, "login", cfg.loginConns, 0, cfg.loginDur, loginRequests(o.base, cfg), nil)
+		rep.Login = measurePhase(ctx, hc, "login", cfg.loginConns, 0, cfg.loginDur, loginRequests(o.Base, cfg), nil)
 	}
 	if rep.Baseline != nil && rep.Baseline.RPS > 0 {
 		rep.Ratio = rep.Server.RPS / rep.Baseline.RPS

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 
 	"waitingroom/loadtest/internal/client"
+	"waitingroom/loadtest/internal/mint"
+	"waitingroom/loadtest/internal/users"
 )
 
 // The poll scenario's enter phases (--enter, closed loop): POST enter
@@ -31,12 +33,12 @@ type enterConfig struct {
 // enterFlags registers the enter phases' flags on fs; the returned func,
 // called after parsing with the minter (nil without --mint-tokens),
 // checks them.
-func enterFlags(fs *flag.FlagSet) func(mt *minter) (enterConfig, error) {
+func enterFlags(fs *flag.FlagSet) func(mt *mint.Minter) (enterConfig, error) {
 	on := fs.Bool("enter", false, "closed loop: also measure POST enter against the plain handler, for users already waiting (the pollers enter again) and for fresh users (needs --mint-tokens; run the server with WR_RATE_LIMITS=off)")
 	conns := fs.Int("enter-conns", 0, "closed-loop connections of the enter phases (default --conns)")
 	fresh := fs.Int("enter-users", 50_000, "fresh users minted for the fresh-enter phase (warm-up included); the phase ends early if they run out")
 	first := fs.Int("enter-first-id", 1_000_001, "the first fresh user's id (enter reads no database row, so the ids need not be seeded)")
-	return func(mt *minter) (enterConfig, error) {
+	return func(mt *mint.Minter) (enterConfig, error) {
 		c := enterConfig{on: *on, conns: *conns, fresh: *fresh, firstID: *first}
 		if c.conns == 0 {
 			c.conns = intFlag(fs, "conns")
@@ -86,7 +88,7 @@ func measureEnter(ctx context.Context, cfg pollConfig, a *client.API, adm *clien
 	e := &enterPhases{}
 	hc, conns := a.HTTP, cfg.enter.conns
 	enterURL := a.Base + a.RoomPath("enter")
-	access, err := accessTokens(ctx, a, cfg.mt, cfg.users, 1, 16, cfg.password)
+	access, err := users.AccessTokens(ctx, a, cfg.mt, cfg.users, 1, 16, cfg.password)
 	if err != nil {
 		e.Error = err.Error()
 		return e
@@ -103,7 +105,7 @@ func measureEnter(ctx context.Context, cfg pollConfig, a *client.API, adm *clien
 	}
 	defer stop()
 	e.BodyBytes = len(sample)
-	fresh, err := accessTokens(ctx, a, cfg.mt, cfg.enter.fresh, cfg.enter.firstID, 16, cfg.password)
+	fresh, err := users.AccessTokens(ctx, a, cfg.mt, cfg.enter.fresh, cfg.enter.firstID, 16, cfg.password)
 	if err != nil {
 		e.Error = err.Error()
 		return e
@@ -127,7 +129,7 @@ func measureEnter(ctx context.Context, cfg pollConfig, a *client.API, adm *clien
 	if ctx.Err() == nil {
 		e.Baseline = measurePhase(ctx, hc, "baseline (enter)", conns, cfg.warm, cfg.dur, postRequests(baseURL, access), nil)
 	}
-	leaveAllConcurrently(context.WithoutCancel(ctx), a, adm, left, 16)
+	users.LeaveAll(context.WithoutCancel(ctx), a, adm, left, 16)
 	if e.Baseline != nil && e.Baseline.RPS > 0 && e.BaselineBefore.RPS > 0 {
 		base := (e.Baseline.RPS + e.BaselineBefore.RPS) / 2
 		e.WaitingRatio, e.FreshRatio = e.Waiting.RPS/base, e.Fresh.RPS/base

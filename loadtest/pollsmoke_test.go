@@ -2,6 +2,8 @@ package main
 
 import (
 	"testing"
+
+	"waitingroom/loadtest/internal/scenario"
 )
 
 // TestSmokePollOpenLoop: with the limits on, users polling at their
@@ -9,7 +11,7 @@ import (
 // be), and the run reports Redis's cost per poll.
 func TestSmokePollOpenLoop(t *testing.T) {
 	s := startSmokeServerWith(t, 40, map[string]string{"WR_RATE_LIMITS": "on"})
-	var o options
+	var o scenario.Options
 	rep, err := runPoll(t.Context(), &o, s.args("--mode", "open", "--users", "30", "--ahead", "0", "--spread", "500ms", "--duration", "1500ms",
 		"--mint-tokens", "--jwt-secret", smokeSecret, "--redis", s.redis))
 	if err != nil {
@@ -37,7 +39,7 @@ func TestSmokePollOpenLoop(t *testing.T) {
 // the fresh users leave afterwards.
 func TestSmokePollClosedWithEnter(t *testing.T) {
 	s := startSmokeServerWith(t, 40, nil)
-	var o options
+	var o scenario.Options
 	rep, err := runPoll(t.Context(), &o, s.args("--users", "10", "--ahead", "5", "--conns", "4", "--warmup", "0", "--duration", "300ms",
 		"--login-duration", "200ms", "--login-conns", "1", "--password", smokePassword,
 		"--enter", "--enter-users", "3000", "--mint-tokens", "--jwt-secret", smokeSecret, "--baseline-process"))

@@ -12,6 +12,7 @@ import (
 
 	"waitingroom/loadtest/internal/client"
 	"waitingroom/loadtest/internal/report"
+	"waitingroom/loadtest/internal/scenario"
 )
 
 // The reset-room scenario puts a room back to the demo's settings —
@@ -32,22 +33,22 @@ type resetRoomReport struct {
 	OpensAt      *time.Time `json:"opensAt"`
 }
 
-func runResetRoom(ctx context.Context, o *options, args []string) (report.Report, error) {
-	fs := newFlagSet("reset-room", o)
+func runResetRoom(ctx context.Context, o *scenario.Options, args []string) (report.Report, error) {
+	fs := scenario.NewFlagSet("reset-room", o)
 	target := fs.Int64("target", defaultTarget(), "targetActive to set (default $WR_TARGET_ACTIVE, else 20)")
 	wait := fs.Duration("wait-ready", 0, "first wait up to this long for the management port's /readyz (0: at once)")
-	if err := o.parse(fs, args); err != nil {
+	if err := o.Parse(fs, args); err != nil {
 		return nil, err
 	}
 	if *target < 0 || *wait < 0 {
 		return nil, errors.New("reset-room: --target and --wait-ready must not be negative")
 	}
 	if *wait > 0 {
-		if err := client.AwaitReady(ctx, o.admin, *wait); err != nil {
+		if err := client.AwaitReady(ctx, o.Admin, *wait); err != nil {
 			return nil, fmt.Errorf("reset-room: %w", err)
 		}
 	}
-	adm := &client.Admin{Base: o.admin, Token: o.adminToken, Room: o.room, HTTP: client.New(1, o.timeout)}
+	adm := &client.Admin{Base: o.Admin, Token: o.AdminToken, Room: o.Room, HTTP: client.New(1, o.Timeout)}
 	defer adm.HTTP.CloseIdleConnections()
 	rep := &resetRoomReport{Scenario: "reset-room"}
 	body := map[string]any{"targetActive": *target, "mode": "fixed", "paused": false, "method": "fifo", "opensAt": nil}

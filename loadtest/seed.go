@@ -18,7 +18,7 @@ import (
 	"waitingroom/loadtest/internal/measure"
 	"waitingroom/loadtest/internal/pace"
 	"waitingroom/loadtest/internal/report"
-	"waitingroom/queue/loop"
+	"waitingroom/loadtest/internal/scenario"
 )
 
 // holdMetric is the contract's pool acquire→release histogram: the seed's
@@ -69,14 +69,14 @@ type holdReport struct {
 
 var seedEndpoints = []string{"login", "enter", "position", "orders"}
 
-func runSeed(ctx context.Context, o *options, args []string) (report.Report, error) {
-	fs := newFlagSet("seed", o)
+func runSeed(ctx context.Context, o *scenario.Options, args []string) (report.Report, error) {
+	fs := scenario.NewFlagSet("seed", o)
 	vus := fs.Int("vus", 20, "virtual users (user1…userN); the seed used targetActive's value, 20")
 	dur := fs.Duration("duration", 60*time.Second, "how long the VUs loop")
 	password := fs.String("password", "demo-pass", "password of the demo users")
 	product := fs.Int64("product", 1, "product id to order")
 	pollEvery := fs.Duration("poll-every", 500*time.Millisecond, "pause before each position poll")
-	if err := o.parse(fs, args); err != nil {
+	if err := o.Parse(fs, args); err != nil {
 		return nil, err
 	}
 	if *vus < 1 || *dur <= 0 || *pollEvery <= 0 {
@@ -84,11 +84,11 @@ func runSeed(ctx context.Context, o *options, args []string) (report.Report, err
 	}
 
 	rec := measure.NewRecorder()
-	a := &client.API{Base: o.base, Room: o.room, HTTP: client.New(*vus, o.timeout), Rec: rec}
-	adm := &client.Admin{Base: o.admin, Token: o.adminToken, Room: o.room, HTTP: client.New(2, o.timeout)}
+	a := &client.API{Base: o.Base, Room: o.Room, HTTP: client.New(*vus, o.Timeout), Rec: rec}
+	adm := &client.Admin{Base: o.Admin, Token: o.AdminToken, Room: o.Room, HTTP: client.New(2, o.Timeout)}
 	defer adm.HTTP.CloseIdleConnections() // idle connections hold up a server's graceful shutdown
 	defer a.HTTP.CloseIdleConnections()
-	rep := &seedReport{Scenario: "seed", Base: o.base, Room: o.room, Product: *product, VUs: *vus}
+	rep := &seedReport{Scenario: "seed", Base: o.Base, Room: o.Room, Product: *product, VUs: *vus}
 	if st, err := adm.RoomState(ctx); err == nil {
 		rep.TargetActive = st.TargetActive
 	}
@@ -99,7 +99,7 @@ func runSeed(ctx context.Context, o *options, args []string) (report.Report, err
 	}
 	before, berr := adm.Histogram(ctx, holdMetric)
 
-	fmt.Fprintf(os.Stderr, "seed: %d VUs for %v against %s (progress every 5 s)\n", *vus, *dur, o.base)
+	fmt.Fprintf(os.Stderr, "seed: %d VUs for %v against %s (progress every 5 s)\n", *vus, *dur, o.Base)
 	run, cancel := context.WithTimeout(ctx, *dur)
 	defer cancel()
 	start := time.Now()
@@ -239,7 +239,7 @@ func seedVU(run, reqCtx context.Context, a *client.API, access string, product i
 // startProgress prints one plain line every 5 s until run ends; the
 // returned func waits for the printer to stop.
 func startProgress(run context.Context, start time.Time, rec *measure.Recorder, adm *client.Admin) (wait func()) {
-	done := progressLines(run, adm, start, func() string {
+	done := scenario.ProgressLines(run, adm, start, func() string {
 		refused := rec.Count("orders", http.StatusTooManyRequests)
 		return fmt.Sprintf("orders %s  enters %s  polls %s (404: %d)  failed orders %d  refused (429): enters %s orders %s  no response %d",
 			report.Commas(rec.Count("orders", http.StatusCreated)),
@@ -248,24 +248,6 @@ func startProgress(run context.Context, start time.Time, rec *measure.Recorder, 
 			report.Commas(rec.Count("enter", http.StatusTooManyRequests)), report.Commas(refused), noResponse(rec))
 	})
 	return func() { <-done }
-}
-
-// progressLines prints, every 5 s until ctx ends, the seconds since start,
-// counts() and the room's active and waiting figures; the returned channel
-// is closed when the printer has stopped.
-func progressLines(ctx context.Context, adm *client.Admin, start time.Time, counts func() string) <-chan struct{} {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		loop.Every(ctx, 5*time.Second, func(ctx context.Context) {
-			line := fmt.Sprintf("%5.0fs  %s", time.Since(start).Seconds(), counts())
-			if st, err := adm.RoomState(ctx); err == nil {
-				line += fmt.Sprintf("  | room active %d/%d waiting %s", st.Active, st.TargetActive, report.Commas(int(st.Waiting)))
-			}
-			fmt.Fprintln(os.Stderr, line)
-		})
-	}()
-	return done
 }
 
 func noResponse(rec *measure.Recorder) int {

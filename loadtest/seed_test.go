@@ -13,6 +13,7 @@ import (
 
 	"waitingroom/loadtest/internal/client"
 	"waitingroom/loadtest/internal/measure"
+	"waitingroom/loadtest/internal/scenario"
 	"waitingroom/server/pgstore"
 )
 
@@ -65,7 +66,7 @@ func TestSmokeSeedWithLayer1(t *testing.T) {
 		"WR_LIMIT_ENTER_USER": "2/1m:2",
 		"WR_LIMIT_ORDER_USER": "1/1m:1",
 	})
-	var o options
+	var o scenario.Options
 	rep, err := runSeed(t.Context(), &o, s.args("--vus", "3", "--duration", "4s", "--password", smokePassword))
 	if err != nil {
 		t.Fatal(err)

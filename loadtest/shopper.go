@@ -8,8 +8,10 @@ import (
 	"time"
 
 	"waitingroom/loadtest/internal/client"
+	"waitingroom/loadtest/internal/crowdnet"
 	"waitingroom/loadtest/internal/measure"
 	"waitingroom/loadtest/internal/pace"
+	"waitingroom/loadtest/internal/stream"
 )
 
 // shopper is one simulated shopper of the crowd scenario, from arrival to
@@ -17,7 +19,7 @@ import (
 type shopper struct {
 	idx       int    // user index: user<first-user + idx>
 	transport string // sse, ws or poll
-	g         *crowdGroup
+	g         *crowdnet.Group
 	qtok      string
 	entered   time.Time
 }
@@ -43,7 +45,7 @@ func (r *crowdRun) arrive() bool {
 		return true
 	}
 	n := r.cnt.arrived.Add(1)
-	s := &shopper{idx: idx, g: r.crowd.of(idx), transport: r.cfg.transport}
+	s := &shopper{idx: idx, g: r.crowd.Of(idx), transport: r.cfg.transport}
 	if s.transport == "mix" {
 		s.transport = shopperTransports[int(n)%len(shopperTransports)]
 	}
@@ -84,11 +86,11 @@ const enterTimeout = 10 * time.Second
 // enter gets the shopper an access token and enters the room, retried on
 // 429, 503 or no answer (enter is idempotent).
 func (r *crowdRun) enter(s *shopper) (client.QueueStatus, bool) {
-	access, err := r.tokens.token(r.ctx, s.idx, s.g.api)
+	access, err := r.tokens.token(r.ctx, s.idx, s.g.API)
 	if err != nil {
 		if r.ctx.Err() == nil {
 			r.cnt.enterFailed.Add(1)
-			r.why.add("access token: " + whyEnded(err))
+			r.why.add("access token: " + stream.WhyEnded(err))
 		}
 		return client.QueueStatus{}, false
 	}
@@ -101,7 +103,7 @@ func (r *crowdRun) enter(s *shopper) (client.QueueStatus, bool) {
 		defer cancel()
 		var code int
 		var err error
-		st, code, err = s.g.api.Enter(ctx, access)
+		st, code, err = s.g.API.Enter(ctx, access)
 		return code, err
 	})
 	if err == nil && code != http.StatusOK {
@@ -110,7 +112,7 @@ func (r *crowdRun) enter(s *shopper) (client.QueueStatus, bool) {
 	if err != nil {
 		if r.ctx.Err() == nil {
 			r.cnt.enterFailed.Add(1)
-			r.why.add("enter: " + whyEnded(err))
+			r.why.add("enter: " + stream.WhyEnded(err))
 		}
 		return client.QueueStatus{}, false
 	}
@@ -147,8 +149,8 @@ func (r *crowdRun) wait(ctx context.Context, s *shopper, st client.QueueStatus) 
 // stream holds one stream until READY or gone; done is false when it
 // ended otherwise (dropped, refused, or ctx ended).
 func (r *crowdRun) stream(ctx context.Context, s *shopper) (client.QueueStatus, bool) {
-	octx, cancel := context.WithTimeout(ctx, r.o.timeout)
-	pc, m, err := s.g.dialer[s.transport].open(octx, s.qtok)
+	octx, cancel := context.WithTimeout(ctx, r.o.Timeout)
+	pc, m, err := s.g.Dialer[s.transport].Open(octx, s.qtok)
 	cancel()
 	if err != nil {
 		var se client.StatusError
@@ -157,16 +159,16 @@ func (r *crowdRun) stream(ctx context.Context, s *shopper) (client.QueueStatus, 
 		}
 		return client.QueueStatus{}, false
 	}
-	stop := context.AfterFunc(ctx, pc.close)
-	defer func() { stop(); pc.close() }()
+	stop := context.AfterFunc(ctx, pc.Close)
+	defer func() { stop(); pc.Close() }()
 	for range maxStreamMessages {
 		switch {
-		case m.kind == "gone":
+		case m.Kind == "gone":
 			return client.QueueStatus{Status: "GONE"}, true
-		case m.kind == "status" && !m.bad && m.st.Status == "READY":
-			return client.QueueStatus{Status: "READY", EntryToken: m.st.EntryToken}, true
+		case m.Kind == "status" && !m.Bad && m.Status.Status == "READY":
+			return client.QueueStatus{Status: "READY", EntryToken: m.Status.EntryToken}, true
 		}
-		if m, err = pc.next(); err != nil {
+		if m, err = pc.Next(); err != nil {
 			return client.QueueStatus{}, false
 		}
 	}
@@ -181,7 +183,7 @@ func (r *crowdRun) poll(ctx context.Context, s *shopper, st client.QueueStatus) 
 		if !pace.Sleep(ctx, min(max(pause, 100*time.Millisecond), 5*time.Second)) {
 			return client.QueueStatus{}
 		}
-		got, code, err := s.g.api.Position(ctx, s.qtok)
+		got, code, err := s.g.API.Position(ctx, s.qtok)
 		switch {
 		case code == http.StatusNotFound:
 			return client.QueueStatus{Status: "GONE"}
@@ -217,7 +219,7 @@ func (r *crowdRun) checkout(s *shopper, entryToken string) {
 		r.goHome(s)
 	default:
 		r.cnt.orderFailed.Add(1)
-		r.why.add("order: " + whyEnded(client.OrElse(err, client.StatusError(code))))
+		r.why.add("order: " + stream.WhyEnded(client.OrElse(err, client.StatusError(code))))
 		r.goHome(s)
 	}
 }
@@ -230,7 +232,7 @@ func (r *crowdRun) order(s *shopper, entryToken string) (int, error) {
 		qty = 2
 	}
 	code, err := client.WithRetry(r.ctx, func() (int, error) {
-		code, err := s.g.api.OrderQty(r.ctx, s.qtok, entryToken, product, qty)
+		code, err := s.g.API.OrderQty(r.ctx, s.qtok, entryToken, product, qty)
 		if code == measure.NoResponse {
 			return http.StatusBadGateway, err // no answer: it may have been placed, not retried
 		}
@@ -249,7 +251,7 @@ func (r *crowdRun) goHome(s *shopper) {
 	defer r.free(s.idx)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), 5*time.Second)
 	defer cancel()
-	if code, err := s.g.api.Leave(ctx, s.qtok); err != nil || code/100 != 2 {
+	if code, err := s.g.API.Leave(ctx, s.qtok); err != nil || code/100 != 2 {
 		r.cnt.leaveFailed.Add(1)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"waitingroom/loadtest/internal/client"
+	"waitingroom/loadtest/internal/mint"
 )
 
 // accessSource hands the crowd's shoppers their access tokens: minted from
@@ -16,7 +17,7 @@ import (
 // so that a crowd cycling through thousands of users never turns into a
 // BCrypt storm.
 type accessSource struct {
-	mt       *minter
+	mt       *mint.Minter
 	first    int
 	password string
 	sem      chan struct{}
@@ -30,7 +31,7 @@ type keptToken struct {
 	until time.Time
 }
 
-func newAccessSource(mt *minter, first int, password string, conns int) *accessSource {
+func newAccessSource(mt *mint.Minter, first int, password string, conns int) *accessSource {
 	return &accessSource{mt: mt, first: first, password: password, sem: make(chan struct{}, conns), kept: map[int]keptToken{}}
 }
 
@@ -46,7 +47,7 @@ func (s *accessSource) kind() string {
 // shopper's own client (its source address).
 func (s *accessSource) token(ctx context.Context, i int, a *client.API) (string, error) {
 	if s.mt != nil {
-		return s.mt.access(int64(s.first + i))
+		return s.mt.Access(int64(s.first + i))
 	}
 	s.mu.Lock()
 	k, ok := s.kept[i]

@@ -13,9 +13,12 @@ import (
 	"time"
 
 	"waitingroom/loadtest/internal/client"
+	"waitingroom/loadtest/internal/crowdnet"
 	"waitingroom/loadtest/internal/measure"
+	"waitingroom/loadtest/internal/mint"
 	"waitingroom/loadtest/internal/pace"
 	"waitingroom/loadtest/internal/report"
+	"waitingroom/loadtest/internal/scenario"
 	"waitingroom/queue/loop"
 )
 
@@ -36,7 +39,7 @@ type crowdConfig struct {
 	idle                                                 time.Duration
 	leave                                                float64
 	transport, password                                  string
-	mt                                                   *minter
+	mt                                                   *mint.Minter
 }
 
 // crowdFlags registers the crowd's flags on fs; the returned func, called
@@ -56,7 +59,7 @@ func crowdFlags(fs *flag.FlagSet) func() (crowdConfig, error) {
 	fs.DurationVar(&c.waitReady, "wait-ready", 0, "first wait up to this long for the management port's /readyz (0: start at once)")
 	fs.DurationVar(&c.downAfter, "stop-when-down", 15*time.Second, "stop when the public port has not answered for this long (0: never)")
 	fs.IntVar(&c.perAddr, "users-per-addr", 4, "deal shoppers this many to a loopback source address 127.1.x.y, each with its own connections (0, or a target off loopback: the tool's shared addresses)")
-	mint := mintFlags(fs)
+	minterFromFlags := mint.Flags(fs)
 	fs.StringVar(&c.password, "password", "demo-pass", "password of the demo users, without --mint-tokens (each logs in once; its token is kept)")
 	fs.IntVar(&c.loginConns, "login-conns", 2, "logins at a time without --mint-tokens (BCrypt is the server's CPU)")
 	fs.DurationVar(&c.idle, "idle", 45*time.Second, "a stream silent this long counts as dropped (the shopper then polls)")
@@ -73,17 +76,17 @@ func crowdFlags(fs *flag.FlagSet) func() (crowdConfig, error) {
 			return c, fmt.Errorf("--transport %q: want sse, ws, poll or mix", c.transport)
 		}
 		var err error
-		if c.mt, err = mint(); err != nil {
+		if c.mt, err = minterFromFlags(); err != nil {
 			return c, err
 		}
-		return c, checkNoFile(2*c.waiting + 1024)
+		return c, scenario.CheckNoFile(2*c.waiting + 1024)
 	}
 }
 
-func runCrowd(ctx context.Context, o *options, args []string) (report.Report, error) {
-	fs := newFlagSet("crowd", o)
+func runCrowd(ctx context.Context, o *scenario.Options, args []string) (report.Report, error) {
+	fs := scenario.NewFlagSet("crowd", o)
 	config := crowdFlags(fs)
-	if err := o.parse(fs, args); err != nil {
+	if err := o.Parse(fs, args); err != nil {
 		return nil, err
 	}
 	cfg, err := config()
@@ -91,11 +94,11 @@ func runCrowd(ctx context.Context, o *options, args []string) (report.Report, er
 		return nil, fmt.Errorf("crowd: %w", err)
 	}
 	if cfg.waitReady > 0 {
-		if err := client.AwaitReady(ctx, o.admin, cfg.waitReady); err != nil {
+		if err := client.AwaitReady(ctx, o.Admin, cfg.waitReady); err != nil {
 			return nil, fmt.Errorf("crowd: %w", err)
 		}
 	}
-	if cfg.perAddr > 0 && client.CheckLoopback(o.base) != nil {
+	if cfg.perAddr > 0 && client.CheckLoopback(o.Base) != nil {
 		cfg.perAddr = 0 // 127.1.x.y reaches only a loopback target
 	}
 	r, err := newCrowdRun(o, cfg)
@@ -114,15 +117,15 @@ type crowdCounters struct {
 
 // crowdRun is one run's shared state.
 type crowdRun struct {
-	o      *options
+	o      *scenario.Options
 	cfg    crowdConfig
 	ctx    context.Context // the run: its end sends every shopper home
 	start  time.Time
-	crowd  *crowd         // clients by source address, user index i → crowd.of(i)
-	adm    *client.Admin  // room state for the progress line (when a token is given)
-	tokens *accessSource  // minted or logged-in access tokens
-	pool   chan int       // free user indexes, least recently used first
-	wg     sync.WaitGroup // every shopper's goroutine
+	crowd  *crowdnet.Crowd // clients by source address, user index i → crowd.of(i)
+	adm    *client.Admin   // room state for the progress line (when a token is given)
+	tokens *accessSource   // minted or logged-in access tokens
+	pool   chan int        // free user indexes, least recently used first
+	wg     sync.WaitGroup  // every shopper's goroutine
 	cnt    crowdCounters
 	waits  *waitSample
 	why    *tally            // why enters and orders failed
@@ -130,17 +133,17 @@ type crowdRun struct {
 	codes  *codeTotals
 }
 
-func newCrowdRun(o *options, cfg crowdConfig) (*crowdRun, error) {
+func newCrowdRun(o *scenario.Options, cfg crowdConfig) (*crowdRun, error) {
 	rec := measure.NewRecorder()
-	c, err := newCrowd(o.base, o.room, o.timeout, cfg.idle, cfg.users, cfg.perAddr, rec)
+	c, err := crowdnet.New(o.Base, o.Room, o.Timeout, cfg.idle, cfg.users, cfg.perAddr, rec)
 	if err != nil {
 		return nil, err
 	}
 	r := &crowdRun{o: o, cfg: cfg, crowd: c, pool: make(chan int, cfg.users), waits: newWaitSample(2048),
 		why: newTally(), rec: rec, codes: newCodeTotals(),
 		tokens: newAccessSource(cfg.mt, cfg.first, cfg.password, cfg.loginConns)}
-	if o.adminToken != "" {
-		r.adm = &client.Admin{Base: o.admin, Token: o.adminToken, Room: o.room, HTTP: client.New(2, o.timeout)}
+	if o.AdminToken != "" {
+		r.adm = &client.Admin{Base: o.Admin, Token: o.AdminToken, Room: o.Room, HTTP: client.New(2, o.Timeout)}
 	}
 	for i := range cfg.users {
 		r.pool <- i
@@ -163,7 +166,7 @@ func (r *crowdRun) run(ctx context.Context) *crowdReport {
 		go r.watchServer(cancel)
 	}
 	fmt.Fprintf(os.Stderr, "crowd: keeping %s shoppers waiting in room %s (user%d … user%d, tokens %s), waiting by %s, think %v; Ctrl-C ends it\n",
-		report.Commas(r.cfg.waiting), r.o.room, r.cfg.first, r.cfg.first+r.cfg.users-1, r.tokens.kind(), r.cfg.transport, r.cfg.think)
+		report.Commas(r.cfg.waiting), r.o.Room, r.cfg.first, r.cfg.first+r.cfg.users-1, r.tokens.kind(), r.cfg.transport, r.cfg.think)
 	stopProgress := r.progress()
 	for k := range r.cfg.waiting {
 		at := time.Duration(int64(r.cfg.ramp) * int64(k) / int64(r.cfg.waiting))
@@ -172,7 +175,7 @@ func (r *crowdRun) run(ctx context.Context) *crowdReport {
 	<-run.Done()
 	r.wg.Wait()
 	stopProgress()
-	r.crowd.closeIdle()
+	r.crowd.CloseIdle()
 	return r.newReport(ctx, context.Cause(run))
 }
 
@@ -225,7 +228,7 @@ func (r *crowdRun) watchServer(cancel context.CancelCauseFunc) {
 	hc := &http.Client{Timeout: 2 * time.Second}
 	lastOK := time.Now()
 	loop.Every(r.ctx, time.Second, func(ctx context.Context) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.o.base+"/", nil)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.o.Base+"/", nil)
 		if err != nil {
 			return
 		}
@@ -235,7 +238,7 @@ func (r *crowdRun) watchServer(cancel context.CancelCauseFunc) {
 			return
 		}
 		if ctx.Err() == nil && time.Since(lastOK) >= r.cfg.downAfter {
-			fmt.Fprintf(os.Stderr, "crowd: %s has not answered for %v: stopping\n", r.o.base, r.cfg.downAfter)
+			fmt.Fprintf(os.Stderr, "crowd: %s has not answered for %v: stopping\n", r.o.Base, r.cfg.downAfter)
 			cancel(errServerGone)
 		}
 	})

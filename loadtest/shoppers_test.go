@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"waitingroom/loadtest/internal/client"
+	"waitingroom/loadtest/internal/scenario"
 )
 
 // TestSmokeCrowd runs the crowd for a few seconds against a real server,
@@ -18,7 +19,7 @@ func TestSmokeCrowd(t *testing.T) {
 	common := []string{"--ramp", "1s", "--arrival-gap", "100ms", "--think", "300ms", "--transport", "mix",
 		"--first-user", "1", "--users", strconv.Itoa(smokeUsers), "--products", "1"}
 
-	var o options
+	var o scenario.Options
 	rep, err := runCrowd(t.Context(), &o, s.args(append(common, "--waiting", "30", "--duration", "6s",
 		"--mint-tokens", "--jwt-secret", smokeSecret)...))
 	if err != nil {
@@ -76,7 +77,7 @@ func TestSmokeResetRoom(t *testing.T) {
 	if err := adm.Do(t.Context(), http.MethodPut, left, nil); err != nil {
 		t.Fatal(err)
 	}
-	var o options
+	var o scenario.Options
 	rep, err := runResetRoom(t.Context(), &o, s.args("--target", "25", "--wait-ready", "10s"))
 	if err != nil {
 		t.Fatal(err)

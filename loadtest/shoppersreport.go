@@ -57,7 +57,7 @@ type crowdReport struct {
 // newReport sums the run up; cause is why it ended.
 func (r *crowdRun) newReport(ctx context.Context, cause error) *crowdReport {
 	c := &r.cnt
-	rep := &crowdReport{Scenario: "crowd", Base: r.o.base, Room: r.o.room, Transport: r.cfg.transport, Tokens: r.tokens.kind(),
+	rep := &crowdReport{Scenario: "crowd", Base: r.o.Base, Room: r.o.Room, Transport: r.cfg.transport, Tokens: r.tokens.kind(),
 		Waiting: r.cfg.waiting, ThinkSecs: r.cfg.think.Seconds(), LeaveShare: r.cfg.leave,
 		Seconds: time.Since(r.start).Seconds(), Interrupted: ctx.Err() != nil,
 		Arrived: int(c.arrived.Load()), Entered: int(c.entered.Load()), EnterFailed: int(c.enterFailed.Load()),

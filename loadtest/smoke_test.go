@@ -16,6 +16,7 @@ import (
 	"waitingroom/loadtest/internal/client"
 	"waitingroom/loadtest/internal/measure"
 	"waitingroom/loadtest/internal/report"
+	"waitingroom/loadtest/internal/scenario"
 	"waitingroom/queue/queuetest"
 	"waitingroom/server/pgstore"
 	"waitingroom/server/pgstore/pgtest"
@@ -112,15 +113,15 @@ func logOnFailure(t *testing.T, r report.Report) {
 
 // writeReports writes rep to --out and --html as main does, and returns
 // the HTML page.
-func writeReports(t *testing.T, o *options, rep report.Report) string {
+func writeReports(t *testing.T, o *scenario.Options, rep report.Report) string {
 	t.Helper()
-	if err := report.WriteJSON(o.out, rep); err != nil {
+	if err := report.WriteJSON(o.Out, rep); err != nil {
 		t.Fatal(err)
 	}
-	if err := report.WriteHTML(o.html, rep); err != nil {
+	if err := report.WriteHTML(o.HTML, rep); err != nil {
 		t.Fatal(err)
 	}
-	html, err := os.ReadFile(o.html)
+	html, err := os.ReadFile(o.HTML)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +130,7 @@ func writeReports(t *testing.T, o *options, rep report.Report) string {
 
 func TestSmokeSeed(t *testing.T) {
 	s := startSmokeServer(t)
-	var o options
+	var o scenario.Options
 	rep, err := runSeed(t.Context(), &o, s.args("--vus", "5", "--duration", "2s", "--password", smokePassword))
 	if err != nil {
 		t.Fatal(err)
@@ -164,7 +165,7 @@ func TestSmokeSurge(t *testing.T) {
 	// up free their places within seconds, so the small room keeps moving.
 	s := startSmokeServerWith(t, 300, map[string]string{"WR_ENTRY_TTL": "20s", "WR_IDLE_TIMEOUT": "30s"})
 	dir := t.TempDir()
-	var o options
+	var o scenario.Options
 	// Sized so the room moves for about half a minute: the estimator
 	// withholds the ETA until it has measured orders and no-shows (about
 	// ten seconds here), then the waiting users are shown estimates.

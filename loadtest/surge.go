@@ -17,9 +17,14 @@ import (
 	"time"
 
 	"waitingroom/loadtest/internal/client"
+	"waitingroom/loadtest/internal/crowdnet"
 	"waitingroom/loadtest/internal/measure"
+	"waitingroom/loadtest/internal/mint"
 	"waitingroom/loadtest/internal/pace"
 	"waitingroom/loadtest/internal/report"
+	"waitingroom/loadtest/internal/scenario"
+	"waitingroom/loadtest/internal/stream"
+	"waitingroom/loadtest/internal/users"
 	"waitingroom/queue/loop"
 )
 
@@ -56,7 +61,7 @@ type surgeUser struct {
 	drops      int // streams that ended without READY or gone: the user fell back to polling
 	polls      int
 	pollErrors int
-	group      *crowdGroup // its clients
+	group      *crowdnet.Group // its clients
 	lags       []lagSample
 	plan       shopperPlan
 	reloaded   bool       // the plan's reload happened
@@ -78,7 +83,7 @@ type surgeCounters struct {
 type surgeRun struct {
 	ctx       context.Context // the run: --max-duration or Ctrl-C ends it
 	reqCtx    context.Context // requests: Ctrl-C only, so the one in flight finishes
-	crowd     *crowd
+	crowd     *crowdnet.Crowd
 	product   int64
 	timeout   time.Duration
 	entryTTL  time.Duration
@@ -105,7 +110,7 @@ type surgeConfig struct {
 	limitAt                             time.Duration // …from this long after the start
 	transport, password                 string
 	target, product                     int64
-	mt                                  *minter
+	mt                                  *mint.Minter
 	shop                                shopperModel
 }
 
@@ -120,7 +125,7 @@ func surgeFlags(fs *flag.FlagSet, perAddr int, shop shopperModel) func() (surgeC
 	fs.StringVar(&c.transport, "transport", "sse", "how users wait: sse, ws, poll (GET position every pollAfterMs) or mix (each in turn)")
 	fs.Int64Var(&c.target, "target", 0, "targetActive during the run (0: keep the room's; the original is restored)")
 	fs.DurationVar(&c.maxDur, "max-duration", 5*time.Minute, "the run ends after this long, drained or not")
-	minterFromFlags := mintFlags(fs)
+	minterFromFlags := mint.Flags(fs)
 	fs.StringVar(&c.password, "password", "demo-pass", "password of the demo users (without --mint-tokens)")
 	fs.IntVar(&c.first, "first-user", 1, "first user: user<k> with database id k (a freshly seeded database)")
 	fs.Int64Var(&c.product, "product", 1, "product each admitted user orders")
@@ -153,14 +158,14 @@ func surgeFlags(fs *flag.FlagSet, perAddr int, shop shopperModel) func() (surgeC
 		if c.shop, err = shopperFrom(); err != nil {
 			return c, err
 		}
-		return c, checkNoFile(c.n + 1024)
+		return c, scenario.CheckNoFile(c.n + 1024)
 	}
 }
 
-func runSurge(ctx context.Context, o *options, args []string) (report.Report, error) {
-	fs := newFlagSet("surge", o)
+func runSurge(ctx context.Context, o *scenario.Options, args []string) (report.Report, error) {
+	fs := scenario.NewFlagSet("surge", o)
 	config := surgeFlags(fs, 0, flashSale)
-	if err := o.parse(fs, args); err != nil {
+	if err := o.Parse(fs, args); err != nil {
 		return nil, err
 	}
 	cfg, err := config()
@@ -184,7 +189,7 @@ func runSurge(ctx context.Context, o *options, args []string) (report.Report, er
 // surge is a surge ready to run, once or more (the attack scenario runs it
 // twice): the room read, targetActive set, the access tokens prepared.
 type surge struct {
-	o         *options
+	o         *scenario.Options
 	cfg       surgeConfig
 	adm       *client.Admin
 	leaver    *client.API // the run's leftover users leave through it
@@ -197,12 +202,12 @@ type surge struct {
 }
 
 // newSurge reads the room and sets targetActive (close restores it).
-func newSurge(ctx context.Context, o *options, cfg surgeConfig) (*surge, error) {
+func newSurge(ctx context.Context, o *scenario.Options, cfg surgeConfig) (*surge, error) {
 	s := &surge{o: o, cfg: cfg, tokens: "login", restore: func() {},
-		adm:    &client.Admin{Base: o.admin, Token: o.adminToken, Room: o.room, HTTP: client.New(4, o.timeout)},
-		leaver: &client.API{Base: o.base, Room: o.room, HTTP: client.New(cfg.conns, o.timeout), Rec: measure.NewRecorder()}}
+		adm:    &client.Admin{Base: o.Admin, Token: o.AdminToken, Room: o.Room, HTTP: client.New(4, o.Timeout)},
+		leaver: &client.API{Base: o.Base, Room: o.Room, HTTP: client.New(cfg.conns, o.Timeout), Rec: measure.NewRecorder()}}
 	if cfg.mt != nil {
-		s.tokens = "minted (kid " + cfg.mt.kid + ")"
+		s.tokens = "minted (kid " + cfg.mt.Kid + ")"
 	}
 	room, err := s.adm.RoomState(ctx)
 	if err != nil {
@@ -246,7 +251,7 @@ func (s *surge) close() {
 func (s *surge) prepare(ctx context.Context) {
 	fmt.Fprintf(os.Stderr, "surge: preparing %s access tokens (%s)\n", report.Commas(s.cfg.n), s.tokens)
 	var perr error
-	s.access, perr = accessTokens(ctx, s.leaver, s.cfg.mt, s.cfg.n, s.cfg.first, s.cfg.conns, s.cfg.password)
+	s.access, perr = users.AccessTokens(ctx, s.leaver, s.cfg.mt, s.cfg.n, s.cfg.first, s.cfg.conns, s.cfg.password)
 	if perr != nil {
 		s.setupErrs = append(s.setupErrs, perr.Error())
 	}
@@ -256,7 +261,7 @@ func (s *surge) prepare(ctx context.Context) {
 // newReport is a report of this surge's settings.
 func (s *surge) newReport() *surgeReport {
 	c := s.cfg
-	return &surgeReport{Scenario: "surge", Transport: c.transport, Base: s.o.base, Room: s.o.room, CPUs: runtime.NumCPU(),
+	return &surgeReport{Scenario: "surge", Transport: c.transport, Base: s.o.Base, Room: s.o.Room, CPUs: runtime.NumCPU(),
 		Users: c.n, OverSeconds: c.over.Seconds(), MaxDurationSeconds: c.maxDur.Seconds(), Tokens: s.tokens,
 		OriginalTarget: s.room.TargetActive, Target: s.target, EntryTTLSeconds: s.room.EntryTTLSeconds,
 		UsersPerAddr: c.perAddr, Errors: slices.Clone(s.setupErrs), Shoppers: c.shop.String(), TrickleSeconds: c.shop.trickleOver.Seconds()}
@@ -273,18 +278,18 @@ func (s *surge) run(ctx context.Context, side sideFunc) *surgeReport {
 	cfg, o, adm := s.cfg, s.o, s.adm
 	rep := s.newReport()
 	rec := measure.NewRecorder()
-	crowd, err := newCrowd(o.base, o.room, o.timeout, cfg.idle, cfg.n, cfg.perAddr, rec)
+	crowd, err := crowdnet.New(o.Base, o.Room, o.Timeout, cfg.idle, cfg.n, cfg.perAddr, rec)
 	if err != nil {
 		rep.Errors = append(rep.Errors, err.Error())
 		return rep
 	}
-	defer crowd.closeIdle()
-	rep.SourceAddrs = crowd.addrs()
+	defer crowd.CloseIdle()
+	rep.SourceAddrs = crowd.Addrs()
 	cleanup := context.WithoutCancel(ctx)
 
 	run, cancelRun := context.WithTimeout(ctx, cfg.maxDur)
 	defer cancelRun()
-	r := &surgeRun{ctx: run, reqCtx: ctx, crowd: crowd, product: cfg.product, timeout: o.timeout,
+	r := &surgeRun{ctx: run, reqCtx: ctx, crowd: crowd, product: cfg.product, timeout: o.Timeout,
 		entryTTL: time.Duration(s.room.EntryTTLSeconds * float64(time.Second)), users: make([]surgeUser, cfg.n), plans: cfg.shop.plans(cfg.n),
 		minPoll: 100 * time.Millisecond, maxPoll: 5 * time.Second, maxStream: 3}
 	readPoolWait := s.poolWait(ctx, cleanup, rep)
@@ -345,7 +350,7 @@ func (s *surge) arrive(r *surgeRun) {
 			r.cnt.enterFailed.Add(1)
 			continue
 		}
-		wg.Go(func() { r.user(u, r.crowd.of(i), s.access[i]) })
+		wg.Go(func() { r.user(u, r.crowd.Of(i), s.access[i]) })
 	}
 	wg.Wait()
 }
@@ -453,8 +458,8 @@ func (s *surge) leaveRemaining(cleanup context.Context, r *surgeRun) {
 	if len(left) == 0 {
 		return
 	}
-	leaveAllConcurrently(cleanup, s.leaver, s.adm, left, s.cfg.conns)
-	// leaveAllConcurrently froze admission: the next run needs it.
+	users.LeaveAll(cleanup, s.leaver, s.adm, left, s.cfg.conns)
+	// users.LeaveAll froze admission: the next run needs it.
 	cctx, cancel := context.WithTimeout(cleanup, 10*time.Second)
 	if err := s.adm.SetTarget(cctx, s.target); err != nil {
 		fmt.Fprintf(os.Stderr, "surge: could not set targetActive %d again: %v\n", s.target, err)
@@ -462,43 +467,9 @@ func (s *surge) leaveRemaining(cleanup context.Context, r *surgeRun) {
 	cancel()
 }
 
-// accessTokens mints (mt non-nil) or logs in n users, conns at a time; ""
-// for a user whose login failed.
-func accessTokens(ctx context.Context, a *client.API, mt *minter, n, first, conns int, password string) ([]string, error) {
-	access := make([]string, n)
-	if mt != nil {
-		for i := range access {
-			tok, err := mt.access(int64(first + i))
-			if err != nil {
-				return access, fmt.Errorf("mint: %w", err)
-			}
-			access[i] = tok
-		}
-		return access, nil
-	}
-	return access, pace.ForEach(ctx, "login", n, conns, func(i int) error {
-		user := "user" + strconv.Itoa(first+i)
-		var tok string
-		code, err := client.WithRetry(ctx, func() (int, error) {
-			var code int
-			var err error
-			tok, code, err = a.Login(ctx, user, password)
-			return code, err
-		})
-		if err == nil && code != http.StatusOK {
-			err = client.StatusError(code)
-		}
-		if err != nil {
-			return fmt.Errorf("login %s: %w (seeded? `waitingroom seed --users N --password P`)", user, err)
-		}
-		access[i] = tok
-		return nil
-	})
-}
-
 // user is one user's goroutine: enter, wait by its transport until READY
 // (or told why), order.
-func (r *surgeRun) user(u *surgeUser, g *crowdGroup, access string) {
+func (r *surgeRun) user(u *surgeUser, g *crowdnet.Group, access string) {
 	u.group = g
 	var st client.QueueStatus
 	t0 := time.Now()
@@ -506,7 +477,7 @@ func (r *surgeRun) user(u *surgeUser, g *crowdGroup, access string) {
 		var code int
 		var err error
 		t0 = time.Now()
-		st, code, err = u.group.api.Enter(r.reqCtx, access)
+		st, code, err = u.group.API.Enter(r.reqCtx, access)
 		return code, err
 	})
 	if err == nil && code != http.StatusOK {
@@ -514,7 +485,7 @@ func (r *surgeRun) user(u *surgeUser, g *crowdGroup, access string) {
 	}
 	if err != nil {
 		if r.reqCtx.Err() == nil {
-			u.outcome, u.why = surgeEnterFailed, "enter: "+whyEnded(err)
+			u.outcome, u.why = surgeEnterFailed, "enter: "+stream.WhyEnded(err)
 			r.cnt.enterFailed.Add(1)
 		}
 		return
@@ -554,7 +525,7 @@ func (r *surgeRun) user(u *surgeUser, g *crowdGroup, access string) {
 	// placed, and a retry would meet a consumed token.
 	t1 := time.Now()
 	code, err = client.WithRetry(r.reqCtx, func() (int, error) {
-		code, err := u.group.api.Order(r.reqCtx, u.qtok, st.EntryToken, r.product)
+		code, err := u.group.API.Order(r.reqCtx, u.qtok, st.EntryToken, r.product)
 		if code == measure.NoResponse {
 			return http.StatusBadGateway, err // not retried
 		}
@@ -569,7 +540,7 @@ func (r *surgeRun) user(u *surgeUser, g *crowdGroup, access string) {
 		u.outcome = surgeOrdered
 		r.cnt.ordered.Add(1)
 	case r.reqCtx.Err() == nil:
-		u.outcome, u.why = surgeOrderFailed, "order: "+whyEnded(client.OrElse(err, client.StatusError(code)))
+		u.outcome, u.why = surgeOrderFailed, "order: "+stream.WhyEnded(client.OrElse(err, client.StatusError(code)))
 		r.cnt.orderFailed.Add(1)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"waitingroom/loadtest/internal/client"
 	"waitingroom/loadtest/internal/pace"
+	"waitingroom/loadtest/internal/stream"
 )
 
 // How a surge's user waits: by its transport until READY or told why, with
@@ -76,7 +77,7 @@ func (r *surgeRun) reload(u *surgeUser) client.QueueStatus {
 // page shows it. end: READY or gone (got says which; empty after a 404);
 // failed: no answer (an error or an unexpected status).
 func (r *surgeRun) askPosition(u *surgeUser) (got client.QueueStatus, failed, end bool) {
-	got, code, err := u.group.api.Position(r.reqCtx, u.qtok)
+	got, code, err := u.group.API.Position(r.reqCtx, u.qtok)
 	u.polls++
 	switch {
 	case code == http.StatusNotFound:
@@ -116,7 +117,7 @@ func (r *surgeRun) waitBy(ctx context.Context, u *surgeUser, st client.QueueStat
 // otherwise (dropped, refused, or ctx ended).
 func (r *surgeRun) stream(ctx context.Context, u *surgeUser) (client.QueueStatus, bool) {
 	octx, cancel := context.WithTimeout(ctx, r.timeout)
-	pc, m, err := u.group.dialer[u.transport].open(octx, u.qtok)
+	pc, m, err := u.group.Dialer[u.transport].Open(octx, u.qtok)
 	cancel()
 	if err != nil {
 		var se client.StatusError
@@ -124,28 +125,28 @@ func (r *surgeRun) stream(ctx context.Context, u *surgeUser) (client.QueueStatus
 			return r.told(u, "404 not_in_queue"), true
 		}
 		if ctx.Err() == nil {
-			u.why = "stream open: " + whyEnded(err)
+			u.why = "stream open: " + stream.WhyEnded(err)
 		}
 		return client.QueueStatus{}, false
 	}
-	stop := context.AfterFunc(ctx, pc.close)
-	defer func() { stop(); pc.close() }()
+	stop := context.AfterFunc(ctx, pc.Close)
+	defer func() { stop(); pc.Close() }()
 	for k := 0; k < maxStreamMessages; k++ {
 		switch {
-		case m.kind == "gone":
+		case m.Kind == "gone":
 			return r.told(u, "gone"), true
-		case m.kind == "status" && !m.bad:
-			if k > 0 && m.st.TS != 0 && len(u.lags) < maxLagSamples {
-				u.lags = append(u.lags, lagSample{at: m.at.Sub(r.start), lag: max(m.at.Sub(time.UnixMilli(m.st.TS)), 0)})
+		case m.Kind == "status" && !m.Bad:
+			if k > 0 && m.Status.TS != 0 && len(u.lags) < stream.MaxLagSamples {
+				u.lags = append(u.lags, lagSample{at: m.At.Sub(r.start), lag: max(m.At.Sub(time.UnixMilli(m.Status.TS)), 0)})
 			}
-			if m.st.Status == "READY" {
-				return client.QueueStatus{Status: "READY", EntryToken: m.st.EntryToken, EntryExpiresAt: m.st.EntryExpiresAt}, true
+			if m.Status.Status == "READY" {
+				return client.QueueStatus{Status: "READY", EntryToken: m.Status.EntryToken, EntryExpiresAt: m.Status.EntryExpiresAt}, true
 			}
-			u.show(m.at.Sub(r.start), m.st.Status, m.st.Position, m.st.ETASeconds, m.st.ETAKnown)
+			u.show(m.At.Sub(r.start), m.Status.Status, m.Status.Position, m.Status.ETASeconds, m.Status.ETAKnown)
 		}
-		if m, err = pc.next(); err != nil {
+		if m, err = pc.Next(); err != nil {
 			if ctx.Err() == nil {
-				u.why = "stream: " + whyEnded(err)
+				u.why = "stream: " + stream.WhyEnded(err)
 			}
 			return client.QueueStatus{}, false
 		}

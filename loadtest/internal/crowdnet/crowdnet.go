@@ -1,4 +1,7 @@
-package main
+// Package crowdnet is the client side of a crowd: its users dealt to
+// loopback source addresses, each address with its own API client and
+// stream dialers.
+package crowdnet
 
 import (
 	"fmt"
@@ -7,13 +10,14 @@ import (
 
 	"waitingroom/loadtest/internal/client"
 	"waitingroom/loadtest/internal/measure"
+	"waitingroom/loadtest/internal/stream"
 )
 
 // maxCrowdAddrs is how many source addresses a crowd can spread over:
 // 127.1.0.1 … 127.1.255.254.
 const maxCrowdAddrs = 256 * 254
 
-// crowd is the client side of a surge's users. Without perAddr every user
+// Crowd is the client side of a surge's users. Without perAddr every user
 // shares one API client and the stream dialers that spread connections over
 // the tool's 16 source addresses (the surge as it always ran). With perAddr
 // k, users are dealt k to a source address — user i to group i÷k, from
@@ -24,34 +28,34 @@ const maxCrowdAddrs = 256 * 254
 // (rate limits, connection caps) then meet the crowd as they would in
 // production. The attack scenario's attackers use 127.2.0.x and 127.3.0.x,
 // disjoint from every crowd address.
-type crowd struct {
+type Crowd struct {
 	perAddr int
-	groups  []*crowdGroup
+	groups  []*Group
 }
 
-// crowdGroup is the clients of one source address.
-type crowdGroup struct {
-	api    *client.API
-	dialer map[string]*streamDialer // "sse", "ws"
+// Group is the clients of one source address.
+type Group struct {
+	API    *client.API
+	Dialer map[string]*stream.Dialer // "sse", "ws"
 }
 
 // legitAddr is crowd group g's source address.
 func legitAddr(g int) net.IP { return net.IPv4(127, 1, byte(g/254), byte(g%254+1)) }
 
-// newCrowd builds the clients of n users, perAddr to an address (0: all
+// New builds the clients of n users, perAddr to an address (0: all
 // share one client); every request is recorded in rec.
-func newCrowd(base, room string, timeout, idle time.Duration, n, perAddr int, rec *measure.Recorder) (*crowd, error) {
-	shared := map[string]*streamDialer{}
+func New(base, room string, timeout, idle time.Duration, n, perAddr int, rec *measure.Recorder) (*Crowd, error) {
+	shared := map[string]*stream.Dialer{}
 	for _, t := range []string{"sse", "ws"} {
-		d, err := newStreamDialer(t, base, room, timeout, idle)
+		d, err := stream.NewDialer(t, base, room, timeout, idle)
 		if err != nil {
 			return nil, err
 		}
 		shared[t] = d
 	}
-	c := &crowd{perAddr: perAddr}
+	c := &Crowd{perAddr: perAddr}
 	if perAddr <= 0 {
-		c.groups = []*crowdGroup{{api: &client.API{Base: base, Room: room, HTTP: client.New(1024, timeout), Rec: rec}, dialer: shared}}
+		c.groups = []*Group{{API: &client.API{Base: base, Room: room, HTTP: client.New(1024, timeout), Rec: rec}, Dialer: shared}}
 		return c, nil
 	}
 	if err := client.CheckLoopback(base); err != nil {
@@ -64,34 +68,34 @@ func newCrowd(base, room string, timeout, idle time.Duration, n, perAddr int, re
 	for g := range groups {
 		ip := legitAddr(g)
 		dial := client.DialFrom(ip)
-		c.groups = append(c.groups, &crowdGroup{
-			api:    &client.API{Base: base, Room: room, HTTP: client.NewFrom(ip, perAddr, timeout), Rec: rec},
-			dialer: map[string]*streamDialer{"sse": shared["sse"].from(dial), "ws": shared["ws"].from(dial)},
+		c.groups = append(c.groups, &Group{
+			API:    &client.API{Base: base, Room: room, HTTP: client.NewFrom(ip, perAddr, timeout), Rec: rec},
+			Dialer: map[string]*stream.Dialer{"sse": shared["sse"].From(dial), "ws": shared["ws"].From(dial)},
 		})
 	}
 	return c, nil
 }
 
-// of is user i's group.
-func (c *crowd) of(i int) *crowdGroup {
+// Of is user i's group.
+func (c *Crowd) Of(i int) *Group {
 	if c.perAddr <= 0 {
 		return c.groups[0]
 	}
 	return c.groups[i/c.perAddr]
 }
 
-// addrs is how many source addresses the crowd uses (0: the shared pool).
-func (c *crowd) addrs() int {
+// Addrs is how many source addresses the crowd uses (0: the shared pool).
+func (c *Crowd) Addrs() int {
 	if c.perAddr <= 0 {
 		return 0
 	}
 	return len(c.groups)
 }
 
-// closeIdle closes every group's idle keep-alive connections: they would
+// CloseIdle closes every group's idle keep-alive connections: they would
 // hold up a server's graceful shutdown, and a second run starts cold.
-func (c *crowd) closeIdle() {
+func (c *Crowd) CloseIdle() {
 	for _, g := range c.groups {
-		g.api.HTTP.CloseIdleConnections()
+		g.API.HTTP.CloseIdleConnections()
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package mint
 
 import (
 	"strings"
@@ -8,11 +8,11 @@ import (
 	"waitingroom/server/token"
 )
 
-const testSecret = "0123456789abcdef0123456789abcdef-test"
+const mintTestSecret = "0123456789abcdef0123456789abcdef-test"
 
-func mustMinter(tb testing.TB, secret string) *minter {
+func mustMinter(tb testing.TB, secret string) *Minter {
 	tb.Helper()
-	m, err := newMinter(secret, time.Hour)
+	m, err := New(secret, time.Hour)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -21,45 +21,45 @@ func mustMinter(tb testing.TB, secret string) *minter {
 
 // The server's own parser is the judge of a minted token.
 func TestMintedAccessTokenVerifies(t *testing.T) {
-	tok, err := mustMinter(t, testSecret).access(4711)
+	tok, err := mustMinter(t, mintTestSecret).Access(4711)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := token.New(token.Config{Secret: testSecret}).Parse(tok, token.KindAccess)
+	c, err := token.New(token.Config{Secret: mintTestSecret}).Parse(tok, token.KindAccess)
 	if err != nil {
 		t.Fatalf("server rejects the minted token: %v", err)
 	}
 	if got, want := c.Subject, "4711"; got != want {
 		t.Errorf("sub = %q, want %q", got, want)
 	}
-	if _, err := token.New(token.Config{Secret: testSecret}).Parse(tok, token.KindQueue); err == nil {
+	if _, err := token.New(token.Config{Secret: mintTestSecret}).Parse(tok, token.KindQueue); err == nil {
 		t.Error("a minted access token passes as a queue token")
 	}
-	if _, err := token.New(token.Config{Secret: strings.ToUpper(testSecret)}).Parse(tok, token.KindAccess); err == nil {
+	if _, err := token.New(token.Config{Secret: strings.ToUpper(mintTestSecret)}).Parse(tok, token.KindAccess); err == nil {
 		t.Error("a token minted with another secret verifies")
 	}
 	// During a rotation the server also accepts the previous secret's kid.
-	if _, err := token.New(token.Config{Secret: "another-secret-of-at-least-32-bytes", Previous: testSecret}).Parse(tok, token.KindAccess); err != nil {
+	if _, err := token.New(token.Config{Secret: "another-secret-of-at-least-32-bytes", Previous: mintTestSecret}).Parse(tok, token.KindAccess); err != nil {
 		t.Errorf("the previous secret's token is refused: %v", err)
 	}
 }
 
 func TestMintRefusesShortSecret(t *testing.T) {
 	for _, s := range []string{"", "short"} {
-		if _, err := newMinter(s, time.Hour); err == nil {
-			t.Errorf("newMinter(%q) accepted", s)
+		if _, err := New(s, time.Hour); err == nil {
+			t.Errorf("New(%q) accepted", s)
 		}
 	}
 }
 
 func TestMintedTokenExpires(t *testing.T) {
-	m := mustMinter(t, testSecret)
+	m := mustMinter(t, mintTestSecret)
 	m.now = func() time.Time { return time.Now().Add(-2 * time.Hour) } // exp an hour ago
-	tok, err := m.access(1)
+	tok, err := m.Access(1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := token.New(token.Config{Secret: testSecret}).Parse(tok, token.KindAccess); err == nil {
+	if _, err := token.New(token.Config{Secret: mintTestSecret}).Parse(tok, token.KindAccess); err == nil {
 		t.Error("an expired minted token verifies")
 	}
 }

@@ -1,4 +1,8 @@
-package main
+// Package stream opens the server's push streams as a waiting user's
+// browser would — SSE (GET events with the queue token as a Bearer header,
+// parsed by stream/sse) or WebSocket (GET ws?token=) — one goroutine and
+// one connection with 4 KiB buffers each, and names why one ended.
+package stream
 
 import (
 	"bufio"
@@ -23,15 +27,15 @@ import (
 	"waitingroom/stream/sse"
 )
 
-// streamBuf is each stream's read buffer (and the WebSocket write buffer's
+// BufSize is each stream's read buffer (and the WebSocket write buffer's
 // size): push messages are a few hundred bytes, and the tool holds ten
 // thousand streams.
-const streamBuf = 4 << 10
+const BufSize = 4 << 10
 
-// pushStatus is the part of a pushed QueueStatus the tool reads, plus "ts":
+// Status is the part of a pushed QueueStatus the tool reads, plus "ts":
 // when the admission that caused the update was published (Unix ms, Redis
 // clock); 0 when the server does not send it.
-type pushStatus struct {
+type Status struct {
 	Status     string `json:"status"`
 	Position   int64  `json:"position"`
 	EntryToken string `json:"entryToken"`
@@ -44,26 +48,26 @@ type pushStatus struct {
 	EntryExpiresAt *time.Time `json:"entryExpiresAt"`
 }
 
-// pushMsg is one message of a stream, either transport.
-type pushMsg struct {
-	kind string // "status", "gone", or what else the server sent
-	st   pushStatus
-	bad  bool      // a status whose data did not decode
-	at   time.Time // when it was read
+// Msg is one message of a stream, either transport.
+type Msg struct {
+	Kind   string // "status", "gone", or what else the server sent
+	Status Status
+	Bad    bool      // a status whose data did not decode
+	At     time.Time // when it was read
 }
 
-// pushConn is one open stream. next and heartbeats belong to the stream's
-// goroutine; close may be called from any goroutine, any number of times,
-// and makes a blocked next return.
-type pushConn interface {
-	next() (pushMsg, error)
-	heartbeats() int // SSE comment lines, WebSocket pings
-	close()
+// Conn is one open stream. Next and Heartbeats belong to the stream's
+// goroutine; Close may be called from any goroutine, any number of times,
+// and makes a blocked Next return.
+type Conn interface {
+	Next() (Msg, error)
+	Heartbeats() int // SSE comment lines, WebSocket pings
+	Close()
 }
 
-// streamDialer opens streams of one room over one transport. Its
-// connections come from the shared loopback-spreading dialer of client.go.
-type streamDialer struct {
+// Dialer opens streams of one room over one transport. Its connections
+// come from package client's loopback-spreading dialer.
+type Dialer struct {
 	transport string // "sse" or "ws"
 	base      *url.URL
 	room      string
@@ -72,7 +76,7 @@ type streamDialer struct {
 	idle      time.Duration // a stream without a byte (or ping) for this long is dead
 }
 
-func newStreamDialer(transport, base, room string, timeout, idle time.Duration) (*streamDialer, error) {
+func NewDialer(transport, base, room string, timeout, idle time.Duration) (*Dialer, error) {
 	u, err := url.Parse(base)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("streams: --base %q is not an http(s) URL", base)
@@ -85,14 +89,14 @@ func newStreamDialer(transport, base, room string, timeout, idle time.Duration) 
 	if !ok || tr.DialContext == nil {
 		return nil, errors.New("streams: newClient has no DialContext")
 	}
-	d := &streamDialer{transport: transport, base: u, room: room, dial: tr.DialContext, idle: idle}
+	d := &Dialer{transport: transport, base: u, room: room, dial: tr.DialContext, idle: idle}
 	switch transport {
 	case "sse":
 	case "ws":
 		d.ws = &websocket.Dialer{
 			NetDialContext:   tr.DialContext,
 			HandshakeTimeout: timeout,
-			ReadBufferSize:   streamBuf,
+			ReadBufferSize:   BufSize,
 			WriteBufferSize:  1 << 10, // the client writes only pongs and a close
 		}
 	default:
@@ -101,9 +105,9 @@ func newStreamDialer(transport, base, room string, timeout, idle time.Duration) 
 	return d, nil
 }
 
-// from returns a copy of d whose connections come from dial (one source
+// From returns a copy of d whose connections come from dial (one source
 // address of a crowd, say).
-func (d *streamDialer) from(dial client.DialFunc) *streamDialer {
+func (d *Dialer) From(dial client.DialFunc) *Dialer {
 	c := *d
 	c.dial = dial
 	if d.ws != nil {
@@ -114,12 +118,12 @@ func (d *streamDialer) from(dial client.DialFunc) *streamDialer {
 	return &c
 }
 
-// open connects one stream with queueToken and reads its first message,
+// Open connects one stream with queueToken and reads its first message,
 // the status the server sends on connect, all within ctx. An answer other
 // than the stream is a client.StatusError.
-func (d *streamDialer) open(ctx context.Context, queueToken string) (pushConn, pushMsg, error) {
+func (d *Dialer) Open(ctx context.Context, queueToken string) (Conn, Msg, error) {
 	var (
-		pc  pushConn
+		pc  Conn
 		err error
 	)
 	if d.transport == "ws" {
@@ -128,27 +132,27 @@ func (d *streamDialer) open(ctx context.Context, queueToken string) (pushConn, p
 		pc, err = d.openSSE(ctx, queueToken)
 	}
 	if err != nil {
-		return nil, pushMsg{}, err
+		return nil, Msg{}, err
 	}
-	stop := context.AfterFunc(ctx, pc.close) // bounds the first read by ctx
-	m, err := pc.next()
+	stop := context.AfterFunc(ctx, pc.Close) // bounds the first read by ctx
+	m, err := pc.Next()
 	if !stop() { // ctx ended, and pc.close ran
-		return nil, pushMsg{}, fmt.Errorf("first message: %w", ctx.Err())
+		return nil, Msg{}, fmt.Errorf("first message: %w", ctx.Err())
 	}
 	if err != nil {
-		pc.close()
-		return nil, pushMsg{}, fmt.Errorf("first message: %w", err)
+		pc.Close()
+		return nil, Msg{}, fmt.Errorf("first message: %w", err)
 	}
 	return pc, m, nil
 }
 
-func (d *streamDialer) path(action string) string {
+func (d *Dialer) path(action string) string {
 	return "/api/v1/rooms/" + url.PathEscape(d.room) + "/" + action
 }
 
 // openSSE sends GET events with the token as a Bearer header over a
 // connection of its own and reads the answer's header.
-func (d *streamDialer) openSSE(ctx context.Context, queueToken string) (pushConn, error) {
+func (d *Dialer) openSSE(ctx context.Context, queueToken string) (Conn, error) {
 	addr := d.base.Host
 	if d.base.Port() == "" {
 		addr = net.JoinHostPort(d.base.Hostname(), map[string]string{"http": "80", "https": "443"}[d.base.Scheme])
@@ -175,7 +179,7 @@ func (d *streamDialer) openSSE(ctx context.Context, queueToken string) (pushConn
 	req.Header.Set("Authorization", "Bearer "+queueToken)
 	req.Header.Set("Accept", "text/event-stream")
 	req.Header.Set("Cache-Control", "no-cache")
-	br := bufio.NewReaderSize(nc, streamBuf)
+	br := bufio.NewReaderSize(nc, BufSize)
 	var resp *http.Response
 	if err = req.Write(nc); err == nil {
 		resp, err = http.ReadResponse(br, req)
@@ -220,24 +224,24 @@ type sseConn struct {
 	once sync.Once
 }
 
-func (c *sseConn) next() (pushMsg, error) {
+func (c *sseConn) Next() (Msg, error) {
 	ev, err := c.rd.Next()
 	if err != nil {
-		return pushMsg{}, err
+		return Msg{}, err
 	}
-	m := pushMsg{kind: ev.Type, at: time.Now()}
+	m := Msg{Kind: ev.Type, At: time.Now()}
 	if ev.Type == "status" {
-		m.bad = json.Unmarshal([]byte(ev.Data), &m.st) != nil
+		m.Bad = json.Unmarshal([]byte(ev.Data), &m.Status) != nil
 	}
 	return m, nil
 }
 
-func (c *sseConn) heartbeats() int { return c.rd.Comments() }
-func (c *sseConn) close()          { c.once.Do(func() { c.nc.Close() }) }
+func (c *sseConn) Heartbeats() int { return c.rd.Comments() }
+func (c *sseConn) Close()          { c.once.Do(func() { c.nc.Close() }) }
 
 // openWS upgrades GET ws?token=… (browsers cannot set headers on a
 // WebSocket, so the token travels in the query, as the page sends it).
-func (d *streamDialer) openWS(ctx context.Context, queueToken string) (pushConn, error) {
+func (d *Dialer) openWS(ctx context.Context, queueToken string) (Conn, error) {
 	u := *d.base
 	u.Scheme = map[string]string{"http": "ws", "https": "wss"}[u.Scheme]
 	u.Path = d.path("ws")
@@ -270,27 +274,27 @@ type wsConn struct {
 	once  sync.Once
 }
 
-func (c *wsConn) next() (pushMsg, error) {
+func (c *wsConn) Next() (Msg, error) {
 	c.c.SetReadDeadline(time.Now().Add(c.idle))
 	_, data, err := c.c.ReadMessage()
 	if err != nil {
-		return pushMsg{}, err
+		return Msg{}, err
 	}
 	var env struct {
 		Type string `json:"type"`
-		pushStatus
+		Status
 	}
-	m := pushMsg{at: time.Now()}
+	m := Msg{At: time.Now()}
 	if err := json.Unmarshal(data, &env); err != nil {
-		return pushMsg{bad: true, at: m.at}, nil
+		return Msg{Bad: true, At: m.At}, nil
 	}
-	m.kind, m.st = env.Type, env.pushStatus
+	m.Kind, m.Status = env.Type, env.Status
 	return m, nil
 }
 
-func (c *wsConn) heartbeats() int { return c.pings }
+func (c *wsConn) Heartbeats() int { return c.pings }
 
-func (c *wsConn) close() {
+func (c *wsConn) Close() {
 	c.once.Do(func() {
 		msg := websocket.FormatCloseMessage(websocket.CloseNormalClosure, "")
 		c.c.WriteControl(websocket.CloseMessage, msg, time.Now().Add(time.Second))
@@ -298,9 +302,9 @@ func (c *wsConn) close() {
 	})
 }
 
-// whyEnded names, in a few words, why a stream or an attempt to open one
+// WhyEnded names, in a few words, why a stream or an attempt to open one
 // failed; the report counts streams by it.
-func whyEnded(err error) string {
+func WhyEnded(err error) string {
 	var (
 		se client.StatusError
 		ce *websocket.CloseError
@@ -334,3 +338,8 @@ func whyEnded(err error) string {
 	}
 	return s
 }
+
+// MaxLagSamples caps the lag samples one stream keeps, so memory stays
+// bounded whatever the server sends (a stream at the front gets about one
+// event per admission tick: 600 a minute at the default 100 ms).
+const MaxLagSamples = 10_000

@@ -1,4 +1,6 @@
-package main
+// Package mint issues access tokens from the server's JWT secret, so that
+// a run of thousands of users needs no BCrypt logins.
+package mint
 
 import (
 	"crypto/sha256"
@@ -12,15 +14,15 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 )
 
-// minter issues access tokens the way the server's login does, from the
+// Minter issues access tokens the way the server's login does, from the
 // server's own secret: a load run of 10,000 users then skips 10,000 BCrypt
 // logins (minutes of the server's CPU, which is not what a stream benchmark
 // measures). It knows the token format, not the server's code: HS256,
 // header kid = the first 8 hex digits of sha256(secret), claims iss and aud
 // "waitingroom", sub = the user's id, kind "access", iat and exp.
-type minter struct {
+type Minter struct {
 	secret []byte
-	kid    string
+	Kid    string
 	ttl    time.Duration
 	now    func() time.Time
 }
@@ -31,16 +33,16 @@ type accessClaims struct {
 	Kind string `json:"kind"`
 }
 
-func newMinter(secret string, ttl time.Duration) (*minter, error) {
+func New(secret string, ttl time.Duration) (*Minter, error) {
 	if len(secret) < 32 {
 		return nil, errors.New("mint: the JWT secret is missing or shorter than 32 bytes: pass --jwt-secret or set WR_JWT_SECRET to the server's")
 	}
 	sum := sha256.Sum256([]byte(secret))
-	return &minter{secret: []byte(secret), kid: hex.EncodeToString(sum[:4]), ttl: ttl, now: time.Now}, nil
+	return &Minter{secret: []byte(secret), Kid: hex.EncodeToString(sum[:4]), ttl: ttl, now: time.Now}, nil
 }
 
-// access returns an access token for the user with database id id.
-func (m *minter) access(id int64) (string, error) {
+// Access returns an access token for the user with database id id.
+func (m *Minter) Access(id int64) (string, error) {
 	now := m.now()
 	tok := jwt.NewWithClaims(jwt.SigningMethodHS256, accessClaims{
 		RegisteredClaims: jwt.RegisteredClaims{
@@ -52,22 +54,22 @@ func (m *minter) access(id int64) (string, error) {
 		},
 		Kind: "access",
 	})
-	tok.Header["kid"] = m.kid
+	tok.Header["kid"] = m.Kid
 	return tok.SignedString(m.secret)
 }
 
-// mintFlags registers --mint-tokens and --jwt-secret on fs; the returned
+// Flags registers --mint-tokens and --jwt-secret on fs; the returned
 // func, called after parsing, builds the minter (nil without --mint-tokens).
-func mintFlags(fs *flag.FlagSet) func() (*minter, error) {
+func Flags(fs *flag.FlagSet) func() (*Minter, error) {
 	mint := fs.Bool("mint-tokens", false, "mint access tokens with the server's JWT secret instead of logging in (BCrypt: slow)")
 	secret := fs.String("jwt-secret", "", "the server's JWT secret, for --mint-tokens (default $WR_JWT_SECRET)")
-	return func() (*minter, error) {
+	return func() (*Minter, error) {
 		if !*mint {
 			return nil, nil
 		}
 		if *secret == "" {
 			*secret = os.Getenv("WR_JWT_SECRET")
 		}
-		return newMinter(*secret, 2*time.Hour)
+		return New(*secret, 2*time.Hour)
 	}
 }
