@@ -12,6 +12,7 @@ import (
 
 	"waitingroom/loadtest/internal/measure"
 	"waitingroom/loadtest/internal/scenario"
+	"waitingroom/loadtest/internal/smoke"
 )
 
 // TestSmokeAttack is the attack scenario in small: 300 users from 75
@@ -22,7 +23,7 @@ import (
 // never a latency (the enter p99 bar is the report's, not the test's).
 func TestSmokeAttack(t *testing.T) {
 	const legit, attackers = 300, 5 // the owner, the cross-site victim, the stream flooder, 2 storm tokens
-	s := startSmokeServerWith(t, legit+attackers, map[string]string{
+	s := smoke.StartWith(t, legit+attackers, map[string]string{
 		"WR_RATE_LIMITS": "on",
 		// A ceiling of 2,000 makes the per-address cap 100 (5 %): the idle
 		// flood's 150 sockets go past it.
@@ -35,8 +36,8 @@ func TestSmokeAttack(t *testing.T) {
 	// inflated three 64-MiB bombs would hold at least 192 MiB more than the
 	// baseline's max; --rss-slack 256 bounds the growth loosely, and the
 	// bombs' own check (415/413) is the sharp one.
-	args := s.args("-n", "300", "--over", "3s", "--transport", "mix", "--target", "100", "--max-duration", "3m", "--users-per-addr", "4",
-		"--mint-tokens", "--jwt-secret", smokeSecret, "--password", smokePassword,
+	args := s.Args("-n", "300", "--over", "3s", "--transport", "mix", "--target", "100", "--max-duration", "3m", "--users-per-addr", "4",
+		"--mint-tokens", "--jwt-secret", smoke.Secret, "--password", smoke.Password,
 		"--attack-for", "3s", "--stuffing", "120", "--stuffing-addrs", "2", "--stuffing-conns", "2", "--storm-tokens", "2", "--storm-requests", "2000",
 		"--idle-sockets", "150", "--stream-flood", "12", "--bombs", "3", "--bomb-mib", "64", "--cross-site", "2", "--rss-slack", "256",
 		"--out", filepath.Join(dir, "r.json"), "--html", filepath.Join(dir, "r.html"))
@@ -45,7 +46,7 @@ func TestSmokeAttack(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := rep.(*attackReport)
-	logOnFailure(t, r)
+	smoke.LogOnFailure(t, r)
 	if r.Baseline == nil || r.Attack == nil {
 		t.Fatalf("runs: baseline %v, under attack %v: want both", r.Baseline != nil, r.Attack != nil)
 	}
@@ -86,10 +87,10 @@ func TestSmokeAttack(t *testing.T) {
 			t.Errorf("%s: %s", c.Name, c.Got)
 		}
 	}
-	if st, err := s.roomState(t); err != nil || st.TargetActive != 20 || st.Waiting != 0 {
+	if st, err := s.RoomState(t); err != nil || st.TargetActive != 20 || st.Waiting != 0 {
 		t.Errorf("the room after the runs: targetActive %d, waiting %d (%v): want 20 (restored), 0 (the attackers left)", st.TargetActive, st.Waiting, err)
 	}
-	if n := strings.Count(writeReports(t, &o, rep), "<svg"); n != 6 {
+	if n := strings.Count(smoke.WriteReports(t, &o, rep), "<svg"); n != 6 {
 		t.Errorf("HTML report: %d charts, want 6", n)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"waitingroom/loadtest/internal/scenario"
+	"waitingroom/loadtest/internal/smoke"
 	"waitingroom/server/pass"
 )
 
@@ -22,8 +23,8 @@ import (
 // readers and the bodies would hold 128 MiB if the gateway buffered them.
 // Latency is not judged here (the load run is the place for it).
 func TestSmokeGatewayAttack(t *testing.T) {
-	originAddr := freeAddr(t)
-	s := startSmokeServerWith(t, 1, map[string]string{
+	originAddr := smoke.FreeAddr(t)
+	s := smoke.StartWith(t, 1, map[string]string{
 		"WR_RATE_LIMITS":    "on",
 		"WR_UPSTREAM":       "http://" + originAddr,
 		"WR_PROTECT":        "POST /api/orders=sale, GET /checkout/*=sale, GET /members/*=club",
@@ -34,8 +35,8 @@ func TestSmokeGatewayAttack(t *testing.T) {
 	})
 	dir := t.TempDir()
 	var o scenario.Options
-	args := s.args("--room", "sale", "-n", "40", "--over", "2s", "--users-per-addr", "4", "--visitor-bound", "90s",
-		"--origin-listen", originAddr, "--server-pid", strconv.Itoa(s.pid), "--attack-for", "2s",
+	args := s.Args("--room", "sale", "-n", "40", "--over", "2s", "--users-per-addr", "4", "--visitor-bound", "90s",
+		"--origin-listen", originAddr, "--server-pid", strconv.Itoa(s.PID), "--attack-for", "2s",
 		"--smuggle", "5", "--variant-rounds", "1", "--slow-readers", "3", "--download-mib", "32",
 		"--bodies", "2", "--body-mib", "8", "--share-addrs", "4", "--stuffing-bare", "40", "--stuffing-solved", "40",
 		"--rss-slack", "64", "--out", filepath.Join(dir, "r.json"), "--html", filepath.Join(dir, "r.html"))
@@ -44,7 +45,7 @@ func TestSmokeGatewayAttack(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := rep.(*gwReport)
-	logOnFailure(t, r)
+	smoke.LogOnFailure(t, r)
 	if r.Baseline == nil || r.Attack == nil || r.Interrupted {
 		t.Fatalf("runs: baseline %v, under attack %v, interrupted %v: want both, whole", r.Baseline != nil, r.Attack != nil, r.Interrupted)
 	}
@@ -57,7 +58,7 @@ func TestSmokeGatewayAttack(t *testing.T) {
 			t.Errorf("%s: %d of %d visitors through, %d errors, %d lost: want all through (%v)", name, l.Completed, l.Visitors, l.Errors, l.Lost, l.Failures)
 		}
 		if run.RSS.Peak == 0 {
-			t.Errorf("%s: no RSS read from /proc/%d/status", name, s.pid)
+			t.Errorf("%s: no RSS read from /proc/%d/status", name, s.PID)
 		}
 	}
 	if len(r.Attacks) != len(gwAttackNames) {
@@ -73,7 +74,7 @@ func TestSmokeGatewayAttack(t *testing.T) {
 			t.Errorf("check %q failed: %s", c.Name, c.Got)
 		}
 	}
-	writeReports(t, &o, rep)
+	smoke.WriteReports(t, &o, rep)
 }
 
 // TestOriginProtected: the scenario's origin routes every variant the

@@ -14,6 +14,7 @@ import (
 	"waitingroom/loadtest/internal/client"
 	"waitingroom/loadtest/internal/measure"
 	"waitingroom/loadtest/internal/scenario"
+	"waitingroom/loadtest/internal/smoke"
 	"waitingroom/server/pgstore"
 )
 
@@ -61,18 +62,18 @@ func TestSeedReportTellsRefusalsFromFailures(t *testing.T) {
 // limits bite at the second cycle (two enters and one order a minute):
 // the orders they refuse are counted as refused, not failed.
 func TestSmokeSeedWithLayer1(t *testing.T) {
-	s := startSmokeServerWith(t, smokeUsers, map[string]string{
+	s := smoke.StartWith(t, smoke.Users, map[string]string{
 		"WR_RATE_LIMITS":      "on",
 		"WR_LIMIT_ENTER_USER": "2/1m:2",
 		"WR_LIMIT_ORDER_USER": "1/1m:1",
 	})
 	var o scenario.Options
-	rep, err := runSeed(t.Context(), &o, s.args("--vus", "3", "--duration", "4s", "--password", smokePassword))
+	rep, err := runSeed(t.Context(), &o, s.Args("--vus", "3", "--duration", "4s", "--password", smoke.Password))
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := rep.(*seedReport)
-	logOnFailure(t, r)
+	smoke.LogOnFailure(t, r)
 	if r.Orders == 0 || r.Refused["orders"] == 0 {
 		t.Errorf("orders %d, refused %v: want some of each (the second order of each user is refused)", r.Orders, r.Refused)
 	}
@@ -94,12 +95,12 @@ func TestSmokeSeedWithLayer1(t *testing.T) {
 // logins in a row take longer than that wait on any machine.
 func TestSeedLoginsPastBusyBcryptSlots(t *testing.T) {
 	const users = 12
-	s := startSmokeServerWith(t, 0, map[string]string{"WR_BCRYPT_CONCURRENCY": "1"})
-	hash, err := bcrypt.GenerateFromPassword([]byte(smokePassword), 12)
+	s := smoke.StartWith(t, 0, map[string]string{"WR_BCRYPT_CONCURRENCY": "1"})
+	hash, err := bcrypt.GenerateFromPassword([]byte(smoke.Password), 12)
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, err := pgstore.Open(t.Context(), s.db, pgstore.Options{PoolSize: 2, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	store, err := pgstore.Open(t.Context(), s.DB, pgstore.Options{PoolSize: 2, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,9 +111,9 @@ func TestSeedLoginsPastBusyBcryptSlots(t *testing.T) {
 	}
 
 	rec := measure.NewRecorder()
-	a := &client.API{Base: s.base, Room: "default", HTTP: client.New(users, time.Minute), Rec: rec}
+	a := &client.API{Base: s.Base, Room: "default", HTTP: client.New(users, time.Minute), Rec: rec}
 	defer a.HTTP.CloseIdleConnections()
-	tokens, err := loginAll(t.Context(), a, users, smokePassword)
+	tokens, err := loginAll(t.Context(), a, users, smoke.Password)
 	if err != nil {
 		t.Fatalf("%v (login: %s)", err, rec.Summary("login").CodesString())
 	}
@@ -120,5 +121,33 @@ func TestSeedLoginsPastBusyBcryptSlots(t *testing.T) {
 		if tok == "" {
 			t.Errorf("user%d: no access token", i+1)
 		}
+	}
+}
+
+func TestSmokeSeed(t *testing.T) {
+	s := smoke.Start(t)
+	var o scenario.Options
+	rep, err := runSeed(t.Context(), &o, s.Args("--vus", "5", "--duration", "2s", "--password", smoke.Password))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rep.(*seedReport)
+	smoke.LogOnFailure(t, r)
+	if r.Orders == 0 {
+		t.Errorf("orders: got 0, want some")
+	}
+	if r.FailedOrders != 0 || r.Polls404 != 0 {
+		t.Errorf("failed orders %d, polls lost to 404 %d: want 0, 0", r.FailedOrders, r.Polls404)
+	}
+	for _, ep := range seedEndpoints {
+		e := r.Endpoints[ep]
+		for code, n := range e.Codes {
+			if code == measure.NoResponse || code >= 500 {
+				t.Errorf("%s: %d × %s", ep, n, e.CodesString())
+			}
+		}
+	}
+	if r.Hold == nil || r.Hold.Count == 0 {
+		t.Errorf("DB connection hold: got %+v (%s), want samples", r.Hold, r.HoldError)
 	}
 }

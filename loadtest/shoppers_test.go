@@ -8,6 +8,7 @@ import (
 
 	"waitingroom/loadtest/internal/client"
 	"waitingroom/loadtest/internal/scenario"
+	"waitingroom/loadtest/internal/smoke"
 )
 
 // TestSmokeCrowd runs the crowd for a few seconds against a real server,
@@ -15,18 +16,18 @@ import (
 // were admitted and ordered, nothing failed, and at the end every shopper
 // still in the room left it.
 func TestSmokeCrowd(t *testing.T) {
-	s := startSmokeServer(t)
+	s := smoke.Start(t)
 	common := []string{"--ramp", "1s", "--arrival-gap", "100ms", "--think", "300ms", "--transport", "mix",
-		"--first-user", "1", "--users", strconv.Itoa(smokeUsers), "--products", "1"}
+		"--first-user", "1", "--users", strconv.Itoa(smoke.Users), "--products", "1"}
 
 	var o scenario.Options
-	rep, err := runCrowd(t.Context(), &o, s.args(append(common, "--waiting", "30", "--duration", "6s",
-		"--mint-tokens", "--jwt-secret", smokeSecret)...))
+	rep, err := runCrowd(t.Context(), &o, s.Args(append(common, "--waiting", "30", "--duration", "6s",
+		"--mint-tokens", "--jwt-secret", smoke.Secret)...))
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := rep.(*crowdReport)
-	logOnFailure(t, r)
+	smoke.LogOnFailure(t, r)
 	if r.StoppedBy != "duration" || r.Interrupted {
 		t.Errorf("stopped by %q (interrupted %v), want duration", r.StoppedBy, r.Interrupted)
 	}
@@ -47,7 +48,7 @@ func TestSmokeCrowd(t *testing.T) {
 	// reading (an order, then its release): the room is empty once it has.
 	var st client.RoomState
 	deadline := time.Now().Add(5 * time.Second)
-	for st, err = s.roomState(t); err == nil && (st.Waiting != 0 || st.Active != 0) && time.Now().Before(deadline); st, err = s.roomState(t) {
+	for st, err = s.RoomState(t); err == nil && (st.Waiting != 0 || st.Active != 0) && time.Now().Before(deadline); st, err = s.RoomState(t) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	if err != nil || st.Waiting != 0 || st.Active != 0 {
@@ -55,12 +56,12 @@ func TestSmokeCrowd(t *testing.T) {
 	}
 
 	// Without --mint-tokens each user logs in once; its token is kept.
-	rep, err = runCrowd(t.Context(), &o, s.args(append(common, "--waiting", "10", "--duration", "3s", "--password", smokePassword)...))
+	rep, err = runCrowd(t.Context(), &o, s.Args(append(common, "--waiting", "10", "--duration", "3s", "--password", smoke.Password)...))
 	if err != nil {
 		t.Fatal(err)
 	}
 	r = rep.(*crowdReport)
-	logOnFailure(t, r)
+	smoke.LogOnFailure(t, r)
 	logins := r.Endpoints["login"][http.StatusOK]
 	if r.Entered == 0 || r.EnterFailed != 0 || len(r.Failures) != 0 || logins == 0 || logins > r.Arrived {
 		t.Errorf("with logins: entered %d (failed %d, %v), logins %d of %d arrivals", r.Entered, r.EnterFailed, r.Failures, logins, r.Arrived)
@@ -70,15 +71,15 @@ func TestSmokeCrowd(t *testing.T) {
 // TestSmokeResetRoom: a room left adaptive, paused, random and scheduled is
 // put back to the demo's settings.
 func TestSmokeResetRoom(t *testing.T) {
-	s := startSmokeServer(t)
-	adm := &client.Admin{Base: s.admin, Token: smokeAdmin, Room: "default", HTTP: http.DefaultClient}
+	s := smoke.Start(t)
+	adm := &client.Admin{Base: s.Admin, Token: smoke.AdminToken, Room: "default", HTTP: http.DefaultClient}
 	left := map[string]any{"targetActive": 7, "mode": "adaptive", "paused": true, "method": "random",
 		"opensAt": time.Now().Add(time.Hour).UTC().Format(time.RFC3339)}
 	if err := adm.Do(t.Context(), http.MethodPut, left, nil); err != nil {
 		t.Fatal(err)
 	}
 	var o scenario.Options
-	rep, err := runResetRoom(t.Context(), &o, s.args("--target", "25", "--wait-ready", "10s"))
+	rep, err := runResetRoom(t.Context(), &o, s.Args("--target", "25", "--wait-ready", "10s"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,8 @@ import (
 
 	"waitingroom/loadtest/internal/measure"
 	"waitingroom/loadtest/internal/report"
+	"waitingroom/loadtest/internal/scenario"
+	"waitingroom/loadtest/internal/smoke"
 )
 
 func fakeJWT(payload string) string {
@@ -253,4 +255,69 @@ func contextCancelled() (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	return ctx, cancel
+}
+
+// TestSmokeSurge runs a small surge of the shopper model — think times,
+// no-shows, abandons, reloads, a burst and a trickle — and prints its ETA
+// accuracy without judging it: the estimator's bar is measured by the
+// benchmark, not here.
+func TestSmokeSurge(t *testing.T) {
+	// A short entry window and idle timeout: no-shows and those who gave
+	// up free their places within seconds, so the small room keeps moving.
+	s := smoke.StartWith(t, 300, map[string]string{"WR_ENTRY_TTL": "20s", "WR_IDLE_TIMEOUT": "30s"})
+	dir := t.TempDir()
+	var o scenario.Options
+	// Sized so the room moves for about half a minute: the estimator
+	// withholds the ETA until it has measured orders and no-shows (about
+	// ten seconds here), then the waiting users are shown estimates.
+	args := s.Args("-n", "300", "--over", "1s", "--transport", "mix", "--target", "30", "--max-duration", "3m",
+		"--think-median", "2s", "--think-sigma", "0.5", "--no-shows", "3%", "--abandons", "10%", "--reloads", "20%",
+		"--patience", "4s", "--burst", "90%", "--trickle-over", "3s",
+		"--mint-tokens", "--jwt-secret", smoke.Secret, "--out", filepath.Join(dir, "r.json"), "--html", filepath.Join(dir, "r.html"))
+	rep, err := runSurge(t.Context(), &o, args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rep.(*surgeReport)
+	smoke.LogOnFailure(t, r)
+	if r.HitMaxDuration || r.Interrupted {
+		t.Fatalf("the run did not finish: max duration %v, interrupted %v", r.HitMaxDuration, r.Interrupted)
+	}
+	t.Logf("shoppers: READY %d, ordered %d, no-shows %d, abandoned %d, reloaded %d; drained in %.1f s",
+		r.Ready, r.Ordered, r.NoShows, r.Abandoned, r.Reloads, r.DrainSeconds)
+	t.Logf("ETA, first estimate: %s", r.etaString())
+	t.Logf("ETA over the wait: %s", r.etaWaitString())
+	t.Logf("ETA by position: %s", r.etaBandString())
+	if r.Entered != 300 || r.Ready+r.Abandoned != 300 || r.Ordered != r.Ready-r.NoShows || r.NoShows == 0 {
+		t.Errorf("entered / READY + abandoned / ordered: got %d / %d + %d / %d (no-shows %d), want 300, 300, READY − no-shows, some no-shows",
+			r.Entered, r.Ready, r.Abandoned, r.Ordered, r.NoShows)
+	}
+	if r.ErrorCount != 0 || r.AttemptErrors != 0 || r.Lost != 0 || r.Inversions != 0 || r.Gone != 0 {
+		t.Errorf("errors %d (attempts %d), lost %d, FIFO inversions %d, gone %d: want 0 each (%v %v)", r.ErrorCount, r.AttemptErrors, r.Lost, r.Inversions, r.Gone, r.LostWhy, r.EnterFailures)
+	}
+	if r.Admissions != r.Ready || r.NoAdmitTime != 0 {
+		t.Errorf("admissions compared: got %d (%d without a time), want %d", r.Admissions, r.NoAdmitTime, r.Ready)
+	}
+	if r.RoomSamples == 0 || r.SamplesOverLimit != 0 || r.MaxActive > 30 {
+		t.Errorf("active: max %d of 30, %d of %d samples over", r.MaxActive, r.SamplesOverLimit, r.RoomSamples)
+	}
+	if r.ByTransport["sse"] == 0 || r.ByTransport["ws"] == 0 || r.ByTransport["poll"] == 0 {
+		t.Errorf("users by transport: %v, want all three", r.ByTransport)
+	}
+	if r.ETA.Count == 0 || r.ETAWait.Count == 0 || len(r.ETASeries) == 0 {
+		t.Errorf("ETA: %d first estimates, %d over the wait, %d seconds of series: want some of each", r.ETA.Count, r.ETAWait.Count, len(r.ETASeries))
+	}
+	// The run leaves the room as it found it: targetActive restored.
+	if st, err := s.RoomState(t); err != nil || st.TargetActive != 20 {
+		t.Errorf("targetActive after the run: got %d (%v), want 20", st.TargetActive, err)
+	}
+
+	// The reports are written by main; write them as main does.
+	page := smoke.WriteReports(t, &o, rep)
+	if n := strings.Count(page, "<svg"); n < 9 {
+		t.Errorf("HTML report: %d charts, want at least 9", n)
+	}
+	if !strings.Contains(page, "ETA shown vs real remaining") {
+		t.Errorf("HTML report: no ETA chart")
+	}
 }
