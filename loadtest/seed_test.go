@@ -5,6 +5,8 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +15,7 @@ import (
 
 	"waitingroom/loadtest/internal/client"
 	"waitingroom/loadtest/internal/measure"
+	"waitingroom/loadtest/internal/report"
 	"waitingroom/loadtest/internal/scenario"
 	"waitingroom/loadtest/internal/smoke"
 	"waitingroom/server/pgstore"
@@ -149,5 +152,16 @@ func TestSmokeSeed(t *testing.T) {
 	}
 	if r.Hold == nil || r.Hold.Count == 0 {
 		t.Errorf("DB connection hold: got %+v (%s), want samples", r.Hold, r.HoldError)
+	}
+}
+
+// Reports without a page of their own are written as text.
+func TestSeedHTMLReportIsText(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "seed.html")
+	if err := report.WriteHTML(path, &seedReport{Scenario: "seed", Seconds: 1, Endpoints: map[string]measure.Summary{}}); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(path); !strings.Contains(string(b), "<pre>") || !strings.Contains(string(b), "seed scenario") {
+		t.Errorf("seed page: want the printed report in <pre>:\n%s", b)
 	}
 }

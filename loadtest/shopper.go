@@ -161,7 +161,7 @@ func (r *crowdRun) stream(ctx context.Context, s *shopper) (client.QueueStatus, 
 	}
 	stop := context.AfterFunc(ctx, pc.Close)
 	defer func() { stop(); pc.Close() }()
-	for range maxStreamMessages {
+	for range stream.MaxMessages {
 		switch {
 		case m.Kind == "gone":
 			return client.QueueStatus{Status: "GONE"}, true

@@ -67,30 +67,3 @@ func TestSmokeCrowd(t *testing.T) {
 		t.Errorf("with logins: entered %d (failed %d, %v), logins %d of %d arrivals", r.Entered, r.EnterFailed, r.Failures, logins, r.Arrived)
 	}
 }
-
-// TestSmokeResetRoom: a room left adaptive, paused, random and scheduled is
-// put back to the demo's settings.
-func TestSmokeResetRoom(t *testing.T) {
-	s := smoke.Start(t)
-	adm := &client.Admin{Base: s.Admin, Token: smoke.AdminToken, Room: "default", HTTP: http.DefaultClient}
-	left := map[string]any{"targetActive": 7, "mode": "adaptive", "paused": true, "method": "random",
-		"opensAt": time.Now().Add(time.Hour).UTC().Format(time.RFC3339)}
-	if err := adm.Do(t.Context(), http.MethodPut, left, nil); err != nil {
-		t.Fatal(err)
-	}
-	var o scenario.Options
-	rep, err := runResetRoom(t.Context(), &o, s.Args("--target", "25", "--wait-ready", "10s"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got resetRoomReport
-	if err := adm.Do(t.Context(), http.MethodGet, nil, &got); err != nil {
-		t.Fatal(err)
-	}
-	if got.TargetActive != 25 || got.Mode != "fixed" || got.Paused || got.Method != "fifo" || got.OpensAt != nil {
-		t.Errorf("room after reset-room: %+v, want targetActive 25, fixed, not paused, fifo, no opening", got)
-	}
-	if r := rep.(*resetRoomReport); r.Room != "default" || r.TargetActive != 25 {
-		t.Errorf("report %+v, want room default at 25", r)
-	}
-}

@@ -239,14 +239,6 @@ func TestHTMLReportIsSelfContained(t *testing.T) {
 			t.Errorf("the page refers to %q: it must need no network", bad)
 		}
 	}
-	// Reports without a page of their own are written as text.
-	path2 := filepath.Join(t.TempDir(), "seed.html")
-	if err := report.WriteHTML(path2, &seedReport{Scenario: "seed", Seconds: 1, Endpoints: map[string]measure.Summary{}}); err != nil {
-		t.Fatal(err)
-	}
-	if b, _ := os.ReadFile(path2); !strings.Contains(string(b), "<pre>") || !strings.Contains(string(b), "seed scenario") {
-		t.Errorf("seed page: want the printed report in <pre>:\n%s", b)
-	}
 }
 
 // contextCancelled is a context that has already ended: a run whose

@@ -131,7 +131,7 @@ func (r *surgeRun) stream(ctx context.Context, u *surgeUser) (client.QueueStatus
 	}
 	stop := context.AfterFunc(ctx, pc.Close)
 	defer func() { stop(); pc.Close() }()
-	for k := 0; k < maxStreamMessages; k++ {
+	for k := 0; k < stream.MaxMessages; k++ {
 		switch {
 		case m.Kind == "gone":
 			return r.told(u, "gone"), true
@@ -154,10 +154,6 @@ func (r *surgeRun) stream(ctx context.Context, u *surgeUser) (client.QueueStatus
 	u.why = "stream: more than maxStreamMessages without READY"
 	return client.QueueStatus{}, false
 }
-
-// maxStreamMessages bounds the messages one stream is read for (a user at
-// the front gets one per admission tick: 600 a minute at 100 ms).
-const maxStreamMessages = 100_000
 
 // told records that the server said why the user is not in the queue.
 func (r *surgeRun) told(u *surgeUser, why string) client.QueueStatus {

@@ -339,6 +339,10 @@ func WhyEnded(err error) string {
 	return s
 }
 
+// MaxMessages bounds the messages one stream is read for (a user at
+// the front gets one per admission tick: 600 a minute at 100 ms).
+const MaxMessages = 100_000
+
 // MaxLagSamples caps the lag samples one stream keeps, so memory stays
 // bounded whatever the server sends (a stream at the front gets about one
 // event per admission tick: 600 a minute at the default 100 ms).
