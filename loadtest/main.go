@@ -13,6 +13,7 @@ import (
 
 	"waitingroom/loadtest/internal/report"
 	"waitingroom/loadtest/internal/scenario"
+	"waitingroom/loadtest/seed"
 )
 
 // scenarios are the subcommands. Each parses its own flags (scenario.NewFlagSet adds
@@ -22,7 +23,7 @@ var scenarios = []struct {
 	name, about string
 	run         func(ctx context.Context, o *scenario.Options, args []string) (report.Report, error)
 }{
-	{"seed", "the seed's k6 test: VUs loop login → enter → poll every 0.5 s → order; /metrics before and after", runSeed},
+	{"seed", "the seed's k6 test: VUs loop login → enter → poll every 0.5 s → order; /metrics before and after", seed.Run},
 	{"poll", "poll-path throughput against a plain Fiber baseline (in-process, or --baseline-process), and login (BCrypt) cost", runPoll},
 	{"streams", "N waiting users each hold an SSE or WebSocket stream while admissions run: fan-out lag, RSS per stream", runStreams},
 	{"surge", "N shoppers arrive (a burst and a trickle), wait by SSE, WebSocket or polling — some abandon, reload or never show — and order after a think time: FIFO, ETA accuracy over the wait, active cap, lost users", runSurge},

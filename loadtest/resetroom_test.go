@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
 	"waitingroom/loadtest/internal/client"
 	"waitingroom/loadtest/internal/scenario"
 	"waitingroom/loadtest/internal/smoke"

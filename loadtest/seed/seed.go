@@ -1,4 +1,4 @@
-package main
+package seed
 
 import (
 	"context"
@@ -69,7 +69,7 @@ type holdReport struct {
 
 var seedEndpoints = []string{"login", "enter", "position", "orders"}
 
-func runSeed(ctx context.Context, o *scenario.Options, args []string) (report.Report, error) {
+func Run(ctx context.Context, o *scenario.Options, args []string) (report.Report, error) {
 	fs := scenario.NewFlagSet("seed", o)
 	vus := fs.Int("vus", 20, "virtual users (user1…userN); the seed used targetActive's value, 20")
 	dur := fs.Duration("duration", 60*time.Second, "how long the VUs loop")

@@ -1,4 +1,4 @@
-package main
+package seed
 
 import (
 	"context"
@@ -71,7 +71,7 @@ func TestSmokeSeedWithLayer1(t *testing.T) {
 		"WR_LIMIT_ORDER_USER": "1/1m:1",
 	})
 	var o scenario.Options
-	rep, err := runSeed(t.Context(), &o, s.Args("--vus", "3", "--duration", "4s", "--password", smoke.Password))
+	rep, err := Run(t.Context(), &o, s.Args("--vus", "3", "--duration", "4s", "--password", smoke.Password))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func TestSeedLoginsPastBusyBcryptSlots(t *testing.T) {
 func TestSmokeSeed(t *testing.T) {
 	s := smoke.Start(t)
 	var o scenario.Options
-	rep, err := runSeed(t.Context(), &o, s.Args("--vus", "5", "--duration", "2s", "--password", smoke.Password))
+	rep, err := Run(t.Context(), &o, s.Args("--vus", "5", "--duration", "2s", "--password", smoke.Password))
 	if err != nil {
 		t.Fatal(err)
 	}
