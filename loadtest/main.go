@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 
+	"waitingroom/loadtest/ceiling"
 	"waitingroom/loadtest/internal/report"
 	"waitingroom/loadtest/internal/scenario"
 	"waitingroom/loadtest/seed"
@@ -29,7 +30,7 @@ var scenarios = []struct {
 	{"surge", "N shoppers arrive (a burst and a trickle), wait by SSE, WebSocket or polling — some abandon, reload or never show — and order after a think time: FIFO, ETA accuracy over the wait, active cap, lost users", runSurge},
 	{"attack", "the surge alone, then beside attacks from other addresses (stuffing, storm, idle sockets, streams, bombs, cross-site): both side by side", runAttack},
 	{"gateway-attack", "anonymous visitors through a gateway-mode server in front of an origin the tool starts, alone then beside the gateway attacks (upgrade smuggling, route variants, slow readers, large bodies, session sharing, stuffing)", runGatewayAttack},
-	{"ceiling", "one room on one Redis shard, no server: pipelined enters until Redis saturates; --costs: Redis CPU per operation of each kind; --fill N: memory per waiting user", runCeiling},
+	{"ceiling", "one room on one Redis shard, no server: pipelined enters until Redis saturates; --costs: Redis CPU per operation of each kind; --fill N: memory per waiting user", ceiling.Run},
 	{"crowd", "a steady crowd of simulated shoppers for a demo: N kept waiting, admitted ones order, some give up, new ones arrive; until interrupted", runCrowd},
 	{"reset-room", "wait for the server, then put a room back to the demo's settings (targetActive, fixed, not paused, fifo, no opening)", runResetRoom},
 }

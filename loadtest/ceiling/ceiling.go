@@ -1,4 +1,4 @@
-package main
+package ceiling
 
 import (
 	"context"
@@ -134,7 +134,7 @@ type ceilingRun struct {
 	prefix string
 }
 
-func runCeiling(ctx context.Context, o *scenario.Options, args []string) (report.Report, error) {
+func Run(ctx context.Context, o *scenario.Options, args []string) (report.Report, error) {
 	cfg, err := parseCeilingFlags(o, args)
 	if err != nil {
 		return nil, err

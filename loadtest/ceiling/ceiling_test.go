@@ -1,4 +1,4 @@
-package main
+package ceiling
 
 import (
 	"context"
@@ -20,7 +20,7 @@ import (
 func TestCeilingSmoke(t *testing.T) {
 	url := queuetest.Server(t)
 	var o scenario.Options
-	rep, err := runCeiling(context.Background(), &o, []string{"--redis", url, "--conns", "1,2", "--pipeline", "20",
+	rep, err := Run(context.Background(), &o, []string{"--redis", url, "--conns", "1,2", "--pipeline", "20",
 		"--duration", "200ms", "--costs", "--ops", "200", "--waiting", "600", "--instances", "2", "--fill", "300"})
 	if err != nil {
 		t.Fatal(err)
