@@ -14,6 +14,7 @@ import (
 	"waitingroom/loadtest/ceiling"
 	"waitingroom/loadtest/internal/report"
 	"waitingroom/loadtest/internal/scenario"
+	"waitingroom/loadtest/resetroom"
 	"waitingroom/loadtest/seed"
 )
 
@@ -32,7 +33,7 @@ var scenarios = []struct {
 	{"gateway-attack", "anonymous visitors through a gateway-mode server in front of an origin the tool starts, alone then beside the gateway attacks (upgrade smuggling, route variants, slow readers, large bodies, session sharing, stuffing)", runGatewayAttack},
 	{"ceiling", "one room on one Redis shard, no server: pipelined enters until Redis saturates; --costs: Redis CPU per operation of each kind; --fill N: memory per waiting user", ceiling.Run},
 	{"crowd", "a steady crowd of simulated shoppers for a demo: N kept waiting, admitted ones order, some give up, new ones arrive; until interrupted", runCrowd},
-	{"reset-room", "wait for the server, then put a room back to the demo's settings (targetActive, fixed, not paused, fifo, no opening)", runResetRoom},
+	{"reset-room", "wait for the server, then put a room back to the demo's settings (targetActive, fixed, not paused, fifo, no opening)", resetroom.Run},
 }
 
 func main() { os.Exit(run()) }

@@ -1,4 +1,4 @@
-package main
+package resetroom
 
 import (
 	"context"
@@ -22,8 +22,8 @@ import (
 // or scheduled by an earlier run (the settings live in Redis) does not
 // survive silently.
 
-// resetRoomReport is the room as the server answered the PUT.
-type resetRoomReport struct {
+// Report is the room as the server answered the PUT.
+type Report struct {
 	Scenario     string     `json:"scenario"`
 	Room         string     `json:"room"`
 	TargetActive int64      `json:"targetActive"`
@@ -33,7 +33,7 @@ type resetRoomReport struct {
 	OpensAt      *time.Time `json:"opensAt"`
 }
 
-func runResetRoom(ctx context.Context, o *scenario.Options, args []string) (report.Report, error) {
+func Run(ctx context.Context, o *scenario.Options, args []string) (report.Report, error) {
 	fs := scenario.NewFlagSet("reset-room", o)
 	target := fs.Int64("target", defaultTarget(), "targetActive to set (default $WR_TARGET_ACTIVE, else 20)")
 	wait := fs.Duration("wait-ready", 0, "first wait up to this long for the management port's /readyz (0: at once)")
@@ -50,7 +50,7 @@ func runResetRoom(ctx context.Context, o *scenario.Options, args []string) (repo
 	}
 	adm := &client.Admin{Base: o.Admin, Token: o.AdminToken, Room: o.Room, HTTP: client.New(1, o.Timeout)}
 	defer adm.HTTP.CloseIdleConnections()
-	rep := &resetRoomReport{Scenario: "reset-room"}
+	rep := &Report{Scenario: "reset-room"}
 	body := map[string]any{"targetActive": *target, "mode": "fixed", "paused": false, "method": "fifo", "opensAt": nil}
 	if err := adm.Do(ctx, http.MethodPut, body, rep); err != nil {
 		return nil, fmt.Errorf("reset-room: %w", err)
@@ -67,7 +67,7 @@ func defaultTarget() int64 {
 	return 20
 }
 
-func (r *resetRoomReport) Print(w io.Writer) {
+func (r *Report) Print(w io.Writer) {
 	paused, opens := "not paused", "no opening time"
 	if r.Paused {
 		paused = "paused"

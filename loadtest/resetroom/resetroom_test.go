@@ -1,4 +1,4 @@
-package main
+package resetroom
 
 import (
 	"net/http"
@@ -21,18 +21,18 @@ func TestSmokeResetRoom(t *testing.T) {
 		t.Fatal(err)
 	}
 	var o scenario.Options
-	rep, err := runResetRoom(t.Context(), &o, s.Args("--target", "25", "--wait-ready", "10s"))
+	rep, err := Run(t.Context(), &o, s.Args("--target", "25", "--wait-ready", "10s"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got resetRoomReport
+	var got Report
 	if err := adm.Do(t.Context(), http.MethodGet, nil, &got); err != nil {
 		t.Fatal(err)
 	}
 	if got.TargetActive != 25 || got.Mode != "fixed" || got.Paused || got.Method != "fifo" || got.OpensAt != nil {
 		t.Errorf("room after reset-room: %+v, want targetActive 25, fixed, not paused, fifo, no opening", got)
 	}
-	if r := rep.(*resetRoomReport); r.Room != "default" || r.TargetActive != 25 {
+	if r := rep.(*Report); r.Room != "default" || r.TargetActive != 25 {
 		t.Errorf("report %+v, want room default at 25", r)
 	}
 }
