@@ -14,6 +14,7 @@ import (
 	"waitingroom/loadtest/ceiling"
 	"waitingroom/loadtest/internal/report"
 	"waitingroom/loadtest/internal/scenario"
+	"waitingroom/loadtest/poll"
 	"waitingroom/loadtest/resetroom"
 	"waitingroom/loadtest/seed"
 )
@@ -26,7 +27,7 @@ var scenarios = []struct {
 	run         func(ctx context.Context, o *scenario.Options, args []string) (report.Report, error)
 }{
 	{"seed", "the seed's k6 test: VUs loop login → enter → poll every 0.5 s → order; /metrics before and after", seed.Run},
-	{"poll", "poll-path throughput against a plain Fiber baseline (in-process, or --baseline-process), and login (BCrypt) cost", runPoll},
+	{"poll", "poll-path throughput against a plain Fiber baseline (in-process, or --baseline-process), and login (BCrypt) cost", poll.Run},
 	{"streams", "N waiting users each hold an SSE or WebSocket stream while admissions run: fan-out lag, RSS per stream", runStreams},
 	{"surge", "N shoppers arrive (a burst and a trickle), wait by SSE, WebSocket or polling — some abandon, reload or never show — and order after a think time: FIFO, ETA accuracy over the wait, active cap, lost users", runSurge},
 	{"attack", "the surge alone, then beside attacks from other addresses (stuffing, storm, idle sockets, streams, bombs, cross-site): both side by side", runAttack},
@@ -44,8 +45,8 @@ func run() int {
 		return 2
 	}
 	name := os.Args[1]
-	if name == plainHandlerCmd {
-		return plainHandlerMain()
+	if name == poll.PlainHandlerCmd {
+		return poll.PlainHandlerMain()
 	}
 	i := 0
 	for i < len(scenarios) && scenarios[i].name != name {

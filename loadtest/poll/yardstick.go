@@ -1,4 +1,4 @@
-package main
+package poll
 
 import (
 	"bufio"
@@ -16,10 +16,10 @@ import (
 	"github.com/gofiber/fiber/v2"
 )
 
-// plainHandlerCmd is the hidden command that serves the yardstick in a
+// PlainHandlerCmd is the hidden command that serves the yardstick in a
 // process of its own (poll --baseline-process): the load tool starts
 // itself with it.
-const plainHandlerCmd = "plain-handler"
+const PlainHandlerCmd = "plain-handler"
 
 // startBaseline serves the yardstick: a plain Fiber app on 127.0.0.1:0 with
 // one route (any method) whose handler encodes a fixed document with
@@ -60,14 +60,14 @@ func servePlain(ln net.Listener, doc map[string]any) (stop func()) {
 	}
 }
 
-// startBaselineProcess starts this program as plainHandlerCmd with body on
+// startBaselineProcess starts this program as PlainHandlerCmd with body on
 // its standard input, and reads the URL it serves on from its first line.
 func startBaselineProcess(body []byte) (string, func(), error) {
 	self, err := os.Executable()
 	if err != nil {
 		return "", nil, fmt.Errorf("poll: baseline process: %w", err)
 	}
-	cmd := exec.Command(self, plainHandlerCmd)
+	cmd := exec.Command(self, PlainHandlerCmd)
 	cmd.Stdin = bytes.NewReader(body)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
@@ -89,16 +89,16 @@ func startBaselineProcess(body []byte) (string, func(), error) {
 	return strings.TrimSpace(line), stop, nil
 }
 
-// plainHandlerMain runs plainHandlerCmd and is the process's exit code
+// PlainHandlerMain runs PlainHandlerCmd and is the process's exit code
 // (it returns only on an error; the parent kills it).
-func plainHandlerMain() int {
+func PlainHandlerMain() int {
 	if err := runPlainHandler(); err != nil {
 		fmt.Fprintln(os.Stderr, "loadtest:", err)
 	}
 	return 1
 }
 
-// runPlainHandler is plainHandlerCmd: the document on standard input,
+// runPlainHandler is PlainHandlerCmd: the document on standard input,
 // served on 127.0.0.1:0 (the URL on the first line of standard output)
 // until the process is killed.
 func runPlainHandler() error {

@@ -1,4 +1,4 @@
-package main
+package poll
 
 import (
 	"os"
@@ -10,8 +10,8 @@ import (
 func TestMain(m *testing.M) {
 	// The test binary serves as the plain handler's process too (poll
 	// --baseline-process starts os.Executable()).
-	if len(os.Args) > 1 && os.Args[1] == plainHandlerCmd {
-		os.Exit(plainHandlerMain())
+	if len(os.Args) > 1 && os.Args[1] == PlainHandlerCmd {
+		os.Exit(PlainHandlerMain())
 	}
 	os.Exit(smoke.Main(m))
 }

@@ -1,4 +1,4 @@
-package main
+package poll
 
 import (
 	"bytes"
@@ -150,12 +150,12 @@ func parsePollFlags(o *scenario.Options, args []string) (pollConfig, error) {
 		open: *mode == "open", rs: rs, enter: ec, ownProcess: *own}, nil
 }
 
-// runPoll is the poll scenario: with admission frozen, the pollers enter
+// Run is the poll scenario: with admission frozen, the pollers enter
 // behind --ahead others. Closed loop: the server's GET position, a plain
 // handler with a body of the same size (the yardstick), optionally enter
 // (--enter) and login are measured in turn, each by closed-loop
 // connections. Open loop: the pollers poll at their bands' pace.
-func runPoll(ctx context.Context, o *scenario.Options, args []string) (report.Report, error) {
+func Run(ctx context.Context, o *scenario.Options, args []string) (report.Report, error) {
 	cfg, err := parsePollFlags(o, args)
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package main
+package poll
 
 import (
 	"testing"
@@ -13,7 +13,7 @@ import (
 func TestSmokePollOpenLoop(t *testing.T) {
 	s := smoke.StartWith(t, 40, map[string]string{"WR_RATE_LIMITS": "on"})
 	var o scenario.Options
-	rep, err := runPoll(t.Context(), &o, s.Args("--mode", "open", "--users", "30", "--ahead", "0", "--spread", "500ms", "--duration", "1500ms",
+	rep, err := Run(t.Context(), &o, s.Args("--mode", "open", "--users", "30", "--ahead", "0", "--spread", "500ms", "--duration", "1500ms",
 		"--mint-tokens", "--jwt-secret", smoke.Secret, "--redis", s.Redis))
 	if err != nil {
 		t.Fatal(err)
@@ -41,7 +41,7 @@ func TestSmokePollOpenLoop(t *testing.T) {
 func TestSmokePollClosedWithEnter(t *testing.T) {
 	s := smoke.StartWith(t, 40, nil)
 	var o scenario.Options
-	rep, err := runPoll(t.Context(), &o, s.Args("--users", "10", "--ahead", "5", "--conns", "4", "--warmup", "0", "--duration", "300ms",
+	rep, err := Run(t.Context(), &o, s.Args("--users", "10", "--ahead", "5", "--conns", "4", "--warmup", "0", "--duration", "300ms",
 		"--login-duration", "200ms", "--login-conns", "1", "--password", smoke.Password,
 		"--enter", "--enter-users", "3000", "--mint-tokens", "--jwt-secret", smoke.Secret, "--baseline-process"))
 	if err != nil {
