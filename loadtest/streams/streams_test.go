@@ -1,4 +1,4 @@
-package main
+package streams
 
 import (
 	"context"
@@ -16,7 +16,7 @@ func mustRunStreams(t *testing.T, args []string) *streamsReport {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var o scenario.Options
-	rep, err := runStreams(ctx, &o, args)
+	rep, err := Run(ctx, &o, args)
 	if err != nil {
 		t.Fatalf("runStreams: %v", err)
 	}
@@ -151,7 +151,7 @@ func TestStreamsScenarioInterrupted(t *testing.T) {
 	f := fakeroom.Start(t, &fakeroom.Server{NoAdmit: true, Heartbeat: 20 * time.Millisecond, OnDrive: cancel})
 	var o scenario.Options
 	start := time.Now()
-	rep, err := runStreams(ctx, &o, f.Args("-n", "8", "--duration", "30s", "--mint-tokens", "--jwt-secret", testSecret))
+	rep, err := Run(ctx, &o, f.Args("-n", "8", "--duration", "30s", "--mint-tokens", "--jwt-secret", testSecret))
 	if err != nil {
 		t.Fatalf("runStreams: %v", err)
 	}

@@ -1,4 +1,4 @@
-package main
+package streams
 
 import (
 	"context"
@@ -133,11 +133,11 @@ func parseStreamsFlags(o *scenario.Options, args []string) (streamsConfig, error
 		target: *target, product: *product, password: *password, mt: mt}, nil
 }
 
-// runStreams is the streams scenario: freeze admission, enter the users
+// Run is the streams scenario: freeze admission, enter the users
 // (prepareStreams), open a stream each (openStreams), admit again for
 // --duration (driveStreams), then read the report from what each stream
 // recorded.
-func runStreams(ctx context.Context, o *scenario.Options, args []string) (report.Report, error) {
+func Run(ctx context.Context, o *scenario.Options, args []string) (report.Report, error) {
 	cfg, err := parseStreamsFlags(o, args)
 	if err != nil {
 		return nil, err
