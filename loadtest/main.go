@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"waitingroom/loadtest/ceiling"
+	"waitingroom/loadtest/crowd"
 	"waitingroom/loadtest/internal/report"
 	"waitingroom/loadtest/internal/scenario"
 	"waitingroom/loadtest/poll"
@@ -34,7 +35,7 @@ var scenarios = []struct {
 	{"attack", "the surge alone, then beside attacks from other addresses (stuffing, storm, idle sockets, streams, bombs, cross-site): both side by side", runAttack},
 	{"gateway-attack", "anonymous visitors through a gateway-mode server in front of an origin the tool starts, alone then beside the gateway attacks (upgrade smuggling, route variants, slow readers, large bodies, session sharing, stuffing)", runGatewayAttack},
 	{"ceiling", "one room on one Redis shard, no server: pipelined enters until Redis saturates; --costs: Redis CPU per operation of each kind; --fill N: memory per waiting user", ceiling.Run},
-	{"crowd", "a steady crowd of simulated shoppers for a demo: N kept waiting, admitted ones order, some give up, new ones arrive; until interrupted", runCrowd},
+	{"crowd", "a steady crowd of simulated shoppers for a demo: N kept waiting, admitted ones order, some give up, new ones arrive; until interrupted", crowd.Run},
 	{"reset-room", "wait for the server, then put a room back to the demo's settings (targetActive, fixed, not paused, fifo, no opening)", resetroom.Run},
 }
 

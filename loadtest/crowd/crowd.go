@@ -1,4 +1,4 @@
-package main
+package crowd
 
 import (
 	"context"
@@ -83,7 +83,7 @@ func crowdFlags(fs *flag.FlagSet) func() (crowdConfig, error) {
 	}
 }
 
-func runCrowd(ctx context.Context, o *scenario.Options, args []string) (report.Report, error) {
+func Run(ctx context.Context, o *scenario.Options, args []string) (report.Report, error) {
 	fs := scenario.NewFlagSet("crowd", o)
 	config := crowdFlags(fs)
 	if err := o.Parse(fs, args); err != nil {

@@ -1,4 +1,4 @@
-package main
+package crowd
 
 import (
 	"context"

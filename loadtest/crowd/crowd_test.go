@@ -1,4 +1,4 @@
-package main
+package crowd
 
 import (
 	"net/http"
@@ -21,7 +21,7 @@ func TestSmokeCrowd(t *testing.T) {
 		"--first-user", "1", "--users", strconv.Itoa(smoke.Users), "--products", "1"}
 
 	var o scenario.Options
-	rep, err := runCrowd(t.Context(), &o, s.Args(append(common, "--waiting", "30", "--duration", "6s",
+	rep, err := Run(t.Context(), &o, s.Args(append(common, "--waiting", "30", "--duration", "6s",
 		"--mint-tokens", "--jwt-secret", smoke.Secret)...))
 	if err != nil {
 		t.Fatal(err)
@@ -56,7 +56,7 @@ func TestSmokeCrowd(t *testing.T) {
 	}
 
 	// Without --mint-tokens each user logs in once; its token is kept.
-	rep, err = runCrowd(t.Context(), &o, s.Args(append(common, "--waiting", "10", "--duration", "3s", "--password", smoke.Password)...))
+	rep, err = Run(t.Context(), &o, s.Args(append(common, "--waiting", "10", "--duration", "3s", "--password", smoke.Password)...))
 	if err != nil {
 		t.Fatal(err)
 	}
