@@ -17,6 +17,7 @@ import (
 	"waitingroom/loadtest/internal/report"
 	"waitingroom/loadtest/internal/scenario"
 	"waitingroom/loadtest/internal/stream"
+	"waitingroom/loadtest/surge"
 )
 
 // attackNames are the attacks --attacks chooses from.
@@ -98,7 +99,7 @@ func attackFlags(fs *flag.FlagSet) func() (attackConfig, error) {
 // side with what each attack achieved.
 func runAttack(ctx context.Context, o *scenario.Options, args []string) (report.Report, error) {
 	fs := scenario.NewFlagSet("attack", o)
-	config := surgeFlags(fs, 4, instantShoppers)
+	config := surge.Flags(fs, 4, surge.InstantShoppers)
 	attackConfigOf := attackFlags(fs)
 	if err := o.Parse(fs, args); err != nil {
 		return nil, err
@@ -111,27 +112,27 @@ func runAttack(ctx context.Context, o *scenario.Options, args []string) (report.
 	if err != nil {
 		return nil, fmt.Errorf("attack: %w", err)
 	}
-	if cfg.mt == nil {
+	if cfg.Minter == nil {
 		return nil, errors.New("attack: --mint-tokens is needed (with --jwt-secret or $WR_JWT_SECRET): the crowd must cost no BCrypt, so that every BCrypt verification counted is the attackers'")
 	}
-	if cfg.perAddr < 1 {
+	if cfg.PerAddr < 1 {
 		return nil, errors.New("attack: --users-per-addr must be at least 1: the crowd comes from many addresses, the attackers from others")
 	}
 	if err := client.CheckLoopback(o.Base); err != nil {
 		return nil, fmt.Errorf("attack: %w", err)
 	}
 	if ac.for_ == 0 {
-		ac.for_ = max(cfg.over, time.Second)
+		ac.for_ = max(cfg.Over, time.Second)
 	}
 	if ac.firstUser == 0 {
-		ac.firstUser = cfg.first + cfg.n
+		ac.firstUser = cfg.First + cfg.N
 	}
-	s, err := newSurge(ctx, o, cfg)
+	s, err := surge.New(ctx, o, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("attack: %w", err)
 	}
-	defer s.close()
-	s.prepare(ctx)
+	defer s.Close()
+	s.Prepare(ctx)
 	rep := newAttackReport(o, cfg, ac)
 	if ctx.Err() != nil {
 		rep.Interrupted = true
@@ -140,7 +141,7 @@ func runAttack(ctx context.Context, o *scenario.Options, args []string) (report.
 
 	fmt.Fprintln(os.Stderr, "attack: the baseline — the surge alone")
 	base := &attackRun{o: o, cfg: cfg, ac: ac, s: s, baseline: true}
-	rep.Baseline = s.run(ctx, base.side)
+	rep.Baseline = s.Run(ctx, base.side)
 	rep.BcryptBaseline = base.bcrypt
 	rep.Baseline.Scenario = "surge (baseline)"
 	if ctx.Err() != nil {
@@ -148,12 +149,12 @@ func runAttack(ctx context.Context, o *scenario.Options, args []string) (report.
 		rep.finish()
 		return rep, nil
 	}
-	if err := waitDrained(ctx, s.adm, ac.drainWait); err != nil {
+	if err := waitDrained(ctx, s.Adm, ac.drainWait); err != nil {
 		rep.Notes = append(rep.Notes, "before the attacked run: "+err.Error())
 	}
 	fmt.Fprintf(os.Stderr, "attack: the same surge with the attacks beside it: %s\n", rep.AttacksOn)
 	ar := &attackRun{o: o, cfg: cfg, ac: ac, s: s, out: rep}
-	rep.Attack = s.run(ctx, ar.side)
+	rep.Attack = s.Run(ctx, ar.side)
 	rep.Attack.Scenario = "surge (under attack)"
 	rep.BcryptAttack = ar.bcrypt
 	rep.Interrupted = ctx.Err() != nil
@@ -182,9 +183,9 @@ func waitDrained(ctx context.Context, adm *client.Admin, d time.Duration) error 
 // BCrypt count, for the attacked run the attacks.
 type attackRun struct {
 	o        *scenario.Options
-	cfg      surgeConfig
+	cfg      surge.Config
 	ac       attackConfig
-	s        *surge
+	s        *surge.Surge
 	baseline bool
 	out      *attackReport
 	bcrypt   float64 // Δ waitingroom_bcrypt_seconds_count over the run
@@ -203,7 +204,7 @@ func (ar *attackRun) side(run context.Context, start time.Time) func() {
 	return func() {
 		x.wait()
 		stopBcrypt()
-		x.leaveQueue(ar.s.leaver)
+		x.leaveQueue(ar.s.Leaver)
 	}
 }
 
@@ -211,7 +212,7 @@ func (ar *attackRun) side(run context.Context, start time.Time) func() {
 // stop reads it again and puts the difference in ar.bcrypt (left 0 when
 // either read fails).
 func (ar *attackRun) countBcrypt(run context.Context) (stop func()) {
-	adm := ar.s.adm
+	adm := ar.s.Adm
 	b0, errText := client.ScrapeNames(run, adm, measure.MetricBcrypt)
 	bcryptOK := errText == ""
 	return func() {
@@ -253,7 +254,7 @@ func (ar *attackRun) launch(run context.Context, start time.Time) *attacks {
 	if ac.on["stuffing"] {
 		owner := "user" + fmt.Sprint(ac.firstUser)
 		x.bounded.Go(func() {
-			rep.Stuffing = a.stuffing(run, x.reqCtx, ac.stuffing, ac.stuffAddrs, ac.stuffConns, owner, cfg.password, cfg.first, cfg.n)
+			rep.Stuffing = a.stuffing(run, x.reqCtx, ac.stuffing, ac.stuffAddrs, ac.stuffConns, owner, cfg.Password, cfg.First, cfg.N)
 		})
 	}
 	if ac.on["cross-site"] {
@@ -266,7 +267,7 @@ func (ar *attackRun) launch(run context.Context, start time.Time) *attacks {
 	}
 	if ac.on["streams"] {
 		x.held.Go(func() {
-			rep.StreamFlood = a.streamFlood(x.holds, floodTok, ac.streams, cfg.idle, x.floodChecked)
+			rep.StreamFlood = a.streamFlood(x.holds, floodTok, ac.streams, cfg.Idle, x.floodChecked)
 		})
 	} else {
 		close(x.floodChecked)
@@ -275,7 +276,7 @@ func (ar *attackRun) launch(run context.Context, start time.Time) *attacks {
 		x.bounded.Go(func() { rep.IdleFlood = a.idleFlood(run, ac.idleSockets, ac.deadline) })
 	}
 	if ac.on["bomb"] {
-		x.bounded.Go(func() { rep.Bombs = a.bombs(run, ar.s.adm, ac.bombs, ac.bombMiB, ac.for_, floodTok) })
+		x.bounded.Go(func() { rep.Bombs = a.bombs(run, ar.s.Adm, ac.bombs, ac.bombMiB, ac.for_, floodTok) })
 	}
 	if ac.on["storm"] {
 		x.bounded.Go(func() { x.storm(start) })
@@ -286,7 +287,7 @@ func (ar *attackRun) launch(run context.Context, start time.Time) *attacks {
 // access is the access token of the k-th attacker account ("" if it cannot
 // be minted).
 func (x *attacks) access(k int) string {
-	tok, err := x.ar.cfg.mt.Access(int64(x.ar.ac.firstUser + k))
+	tok, err := x.ar.cfg.Minter.Access(int64(x.ar.ac.firstUser + k))
 	if err != nil {
 		return ""
 	}
@@ -333,7 +334,7 @@ func (x *attacks) enterFlooder() string {
 // the poll limit, paced by pollAfterMs, lets READY polls through.)
 func (x *attacks) storm(start time.Time) {
 	ac := x.ar.ac
-	if !pace.SleepUntil(x.run, start.Add(x.ar.cfg.over)) {
+	if !pace.SleepUntil(x.run, start.Add(x.ar.cfg.Over)) {
 		return
 	}
 	cl := x.a.client(stormAddr, ac.stormTokens)

@@ -13,6 +13,7 @@ import (
 	"waitingroom/loadtest/internal/measure"
 	"waitingroom/loadtest/internal/scenario"
 	"waitingroom/loadtest/internal/smoke"
+	"waitingroom/loadtest/surge"
 )
 
 // TestSmokeAttack is the attack scenario in small: 300 users from 75
@@ -50,7 +51,7 @@ func TestSmokeAttack(t *testing.T) {
 	if r.Baseline == nil || r.Attack == nil {
 		t.Fatalf("runs: baseline %v, under attack %v: want both", r.Baseline != nil, r.Attack != nil)
 	}
-	for _, run := range []*surgeReport{r.Baseline, r.Attack} {
+	for _, run := range []*surge.Report{r.Baseline, r.Attack} {
 		if run.HitMaxDuration || run.Interrupted {
 			t.Fatalf("%s: the run did not finish", run.Scenario)
 		}
@@ -161,9 +162,9 @@ func TestAttackChecks(t *testing.T) {
 		}
 		return measure.Summary{Count: n, Codes: codes}
 	}
-	base := &surgeReport{Entered: 10, Admissions: 10, EnterLatency: measure.Latency{Count: 10, P99: 10 * time.Millisecond}, ServerRSSMax: 100}
+	base := &surge.Report{Entered: 10, Admissions: 10, EnterLatency: measure.Latency{Count: 10, P99: 10 * time.Millisecond}, ServerRSSMax: 100}
 	good := &attackReport{RSSSlackMiB: 64, MaxStreams: 3, Baseline: base,
-		Attack:      &surgeReport{Entered: 10, Admissions: 10, EnterLatency: measure.Latency{Count: 10, P99: 20 * time.Millisecond}, ServerRSSMax: 160},
+		Attack:      &surge.Report{Entered: 10, Admissions: 10, EnterLatency: measure.Latency{Count: 10, P99: 20 * time.Millisecond}, ServerRSSMax: 160},
 		Stuffing:    &stuffingResult{Attempts: 100, Owner: "user11", OwnerCode: 200, Codes: sum(map[int]int{401: 30, 429: 70})},
 		Storm:       &stormResult{Tokens: 2, Codes: sum(map[int]int{200: 10, 429: 900})},
 		IdleFlood:   &idleFloodResult{Connected: 150, Refused503: 50},
@@ -178,7 +179,7 @@ func TestAttackChecks(t *testing.T) {
 	}
 	// The holes of the server before issue 12, each a failure.
 	bad := *good
-	bad.Attack = &surgeReport{Entered: 10, Admissions: 10, Lost: 1, EnterLatency: measure.Latency{Count: 10, P99: 21 * time.Millisecond}, ServerRSSMax: 1100}
+	bad.Attack = &surge.Report{Entered: 10, Admissions: 10, Lost: 1, EnterLatency: measure.Latency{Count: 10, P99: 21 * time.Millisecond}, ServerRSSMax: 1100}
 	bad.Stuffing = &stuffingResult{Attempts: 100, OwnerCode: 429, Codes: sum(map[int]int{401: 30, 429: 70})}
 	bad.IdleFlood = &idleFloodResult{Connected: 150, HeldPastDeadline: 150}
 	bad.StreamFlood = &streamFloodResult{OpenAfterSettle: 10, Codes: sum(map[int]int{200: 10})}

@@ -14,6 +14,7 @@ import (
 	"waitingroom/loadtest/internal/measure"
 	"waitingroom/loadtest/internal/report"
 	"waitingroom/loadtest/internal/scenario"
+	"waitingroom/loadtest/surge"
 )
 
 // attackReport is what the attack scenario measured: the surge without and
@@ -32,10 +33,10 @@ type attackReport struct {
 	Interrupted bool     `json:"interrupted"`
 	Notes       []string `json:"notes,omitempty"`
 
-	Baseline       *surgeReport `json:"baseline"`
-	Attack         *surgeReport `json:"underAttack"`
-	BcryptBaseline float64      `json:"bcryptVerificationsBaseline"` // Δ waitingroom_bcrypt_seconds_count
-	BcryptAttack   float64      `json:"bcryptVerificationsUnderAttack"`
+	Baseline       *surge.Report `json:"baseline"`
+	Attack         *surge.Report `json:"underAttack"`
+	BcryptBaseline float64       `json:"bcryptVerificationsBaseline"` // Δ waitingroom_bcrypt_seconds_count
+	BcryptAttack   float64       `json:"bcryptVerificationsUnderAttack"`
 
 	Stuffing    *stuffingResult    `json:"credentialStuffing,omitempty"`
 	Storm       *stormResult       `json:"refreshStorm,omitempty"`
@@ -47,7 +48,7 @@ type attackReport struct {
 	Checks []report.Check `json:"checks"`
 }
 
-func newAttackReport(o *scenario.Options, cfg surgeConfig, ac attackConfig) *attackReport {
+func newAttackReport(o *scenario.Options, cfg surge.Config, ac attackConfig) *attackReport {
 	var on []string
 	for _, n := range attackNames {
 		if ac.on[n] {
@@ -58,7 +59,7 @@ func newAttackReport(o *scenario.Options, cfg surgeConfig, ac attackConfig) *att
 	if s == "" {
 		s = "none"
 	}
-	return &attackReport{Scenario: "attack", Base: o.Base, Room: o.Room, CPUs: runtime.NumCPU(), Users: cfg.n, Transport: cfg.transport,
+	return &attackReport{Scenario: "attack", Base: o.Base, Room: o.Room, CPUs: runtime.NumCPU(), Users: cfg.N, Transport: cfg.Transport,
 		AttacksOn: s, WindowSecs: ac.for_.Seconds(), RSSSlackMiB: ac.rssSlackMiB, MaxStreams: ac.maxStreams}
 }
 
@@ -216,39 +217,39 @@ func (r *attackReport) sideBySide() [][3]string {
 		return nil
 	}
 	if a == nil {
-		a = &surgeReport{}
+		a = &surge.Report{}
 	}
-	f := func(label string, g func(*surgeReport) string) [3]string { return [3]string{label, g(b), g(a)} }
+	f := func(label string, g func(*surge.Report) string) [3]string { return [3]string{label, g(b), g(a)} }
 	rows := [][3]string{
-		f("entered / arrived", func(s *surgeReport) string {
+		f("entered / arrived", func(s *surge.Report) string {
 			return fmt.Sprintf("%s / %s", report.Commas(s.Entered), report.Commas(s.Arrived))
 		}),
-		f("enter p50 / p99", func(s *surgeReport) string {
+		f("enter p50 / p99", func(s *surge.Report) string {
 			return fmt.Sprintf("%s / %s", report.Ms(s.EnterLatency.P50), report.Ms(s.EnterLatency.P99))
 		}),
-		f("errors (users; 429/5xx/no answer)", func(s *surgeReport) string {
+		f("errors (users; 429/5xx/no answer)", func(s *surge.Report) string {
 			return fmt.Sprintf("%d; %s", s.ErrorCount, report.Commas(s.AttemptErrors))
 		}),
-		f("enter requests", func(s *surgeReport) string { return s.Enter.CodesString() }),
-		f("lost users", func(s *surgeReport) string { return report.Commas(s.Lost) }),
-		f("READY / ordered", func(s *surgeReport) string {
+		f("enter requests", func(s *surge.Report) string { return s.Enter.CodesString() }),
+		f("lost users", func(s *surge.Report) string { return report.Commas(s.Lost) }),
+		f("READY / ordered", func(s *surge.Report) string {
 			return fmt.Sprintf("%s / %s", report.Commas(s.Ready), report.Commas(s.Ordered))
 		}),
-		f("FIFO inversions", func(s *surgeReport) string {
+		f("FIFO inversions", func(s *surge.Report) string {
 			return fmt.Sprintf("%d (%s compared)", s.Inversions, report.Commas(s.Admissions))
 		}),
-		f("fan-out lag p99", func(s *surgeReport) string {
+		f("fan-out lag p99", func(s *surge.Report) string {
 			return fmt.Sprintf("%s (%s events)", report.Ms(s.Lag.P99), report.Commas(s.Lag.Count))
 		}),
-		f("drained (last READY)", func(s *surgeReport) string { return fmt.Sprintf("%.1f s", s.DrainSeconds) }),
-		f("stream drops", func(s *surgeReport) string { return report.Commas(s.Drops) }),
-		f("server RSS start / max", func(s *surgeReport) string { return fmt.Sprintf("%.1f / %.1f MiB", s.ServerRSS0MiB, s.ServerRSSMax) }),
-		f("server CPU mean / peak", func(s *surgeReport) string {
+		f("drained (last READY)", func(s *surge.Report) string { return fmt.Sprintf("%.1f s", s.DrainSeconds) }),
+		f("stream drops", func(s *surge.Report) string { return report.Commas(s.Drops) }),
+		f("server RSS start / max", func(s *surge.Report) string { return fmt.Sprintf("%.1f / %.1f MiB", s.ServerRSS0MiB, s.ServerRSSMax) }),
+		f("server CPU mean / peak", func(s *surge.Report) string {
 			return fmt.Sprintf("%.0f %% / %.0f %% of a core (%.1f s)", s.ServerCPUMean, s.ServerCPUPeak, s.ServerCPUSecs)
 		}),
-		f("load generator CPU", func(s *surgeReport) string { return fmt.Sprintf("%.1f s", s.ToolCPUSeconds) }),
-		f("machine load average", func(s *surgeReport) string { return s.LoadAvgStart + " → " + s.LoadAvgEnd }),
-		f("source addresses", func(s *surgeReport) string {
+		f("load generator CPU", func(s *surge.Report) string { return fmt.Sprintf("%.1f s", s.ToolCPUSeconds) }),
+		f("machine load average", func(s *surge.Report) string { return s.LoadAvgStart + " → " + s.LoadAvgEnd }),
+		f("source addresses", func(s *surge.Report) string {
 			return fmt.Sprintf("%s (%d users each)", report.Commas(s.SourceAddrs), s.UsersPerAddr)
 		}),
 	}
@@ -336,7 +337,7 @@ func (r *attackReport) HTML() (report.Page, error) {
 	}
 	b, a := r.Baseline, r.Attack
 	xmax := math.Max(math.Max(b.Seconds, a.Seconds), 1)
-	series := func(s *surgeReport, f func(timelinePoint) (float64, bool)) ([]float64, []float64) {
+	series := func(s *surge.Report, f func(surge.TimelinePoint) (float64, bool)) ([]float64, []float64) {
 		xs, ys := make([]float64, len(s.Timeline)), make([]float64, len(s.Timeline))
 		for i, t := range s.Timeline {
 			v, ok := f(t)
@@ -348,18 +349,18 @@ func (r *attackReport) HTML() (report.Page, error) {
 		return xs, ys
 	}
 	c := report.Palette
-	both := func(title, unit string, f func(timelinePoint) (float64, bool)) template.HTML {
+	both := func(title, unit string, f func(surge.TimelinePoint) (float64, bool)) template.HTML {
 		bx, by := series(b, f)
 		ax, ay := series(a, f)
 		return report.LineChart(title, unit, xmax, report.Line{Name: "without attack", Color: c[0], Dashed: true, X: bx, Y: by}, report.Line{Name: "with attacks", Color: c[1], X: ax, Y: ay})
 	}
 	p.Charts = []template.HTML{
-		both("Enter latency p99 by second", "ms", func(t timelinePoint) (float64, bool) { return t.EnterP99, t.HasEnter }),
-		both("Admitted (READY) per second", "users / s", func(t timelinePoint) (float64, bool) { return float64(t.Admitted), true }),
-		both("Fan-out lag p99 by second", "ms", func(t timelinePoint) (float64, bool) { return t.LagP99, t.HasLag }),
-		both("Server RSS", "MiB", func(t timelinePoint) (float64, bool) { return t.RSSMiB, t.HasProc }),
-		both("Server CPU (% of one core)", "%", func(t timelinePoint) (float64, bool) { return t.CPUPct, t.HasCPUPct }),
-		both("Waiting users (sampled, last of each second)", "users", func(t timelinePoint) (float64, bool) { return float64(t.Waiting), t.HasRoom }),
+		both("Enter latency p99 by second", "ms", func(t surge.TimelinePoint) (float64, bool) { return t.EnterP99, t.HasEnter }),
+		both("Admitted (READY) per second", "users / s", func(t surge.TimelinePoint) (float64, bool) { return float64(t.Admitted), true }),
+		both("Fan-out lag p99 by second", "ms", func(t surge.TimelinePoint) (float64, bool) { return t.LagP99, t.HasLag }),
+		both("Server RSS", "MiB", func(t surge.TimelinePoint) (float64, bool) { return t.RSSMiB, t.HasProc }),
+		both("Server CPU (% of one core)", "%", func(t surge.TimelinePoint) (float64, bool) { return t.CPUPct, t.HasCPUPct }),
+		both("Waiting users (sampled, last of each second)", "users", func(t surge.TimelinePoint) (float64, bool) { return float64(t.Waiting), t.HasRoom }),
 	}
 	return p, nil
 }

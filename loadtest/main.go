@@ -19,6 +19,7 @@ import (
 	"waitingroom/loadtest/resetroom"
 	"waitingroom/loadtest/seed"
 	"waitingroom/loadtest/streams"
+	"waitingroom/loadtest/surge"
 )
 
 // scenarios are the subcommands. Each parses its own flags (scenario.NewFlagSet adds
@@ -31,7 +32,7 @@ var scenarios = []struct {
 	{"seed", "the seed's k6 test: VUs loop login → enter → poll every 0.5 s → order; /metrics before and after", seed.Run},
 	{"poll", "poll-path throughput against a plain Fiber baseline (in-process, or --baseline-process), and login (BCrypt) cost", poll.Run},
 	{"streams", "N waiting users each hold an SSE or WebSocket stream while admissions run: fan-out lag, RSS per stream", streams.Run},
-	{"surge", "N shoppers arrive (a burst and a trickle), wait by SSE, WebSocket or polling — some abandon, reload or never show — and order after a think time: FIFO, ETA accuracy over the wait, active cap, lost users", runSurge},
+	{"surge", "N shoppers arrive (a burst and a trickle), wait by SSE, WebSocket or polling — some abandon, reload or never show — and order after a think time: FIFO, ETA accuracy over the wait, active cap, lost users", surge.Run},
 	{"attack", "the surge alone, then beside attacks from other addresses (stuffing, storm, idle sockets, streams, bombs, cross-site): both side by side", runAttack},
 	{"gateway-attack", "anonymous visitors through a gateway-mode server in front of an origin the tool starts, alone then beside the gateway attacks (upgrade smuggling, route variants, slow readers, large bodies, session sharing, stuffing)", runGatewayAttack},
 	{"ceiling", "one room on one Redis shard, no server: pipelined enters until Redis saturates; --costs: Redis CPU per operation of each kind; --fill N: memory per waiting user", ceiling.Run},

@@ -1,4 +1,4 @@
-package main
+package surge
 
 import (
 	"fmt"
@@ -16,7 +16,7 @@ import (
 // /metrics process samples, each also binned into the per-second timeline.
 
 // collect fills the report from the users' records and the samples.
-func (rep *surgeReport) collect(r *surgeRun, rec *measure.Recorder, s samples) {
+func (rep *Report) collect(r *surgeRun, rec *measure.Recorder, s samples) {
 	tl := newTimeline(rep.Seconds)
 	rep.collectUsers(r, tl)
 	rep.collectAnswers(rec)
@@ -30,13 +30,13 @@ func (rep *surgeReport) collect(r *surgeRun, rec *measure.Recorder, s samples) {
 // second of the run, and the enter latencies and fan-out lags that fell in
 // each second, for their percentiles.
 type timeline struct {
-	points       []timelinePoint
+	points       []TimelinePoint
 	enters, lags [][]time.Duration
 }
 
 func newTimeline(seconds float64) *timeline {
 	bins := min(int(math.Ceil(seconds))+1, maxTimeline)
-	tl := &timeline{points: make([]timelinePoint, bins), enters: make([][]time.Duration, bins), lags: make([][]time.Duration, bins)}
+	tl := &timeline{points: make([]TimelinePoint, bins), enters: make([][]time.Duration, bins), lags: make([][]time.Duration, bins)}
 	for i := range tl.points {
 		tl.points[i].T = i
 	}
@@ -50,10 +50,10 @@ func (tl *timeline) bin(d time.Duration) int {
 }
 
 // at is the point of the second d falls in.
-func (tl *timeline) at(d time.Duration) *timelinePoint { return &tl.points[tl.bin(d)] }
+func (tl *timeline) at(d time.Duration) *TimelinePoint { return &tl.points[tl.bin(d)] }
 
 // finish computes each second's percentiles and returns the points.
-func (tl *timeline) finish() []timelinePoint {
+func (tl *timeline) finish() []TimelinePoint {
 	for i := range tl.points {
 		if l := tl.enters[i]; len(l) > 0 {
 			slices.Sort(l)
@@ -84,7 +84,7 @@ type userTally struct {
 
 // collectUsers counts the users by outcome and derives the figures that
 // need them all: latencies, FIFO inversions, ETA accuracy, drain time.
-func (rep *surgeReport) collectUsers(r *surgeRun, tl *timeline) {
+func (rep *Report) collectUsers(r *surgeRun, tl *timeline) {
 	rep.EnterFailures, rep.OrderFailures, rep.GoneWhy, rep.LostWhy = map[string]int{}, map[string]int{}, map[string]int{}, map[string]int{}
 	rep.ByTransport = map[string]int{}
 	t := &userTally{firstEnter: time.Duration(math.MaxInt64)}
@@ -118,7 +118,7 @@ func (rep *surgeReport) collectUsers(r *surgeRun, tl *timeline) {
 // countUser counts one user who arrived: whether it entered, its enter
 // latency and fan-out lags, and where it ended — still waiting (lost), told
 // it was gone, or READY (countReady).
-func (rep *surgeReport) countUser(r *surgeRun, u *surgeUser, tl *timeline, t *userTally) {
+func (rep *Report) countUser(r *surgeRun, u *surgeUser, tl *timeline, t *userTally) {
 	if u.outcome == surgeNotArrived {
 		return
 	}
@@ -174,7 +174,7 @@ func (rep *surgeReport) countUser(r *surgeRun, u *surgeUser, tl *timeline, t *us
 
 // countReady counts a user who got READY, whatever followed: its admission
 // time for the FIFO check, its ETA against the real wait, and its order.
-func (rep *surgeReport) countReady(r *surgeRun, u *surgeUser, tl *timeline, t *userTally) {
+func (rep *Report) countReady(r *surgeRun, u *surgeUser, tl *timeline, t *userTally) {
 	rep.Ready++
 	if u.immediate {
 		rep.Immediate++
@@ -208,7 +208,7 @@ func (rep *surgeReport) countReady(r *surgeRun, u *surgeUser, tl *timeline, t *u
 
 // collectAnswers takes the per-endpoint summaries and counts the requests
 // answered 429 or 5xx, or not at all, retries included.
-func (rep *surgeReport) collectAnswers(rec *measure.Recorder) {
+func (rep *Report) collectAnswers(rec *measure.Recorder) {
 	rep.Enter, rep.Orders, rep.Position = rec.Summary("enter"), rec.Summary("orders"), rec.Summary("position")
 	for _, e := range []measure.Summary{rep.Enter, rep.Orders, rep.Position} {
 		for code, k := range e.Codes {
@@ -228,7 +228,7 @@ func (rep *surgeReport) collectAnswers(rec *measure.Recorder) {
 // until they order. So a sample is over the limit only when active exceeds
 // every targetActive sampled within that hold — the slowest order plus a
 // second to notice READY — before it.
-func (rep *surgeReport) collectRoom(s samples, tl *timeline) {
+func (rep *Report) collectRoom(s samples, tl *timeline) {
 	rep.RoomSamples, rep.RoomSampleErrs, rep.RoomSeries = len(s.Room), s.RoomErrs, s.Room
 	hold := rep.Orders.Max + time.Second
 	for i, x := range s.Room {
@@ -249,7 +249,7 @@ func (rep *surgeReport) collectRoom(s samples, tl *timeline) {
 
 // collectProcess reads the process samples: the server's RSS and its CPU,
 // per second and over the run.
-func (rep *surgeReport) collectProcess(s samples, tl *timeline) {
+func (rep *Report) collectProcess(s samples, tl *timeline) {
 	rep.ProcErr = s.FirstProc
 	for i, x := range s.Proc {
 		mb := x.RSSBytes / (1 << 20)

@@ -1,4 +1,4 @@
-package main
+package surge
 
 import (
 	"flag"
@@ -66,11 +66,11 @@ func TestShopperDraws(t *testing.T) {
 
 func TestShopperArrivals(t *testing.T) {
 	// Instant: evenly over --over, the first at 0, as the tool always did.
-	got := instantShoppers.arrivals(5, 4*time.Second)
+	got := InstantShoppers.arrivals(5, 4*time.Second)
 	if want := []time.Duration{0, time.Second, 2 * time.Second, 3 * time.Second, 4 * time.Second}; !slices.Equal(got, want) {
 		t.Errorf("instant: got %v, want %v", got, want)
 	}
-	if got := instantShoppers.arrivals(1, 4*time.Second); !slices.Equal(got, []time.Duration{0}) {
+	if got := InstantShoppers.arrivals(1, 4*time.Second); !slices.Equal(got, []time.Duration{0}) {
 		t.Errorf("one user: got %v", got)
 	}
 	// The flash sale: 80 % over 10 s, 20 % at random over 60 s; about
@@ -110,8 +110,8 @@ func TestShopperFlags(t *testing.T) {
 		t.Errorf("got %+v, %v", m, err)
 	}
 	m, err = parse("--instant", "--no-shows", "20%")
-	if err != nil || m != instantShoppers {
-		t.Errorf("--instant: got %+v, %v; want %+v", m, err, instantShoppers)
+	if err != nil || m != InstantShoppers {
+		t.Errorf("--instant: got %+v, %v; want %+v", m, err, InstantShoppers)
 	}
 	for _, bad := range [][]string{{"--no-shows", "150%"}, {"--burst", "x"}, {"--think-sigma", "-1"}, {"--patience", "1s"}} {
 		if _, err := parse(bad...); err == nil {

@@ -1,4 +1,4 @@
-package main
+package surge
 
 import (
 	"context"
@@ -100,71 +100,71 @@ type surgeRun struct {
 // surgeTransports are --transport's values; mix deals sse, ws, poll in turn.
 var surgeTransports = []string{"sse", "ws", "poll"}
 
-// surgeConfig is a surge's flags.
-type surgeConfig struct {
-	n, first, conns, perAddr            int
-	over, maxDur, sampleEvery, slowdown time.Duration
-	idle                                time.Duration
+// Config is a surge's flags.
+type Config struct {
+	N, First, conns, PerAddr            int
+	Over, maxDur, sampleEvery, slowdown time.Duration
+	Idle                                time.Duration
 	slowAt                              time.Duration // after the start
 	limitTo                             int64         // --limit-change: targetActive…
 	limitAt                             time.Duration // …from this long after the start
-	transport, password                 string
+	Transport, Password                 string
 	target, product                     int64
-	mt                                  *mint.Minter
+	Minter                              *mint.Minter
 	shop                                shopperModel
 }
 
-// surgeFlags registers a surge's flags on fs (the surge and the attack
+// Flags registers a surge's flags on fs (the surge and the attack
 // scenario share them; perAddr is --users-per-addr's default, shop the
 // shopper model's); the returned func, called after parsing, checks them.
-func surgeFlags(fs *flag.FlagSet, perAddr int, shop shopperModel) func() (surgeConfig, error) {
-	var c surgeConfig
-	fs.IntVar(&c.n, "n", 10_000, "users user<first-user>… arriving")
-	fs.DurationVar(&c.over, "over", 10*time.Second, "the burst's arrivals (--burst) are spread evenly over this time")
+func Flags(fs *flag.FlagSet, perAddr int, shop shopperModel) func() (Config, error) {
+	var c Config
+	fs.IntVar(&c.N, "n", 10_000, "users user<first-user>… arriving")
+	fs.DurationVar(&c.Over, "over", 10*time.Second, "the burst's arrivals (--burst) are spread evenly over this time")
 	shopperFrom := shopperFlags(fs, shop)
-	fs.StringVar(&c.transport, "transport", "sse", "how users wait: sse, ws, poll (GET position every pollAfterMs) or mix (each in turn)")
+	fs.StringVar(&c.Transport, "transport", "sse", "how users wait: sse, ws, poll (GET position every pollAfterMs) or mix (each in turn)")
 	fs.Int64Var(&c.target, "target", 0, "targetActive during the run (0: keep the room's; the original is restored)")
 	fs.DurationVar(&c.maxDur, "max-duration", 5*time.Minute, "the run ends after this long, drained or not")
 	minterFromFlags := mint.Flags(fs)
-	fs.StringVar(&c.password, "password", "demo-pass", "password of the demo users (without --mint-tokens)")
-	fs.IntVar(&c.first, "first-user", 1, "first user: user<k> with database id k (a freshly seeded database)")
+	fs.StringVar(&c.Password, "password", "demo-pass", "password of the demo users (without --mint-tokens)")
+	fs.IntVar(&c.First, "first-user", 1, "first user: user<k> with database id k (a freshly seeded database)")
 	fs.Int64Var(&c.product, "product", 1, "product each admitted user orders")
 	fs.IntVar(&c.conns, "conns", 64, "concurrent logins before the surge, and leaves after it")
-	fs.IntVar(&c.perAddr, "users-per-addr", perAddr, "deal users this many to a loopback source address 127.1.x.y, each address with its own connections (0: all users share the tool's 16 source addresses)")
+	fs.IntVar(&c.PerAddr, "users-per-addr", perAddr, "deal users this many to a loopback source address 127.1.x.y, each address with its own connections (0: all users share the tool's 16 source addresses)")
 	fs.DurationVar(&c.sampleEvery, "sample-every", 100*time.Millisecond, "how often the admin API is read (active, waiting)")
 	fs.DurationVar(&c.slowdown, "slowdown", 0, "inject this order-path delay (PUT /admin/faults; the server needs WR_FAULT_INJECTION=on) during the run; removed at the end")
 	slowAt := fs.String("slowdown-at", "50%", "when --slowdown starts: a share of --over (50%) or a time after the start (120s)")
 	limit := fs.String("limit-change", "", "change targetActive to N at time T after the start, N@T (e.g. 50@150s); the original is restored at the end")
-	fs.DurationVar(&c.idle, "idle", 45*time.Second, "a stream silent this long counts as dropped (the user then polls)")
-	return func() (surgeConfig, error) {
-		if c.n < 1 || c.over < 0 || c.maxDur <= 0 || c.first < 1 || c.conns < 1 || c.sampleEvery <= 0 || c.target < 0 || c.idle <= 0 || c.perAddr < 0 {
+	fs.DurationVar(&c.Idle, "idle", 45*time.Second, "a stream silent this long counts as dropped (the user then polls)")
+	return func() (Config, error) {
+		if c.N < 1 || c.Over < 0 || c.maxDur <= 0 || c.First < 1 || c.conns < 1 || c.sampleEvery <= 0 || c.target < 0 || c.Idle <= 0 || c.PerAddr < 0 {
 			return c, errors.New("-n, --max-duration, --first-user, --conns, --sample-every and --idle must be positive; --over, --target and --users-per-addr not negative")
 		}
 		var err error
-		if c.slowAt, err = shareOrTime(*slowAt, c.over); err != nil || c.slowdown < 0 {
+		if c.slowAt, err = shareOrTime(*slowAt, c.Over); err != nil || c.slowdown < 0 {
 			return c, fmt.Errorf("--slowdown-at %q: want a share of --over like 50%% or a time like 120s (and --slowdown not negative)", *slowAt)
 		}
 		if c.limitTo, c.limitAt, err = parseLimitChange(*limit); err != nil {
 			return c, err
 		}
-		switch c.transport {
+		switch c.Transport {
 		case "sse", "ws", "poll", "mix":
 		default:
-			return c, fmt.Errorf("--transport %q: want sse, ws, poll or mix", c.transport)
+			return c, fmt.Errorf("--transport %q: want sse, ws, poll or mix", c.Transport)
 		}
-		if c.mt, err = minterFromFlags(); err != nil {
+		if c.Minter, err = minterFromFlags(); err != nil {
 			return c, err
 		}
 		if c.shop, err = shopperFrom(); err != nil {
 			return c, err
 		}
-		return c, scenario.CheckNoFile(c.n + 1024)
+		return c, scenario.CheckNoFile(c.N + 1024)
 	}
 }
 
-func runSurge(ctx context.Context, o *scenario.Options, args []string) (report.Report, error) {
+func Run(ctx context.Context, o *scenario.Options, args []string) (report.Report, error) {
 	fs := scenario.NewFlagSet("surge", o)
-	config := surgeFlags(fs, 0, flashSale)
+	config := Flags(fs, 0, flashSale)
 	if err := o.Parse(fs, args); err != nil {
 		return nil, err
 	}
@@ -172,27 +172,27 @@ func runSurge(ctx context.Context, o *scenario.Options, args []string) (report.R
 	if err != nil {
 		return nil, fmt.Errorf("surge: %w", err)
 	}
-	s, err := newSurge(ctx, o, cfg)
+	s, err := New(ctx, o, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("surge: %w", err)
 	}
-	defer s.close()
-	s.prepare(ctx)
+	defer s.Close()
+	s.Prepare(ctx)
 	if ctx.Err() != nil {
 		rep := s.newReport()
 		rep.Interrupted = true
 		return rep, nil
 	}
-	return s.run(ctx, nil), nil
+	return s.Run(ctx, nil), nil
 }
 
-// surge is a surge ready to run, once or more (the attack scenario runs it
+// Surge is a surge ready to run, once or more (the attack scenario runs it
 // twice): the room read, targetActive set, the access tokens prepared.
-type surge struct {
+type Surge struct {
 	o         *scenario.Options
-	cfg       surgeConfig
-	adm       *client.Admin
-	leaver    *client.API // the run's leftover users leave through it
+	cfg       Config
+	Adm       *client.Admin
+	Leaver    *client.API // the run's leftover users leave through it
 	room      client.RoomState
 	target    int64 // targetActive during the runs
 	tokens    string
@@ -201,15 +201,15 @@ type surge struct {
 	restore   func()
 }
 
-// newSurge reads the room and sets targetActive (close restores it).
-func newSurge(ctx context.Context, o *scenario.Options, cfg surgeConfig) (*surge, error) {
-	s := &surge{o: o, cfg: cfg, tokens: "login", restore: func() {},
-		adm:    &client.Admin{Base: o.Admin, Token: o.AdminToken, Room: o.Room, HTTP: client.New(4, o.Timeout)},
-		leaver: &client.API{Base: o.Base, Room: o.Room, HTTP: client.New(cfg.conns, o.Timeout), Rec: measure.NewRecorder()}}
-	if cfg.mt != nil {
-		s.tokens = "minted (kid " + cfg.mt.Kid + ")"
+// New reads the room and sets targetActive (close restores it).
+func New(ctx context.Context, o *scenario.Options, cfg Config) (*Surge, error) {
+	s := &Surge{o: o, cfg: cfg, tokens: "login", restore: func() {},
+		Adm:    &client.Admin{Base: o.Admin, Token: o.AdminToken, Room: o.Room, HTTP: client.New(4, o.Timeout)},
+		Leaver: &client.API{Base: o.Base, Room: o.Room, HTTP: client.New(cfg.conns, o.Timeout), Rec: measure.NewRecorder()}}
+	if cfg.Minter != nil {
+		s.tokens = "minted (kid " + cfg.Minter.Kid + ")"
 	}
-	room, err := s.adm.RoomState(ctx)
+	room, err := s.Adm.RoomState(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("the admin API is needed (active, entryTtl): %w", err)
 	}
@@ -221,14 +221,14 @@ func newSurge(ctx context.Context, o *scenario.Options, cfg surgeConfig) (*surge
 	// are the model's own share.
 	s.cfg.shop.thinkMax = time.Duration(0.8 * room.EntryTTLSeconds * float64(time.Second))
 	if cfg.target > 0 && cfg.target != room.TargetActive {
-		if err := s.adm.SetTarget(ctx, cfg.target); err != nil {
+		if err := s.Adm.SetTarget(ctx, cfg.target); err != nil {
 			return nil, err
 		}
 		s.target = cfg.target
 		s.restore = func() {
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 			defer cancel()
-			if err := s.adm.SetTarget(cctx, room.TargetActive); err != nil {
+			if err := s.Adm.SetTarget(cctx, room.TargetActive); err != nil {
 				fmt.Fprintf(os.Stderr, "surge: could not restore targetActive %d: %v\n", room.TargetActive, err)
 			}
 		}
@@ -236,35 +236,35 @@ func newSurge(ctx context.Context, o *scenario.Options, cfg surgeConfig) (*surge
 	return s, nil
 }
 
-// close restores targetActive and closes idle connections.
-func (s *surge) close() {
+// Close restores targetActive and closes idle connections.
+func (s *Surge) Close() {
 	s.restore()
 	// Idle keep-alive connections would hold up a server's graceful
 	// shutdown: close them when the run is over.
-	s.adm.HTTP.CloseIdleConnections()
-	s.leaver.HTTP.CloseIdleConnections()
+	s.Adm.HTTP.CloseIdleConnections()
+	s.Leaver.HTTP.CloseIdleConnections()
 }
 
-// prepare logs in (BCrypt) or mints the access tokens, before any clock
+// Prepare logs in (BCrypt) or mints the access tokens, before any clock
 // starts: a surge measures entering and waiting, not BCrypt. A failure is
 // kept for the report: the users without a token count as failed.
-func (s *surge) prepare(ctx context.Context) {
-	fmt.Fprintf(os.Stderr, "surge: preparing %s access tokens (%s)\n", report.Commas(s.cfg.n), s.tokens)
+func (s *Surge) Prepare(ctx context.Context) {
+	fmt.Fprintf(os.Stderr, "surge: preparing %s access tokens (%s)\n", report.Commas(s.cfg.N), s.tokens)
 	var perr error
-	s.access, perr = users.AccessTokens(ctx, s.leaver, s.cfg.mt, s.cfg.n, s.cfg.first, s.cfg.conns, s.cfg.password)
+	s.access, perr = users.AccessTokens(ctx, s.Leaver, s.cfg.Minter, s.cfg.N, s.cfg.First, s.cfg.conns, s.cfg.Password)
 	if perr != nil {
 		s.setupErrs = append(s.setupErrs, perr.Error())
 	}
-	s.leaver.HTTP.CloseIdleConnections()
+	s.Leaver.HTTP.CloseIdleConnections()
 }
 
 // newReport is a report of this surge's settings.
-func (s *surge) newReport() *surgeReport {
+func (s *Surge) newReport() *Report {
 	c := s.cfg
-	return &surgeReport{Scenario: "surge", Transport: c.transport, Base: s.o.Base, Room: s.o.Room, CPUs: runtime.NumCPU(),
-		Users: c.n, OverSeconds: c.over.Seconds(), MaxDurationSeconds: c.maxDur.Seconds(), Tokens: s.tokens,
+	return &Report{Scenario: "surge", Transport: c.Transport, Base: s.o.Base, Room: s.o.Room, CPUs: runtime.NumCPU(),
+		Users: c.N, OverSeconds: c.Over.Seconds(), MaxDurationSeconds: c.maxDur.Seconds(), Tokens: s.tokens,
 		OriginalTarget: s.room.TargetActive, Target: s.target, EntryTTLSeconds: s.room.EntryTTLSeconds,
-		UsersPerAddr: c.perAddr, Errors: slices.Clone(s.setupErrs), Shoppers: c.shop.String(), TrickleSeconds: c.shop.trickleOver.Seconds()}
+		UsersPerAddr: c.PerAddr, Errors: slices.Clone(s.setupErrs), Shoppers: c.shop.String(), TrickleSeconds: c.shop.trickleOver.Seconds()}
 }
 
 // sideFunc starts work beside a run (the attacks) once its clock has
@@ -272,13 +272,13 @@ func (s *surge) newReport() *surgeReport {
 // the run ended) and returns when that work has stopped.
 type sideFunc func(run context.Context, start time.Time) (stop func())
 
-// run runs the surge once: a fresh recorder and fresh connections; side,
+// Run runs the surge once: a fresh recorder and fresh connections; side,
 // if not nil, runs beside it.
-func (s *surge) run(ctx context.Context, side sideFunc) *surgeReport {
-	cfg, o, adm := s.cfg, s.o, s.adm
+func (s *Surge) Run(ctx context.Context, side sideFunc) *Report {
+	cfg, o, adm := s.cfg, s.o, s.Adm
 	rep := s.newReport()
 	rec := measure.NewRecorder()
-	crowd, err := crowdnet.New(o.Base, o.Room, o.Timeout, cfg.idle, cfg.n, cfg.perAddr, rec)
+	crowd, err := crowdnet.New(o.Base, o.Room, o.Timeout, cfg.Idle, cfg.N, cfg.PerAddr, rec)
 	if err != nil {
 		rep.Errors = append(rep.Errors, err.Error())
 		return rep
@@ -290,7 +290,7 @@ func (s *surge) run(ctx context.Context, side sideFunc) *surgeReport {
 	run, cancelRun := context.WithTimeout(ctx, cfg.maxDur)
 	defer cancelRun()
 	r := &surgeRun{ctx: run, reqCtx: ctx, crowd: crowd, product: cfg.product, timeout: o.Timeout,
-		entryTTL: time.Duration(s.room.EntryTTLSeconds * float64(time.Second)), users: make([]surgeUser, cfg.n), plans: cfg.shop.plans(cfg.n),
+		entryTTL: time.Duration(s.room.EntryTTLSeconds * float64(time.Second)), users: make([]surgeUser, cfg.N), plans: cfg.shop.plans(cfg.N),
 		minPoll: 100 * time.Millisecond, maxPoll: 5 * time.Second, maxStream: 3}
 	readPoolWait := s.poolWait(ctx, cleanup, rep)
 	r.start = time.Now()
@@ -304,14 +304,14 @@ func (s *surge) run(ctx context.Context, side sideFunc) *surgeReport {
 	cpu0 := selfCPU()
 	rep.LoadAvgStart = loadAvg()
 	r.samples = startRoomSampler(run, adm, r.start, cfg.sampleEvery)
-	stopProgress := r.progress(run, adm, cfg.n)
+	stopProgress := r.progress(run, adm, cfg.N)
 	stopSide := func() {}
 	if side != nil {
 		stopSide = side(run, r.start)
 	}
 
 	fmt.Fprintf(os.Stderr, "surge: %s users arrive over %v, waiting by %s; targetActive %d; at most %v\n",
-		report.Commas(cfg.n), cfg.over, cfg.transport, rep.Target, cfg.maxDur)
+		report.Commas(cfg.N), cfg.Over, cfg.Transport, rep.Target, cfg.maxDur)
 	s.arrive(r)
 	rep.Seconds = time.Since(r.start).Seconds()
 	rep.ToolCPUSeconds = selfCPU() - cpu0
@@ -332,17 +332,17 @@ func (s *surge) run(ctx context.Context, side sideFunc) *surgeReport {
 // arrive starts each user at its arrival time — the burst evenly over
 // --over, the trickle at random over --trickle-over — and waits for them
 // all; a user without an access token fails at once.
-func (s *surge) arrive(r *surgeRun) {
+func (s *Surge) arrive(r *surgeRun) {
 	cfg := s.cfg
 	var wg sync.WaitGroup
-	for i, at := range cfg.shop.arrivals(cfg.n, cfg.over) {
+	for i, at := range cfg.shop.arrivals(cfg.N, cfg.Over) {
 		if !pace.SleepUntil(r.ctx, r.start.Add(at)) {
 			break
 		}
 		u := &r.users[i]
 		u.plan = r.plans[i]
-		u.transport = cfg.transport
-		if cfg.transport == "mix" {
+		u.transport = cfg.Transport
+		if cfg.Transport == "mix" {
 			u.transport = surgeTransports[i%len(surgeTransports)]
 		}
 		if s.access[i] == "" {
@@ -358,16 +358,16 @@ func (s *surge) arrive(r *surgeRun) {
 // poolWait snapshots the pool's acquire-wait histogram; the returned func
 // (deferred to the run's end) takes a second snapshot and puts the run's
 // acquires and mean wait in rep. Without the first snapshot it does nothing.
-func (s *surge) poolWait(ctx, cleanup context.Context, rep *surgeReport) func() {
+func (s *Surge) poolWait(ctx, cleanup context.Context, rep *Report) func() {
 	const name = "waitingroom_db_pool_acquire_wait_seconds"
-	before, err := s.adm.Histogram(ctx, name)
+	before, err := s.Adm.Histogram(ctx, name)
 	return func() {
 		if err != nil {
 			return
 		}
 		mctx, cancel := context.WithTimeout(cleanup, 10*time.Second)
 		defer cancel()
-		if after, err := s.adm.Histogram(mctx, name); err == nil {
+		if after, err := s.Adm.Histogram(mctx, name); err == nil {
 			d := after.Sub(before)
 			rep.PoolAcquires = int64(d.Count)
 			rep.PoolWaitMeanMs = d.Mean() * 1000
@@ -378,8 +378,8 @@ func (s *surge) poolWait(ctx, cleanup context.Context, rep *surgeReport) func() 
 // injectSlowdown sets the server's order delay to --slowdown once the
 // fraction --slowdown-at of the arrival window has passed; the returned
 // func (deferred to the run's end) removes it.
-func (s *surge) injectSlowdown(run, cleanup context.Context, start time.Time, rep *surgeReport) func() {
-	cfg, adm := s.cfg, s.adm
+func (s *Surge) injectSlowdown(run, cleanup context.Context, start time.Time, rep *Report) func() {
+	cfg, adm := s.cfg, s.Adm
 	rep.SlowdownMs = float64(cfg.slowdown.Milliseconds())
 	rep.SlowdownAtSeconds = cfg.slowAt.Seconds()
 	go atTime(run, start, cfg.slowAt, fmt.Sprintf("order delay %v", cfg.slowdown),
@@ -395,8 +395,8 @@ func (s *surge) injectSlowdown(run, cleanup context.Context, start time.Time, re
 
 // changeLimit sets the room's targetActive to --limit-change's N at its
 // time T (the original is restored with the run's other cleanup).
-func (s *surge) changeLimit(run context.Context, start time.Time, rep *surgeReport) {
-	cfg, adm := s.cfg, s.adm
+func (s *Surge) changeLimit(run context.Context, start time.Time, rep *Report) {
+	cfg, adm := s.cfg, s.Adm
 	rep.LimitChangeTo, rep.LimitChangeAtSeconds = cfg.limitTo, cfg.limitAt.Seconds()
 	go atTime(run, start, cfg.limitAt, fmt.Sprintf("targetActive %d", cfg.limitTo),
 		func(ctx context.Context) error { return adm.SetTarget(ctx, cfg.limitTo) })
@@ -448,7 +448,7 @@ func parseLimitChange(v string) (n int64, at time.Duration, err error) {
 
 // leaveRemaining has the users still in the queue leave, so the room is as
 // the run found it.
-func (s *surge) leaveRemaining(cleanup context.Context, r *surgeRun) {
+func (s *Surge) leaveRemaining(cleanup context.Context, r *surgeRun) {
 	var left []string
 	for i := range r.users {
 		if u := &r.users[i]; u.outcome == surgeWaiting || u.outcome == surgeReady || u.outcome == surgeNoShow || u.outcome == surgeAbandoned {
@@ -458,10 +458,10 @@ func (s *surge) leaveRemaining(cleanup context.Context, r *surgeRun) {
 	if len(left) == 0 {
 		return
 	}
-	users.LeaveAll(cleanup, s.leaver, s.adm, left, s.cfg.conns)
+	users.LeaveAll(cleanup, s.Leaver, s.Adm, left, s.cfg.conns)
 	// users.LeaveAll froze admission: the next run needs it.
 	cctx, cancel := context.WithTimeout(cleanup, 10*time.Second)
-	if err := s.adm.SetTarget(cctx, s.target); err != nil {
+	if err := s.Adm.SetTarget(cctx, s.target); err != nil {
 		fmt.Fprintf(os.Stderr, "surge: could not set targetActive %d again: %v\n", s.target, err)
 	}
 	cancel()

@@ -1,4 +1,4 @@
-package main
+package surge
 
 import (
 	"fmt"
@@ -13,8 +13,8 @@ import (
 // maxTimeline caps the per-second timeline (one hour).
 const maxTimeline = 3600
 
-// surgeReport is what the surge scenario measured.
-type surgeReport struct {
+// Report is what the surge scenario measured.
+type Report struct {
 	Scenario           string   `json:"scenario"`
 	Transport          string   `json:"transport"`
 	Base               string   `json:"base"`
@@ -103,13 +103,13 @@ type surgeReport struct {
 	ProcErr        string          `json:"processMetricsError,omitempty"`
 
 	Checks     []report.Check  `json:"checks"`
-	Timeline   []timelinePoint `json:"timeline"`
+	Timeline   []TimelinePoint `json:"timeline"`
 	RoomSeries []roomSample    `json:"roomSeries"` // every admin API sample
 }
 
-// timelinePoint is one second of the run. Latencies are milliseconds;
+// TimelinePoint is one second of the run. Latencies are milliseconds;
 // NaN-free: a second without samples has zeros and Has* false.
-type timelinePoint struct {
+type TimelinePoint struct {
 	T         int     `json:"t"`
 	Entered   int     `json:"entered"`
 	Admitted  int     `json:"admitted"`
@@ -133,7 +133,7 @@ type timelinePoint struct {
 }
 
 // checks are the surge's pass/fail lines: the contract's bar.
-func (r *surgeReport) checks() []report.Check {
+func (r *Report) checks() []report.Check {
 	return []report.Check{
 		report.NewCheck("errors (enter, order, poll)", r.ErrorCount == 0 && r.AttemptErrors == 0,
 			fmt.Sprintf("%s users failed; %s requests answered 429/5xx or not at all (retried ones included)", report.Commas(r.ErrorCount), report.Commas(r.AttemptErrors))),
@@ -145,7 +145,7 @@ func (r *surgeReport) checks() []report.Check {
 	}
 }
 
-func (r *surgeReport) Print(w io.Writer) {
+func (r *Report) Print(w io.Writer) {
 	fmt.Fprintf(w, "\nsurge scenario: %s users arriving over %.0f s, waiting by %s, to %s room %s; targetActive %d (entry TTL %.0f s)\n",
 		report.Commas(r.Users), r.OverSeconds, r.Transport, r.Base, r.Room, r.Target, r.EntryTTLSeconds)
 	fmt.Fprintf(w, "NOTE: the load generator shares this machine's %d CPUs with the server; absolute figures vary run to run\n", r.CPUs)
@@ -170,7 +170,7 @@ func (r *surgeReport) Print(w io.Writer) {
 }
 
 // rows are the summary table: label, value.
-func (r *surgeReport) rows() [][2]string {
+func (r *Report) rows() [][2]string {
 	lat := func(l measure.Latency) string {
 		if l.Count == 0 {
 			return "-"
@@ -219,14 +219,14 @@ func (r *surgeReport) rows() [][2]string {
 }
 
 // addrString says where the crowd's connections came from.
-func (r *surgeReport) addrString() string {
+func (r *Report) addrString() string {
 	if r.SourceAddrs == 0 {
 		return "connections spread over the tool's 16 source addresses"
 	}
 	return fmt.Sprintf("%d users per source address, %s addresses (127.1.x.y)", r.UsersPerAddr, report.Commas(r.SourceAddrs))
 }
 
-func (r *surgeReport) etaString() string {
+func (r *Report) etaString() string {
 	if r.ETA.Count == 0 {
 		return "- (no user waited with an ETA)"
 	}
@@ -236,7 +236,7 @@ func (r *surgeReport) etaString() string {
 
 // orderedString is the ordered check's figure: the users who did not
 // leave by the shopper model's plan, and how many of them ordered.
-func (r *surgeReport) orderedString() string {
+func (r *Report) orderedString() string {
 	if r.NoShows+r.Abandoned == 0 {
 		return fmt.Sprintf("%s of %s", report.Commas(r.Ordered), report.Commas(r.Users))
 	}
@@ -244,7 +244,7 @@ func (r *surgeReport) orderedString() string {
 		report.Commas(r.Users-r.NoShows-r.Abandoned), report.Commas(r.Users), report.Commas(r.NoShows), report.Commas(r.Abandoned))
 }
 
-func (r *surgeReport) etaChangeString() string {
+func (r *Report) etaChangeString() string {
 	if len(r.ETAChanges) == 0 {
 		return "- (no --slowdown or --limit-change)"
 	}
@@ -260,7 +260,7 @@ func (r *surgeReport) etaChangeString() string {
 	return strings.Join(parts, "; ")
 }
 
-func (r *surgeReport) etaWaitString() string {
+func (r *Report) etaWaitString() string {
 	a := r.ETAWait
 	if a.Count == 0 {
 		return fmt.Sprintf("- (no estimate shown ≥ 1 s before an admission; withheld %s)", report.Commas(a.Withheld))
@@ -273,7 +273,7 @@ func (r *surgeReport) etaWaitString() string {
 		a.MedianAPE, a.P90APE, report.Commas(a.Count), report.Commas(a.Users), a.MedianErrSeconds, known, report.Commas(a.Withheld))
 }
 
-func (r *surgeReport) etaBandString() string {
+func (r *Report) etaBandString() string {
 	s := ""
 	for i, b := range r.ETAWait.ByBand {
 		if i > 0 {

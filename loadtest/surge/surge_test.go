@@ -1,4 +1,4 @@
-package main
+package surge
 
 import (
 	"bytes"
@@ -182,7 +182,7 @@ func TestSurgeCollect(t *testing.T) {
 		{transport: "sse", outcome: surgeEnterFailed, why: "enter: HTTP 503"},
 		{outcome: surgeNotArrived},
 	}}
-	rep := &surgeReport{Users: 7, Seconds: 3.5}
+	rep := &Report{Users: 7, Seconds: 3.5}
 	rep.collect(r, measure.NewRecorder(), samples{
 		// Over at 1 s; at 3.5 s the limit was cut from 10 to 6 while 8 held
 		// slots: not over within the hold (no orders recorded: 1 s), over at 6 s.
@@ -219,7 +219,7 @@ func TestSurgeCollect(t *testing.T) {
 }
 
 func TestHTMLReportIsSelfContained(t *testing.T) {
-	rep := &surgeReport{Users: 3, Transport: "sse", Seconds: 2, Timeline: []timelinePoint{{T: 0, Entered: 3, HasEnter: true, EnterP50: 4}, {T: 1, Admitted: 3}},
+	rep := &Report{Users: 3, Transport: "sse", Seconds: 2, Timeline: []TimelinePoint{{T: 0, Entered: 3, HasEnter: true, EnterP50: 4}, {T: 1, Admitted: 3}},
 		RoomSeries: []roomSample{{At: time.Second, Waiting: 2, Active: 1, Target: 5}}}
 	rep.Checks = rep.checks()
 	path := filepath.Join(t.TempDir(), "r.html")
@@ -266,11 +266,11 @@ func TestSmokeSurge(t *testing.T) {
 		"--think-median", "2s", "--think-sigma", "0.5", "--no-shows", "3%", "--abandons", "10%", "--reloads", "20%",
 		"--patience", "4s", "--burst", "90%", "--trickle-over", "3s",
 		"--mint-tokens", "--jwt-secret", smoke.Secret, "--out", filepath.Join(dir, "r.json"), "--html", filepath.Join(dir, "r.html"))
-	rep, err := runSurge(t.Context(), &o, args)
+	rep, err := Run(t.Context(), &o, args)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := rep.(*surgeReport)
+	r := rep.(*Report)
 	smoke.LogOnFailure(t, r)
 	if r.HitMaxDuration || r.Interrupted {
 		t.Fatalf("the run did not finish: max duration %v, interrupted %v", r.HitMaxDuration, r.Interrupted)

@@ -1,4 +1,4 @@
-package main
+package surge
 
 import (
 	"errors"
@@ -37,9 +37,9 @@ type shopperModel struct {
 var flashSale = shopperModel{thinkMedian: 5 * time.Second, thinkSigma: 0.6, noShows: 0.10, abandons: 0.05, reloads: 0.10,
 	patience: 60 * time.Second, burst: 0.8, trickleOver: 60 * time.Second, seed: 1}
 
-// instantShoppers is the tool's older crowd, a machine: everyone arrives
+// InstantShoppers is the tool's older crowd, a machine: everyone arrives
 // over --over, orders the moment they are READY, and nobody leaves.
-var instantShoppers = shopperModel{burst: 1, seed: 1}
+var InstantShoppers = shopperModel{burst: 1, seed: 1}
 
 // shopperPlan is what one shopper will do, drawn at the start.
 type shopperPlan struct {

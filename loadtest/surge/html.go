@@ -1,4 +1,4 @@
-package main
+package surge
 
 import (
 	"fmt"
@@ -10,7 +10,7 @@ import (
 )
 
 // HTML is the surge's page: the bar, charts over time, the tables.
-func (r *surgeReport) HTML() (report.Page, error) {
+func (r *Report) HTML() (report.Page, error) {
 	p := report.Page{
 		Title: fmt.Sprintf("Surge: %s users over %.0f s by %s", report.Commas(r.Users), r.OverSeconds, r.Transport),
 		Subtitle: fmt.Sprintf("%s, room %s, targetActive %d, entry TTL %.0f s; run %.1f s; load generator and server share %d CPUs",
@@ -33,10 +33,10 @@ func (r *surgeReport) HTML() (report.Page, error) {
 
 // charts are the page's charts over time: the room's samples as taken,
 // the rest per second of the run from the timeline.
-func (r *surgeReport) charts() []template.HTML {
+func (r *Report) charts() []template.HTML {
 	n := len(r.Timeline)
 	xs := make([]float64, n)
-	col := func(f func(timelinePoint) (float64, bool)) []float64 {
+	col := func(f func(TimelinePoint) (float64, bool)) []float64 {
 		y := make([]float64, n)
 		for i, t := range r.Timeline {
 			v, ok := f(t)
@@ -64,20 +64,20 @@ func (r *surgeReport) charts() []template.HTML {
 		report.LineChart("Active users vs targetActive (sampled)", "users", xmax,
 			report.Line{Name: "active", Color: c[2], X: sx, Y: sa}, report.Line{Name: "targetActive", Color: c[1], Dashed: true, X: sx, Y: st}),
 		report.LineChart("Per second: entered, admitted (READY), ordered", "users / s", xmax,
-			report.Line{Name: "entered", Color: c[0], X: xs, Y: col(func(t timelinePoint) (float64, bool) { return float64(t.Entered), true })},
-			report.Line{Name: "admitted", Color: c[2], X: xs, Y: col(func(t timelinePoint) (float64, bool) { return float64(t.Admitted), true })},
-			report.Line{Name: "ordered", Color: c[3], Dashed: true, X: xs, Y: col(func(t timelinePoint) (float64, bool) { return float64(t.Ordered), true })}),
+			report.Line{Name: "entered", Color: c[0], X: xs, Y: col(func(t TimelinePoint) (float64, bool) { return float64(t.Entered), true })},
+			report.Line{Name: "admitted", Color: c[2], X: xs, Y: col(func(t TimelinePoint) (float64, bool) { return float64(t.Admitted), true })},
+			report.Line{Name: "ordered", Color: c[3], Dashed: true, X: xs, Y: col(func(t TimelinePoint) (float64, bool) { return float64(t.Ordered), true })}),
 		report.LineChart("Enter latency by second of response", "ms", xmax,
-			report.Line{Name: "p50", Color: c[0], X: xs, Y: col(func(t timelinePoint) (float64, bool) { return t.EnterP50, t.HasEnter })},
-			report.Line{Name: "p90", Color: c[3], X: xs, Y: col(func(t timelinePoint) (float64, bool) { return t.EnterP90, t.HasEnter })},
-			report.Line{Name: "p99", Color: c[1], X: xs, Y: col(func(t timelinePoint) (float64, bool) { return t.EnterP99, t.HasEnter })}),
+			report.Line{Name: "p50", Color: c[0], X: xs, Y: col(func(t TimelinePoint) (float64, bool) { return t.EnterP50, t.HasEnter })},
+			report.Line{Name: "p90", Color: c[3], X: xs, Y: col(func(t TimelinePoint) (float64, bool) { return t.EnterP90, t.HasEnter })},
+			report.Line{Name: "p99", Color: c[1], X: xs, Y: col(func(t TimelinePoint) (float64, bool) { return t.EnterP99, t.HasEnter })}),
 		report.LineChart("Fan-out lag (receive − publish ts) by second", "ms", xmax,
-			report.Line{Name: "p50", Color: c[0], X: xs, Y: col(func(t timelinePoint) (float64, bool) { return t.LagP50, t.HasLag })},
-			report.Line{Name: "p99", Color: c[1], X: xs, Y: col(func(t timelinePoint) (float64, bool) { return t.LagP99, t.HasLag })}),
+			report.Line{Name: "p50", Color: c[0], X: xs, Y: col(func(t TimelinePoint) (float64, bool) { return t.LagP50, t.HasLag })},
+			report.Line{Name: "p99", Color: c[1], X: xs, Y: col(func(t TimelinePoint) (float64, bool) { return t.LagP99, t.HasLag })}),
 		report.LineChart("Server CPU (per-second, % of one core)", "%", xmax,
-			report.Line{Name: "CPU", Color: c[4], X: xs, Y: col(func(t timelinePoint) (float64, bool) { return t.CPUPct, t.HasCPUPct })}),
+			report.Line{Name: "CPU", Color: c[4], X: xs, Y: col(func(t TimelinePoint) (float64, bool) { return t.CPUPct, t.HasCPUPct })}),
 		report.LineChart("Server RSS", "MiB", xmax,
-			report.Line{Name: "RSS", Color: c[3], X: xs, Y: col(func(t timelinePoint) (float64, bool) { return t.RSSMiB, t.HasProc })}),
+			report.Line{Name: "RSS", Color: c[3], X: xs, Y: col(func(t TimelinePoint) (float64, bool) { return t.RSSMiB, t.HasProc })}),
 		r.etaChart(xmax),
 		r.etaBandChart(xmax),
 	}
@@ -85,7 +85,7 @@ func (r *surgeReport) charts() []template.HTML {
 
 // etaSeriesLine is one column of the ETA series as a line: y NaN where the
 // second has no estimate (of the band).
-func (r *surgeReport) etaSeriesLine(name, color string, dashed bool, f func(etaPoint) (float64, bool)) report.Line {
+func (r *Report) etaSeriesLine(name, color string, dashed bool, f func(etaPoint) (float64, bool)) report.Line {
 	l := report.Line{Name: name, Color: color, Dashed: dashed}
 	for _, p := range r.ETASeries {
 		v, ok := f(p)
@@ -99,7 +99,7 @@ func (r *surgeReport) etaSeriesLine(name, color string, dashed bool, f func(etaP
 
 // etaChart is the estimates shown against the waits that remained, by the
 // second they were shown.
-func (r *surgeReport) etaChart(xmax float64) template.HTML {
+func (r *Report) etaChart(xmax float64) template.HTML {
 	c := report.Palette
 	return report.LineChart("ETA shown vs real remaining wait (median, by second shown)", "s", xmax,
 		r.etaSeriesLine("ETA shown", c[1], false, func(p etaPoint) (float64, bool) { return p.ShownP50, p.Count > 0 }),
@@ -107,7 +107,7 @@ func (r *surgeReport) etaChart(xmax float64) template.HTML {
 }
 
 // etaBandChart is the estimates' error per position band over time.
-func (r *surgeReport) etaBandChart(xmax float64) template.HTML {
+func (r *Report) etaBandChart(xmax float64) template.HTML {
 	c := report.Palette
 	var ls []report.Line
 	for b, band := range positionBands {
@@ -120,7 +120,7 @@ func (r *surgeReport) etaBandChart(xmax float64) template.HTML {
 
 // tables are the page's tables: requests by endpoint, and the latency
 // distributions.
-func (r *surgeReport) tables() []report.Table {
+func (r *Report) tables() []report.Table {
 	req := report.Table{Title: "Requests", Head: []string{"endpoint", "requests", "status codes", "p50 ms", "p90 ms", "p99 ms", "max ms"},
 		Footer: "Every attempt, retries of 429/503 included; 0 = no response."}
 	for _, e := range []struct {
