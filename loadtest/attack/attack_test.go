@@ -1,4 +1,4 @@
-package main
+package attack
 
 import (
 	"bytes"
@@ -42,7 +42,7 @@ func TestSmokeAttack(t *testing.T) {
 		"--attack-for", "3s", "--stuffing", "120", "--stuffing-addrs", "2", "--stuffing-conns", "2", "--storm-tokens", "2", "--storm-requests", "2000",
 		"--idle-sockets", "150", "--stream-flood", "12", "--bombs", "3", "--bomb-mib", "64", "--cross-site", "2", "--rss-slack", "256",
 		"--out", filepath.Join(dir, "r.json"), "--html", filepath.Join(dir, "r.html"))
-	rep, err := runAttack(t.Context(), &o, args)
+	rep, err := Run(t.Context(), &o, args)
 	if err != nil {
 		t.Fatal(err)
 	}

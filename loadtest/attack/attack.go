@@ -1,4 +1,4 @@
-package main
+package attack
 
 import (
 	"context"
@@ -93,11 +93,11 @@ func attackFlags(fs *flag.FlagSet) func() (attackConfig, error) {
 	}
 }
 
-// runAttack is the attack scenario: the surge twice on the same room —
+// Run is the attack scenario: the surge twice on the same room —
 // first alone (the baseline), then, once the room has drained, with the
 // attacks beside it — and the legitimate users' figures of both side by
 // side with what each attack achieved.
-func runAttack(ctx context.Context, o *scenario.Options, args []string) (report.Report, error) {
+func Run(ctx context.Context, o *scenario.Options, args []string) (report.Report, error) {
 	fs := scenario.NewFlagSet("attack", o)
 	config := surge.Flags(fs, 4, surge.InstantShoppers)
 	attackConfigOf := attackFlags(fs)
