@@ -14,6 +14,7 @@ import (
 	"waitingroom/loadtest/attack"
 	"waitingroom/loadtest/ceiling"
 	"waitingroom/loadtest/crowd"
+	"waitingroom/loadtest/gatewayattack"
 	"waitingroom/loadtest/internal/report"
 	"waitingroom/loadtest/internal/scenario"
 	"waitingroom/loadtest/poll"
@@ -35,7 +36,7 @@ var scenarios = []struct {
 	{"streams", "N waiting users each hold an SSE or WebSocket stream while admissions run: fan-out lag, RSS per stream", streams.Run},
 	{"surge", "N shoppers arrive (a burst and a trickle), wait by SSE, WebSocket or polling — some abandon, reload or never show — and order after a think time: FIFO, ETA accuracy over the wait, active cap, lost users", surge.Run},
 	{"attack", "the surge alone, then beside attacks from other addresses (stuffing, storm, idle sockets, streams, bombs, cross-site): both side by side", attack.Run},
-	{"gateway-attack", "anonymous visitors through a gateway-mode server in front of an origin the tool starts, alone then beside the gateway attacks (upgrade smuggling, route variants, slow readers, large bodies, session sharing, stuffing)", runGatewayAttack},
+	{"gateway-attack", "anonymous visitors through a gateway-mode server in front of an origin the tool starts, alone then beside the gateway attacks (upgrade smuggling, route variants, slow readers, large bodies, session sharing, stuffing)", gatewayattack.Run},
 	{"ceiling", "one room on one Redis shard, no server: pipelined enters until Redis saturates; --costs: Redis CPU per operation of each kind; --fill N: memory per waiting user", ceiling.Run},
 	{"crowd", "a steady crowd of simulated shoppers for a demo: N kept waiting, admitted ones order, some give up, new ones arrive; until interrupted", crowd.Run},
 	{"reset-room", "wait for the server, then put a room back to the demo's settings (targetActive, fixed, not paused, fifo, no opening)", resetroom.Run},

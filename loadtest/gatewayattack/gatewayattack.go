@@ -1,4 +1,4 @@
-package main
+package gatewayattack
 
 import (
 	"bufio"
@@ -181,8 +181,8 @@ func sampleRSS(pid int) (stop func() float64) {
 	}
 }
 
-// runGatewayAttack is the scenario.
-func runGatewayAttack(ctx context.Context, o *scenario.Options, args []string) (report.Report, error) {
+// Run is the scenario.
+func Run(ctx context.Context, o *scenario.Options, args []string) (report.Report, error) {
 	fs := scenario.NewFlagSet("gateway-attack", o)
 	if f := fs.Lookup("room"); f != nil {
 		f.DefValue = "sale"

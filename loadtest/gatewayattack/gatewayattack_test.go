@@ -1,4 +1,4 @@
-package main
+package gatewayattack
 
 import (
 	"flag"
@@ -40,7 +40,7 @@ func TestSmokeGatewayAttack(t *testing.T) {
 		"--smuggle", "5", "--variant-rounds", "1", "--slow-readers", "3", "--download-mib", "32",
 		"--bodies", "2", "--body-mib", "8", "--share-addrs", "4", "--stuffing-bare", "40", "--stuffing-solved", "40",
 		"--rss-slack", "64", "--out", filepath.Join(dir, "r.json"), "--html", filepath.Join(dir, "r.html"))
-	rep, err := runGatewayAttack(t.Context(), &o, args)
+	rep, err := Run(t.Context(), &o, args)
 	if err != nil {
 		t.Fatal(err)
 	}
