@@ -24,9 +24,10 @@ import (
 	"waitingroom/loadtest/surge"
 )
 
-// scenarios are the subcommands. Each parses its own flags (scenario.NewFlagSet adds
-// the common ones to o), runs, and returns what it measured — also when it
-// was interrupted — together with any error.
+// scenarios are the subcommands, each the Run of its package. Each parses
+// its own flags (scenario.NewFlagSet adds the common ones to o), runs, and
+// returns what it measured — also when it was interrupted — together with
+// any error.
 var scenarios = []struct {
 	name, about string
 	run         func(ctx context.Context, o *scenario.Options, args []string) (report.Report, error)

@@ -79,7 +79,7 @@ func (a *attacker) enter(ctx context.Context, cl *client.API, access string) (qt
 }
 
 // send sends req from cl and records its status (0: no answer) under name:
-// for the requests api.call cannot make (a raw or form body, a cookie).
+// for the requests client.API.Call cannot make (a raw or form body, a cookie).
 func (a *attacker) send(cl *client.API, name string, req *http.Request) {
 	start := time.Now()
 	resp, err := cl.HTTP.Do(req)

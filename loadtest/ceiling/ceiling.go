@@ -23,27 +23,6 @@ import (
 	"waitingroom/queue"
 )
 
-// The ceiling scenario measures one room on one Redis shard without a
-// server in front: every key of a room shares one hash slot, so one Redis
-// core runs every enter, status read and admission of that room, and this
-// is what that core can take.
-//
-//	ceiling   K connections each send pipelines of M enter scripts
-//	          (queue.Enters) of fresh users for --duration, for K = 1, 2,
-//	          4, … until the enter rate stops rising; each step reports
-//	          enters/s and the share of one core Redis used
-//	--costs   the Redis CPU of one operation of each kind the server makes
-//	          (enter, status, event number, snapshot, presence stamp,
-//	          limiter decision, admission tick, leave, PUBLISH per
-//	          subscribed instance), from INFO's used_cpu (the whole cost,
-//	          socket reads and writes included) and commandstats usec (the
-//	          execution alone), with the commands each one runs
-//	--fill N  used_memory per waiting user once N users wait in one room
-//
-// It talks to the Redis of --redis directly, under a key prefix of its
-// own that it deletes afterwards. Give it a Redis nobody else uses: the
-// figures are Redis's own counters.
-
 // ceilingConfig is the ceiling scenario's flags.
 type ceilingConfig struct {
 	url       string
@@ -134,6 +113,7 @@ type ceilingRun struct {
 	prefix string
 }
 
+// Run is the ceiling scenario: args are its flags; o gets the common ones.
 func Run(ctx context.Context, o *scenario.Options, args []string) (report.Report, error) {
 	cfg, err := parseCeilingFlags(o, args)
 	if err != nil {

@@ -25,12 +25,6 @@ import (
 	"waitingroom/server/pass/passcheck"
 )
 
-// The gateway-attack scenario: legitimate anonymous visitors through a
-// server in gateway mode, first alone (the baseline), then beside the
-// gateway attacks of issue 27, in front of a real origin the tool starts
-// itself (gatewayattack_origin.go), which counts every protected request
-// that reached it without a valid pass.
-
 // gwConfig is the scenario's flags.
 type gwConfig struct {
 	on                     map[string]bool
@@ -181,7 +175,8 @@ func sampleRSS(pid int) (stop func() float64) {
 	}
 }
 
-// Run is the scenario.
+// Run is the gateway-attack scenario: args are its flags; o gets the
+// common ones.
 func Run(ctx context.Context, o *scenario.Options, args []string) (report.Report, error) {
 	fs := scenario.NewFlagSet("gateway-attack", o)
 	if f := fs.Lookup("room"); f != nil {

@@ -110,8 +110,8 @@ func openLoop(ctx context.Context, hc *http.Client, target string, tokens []stri
 	return p
 }
 
-// pollOnce sends one poll and returns its status code (measure.NoResponse without
-// an answer), body and Retry-After.
+// pollOnce sends one poll and returns its status code (measure.NoResponse
+// without an answer), body and Retry-After.
 func pollOnce(ctx context.Context, hc *http.Client, target, token string) (int, []byte, string) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
 	if err != nil {

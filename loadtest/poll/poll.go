@@ -386,15 +386,15 @@ func readOK(hc *http.Client, req *http.Request) ([]byte, error) {
 	return b, err
 }
 
-// measurePhase runs conns closed-loop workers against one target: warm unmeasured
-// (it opens the connections), then d measured; probe (nil: none) measures
-// what the measured part cost.
+// measurePhase runs conns closed-loop workers against one target: warm
+// unmeasured (it opens the connections), then d measured; probe (nil: none)
+// measures what the measured part cost.
 func measurePhase(ctx context.Context, hc *http.Client, target string, conns int, warm, d time.Duration, newReq reqFunc, probe *costProbe) *phase {
 	return measurePhaseKeeping(ctx, hc, target, conns, warm, d, newReq, nil, probe)
 }
 
-// measurePhaseKeeping is measurePhase, handing each 2xx answer's body to keep (nil:
-// bodies are discarded unread).
+// measurePhaseKeeping is measurePhase, handing each 2xx answer's body to
+// keep (nil: bodies are discarded unread).
 func measurePhaseKeeping(ctx context.Context, hc *http.Client, target string, conns int, warm, d time.Duration, newReq reqFunc,
 	keep func(w int, body []byte), probe *costProbe) *phase {
 	if warm > 0 {

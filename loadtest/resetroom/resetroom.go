@@ -15,13 +15,6 @@ import (
 	"waitingroom/loadtest/internal/scenario"
 )
 
-// The reset-room scenario puts a room back to the demo's settings —
-// targetActive --target, mode fixed, not paused, method fifo, no opening
-// time — through PUT /admin/rooms/{room}, after waiting for the server
-// (--wait-ready). make run runs it, so that a room left adaptive, paused
-// or scheduled by an earlier run (the settings live in Redis) does not
-// survive silently.
-
 // Report is the room as the server answered the PUT.
 type Report struct {
 	Scenario     string     `json:"scenario"`
@@ -33,6 +26,8 @@ type Report struct {
 	OpensAt      *time.Time `json:"opensAt"`
 }
 
+// Run is the reset-room scenario: args are its flags; o gets the common
+// ones.
 func Run(ctx context.Context, o *scenario.Options, args []string) (report.Report, error) {
 	fs := scenario.NewFlagSet("reset-room", o)
 	target := fs.Int64("target", defaultTarget(), "targetActive to set (default $WR_TARGET_ACTIVE, else 20)")

@@ -69,6 +69,7 @@ type holdReport struct {
 
 var seedEndpoints = []string{"login", "enter", "position", "orders"}
 
+// Run is the seed scenario: args are its flags; o gets the common ones.
 func Run(ctx context.Context, o *scenario.Options, args []string) (report.Report, error) {
 	fs := scenario.NewFlagSet("seed", o)
 	vus := fs.Int("vus", 20, "virtual users (user1…userN); the seed used targetActive's value, 20")

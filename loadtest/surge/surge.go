@@ -162,6 +162,7 @@ func Flags(fs *flag.FlagSet, perAddr int, shop shopperModel) func() (Config, err
 	}
 }
 
+// Run is the surge scenario: args are its flags; o gets the common ones.
 func Run(ctx context.Context, o *scenario.Options, args []string) (report.Report, error) {
 	fs := scenario.NewFlagSet("surge", o)
 	config := Flags(fs, 0, flashSale)

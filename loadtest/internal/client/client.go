@@ -81,6 +81,7 @@ func httpClient(conns int, timeout time.Duration, dial DialFunc) *http.Client {
 	}
 }
 
+// IsLoopback reports whether host is localhost or an IPv4 loopback address.
 func IsLoopback(host string) bool {
 	if host == "localhost" {
 		return true
@@ -110,6 +111,7 @@ type API struct {
 	Rec        *measure.Recorder
 }
 
+// Login logs user in and returns the access token and the status code.
 func (a *API) Login(ctx context.Context, user, password string) (string, int, error) {
 	var out struct {
 		AccessToken string `json:"accessToken"`
@@ -119,22 +121,26 @@ func (a *API) Login(ctx context.Context, user, password string) (string, int, er
 	return out.AccessToken, code, err
 }
 
+// Enter enters the room with an access token.
 func (a *API) Enter(ctx context.Context, access string) (QueueStatus, int, error) {
 	var st QueueStatus
 	code, err := a.Call(ctx, "enter", http.MethodPost, a.RoomPath("enter"), access, nil, &st)
 	return st, code, err
 }
 
+// Position reads the queue token's status.
 func (a *API) Position(ctx context.Context, queueToken string) (QueueStatus, int, error) {
 	var st QueueStatus
 	code, err := a.Call(ctx, "position", http.MethodGet, a.RoomPath("position"), queueToken, nil, &st)
 	return st, code, err
 }
 
+// Leave gives up the queue token's place (or entry window).
 func (a *API) Leave(ctx context.Context, queueToken string) (int, error) {
 	return a.Call(ctx, "leave", http.MethodPost, a.RoomPath("leave"), queueToken, nil, nil)
 }
 
+// Order places an order of one unit of product with the entry token.
 func (a *API) Order(ctx context.Context, queueToken, entryToken string, product int64) (int, error) {
 	body := map[string]int64{"productId": product, "quantity": 1}
 	return a.Call(ctx, "orders", http.MethodPost, "/api/v1/orders", queueToken, body, nil, "X-Entry-Token", entryToken)
@@ -146,6 +152,7 @@ func (a *API) OrderQty(ctx context.Context, queueToken, entryToken string, produ
 	return a.Call(ctx, "orders", http.MethodPost, "/api/v1/orders", queueToken, body, nil, "X-Entry-Token", entryToken)
 }
 
+// RoomPath is the public API path of the room's action: enter, position…
 func (a *API) RoomPath(action string) string {
 	return "/api/v1/rooms/" + url.PathEscape(a.Room) + "/" + action
 }
@@ -213,6 +220,7 @@ type RoomState struct {
 	EntryTTLSeconds float64 `json:"entryTtlSeconds"`
 }
 
+// RoomState reads the room through GET /admin/rooms/{room}.
 func (m *Admin) RoomState(ctx context.Context) (RoomState, error) {
 	var st RoomState
 	err := m.Do(ctx, http.MethodGet, nil, &st)
@@ -230,6 +238,8 @@ func (m *Admin) SetOrderDelay(ctx context.Context, d time.Duration) error {
 	return m.doPath(ctx, http.MethodPut, "/admin/faults", map[string]string{"orderDelay": d.String()}, nil)
 }
 
+// Do sends method with body (JSON, nil: none) to the room's admin path and
+// decodes a 200 answer into out when out is non-nil.
 func (m *Admin) Do(ctx context.Context, method string, body, out any) error {
 	return m.doPath(ctx, method, "/admin/rooms/"+url.PathEscape(m.Room), body, out)
 }

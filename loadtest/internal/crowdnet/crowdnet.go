@@ -1,6 +1,8 @@
 // Package crowdnet is the client side of a crowd: its users dealt to
 // loopback source addresses, each address with its own API client and
-// stream dialers.
+// stream dialers. The tool's source addresses never overlap: the shared
+// dialer's 127.0.0.2–127.0.0.17, crowds' 127.1.x.y, the attack scenario's
+// 127.2.x.y and 127.3.0.1, gateway-attack's 127.6.x.y.
 package crowdnet
 
 import (

@@ -33,6 +33,8 @@ type accessClaims struct {
 	Kind string `json:"kind"`
 }
 
+// New returns a minter of tokens valid for ttl; secret must be the
+// server's, at least 32 bytes.
 func New(secret string, ttl time.Duration) (*Minter, error) {
 	if len(secret) < 32 {
 		return nil, errors.New("mint: the JWT secret is missing or shorter than 32 bytes: pass --jwt-secret or set WR_JWT_SECRET to the server's")

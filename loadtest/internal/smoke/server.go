@@ -88,6 +88,7 @@ func seedSmoke(t *testing.T, dbURL string, users int) {
 	}
 }
 
+// Args are the common flags that point a scenario at s, then extra.
 func (s Server) Args(extra ...string) []string {
 	return append([]string{"--base", s.Base, "--admin", s.Admin, "--admin-token", AdminToken, "--timeout", "60s"}, extra...)
 }

@@ -76,6 +76,8 @@ type Dialer struct {
 	idle      time.Duration // a stream without a byte (or ping) for this long is dead
 }
 
+// NewDialer returns a dialer of transport ("sse" or "ws") streams of room
+// at base; a stream without a byte (or ping) for idle is dead.
 func NewDialer(transport, base, room string, timeout, idle time.Duration) (*Dialer, error) {
 	u, err := url.Parse(base)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
