@@ -1,3 +1,7 @@
+// Package measure holds what the tool measures with: request latencies and
+// status codes by endpoint (Recorder, Summary, nearest-rank percentiles),
+// the server's /metrics read into samples and histograms, and Redis's own
+// INFO counters (--redis) turned into a cost per request.
 package measure
 
 import (
