@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -11,28 +10,37 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
-	"time"
+
+	"waitingroom/loadtest/attack"
+	"waitingroom/loadtest/ceiling"
+	"waitingroom/loadtest/crowd"
+	"waitingroom/loadtest/gatewayattack"
+	"waitingroom/loadtest/internal/report"
+	"waitingroom/loadtest/internal/scenario"
+	"waitingroom/loadtest/poll"
+	"waitingroom/loadtest/resetroom"
+	"waitingroom/loadtest/seed"
+	"waitingroom/loadtest/streams"
+	"waitingroom/loadtest/surge"
 )
 
-// report is a scenario's result: printed as tables, optionally saved as JSON.
-type report interface{ print(w io.Writer) }
-
-// scenarios are the subcommands. Each parses its own flags (newFlagSet adds
-// the common ones to o), runs, and returns what it measured — also when it
-// was interrupted — together with any error.
+// scenarios are the subcommands, each the Run of its package. Each parses
+// its own flags (scenario.NewFlagSet adds the common ones to o), runs, and
+// returns what it measured — also when it was interrupted — together with
+// any error.
 var scenarios = []struct {
 	name, about string
-	run         func(ctx context.Context, o *options, args []string) (report, error)
+	run         func(ctx context.Context, o *scenario.Options, args []string) (report.Report, error)
 }{
-	{"seed", "the seed's k6 test: VUs loop login → enter → poll every 0.5 s → order; /metrics before and after", runSeed},
-	{"poll", "poll-path throughput against a plain Fiber baseline (in-process, or --baseline-process), and login (BCrypt) cost", runPoll},
-	{"streams", "N waiting users each hold an SSE or WebSocket stream while admissions run: fan-out lag, RSS per stream", runStreams},
-	{"surge", "N shoppers arrive (a burst and a trickle), wait by SSE, WebSocket or polling — some abandon, reload or never show — and order after a think time: FIFO, ETA accuracy over the wait, active cap, lost users", runSurge},
-	{"attack", "the surge alone, then beside attacks from other addresses (stuffing, storm, idle sockets, streams, bombs, cross-site): both side by side", runAttack},
-	{"gateway-attack", "anonymous visitors through a gateway-mode server in front of an origin the tool starts, alone then beside the gateway attacks (upgrade smuggling, route variants, slow readers, large bodies, session sharing, stuffing)", runGatewayAttack},
-	{"ceiling", "one room on one Redis shard, no server: pipelined enters until Redis saturates; --costs: Redis CPU per operation of each kind; --fill N: memory per waiting user", runCeiling},
-	{"crowd", "a steady crowd of simulated shoppers for a demo: N kept waiting, admitted ones order, some give up, new ones arrive; until interrupted", runCrowd},
-	{"reset-room", "wait for the server, then put a room back to the demo's settings (targetActive, fixed, not paused, fifo, no opening)", runResetRoom},
+	{"seed", "the seed's k6 test: VUs loop login → enter → poll every 0.5 s → order; /metrics before and after", seed.Run},
+	{"poll", "poll-path throughput against a plain Fiber baseline (in-process, or --baseline-process), and login (BCrypt) cost", poll.Run},
+	{"streams", "N waiting users each hold an SSE or WebSocket stream while admissions run: fan-out lag, RSS per stream", streams.Run},
+	{"surge", "N shoppers arrive (a burst and a trickle), wait by SSE, WebSocket or polling — some abandon, reload or never show — and order after a think time: FIFO, ETA accuracy over the wait, active cap, lost users", surge.Run},
+	{"attack", "the surge alone, then beside attacks from other addresses (stuffing, storm, idle sockets, streams, bombs, cross-site): both side by side", attack.Run},
+	{"gateway-attack", "anonymous visitors through a gateway-mode server in front of an origin the tool starts, alone then beside the gateway attacks (upgrade smuggling, route variants, slow readers, large bodies, session sharing, stuffing)", gatewayattack.Run},
+	{"ceiling", "one room on one Redis shard, no server: pipelined enters until Redis saturates; --costs: Redis CPU per operation of each kind; --fill N: memory per waiting user", ceiling.Run},
+	{"crowd", "a steady crowd of simulated shoppers for a demo: N kept waiting, admitted ones order, some give up, new ones arrive; until interrupted", crowd.Run},
+	{"reset-room", "wait for the server, then put a room back to the demo's settings (targetActive, fixed, not paused, fifo, no opening)", resetroom.Run},
 }
 
 func main() { os.Exit(run()) }
@@ -43,8 +51,8 @@ func run() int {
 		return 2
 	}
 	name := os.Args[1]
-	if name == plainHandlerCmd {
-		return plainHandlerMain()
+	if name == poll.PlainHandlerCmd {
+		return poll.PlainHandlerMain()
 	}
 	i := 0
 	for i < len(scenarios) && scenarios[i].name != name {
@@ -68,20 +76,20 @@ func run() int {
 		fmt.Fprintf(os.Stderr, "loadtest: %s: open-file limit %d\n", name, n)
 	}
 
-	var o options
+	var o scenario.Options
 	rep, err := scenarios[i].run(ctx, &o, os.Args[2:])
 	if errors.Is(err, flag.ErrHelp) {
 		return 2
 	}
 	if rep != nil {
-		rep.print(os.Stdout)
-		if o.out != "" {
-			if werr := writeJSON(o.out, rep); werr != nil {
+		rep.Print(os.Stdout)
+		if o.Out != "" {
+			if werr := report.WriteJSON(o.Out, rep); werr != nil {
 				err = errors.Join(err, werr)
 			}
 		}
-		if o.html != "" {
-			if werr := writeHTML(o.html, rep); werr != nil {
+		if o.HTML != "" {
+			if werr := report.WriteHTML(o.HTML, rep); werr != nil {
 				err = errors.Join(err, werr)
 			}
 		}
@@ -100,41 +108,6 @@ func usage(w io.Writer) {
 	}
 }
 
-// options are the flags every scenario has.
-type options struct {
-	base, admin, adminToken, room, out, html string
-	timeout                                  time.Duration
-}
-
-// newFlagSet returns a scenario's flag set holding the common flags.
-func newFlagSet(name string, o *options) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.StringVar(&o.base, "base", "http://127.0.0.1:8080", "public API base URL")
-	fs.StringVar(&o.admin, "admin", "http://127.0.0.1:8081", "management base URL (/metrics, /admin)")
-	fs.StringVar(&o.adminToken, "admin-token", "", "bearer token of /admin (default $WR_ADMIN_TOKEN)")
-	fs.StringVar(&o.room, "room", "default", "room to load")
-	fs.StringVar(&o.out, "out", "", "also write the report as JSON to this file, e.g. report.json")
-	fs.StringVar(&o.html, "html", "", "also write the report as a self-contained HTML page (inline SVG charts), e.g. report.html")
-	fs.DurationVar(&o.timeout, "timeout", 10*time.Second, "per-request timeout")
-	return fs
-}
-
-// parse parses args and completes the common options.
-func (o *options) parse(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("%s: unexpected arguments %q", fs.Name(), fs.Args())
-	}
-	if o.adminToken == "" {
-		o.adminToken = os.Getenv("WR_ADMIN_TOKEN")
-	}
-	o.base = strings.TrimRight(o.base, "/")
-	o.admin = strings.TrimRight(o.admin, "/")
-	return nil
-}
-
 // raiseNoFile lifts the soft RLIMIT_NOFILE to the hard limit — every
 // connection is a file descriptor — and returns the limit in force. (Go's
 // os package does the same at start on Linux; doing it here keeps it
@@ -151,27 +124,4 @@ func raiseNoFile() (uint64, error) {
 		}
 	}
 	return l.Cur, nil
-}
-
-func writeJSON(path string, rep report) error {
-	b, err := json.MarshalIndent(rep, "", "  ")
-	if err != nil {
-		return fmt.Errorf("report: %w", err)
-	}
-	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("report: %w", err)
-	}
-	return nil
-}
-
-// sleep waits d or until ctx ends; it reports whether the full d passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

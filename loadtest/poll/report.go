@@ -1,0 +1,101 @@
+package poll
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"waitingroom/loadtest/internal/report"
+)
+
+func (r *pollReport) Print(w io.Writer) {
+	fmt.Fprintf(w, "\npoll scenario (%s loop): GET %s/api/v1/rooms/%s/position (queue JWT; status from memory — at the front after one shared read of the room's event number — else one Redis script)\n", r.Mode, r.Base, r.Room)
+	fmt.Fprintf(w, "the pollers wait behind %d users (positions %d–%d)\n", r.Ahead, r.Ahead+1, r.Ahead+r.Users)
+	fmt.Fprintf(w, "admission frozen during the run (targetActive %d → 0 → %d): every poll answers WAITING for one of %d users\n",
+		r.TargetActive, r.TargetActive, r.Users)
+	if r.Mode == "open" {
+		fmt.Fprintln(w, "open loop: each user polls pollAfterMs after its answer (Retry-After after a 429): the offered rate is the crowd's, not the server's ceiling")
+	} else {
+		fmt.Fprintf(w, "response body: server %d B, baseline %d B (c.JSON of the same document, %s on 127.0.0.1:0)\n", r.BodyBytes, r.BaselineBytes, r.BaselineWhere)
+	}
+	fmt.Fprintf(w, "NOTE: the load generator (and the baseline) share this machine's %d CPUs with the server;\n", r.CPUs)
+	fmt.Fprintln(w, "      compare the ratios, not the absolute rates")
+	if r.RedisShared {
+		fmt.Fprintln(w, "Redis figures are Redis's own counters (INFO) over each phase: they include anything else that Redis served meanwhile")
+	}
+	if r.Interrupted {
+		fmt.Fprintln(w, "INTERRUPTED: phases not reached are missing")
+	}
+	fmt.Fprintln(w)
+	phases := []*phase{r.Server, r.Baseline}
+	if e := r.Enter; e != nil {
+		phases = append(phases, e.Waiting, e.Fresh, e.Baseline)
+	}
+	printPhases(w, append(phases, r.Login))
+	fmt.Fprintln(w)
+	r.printRatios(w)
+}
+
+// printPhases prints one row per phase, then each phase's costs.
+func printPhases(w io.Writer, phases []*phase) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "target\tconns\tseconds\trequests\tstatus codes\treq/s (2xx)\tanswered/s\tp50 ms\tp99 ms\tmax ms\t")
+	for _, p := range phases {
+		if p == nil {
+			continue
+		}
+		l := p.Latency
+		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%s\t%s\t%s\t%s\t%.2f\t%.2f\t%.1f\t\n", p.Target, p.Conns, p.Seconds, report.Commas(l.Count),
+			l.CodesString(), report.Commas(int(p.RPS+0.5)), report.Commas(int(p.AnsweredRPS+0.5)), report.Msf(l.P50), report.Msf(l.P99), report.Msf(l.Max))
+	}
+	tw.Flush()
+	for _, p := range phases {
+		if p == nil {
+			continue
+		}
+		if p.OfferedRPS > 0 {
+			fmt.Fprintf(w, "%s: offered %.0f polls/s (Σ 1/pollAfter over the users' last answers)\n", p.Target, p.OfferedRPS)
+		}
+		if p.ServerCPUPerReqMicros > 0 {
+			fmt.Fprintf(w, "%s: server CPU %.1f µs per answer (process_cpu_seconds_total)\n", p.Target, p.ServerCPUPerReqMicros)
+		}
+		if p.Redis != nil {
+			fmt.Fprintf(w, "%s: Redis %s\n", p.Target, p.Redis)
+		}
+	}
+}
+
+// printRatios prints the ratios against the yardstick and login.
+func (r *pollReport) printRatios(w io.Writer) {
+	verdict := func(ratio, bar float64) string {
+		if ratio >= bar {
+			return "met"
+		}
+		return "NOT met"
+	}
+	switch {
+	case r.AnsweredRatio > 0:
+		fmt.Fprintf(w, "poll throughput ratio server ÷ baseline, answers (200 and 429): %.2f (contract bar ≥ 0.5: %s)\n", r.AnsweredRatio, verdict(r.AnsweredRatio, 0.5))
+		fmt.Fprintf(w, "  some polls were refused (429): a closed loop is a refresh storm, which the limits refuse; a refused poll runs the whole path,\n")
+		fmt.Fprintf(w, "  then is refused by the pace. 200s alone: %.2f. For the limits' cost as it would occur, use --mode open\n", r.Ratio)
+	case r.Ratio > 0:
+		fmt.Fprintf(w, "poll throughput ratio server ÷ baseline: %.2f (contract bar ≥ 0.5: %s)\n", r.Ratio, verdict(r.Ratio, 0.5))
+	}
+	if e := r.Enter; e != nil {
+		if e.Error != "" {
+			fmt.Fprintf(w, "enter: %s\n", e.Error)
+		}
+		if e.WaitingRatio > 0 {
+			fmt.Fprintf(w, "enter throughput ratio ÷ baseline (%d B body; baseline before %s, after %s req/s): users already waiting %.2f, fresh users %.2f (contract bar ≥ 0.4: %s, %s); %s fresh users entered and left\n",
+				e.BodyBytes, report.Commas(int(e.BaselineBefore.RPS+0.5)), report.Commas(int(e.Baseline.RPS+0.5)),
+				e.WaitingRatio, e.FreshRatio, verdict(e.WaitingRatio, 0.4), verdict(e.FreshRatio, 0.4), report.Commas(e.FreshEntered))
+		}
+	}
+	if r.CostRatio > 0 {
+		fmt.Fprintf(w, "per-request cost: the seed's poll ran BCrypt, ≈ one login = 1/%.1f req/s = %.2f ms; ours = 1/%s answers/s = %.3f ms\n",
+			r.Login.RPS, 1000/r.Login.RPS, report.Commas(int(r.Server.AnsweredRPS+0.5)), 1000/r.Server.AnsweredRPS)
+		fmt.Fprintf(w, "per-request cost ratio (1/login rps) ÷ (1/poll rps): %s× (seed: 1×; contract: per-poll CPU ≥ 1000× below one BCrypt cost-10 verify)\n",
+			report.Commas(int(r.CostRatio+0.5)))
+		fmt.Fprintln(w, "  both are wall-clock costs at saturation of the shared CPUs; the load generator's share weighs far more on a poll than on a login")
+	}
+}
