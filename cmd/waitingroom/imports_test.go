@@ -1,0 +1,279 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// The import rules of the module, checked on `go list` (the graph the
+// compiler sees) rather than stated in every package comment; the README's
+// package map is checked against the same graph. The composition root's
+// tests hold them because it is where the whole graph meets.
+
+const module = "waitingroom"
+
+// pkgInfo is one package of the module as go list reports it, imports
+// limited to the module's own packages.
+type pkgInfo struct {
+	Path    string   // "queue/batch", without the module
+	Imports []string // of the package's non-test files
+}
+
+// importRule is one rule: a package matching from may not import, in its
+// non-test files, a package matching to, unless allowed says it may.
+type importRule struct {
+	name     string
+	from, to func(string) bool
+	allowed  func(from, to string) bool
+}
+
+func under(prefixes ...string) func(string) bool {
+	return func(p string) bool {
+		for _, pre := range prefixes {
+			if p == pre || strings.HasPrefix(p, pre+"/") {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+func not(f func(string) bool) func(string) bool { return func(p string) bool { return !f(p) } }
+
+// testHelpers are packages for tests only: the real Redis and Postgres of
+// the tests, the load tool's server under test and fake room.
+var testHelpers = []string{"queue/queuetest", "server/pgstore/pgtest", "loadtest/internal/smoke", "loadtest/internal/fakeroom"}
+
+// importRules, from the bottom of the graph up.
+var importRules = []importRule{
+	{name: "queue is the bottom layer: it imports only queue's own packages",
+		from: under("queue"), to: not(under("queue"))},
+	{name: "stream builds on queue alone",
+		from: under("stream"), to: not(under("queue", "stream"))},
+	{name: "web embeds files and imports nothing of the project",
+		from: under("web"), to: func(string) bool { return true }},
+	{name: "nothing imports the composition root",
+		from: func(string) bool { return true }, to: under("cmd")},
+	{name: "nothing outside the load tool imports it",
+		from: not(under("loadtest")), to: under("loadtest")},
+	{name: "no package below server imports server, the HTTP adapter",
+		from: func(p string) bool { return strings.HasPrefix(p, "server/") }, to: func(p string) bool { return p == "server" }},
+	{name: "an origin's pass check stands alone (the standard library and golang-jwt)",
+		from: under("server/pass/passcheck"), to: func(string) bool { return true }},
+	{name: "the load tool drives the server over HTTP: of server it uses only client-side pieces",
+		from: under("loadtest"), to: under("server", "cmd"),
+		allowed: func(from, to string) bool {
+			return slices.Contains([]string{"server/pass/passcheck", "server/pow", "server/ratelimit"}, to) ||
+				slices.Contains(testHelpers, from) // the smoke tests' server seeds its database
+		}},
+	{name: "test helpers are imported by tests only",
+		from: func(string) bool { return true }, to: func(p string) bool { return slices.Contains(testHelpers, p) },
+		allowed: func(from, _ string) bool { return slices.Contains(testHelpers, from) }},
+}
+
+// checkImports returns every broken rule, one line each.
+func checkImports(pkgs []pkgInfo) []string {
+	var out []string
+	for _, p := range pkgs {
+		for _, imp := range p.Imports {
+			for _, r := range importRules {
+				if r.from(p.Path) && r.to(imp) && imp != p.Path && (r.allowed == nil || !r.allowed(p.Path, imp)) {
+					out = append(out, fmt.Sprintf("%s imports %s: %s", p.Path, imp, r.name))
+				}
+			}
+		}
+	}
+	return out
+}
+
+// modulePackages lists the module's packages with go list.
+func modulePackages(t *testing.T) []pkgInfo {
+	t.Helper()
+	gobin := filepath.Join(os.Getenv("GOROOT"), "bin", "go")
+	if _, err := os.Stat(gobin); err != nil {
+		gobin = "go"
+	}
+	cmd := exec.Command(gobin, "list", "-json", module+"/...")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, stderr.String())
+	}
+	own := func(list []string) []string {
+		var r []string
+		for _, p := range list {
+			if rel, ok := strings.CutPrefix(p, module+"/"); ok {
+				r = append(r, rel)
+			}
+		}
+		slices.Sort(r)
+		return slices.Compact(r)
+	}
+	var pkgs []pkgInfo
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for dec.More() {
+		var p struct {
+			ImportPath string
+			Imports    []string
+		}
+		if err := dec.Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		pkgs = append(pkgs, pkgInfo{Path: strings.TrimPrefix(p.ImportPath, module+"/"), Imports: own(p.Imports)})
+	}
+	return pkgs
+}
+
+// TestImportRules: the module's graph keeps every rule.
+func TestImportRules(t *testing.T) {
+	pkgs := modulePackages(t)
+	if len(pkgs) < 20 {
+		t.Fatalf("go list found %d packages", len(pkgs))
+	}
+	for _, v := range checkImports(pkgs) {
+		t.Error(v)
+	}
+}
+
+// TestImportRulesCatchBreaks: each rule reports a graph that breaks it,
+// and a graph that keeps them all reports nothing.
+func TestImportRulesCatchBreaks(t *testing.T) {
+	good := []pkgInfo{
+		{Path: "queue", Imports: []string{"queue/batch", "queue/loop"}},
+		{Path: "stream", Imports: []string{"queue", "queue/estimate"}},
+		{Path: "server", Imports: []string{"queue", "server/token", "stream", "web"}},
+		{Path: "cmd/waitingroom", Imports: []string{"server"}},
+		{Path: "loadtest/surge", Imports: []string{"loadtest/internal/client", "server/pow", "stream/sse"}},
+		{Path: "queue/queuetest", Imports: []string{"queue"}},
+		{Path: "server/pgstore/pgtest"},
+	}
+	if v := checkImports(good); len(v) > 0 {
+		t.Fatalf("a graph that keeps the rules: %q", v)
+	}
+	for _, bad := range []struct{ from, to, rule string }{
+		{"queue/history", "stream", "queue is the bottom layer"},
+		{"stream", "server/token", "stream builds on queue alone"},
+		{"web", "queue", "web embeds files"},
+		{"server", "cmd/waitingroom", "nothing imports the composition root"},
+		{"server/admin", "loadtest/internal/client", "nothing outside the load tool"},
+		{"server/gateway", "server", "no package below server"},
+		{"server/pass/passcheck", "server/pass", "an origin's pass check stands alone"},
+		{"loadtest/surge", "server/checkout", "the load tool drives the server over HTTP"},
+		{"server/pgstore", "server/pgstore/pgtest", "test helpers are imported by tests only"},
+	} {
+		v := checkImports(append(slices.Clone(good), pkgInfo{Path: bad.from, Imports: []string{bad.to}}))
+		if len(v) != 1 || !strings.Contains(v[0], bad.rule) {
+			t.Errorf("%s importing %s: reported %q, want one report of %q", bad.from, bad.to, v, bad.rule)
+		}
+	}
+}
+
+// TestReadmePackageMap: the README's package map has a row for every
+// package, or a row for a parent that names it (the load tool's row names
+// its scenarios); and where a row's imports column is a list of packages
+// (or "—" for none), it is what go list gives for the row's package and
+// the ones it covers, less those.
+func TestReadmePackageMap(t *testing.T) {
+	raw, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := readmePackageRows(t, string(raw))
+	pkgs := modulePackages(t)
+	covers := map[string][]pkgInfo{} // row → its package and those it covers
+	for _, p := range pkgs {
+		if _, ok := rows[p.Path]; ok {
+			covers[p.Path] = append(covers[p.Path], p)
+			continue
+		}
+		row := ""
+		for name, r := range rows {
+			last := p.Path[strings.LastIndex(p.Path, "/")+1:]
+			named := regexp.MustCompile(`(^|[^\w-])` + regexp.QuoteMeta(last) + `($|[^\w-])`)
+			if strings.HasPrefix(p.Path, name+"/") && len(name) > len(row) && named.MatchString(r.owns) {
+				row = name
+			}
+		}
+		if row == "" {
+			t.Errorf("README's package map has no row for %s (nor a row of a parent naming it)", p.Path)
+			continue
+		}
+		covers[row] = append(covers[row], p)
+	}
+	for name, row := range rows {
+		group := covers[name]
+		if len(group) == 0 {
+			t.Errorf("README's package map has a row for %s, which go list does not know", name)
+			continue
+		}
+		if row.imports == nil {
+			continue // told in words
+		}
+		var got []string
+		for _, p := range group {
+			if slices.Contains(testHelpers, p.Path) && p.Path != name {
+				continue // a covered test helper's imports are the tests'
+			}
+			for _, imp := range p.Imports {
+				if !slices.ContainsFunc(group, func(q pkgInfo) bool { return q.Path == imp }) {
+					got = append(got, imp)
+				}
+			}
+		}
+		slices.Sort(got)
+		got = slices.Compact(got)
+		if !slices.Equal(row.imports, got) {
+			t.Errorf("README says %s imports %q; go list says %q", name, row.imports, got)
+		}
+	}
+}
+
+type readmeRow struct {
+	owns    string
+	imports []string // nil: the column is prose; empty: "—"
+}
+
+var backticked = regexp.MustCompile("`([^`]+)`")
+
+// readmePackageRows parses the table under "## Packages".
+func readmePackageRows(t *testing.T, readme string) map[string]readmeRow {
+	t.Helper()
+	_, section, ok := strings.Cut(readme, "\n## Packages\n")
+	if !ok {
+		t.Fatal(`README.md has no "## Packages" section`)
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	rows := map[string]readmeRow{}
+	for _, line := range strings.Split(section, "\n") {
+		cells := strings.Split(strings.Trim(line, "| "), " | ")
+		if len(cells) != 3 || !strings.HasPrefix(cells[0], "`") {
+			continue
+		}
+		name := strings.Trim(cells[0], "`")
+		row := readmeRow{owns: cells[1]}
+		switch imp := strings.TrimSpace(cells[2]); {
+		case strings.HasPrefix(imp, "—"):
+			row.imports = []string{}
+		case strings.HasPrefix(imp, "`") && strings.Trim(backticked.ReplaceAllString(imp, ""), ", ") == "":
+			row.imports = []string{}
+			for _, m := range backticked.FindAllStringSubmatch(imp, -1) {
+				row.imports = append(row.imports, m[1])
+			}
+			slices.Sort(row.imports)
+		}
+		rows[name] = row
+	}
+	if len(rows) < 20 {
+		t.Fatalf("README's package map: %d rows parsed", len(rows))
+	}
+	return rows
+}
