@@ -21,35 +21,12 @@ import (
 // mustQueue is a queue with one room, "r1" (queuetest.Queue).
 var mustQueue = queuetest.Queue
 
-func mustEnter(tb testing.TB, q *queue.Queue, user string) queue.Status {
-	tb.Helper()
-	st, err := q.Enter(context.Background(), "r1", user)
-	if err != nil {
-		tb.Fatalf("enter %s: %v", user, err)
-	}
-	return st
-}
-
-func mustAdmit(tb testing.TB, q *queue.Queue, tokens int) queue.AdmitResult {
-	tb.Helper()
-	res, err := q.Admit(context.Background(), "r1", tokens)
-	if err != nil {
-		tb.Fatalf("admit: %v", err)
-	}
-	return res
-}
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(tb testing.TB, what string, cond func() bool) {
-	tb.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			tb.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
+// The shared helpers, under the names these tests use.
+var (
+	mustEnter = queuetest.Enter
+	mustAdmit = queuetest.Admit
+	waitFor   = queuetest.WaitFor
+)
 
 func TestEnterKeepsFirstPlace(t *testing.T) {
 	q, _ := mustQueue(t, 0, time.Minute)

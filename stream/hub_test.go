@@ -114,16 +114,8 @@ func (f *fixture) subscribe(user string) *reader {
 	return r
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
+// waitFor is the shared helper (queuetest.WaitFor).
+var waitFor = queuetest.WaitFor
 
 // zrank is the truth: the 1-based rank of user, or 0 when not waiting.
 func (f *fixture) zrank(user string) int64 {

@@ -15,19 +15,11 @@ import (
 // mustQueue is a queue with one room, "r1" (queuetest.Queue).
 var mustQueue = queuetest.Queue
 
-func mustEnter(tb testing.TB, q *queue.Queue, user string) {
-	tb.Helper()
-	if _, err := q.Enter(context.Background(), "r1", user); err != nil {
-		tb.Fatalf("enter %s: %v", user, err)
-	}
-}
-
-func mustAdmit(tb testing.TB, q *queue.Queue, tokens int) {
-	tb.Helper()
-	if _, err := q.Admit(context.Background(), "r1", tokens); err != nil {
-		tb.Fatalf("admit: %v", err)
-	}
-}
+// The shared helpers, under the names these tests use.
+var (
+	mustEnter = queuetest.Enter
+	mustAdmit = queuetest.Admit
+)
 
 func mustAdaptive(tb testing.TB, q *queue.Queue, target int64) {
 	tb.Helper()

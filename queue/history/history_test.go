@@ -13,14 +13,8 @@ import (
 	"waitingroom/queue/queuetest"
 )
 
-func mustEnter(tb testing.TB, q *queue.Queue, users ...string) {
-	tb.Helper()
-	for _, u := range users {
-		if _, err := q.Enter(context.Background(), "r1", u); err != nil {
-			tb.Fatalf("enter %s: %v", u, err)
-		}
-	}
-}
+// mustEnter is the shared helper (queuetest.Enter).
+var mustEnter = queuetest.Enter
 
 // mustRecord records r1 until a call records a point (the next second of
 // Redis's clock), and returns the points.

@@ -86,3 +86,41 @@ func Queue(tb testing.TB, target int64, ttl time.Duration) (*queue.Queue, *redis
 	}
 	return q, rdb
 }
+
+// Enter enters users, in order, into room "r1" of q, failing the test on
+// an error, and returns the last one's status.
+func Enter(tb testing.TB, q *queue.Queue, users ...string) queue.Status {
+	tb.Helper()
+	var st queue.Status
+	for _, u := range users {
+		var err error
+		if st, err = q.Enter(context.Background(), "r1", u); err != nil {
+			tb.Fatalf("enter %s: %v", u, err)
+		}
+	}
+	return st
+}
+
+// Admit runs one admission of room "r1" of q with tokens free slots,
+// failing the test on an error.
+func Admit(tb testing.TB, q *queue.Queue, tokens int) queue.AdmitResult {
+	tb.Helper()
+	res, err := q.Admit(context.Background(), "r1", tokens)
+	if err != nil {
+		tb.Fatalf("admit: %v", err)
+	}
+	return res
+}
+
+// WaitFor polls cond every 10 ms until it holds, failing the test after
+// 10 s: for what a background loop does.
+func WaitFor(tb testing.TB, what string, cond func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			tb.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -17,6 +17,11 @@ import (
 	"waitingroom/queue/queuetest"
 )
 
+// The queue's scripts through its batch runner (package batch): what a
+// lost script cache, a held round trip and concurrent enters do. They are
+// the queue's tests, not batch's: they read the runner's queue of waiting
+// callers through export_test.go.
+
 // holdHook holds every script sent alone until gate is closed (telling
 // held), records the size of every pipeline of scripts, and answers the first
 // pipeline's scripts NOSCRIPT without sending them, as a Redis that lost
