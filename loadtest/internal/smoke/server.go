@@ -46,6 +46,9 @@ func Start(t *testing.T) Server {
 // users; env's variables replace or add to the smoke defaults.
 func StartWith(t *testing.T, users int, env map[string]string) Server {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: no extra processes") // before the build, Redis and the database
+	}
 	commandPath(t) // a failed build fails the test before anything starts
 	redisURL := queuetest.Server(t)
 	dbURL := pgtest.URL(t)
