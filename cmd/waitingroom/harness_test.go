@@ -365,3 +365,13 @@ func longScenario(t *testing.T) {
 	}
 	t.Parallel()
 }
+
+// busyScenario is a long scenario that keeps the CPU busy by design (BCrypt
+// at a high cost): -short skips it, and it runs alone, not beside the
+// parallel ones, so that what it measures is its own load.
+func busyScenario(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: a scenario of several seconds")
+	}
+}

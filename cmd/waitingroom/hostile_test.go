@@ -459,7 +459,7 @@ func TestLoginLimitsConfig(t *testing.T) {
 // WR_BCRYPT_CONCURRENCY; those that find none free within the wait get 503
 // with Retry-After — never 500 — while a waiting user's polls are answered.
 func TestBcryptSlotsBoundLogins(t *testing.T) {
-	longScenario(t)
+	busyScenario(t)
 	e := newEnv(t)
 	// Unknown ids are verified against a dummy hash of WR_BCRYPT_COST: at
 	// cost 12 each verification takes far longer than the test's logins
