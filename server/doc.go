@@ -1,8 +1,10 @@
 // Package server is the public HTTP face of the waiting room: the API and
 // the page on WR_HTTP_ADDR, served by Fiber. It adapts HTTP to the use cases
 // and back — each handler decodes, checks the token, calls one package and
-// maps its answer — and builds, from Config, the components those handlers
-// call. It serves the management app (package admin) on WR_ADMIN_ADDR.
+// maps its answer — over the components the composition root
+// (cmd/waitingroom) built and handed to New (Deps); Config holds the HTTP
+// settings alone. It serves the management app (package admin) on
+// WR_ADMIN_ADDR.
 //
 // The routes, as the contract's table lists them:
 //
@@ -47,10 +49,9 @@
 //
 // Concurrency: a Server is safe for concurrent use by Fiber's handlers. Serve
 // owns its goroutines (the two listeners) and stops them before it returns.
-// The components' background loops (Loops: admission, hub, access,
-// presence, signals, controller, faults) are not Serve's: the composition
-// root (cmd/waitingroom) starts them with loop.Start before Serve and stops
-// them after it, then closes Redis and Postgres.
+// The components' background loops are not the server's: the composition
+// root builds and starts them with loop.Start before Serve and stops them
+// after it, then closes Redis and Postgres.
 //
 // Imports: queue and its sub-packages, stream, web and server's own
 // sub-packages; never cmd.

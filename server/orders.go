@@ -50,7 +50,7 @@ func (s *Server) order(c *fiber.Ctx) error {
 		},
 	})
 	if res.Outcome != "" {
-		s.m.orders.WithLabelValues(string(res.Outcome)).Inc()
+		s.m.Orders.WithLabelValues(string(res.Outcome)).Inc()
 	}
 	if err != nil {
 		return checkoutError(err)

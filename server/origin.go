@@ -63,17 +63,6 @@ func hasQueueCookie(c *fiber.Ctx) bool {
 	return found
 }
 
-// secureRequest reports whether the request reached us over HTTPS: TLS on
-// this socket, X-Forwarded-Proto: https from a WR_TRUSTED_PROXIES peer
-// (from anyone else the header is ignored — Fiber's c.Protocol() believes
-// it from anyone), or WR_COOKIE_SECURE=1 (the operator says so).
-func (s *Server) secureRequest(c *fiber.Ctx) bool {
-	if s.cfg.CookieSecure || c.Context().IsTLS() {
-		return true
-	}
-	return s.trusted(c.Context().RemoteIP()) && strings.EqualFold(strings.TrimSpace(c.Get(fiber.HeaderXForwardedProto)), "https")
-}
-
 // apiGate runs before every /api/v1 handler, after denyIPs: it refuses
 // cross-site requests and records the security events of the handler's
 // refusals. (Handlers read the queue cookie with queueCookieValue, the
@@ -136,7 +125,7 @@ func (s *Server) sameOrigin(c *fiber.Ctx) bool {
 		return true
 	}
 	fwd := c.Get(fiber.HeaderXForwardedHost)
-	return fwd != "" && s.trusted(c.Context().RemoteIP()) && strings.EqualFold(u.Host, strings.TrimSpace(fwd))
+	return fwd != "" && s.clients.Trusted(c.Context().RemoteIP()) && strings.EqualFold(u.Host, strings.TrimSpace(fwd))
 }
 
 // allowedOrigin reports whether origin is in WR_CORS_ORIGINS.

@@ -64,7 +64,7 @@ func (s *Server) guard(app *fiber.App, gatewayMode bool) {
 	srv.SecureErrorLogMessage = true
 	next := srv.Handler
 	srv.Handler = func(ctx *fasthttp.RequestCtx) {
-		id := s.requestID(ctx)
+		id := s.clients.RequestID(ctx)
 		api.SetRequestID(ctx, id)
 		// Last: whatever answered (a refusal below resets the response).
 		defer ctx.Response.Header.Set(api.RequestIDHeader, id)
@@ -72,7 +72,7 @@ func (s *Server) guard(app *fiber.App, gatewayMode bool) {
 		toOrigin := gatewayMode && !ownPath(ctx.Path())
 		defer s.logAccess(ctx, srv, toOrigin, time.Now())
 		if r := checkProtocol(&ctx.Request.Header, toOrigin); r != nil {
-			s.m.protocolRefused.WithLabelValues(r.reason).Inc()
+			s.m.ProtocolRefused.WithLabelValues(r.reason).Inc()
 			r.write(ctx)
 			return
 		}
@@ -128,7 +128,7 @@ func closeIfUnread(ctx *fasthttp.RequestCtx) {
 // toOrigin hands a request for the origin to the gateway, unless its
 // address is denied.
 func (s *Server) toOrigin(ctx *fasthttp.RequestCtx) {
-	if d := &s.acl.Current().Deny; d.HasNets() && d.HasIP(s.clientAddrOf(ctx)) {
+	if d := &s.acl.Current().Deny; d.HasNets() && d.HasIP(s.clients.Addr(ctx)) {
 		refuseDenied.write(ctx)
 		return
 	}

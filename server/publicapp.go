@@ -22,7 +22,7 @@ func (s *Server) newPublicApp() *fiber.App {
 	if s.gw != nil {
 		// The origin's bodies are larger; the waiting room's own are
 		// checked against WR_BODY_LIMIT by the dispatch (guardProtocol).
-		bodyLimit = max(bodyLimit, s.cfg.Gateway.Upstream.BodyLimit)
+		bodyLimit = max(bodyLimit, s.cfg.OriginBodyLimit)
 	}
 	cfg := api.FiberConfig("waitingroom", bodyLimit, s.log)
 	// Gateway mode streams request bodies (protocolfilter.go): a body for
@@ -85,7 +85,7 @@ func (s *Server) observe(c *fiber.Ctx) error {
 			return werr
 		}
 	}
-	s.m.httpDuration.WithLabelValues(route, strconv.Itoa(c.Response().StatusCode())).Observe(time.Since(start).Seconds())
+	s.m.HTTPDuration.WithLabelValues(route, strconv.Itoa(c.Response().StatusCode())).Observe(time.Since(start).Seconds())
 	return nil
 }
 

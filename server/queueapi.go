@@ -103,9 +103,9 @@ func (s *Server) enter(c *fiber.Ctx) error {
 		return err
 	}
 	if st.New {
-		s.m.entered.WithLabelValues(room).Inc()
+		s.m.Entered.WithLabelValues(room).Inc()
 		if st.State == queue.Ready {
-			s.m.admitted.WithLabelValues(room).Inc() // passthrough
+			s.m.Admitted.WithLabelValues(room).Inc() // passthrough
 		}
 	}
 	tok, err := s.setQueueToken(c, user, room, st.Ticket)
@@ -188,7 +188,7 @@ func (s *Server) enterer(c *fiber.Ctx) (string, error) {
 }
 
 // setQueueToken issues a queue token for user's ticket in room and sets it
-// as the HttpOnly queue cookie: over HTTPS (secureRequest) Secure and named
+// as the HttpOnly queue cookie: over HTTPS (client.Resolver.HTTPS) Secure and named
 // __Host-wr_queue with Path=/ (the prefix requires it), else wr_queue with
 // Path=/api/v1 (Path=/ in gateway mode). SameSite=Lax either way; origin.go refuses what Lax lets
 // through.
@@ -207,7 +207,7 @@ func (s *Server) setQueueToken(c *fiber.Ctx, user, room string, ticket int64) (s
 func (s *Server) queueCookieAt(c *fiber.Ctx, room string) *fiber.Cookie {
 	name := s.queueCookieName(room)
 	ck := &fiber.Cookie{Name: name, Path: s.queueCookiePath(), HTTPOnly: true, SameSite: fiber.CookieSameSiteLaxMode}
-	if s.secureRequest(c) {
+	if s.clients.HTTPS(c.Context()) {
 		ck.Name, ck.Path, ck.Secure = "__Host-"+name, "/", true
 	}
 	return ck

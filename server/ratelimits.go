@@ -126,7 +126,7 @@ func (s *Server) limitPoll(c *fiber.Ctx, room, user string, pollAfter time.Durat
 
 // refuse is the 429 of the limit named name, counted and recorded.
 func (s *Server) refuse(c *fiber.Ctx, name string, retryAfter time.Duration) error {
-	s.m.rateLimited.WithLabelValues(name).Inc()
+	s.m.RateLimited.WithLabelValues(name).Inc()
 	s.sec.Event(c.UserContext(), seclog.RateLimited, slog.String("address", s.clientIP(c)),
 		slog.String("limit", name), slog.String("subject", limitSubjects[name]))
 	return &api.Error{Status: fiber.StatusTooManyRequests, Code: "rate_limited",

@@ -97,7 +97,7 @@ func (s *Server) goneData(u stream.Update) []byte {
 func (s *Server) streamClaims(c *fiber.Ctx) (*token.Claims, string, error) {
 	raw := api.Bearer(c)
 	if raw == "" {
-		raw = s.queueCookieValue(requestCookie(c), roomParam(c))
+		raw = queueCookieValue(s.gw != nil, requestCookie(c), roomParam(c))
 	}
 	if raw == "" {
 		raw = c.Query("token")
@@ -210,7 +210,7 @@ func (s *Server) events(c *fiber.Ctx) error {
 	// goroutine per stream, instead of fasthttp's connection goroutine,
 	// its buffers and a pipe. The response is close-delimited: no
 	// Content-Length, no chunking.
-	w := &sseWriter{s: s, conn: c.Context().Conn(), room: room, id: lastEventID(c), events: s.m.streamEvents.WithLabelValues("sse")}
+	w := &sseWriter{s: s, conn: c.Context().Conn(), room: room, id: lastEventID(c), events: s.m.StreamEvents.WithLabelValues("sse")}
 	head := sseHead(api.RequestID(c.Context()))
 	c.Context().HijackSetNoResponse(true)
 	c.Context().Hijack(func(net.Conn) { w.run(sub, head, release) })
@@ -277,8 +277,8 @@ type sseWriter struct {
 func (w *sseWriter) run(sub *stream.Sub, head string, release func()) {
 	defer release()
 	defer sub.Close()
-	w.s.m.streams.WithLabelValues("sse").Inc()
-	defer w.s.m.streams.WithLabelValues("sse").Dec()
+	w.s.m.Streams.WithLabelValues("sse").Inc()
+	defer w.s.m.Streams.WithLabelValues("sse").Dec()
 	b := bufs.Get().(*[]byte)
 	*b = strconv.AppendInt(append(append((*b)[:0], head...), "retry: "...), int64(retryHint()), 10)
 	*b = append(*b, "\n\n"...)
@@ -447,7 +447,7 @@ func deliver(sub *stream.Sub, w streamWriter) bool {
 func (s *Server) observeSent(events prometheus.Counter, u stream.Update) {
 	events.Inc()
 	if !u.Published.IsZero() {
-		s.m.fanoutLag.Observe(time.Since(u.Published).Seconds())
+		s.m.FanoutLag.Observe(time.Since(u.Published).Seconds())
 	}
 }
 
@@ -500,12 +500,12 @@ func (s *Server) ws(conn *websocket.Conn) {
 	defer sub.Close()
 	// Pings; the client's leaving is noticed by the reader.
 	sub.Schedule(heartbeatEvery, 0, claims.ExpiresAt.Time)
-	s.m.streams.WithLabelValues("ws").Inc()
-	defer s.m.streams.WithLabelValues("ws").Dec()
+	s.m.Streams.WithLabelValues("ws").Inc()
+	defer s.m.Streams.WithLabelValues("ws").Dec()
 
 	readerDone := readWSControl(conn)
 	defer func() { _ = conn.Close(); <-readerDone }()
-	w := &wsWriter{s: s, conn: conn, room: claims.Room, events: s.m.streamEvents.WithLabelValues("ws")}
+	w := &wsWriter{s: s, conn: conn, room: claims.Room, events: s.m.StreamEvents.WithLabelValues("ws")}
 	pump(sub, w, readerDone)
 }
 

@@ -65,7 +65,7 @@ func benchRequests(b *testing.B, h fasthttp.RequestHandler, method, uri string, 
 func BenchmarkPosition(b *testing.B) {
 	e := newEnv(b)
 	in := e.start(map[string]string{"WR_TARGET_ACTIVE": "0"})
-	q := in.srv.Queue()
+	q := in.parts.Queue
 	var tickets []int64
 	for i := range 150 {
 		st, err := q.Enter(context.Background(), "default", strconv.Itoa(i+1))
