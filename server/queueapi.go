@@ -148,19 +148,19 @@ func (s *Server) enterRoom(c *fiber.Ctx, room, user string) (queue.Status, error
 // ok is false where that cannot be (a Redis Cluster). A refusal is
 // answered by enterRefused (proof: the visitor's, or nil).
 func (s *Server) enterInline(c *fiber.Ctx, room, user string, checks []ratelimit.Check, proof *visitorProof) (st queue.Status, ok bool, err error) {
-	keys, args, ok := s.limiter.Inline(checks...)
+	guard, ok := s.limiter.Inline(checks...)
 	if !ok {
 		return queue.Status{}, false, nil
 	}
-	st, refusal, err := s.q.EnterGuarded(c.UserContext(), room, user, keys, args...)
-	if err != nil || refusal == nil {
-		return st, true, err
-	}
-	rs, err := ratelimit.Refused(checks, refusal)
-	if err != nil {
+	st, err = s.q.EnterGuarded(c.UserContext(), room, user, guard)
+	var refused *ratelimit.RefusedError
+	switch {
+	case errors.As(err, &refused):
+		return queue.Status{}, true, s.enterRefused(c, room, checks, refused.Results, proof)
+	case errors.Is(err, ratelimit.ErrBadRefusal):
 		return queue.Status{}, true, errors.Join(api.ErrUnavailable, err)
 	}
-	return queue.Status{}, true, s.enterRefused(c, room, checks, rs, proof)
+	return st, true, err
 }
 
 // enterOrGrant enters user, or grants the entry to one on the bypass list.
