@@ -26,8 +26,13 @@ func (s *Server) accessClaims(c *fiber.Ctx) (*token.Claims, error) {
 	return claims, s.checkUser(claims.Subject)
 }
 
+// Over HTTPS the queue cookie's name has the __Host- prefix: the browser
+// accepts it only if Secure, with Path=/ and no Domain, so neither a
+// sibling subdomain nor a network attacker on plain HTTP can plant or
+// overwrite it. Both names are read; __Host- wins when both come.
+
 // queueCookie is the HttpOnly cookie that enter sets with the queue token
-// over plain HTTP; over HTTPS its name has the __Host- prefix (origin.go).
+// over plain HTTP; over HTTPS its name has the __Host- prefix (above).
 // In gateway mode there is one per room, "wr_queue_<room>": a visitor may
 // wait in several rooms of one site, and the gateway reads the one of the
 // room a protected path belongs to.

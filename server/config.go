@@ -8,6 +8,7 @@ import (
 	"waitingroom/queue/adaptive"
 	"waitingroom/server/client"
 	"waitingroom/server/listener"
+	"waitingroom/server/queuestatus"
 	"waitingroom/server/ratelimit"
 )
 
@@ -36,10 +37,10 @@ type Config struct {
 	// SSE and WS (WR_TRANSPORTS) are the push transports offered; a
 	// disabled one answers 503 so clients fall back (polling is always on).
 	SSE, WS     bool
-	PollBands   Bands         // WR_POLL_BANDS
-	MaxQuantity int           // WR_MAX_QUANTITY: largest quantity one order may ask
-	AccessTTL   time.Duration // WR_ACCESS_TTL: lifetime of access tokens
-	QueueTTL    time.Duration // WR_QUEUE_TTL: lifetime of queue tokens
+	PollBands   queuestatus.Bands // WR_POLL_BANDS
+	MaxQuantity int               // WR_MAX_QUANTITY: largest quantity one order may ask
+	AccessTTL   time.Duration     // WR_ACCESS_TTL: lifetime of access tokens
+	QueueTTL    time.Duration     // WR_QUEUE_TTL: lifetime of queue tokens
 	// VisitorTTL (WR_VISITOR_TTL, gateway mode) is how long an anonymous
 	// visitor keeps its identity (and so its place) without coming back.
 	VisitorTTL time.Duration

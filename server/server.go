@@ -24,6 +24,7 @@ import (
 	"waitingroom/server/admin/audit"
 	"waitingroom/server/checkout"
 	"waitingroom/server/client"
+	"waitingroom/server/crosssite"
 	"waitingroom/server/faults"
 	"waitingroom/server/gateway"
 	"waitingroom/server/listener"
@@ -31,7 +32,10 @@ import (
 	"waitingroom/server/metrics"
 	"waitingroom/server/pass"
 	"waitingroom/server/pow"
+	"waitingroom/server/push"
+	"waitingroom/server/queuestatus"
 	"waitingroom/server/ratelimit"
+	"waitingroom/server/ratelimit/httplimit"
 	"waitingroom/server/ratelimit/local"
 	"waitingroom/server/readiness"
 	"waitingroom/server/seclog"
@@ -54,7 +58,7 @@ type Deps struct {
 	// Presence marks the waiting users seen here present (the polls).
 	Presence *presence.Presence
 	Limiter  *ratelimit.Limiter // layer 1's shared limits
-	Polls    *local.Limiter     // the poll pace, in this instance's memory (ratelimits.go)
+	Polls    *local.Limiter     // the poll pace, in this instance's memory
 	Access   *access.Lists      // deny, allow and bypass lists
 	Logins   *login.Login       // the login use case
 	Checkout *checkout.Checkout // the order use case
@@ -84,21 +88,24 @@ type GatewayParts struct {
 // Server is one instance's HTTP face: the public API and page, and the
 // management endpoints, over the components of Deps.
 type Server struct {
-	cfg      Config
-	q        *queue.Queue
-	tokens   *token.Issuer
-	m        *metrics.Metrics
-	log      *slog.Logger
-	public   *fiber.App
-	admin    *fiber.App
-	hub      *stream.Hub
-	limiter  *ratelimit.Limiter
-	polls    *local.Limiter     // the poll pace, in this instance's memory (ratelimits.go)
-	sec      *seclog.Log        // security events (package seclog)
-	checkout *checkout.Checkout // the order use case
-	acl      *access.Lists      // deny, allow and bypass lists
-	presence *presence.Presence
-	clients  client.Resolver // who a request's client is
+	cfg       Config
+	q         *queue.Queue
+	tokens    *token.Issuer
+	m         *metrics.Metrics
+	log       *slog.Logger
+	public    *fiber.App
+	admin     *fiber.App
+	hub       *stream.Hub
+	limiter   *ratelimit.Limiter
+	rl        *httplimit.Limits  // layer 1 at the HTTP layer
+	crossSite *crosssite.Gate    // refuses cross-site requests
+	sec       *seclog.Log        // security events (package seclog)
+	checkout  *checkout.Checkout // the order use case
+	acl       *access.Lists      // deny, allow and bypass lists
+	presence  *presence.Presence
+	clients   client.Resolver  // who a request's client is
+	docs      queuestatus.Docs // how a status reads
+	streams   *push.Streams    // SSE and WebSocket
 	// fwdStreams: open streams per forwarded client address (holdStream).
 	fwdStreams listener.Counts
 	logins     *login.Login // the login use case
@@ -126,14 +133,25 @@ func New(d Deps, cfg Config) (*Server, error) {
 	}
 	s := &Server{
 		cfg: cfg, q: d.Queue, tokens: d.Tokens, m: d.Metrics, log: d.Logger, hub: d.Hub,
-		limiter: d.Limiter, polls: d.Polls, sec: d.Sec, checkout: d.Checkout, acl: d.Access,
+		limiter: d.Limiter, sec: d.Sec, checkout: d.Checkout, acl: d.Access,
 		presence: d.Presence, logins: d.Logins, clients: cfg.clients(),
 		accessPublic: d.AccessPublic, accessAdmin: d.AccessAdmin,
 	}
+	s.docs = queuestatus.Docs{Bands: cfg.PollBands, Forecast: d.Hub.Forecast}
 	if g := d.Gateway; g != nil {
 		s.gw, s.gwSettings, s.passes, s.pow = g.Proxy, g.Settings, g.Passes, g.PoW
 		s.prefix = gateway.Prefix
 	}
+	s.crossSite = &crosssite.Gate{Origins: cfg.CORSOrigins, Anonymous: d.Gateway != nil,
+		Cookie: queueCookie, Clients: s.clients, Sec: s.sec}
+	s.rl = httplimit.New(httplimit.Options{
+		On: cfg.RateLimits, Limiter: d.Limiter, Polls: d.Polls, Exempt: s.exempt,
+		ClientIP: s.clientIP, Sec: s.sec, RateLimited: s.m.RateLimited,
+	})
+	s.streams = push.New(push.Options{
+		Hub: s.hub, SSE: cfg.SSE, WS: cfg.WS, Open: s.openStream,
+		Docs: s.docs, IdleDoc: s.idleDoc(), Metrics: s.m,
+	})
 	s.public = s.newPublicApp()
 	// Outermost, before Fiber's routing: every complete request, whatever
 	// its route, lifts its connection's first-request deadline.

@@ -22,6 +22,7 @@ import (
 	"waitingroom/server/login"
 	"waitingroom/server/pass"
 	"waitingroom/server/pow"
+	"waitingroom/server/queuestatus"
 	"waitingroom/server/ratelimit"
 	"waitingroom/server/token"
 	"waitingroom/stream"
@@ -308,8 +309,8 @@ func (p *envParser) admission(c *Config) {
 		}
 		c.Admission.Rooms = append(c.Admission.Rooms, r)
 	}
-	bands := p.str("WR_POLL_BANDS", server.DefaultBands)
-	if b, err := server.ParseBands(bands); err != nil {
+	bands := p.str("WR_POLL_BANDS", queuestatus.DefaultBands)
+	if b, err := queuestatus.ParseBands(bands); err != nil {
 		p.fail("WR_POLL_BANDS", bands, err.Error())
 	} else {
 		c.Server.PollBands = b

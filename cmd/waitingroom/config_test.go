@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"waitingroom/server"
+	"waitingroom/server/queuestatus"
 )
 
 func envOf(m map[string]string) func(string) string {
@@ -102,16 +102,16 @@ func TestParseBands(t *testing.T) {
 		pos  int64
 		want time.Duration
 	}{
-		{server.DefaultBands, 1, time.Second},
-		{server.DefaultBands, 100, time.Second},
-		{server.DefaultBands, 101, 3 * time.Second},
-		{server.DefaultBands, 1000, 3 * time.Second},
-		{server.DefaultBands, 1001, 5 * time.Second},
+		{queuestatus.DefaultBands, 1, time.Second},
+		{queuestatus.DefaultBands, 100, time.Second},
+		{queuestatus.DefaultBands, 101, 3 * time.Second},
+		{queuestatus.DefaultBands, 1000, 3 * time.Second},
+		{queuestatus.DefaultBands, 1001, 5 * time.Second},
 		{"*:2s", 1_000_000, 2 * time.Second},
 		{" 10:500ms , *:1s ", 10, 500 * time.Millisecond},
 	}
 	for _, tc := range good {
-		b, err := server.ParseBands(tc.in)
+		b, err := queuestatus.ParseBands(tc.in)
 		if err != nil {
 			t.Fatalf("ParseBands(%q): %v", tc.in, err)
 		}
@@ -120,7 +120,7 @@ func TestParseBands(t *testing.T) {
 		}
 	}
 	for _, in := range []string{"", "100:1s", "*:1s,100:2s", "100:1s,100:2s,*:3s", "0:1s,*:1s", "x:1s,*:1s", "100:1,*:1s", "100:10ms,*:1s", "*:2h", "100-1s,*:1s"} {
-		if _, err := server.ParseBands(in); err == nil {
+		if _, err := queuestatus.ParseBands(in); err == nil {
 			t.Errorf("ParseBands(%q) accepted", in)
 		}
 	}

@@ -11,7 +11,10 @@
 // "x-gateway-mode": "only" exist in gateway mode alone).
 package openapi
 
-import _ "embed"
+import (
+	_ "embed"
+	"encoding/json"
+)
 
 // Public is the public API's description (JSON).
 //
@@ -22,3 +25,20 @@ var Public []byte
 //
 //go:embed admin.json
 var Admin []byte
+
+// PublicAt is Public as an instance serves it: its server URL is the
+// prefix the API lives under ("" for "/", or gateway.Prefix in gateway
+// mode).
+func PublicAt(prefix string) []byte {
+	if prefix == "" {
+		return Public
+	}
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal(Public, &doc); err != nil {
+		panic("openapi: Public: " + err.Error())
+	}
+	doc["servers"], _ = json.Marshal([]map[string]string{{"url": prefix,
+		"description": "Gateway mode: the waiting room's own API under " + prefix + "; every other path is the origin's."}})
+	b, _ := json.Marshal(doc)
+	return b
+}
