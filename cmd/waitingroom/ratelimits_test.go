@@ -54,7 +54,7 @@ func TestLoginLimitSharedAcrossInstances(t *testing.T) {
 // different login ids from one address, 32 at a time, cost as many BCrypt
 // verifications as the per-address failure budget allows plus at most the
 // attempts in flight when it ran out (login_ip is peeked before BCrypt and
-// charged after, so that successes behind a NAT never count: ratelimits.go),
+// charged after, so that successes behind a NAT never count: login/limits.go),
 // not 2,000.
 func TestCredentialStuffingFromOneIP(t *testing.T) {
 	e := newEnv(t)

@@ -74,7 +74,8 @@ type Parts struct {
 }
 
 // wiring is what every component is built on: the configuration, the
-// clients, the key prefix (resolved) and the metrics.
+// clients and the key prefix of every Redis key (queue.DefaultPrefix when
+// empty); p holds the parts built so far.
 type wiring struct {
 	cfg    Config
 	http   server.Config // the HTTP adapters' (Main.serverConfig)
