@@ -124,9 +124,9 @@ type Options struct {
 	// scripts (its rate limiter) and their scripts share round trips too.
 	// Nil: a Runner of the queue's own.
 	Batch *batch.Runner
-	// EnterGuard is the Lua of a decision that EnterGuarded takes inside
-	// the enter script, before entering (see guard.go): the instance's
-	// rate limits, ratelimit.InlineLua. "": EnterGuarded is refused.
+	// EnterGuard is the Lua of the decisions EnterGuarded takes inside
+	// the enter script, before entering (Guard): the instance's rate
+	// limits, ratelimit.InlineLua. "": EnterGuarded is refused.
 	EnterGuard string
 }
 

@@ -3,6 +3,7 @@ package server
 import (
 	"github.com/gofiber/fiber/v2"
 
+	"waitingroom/server/access"
 	"waitingroom/server/api"
 )
 
@@ -22,8 +23,11 @@ func (s *Server) denyIPs(c *fiber.Ctx) error {
 }
 
 // checkUser refuses denied users.
-func (s *Server) checkUser(user string) error {
-	if s.acl.Current().Deny.HasUser(user) {
+func (s *Server) checkUser(user string) error { return deniedUser(s.acl, user) }
+
+// deniedUser is errDenied for a user on acl's deny list, else nil.
+func deniedUser(acl *access.Lists, user string) error {
+	if acl.Current().Deny.HasUser(user) {
 		return errDenied
 	}
 	return nil

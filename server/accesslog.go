@@ -12,19 +12,8 @@ import (
 
 // The access log (package accesslog) at the HTTP layer: the protocol
 // filter (guard), which sees every request of both ports whatever answered
-// it, hands each to logAccess when it is done. The management port logs
-// errors only, whatever WR_ACCESS_LOG asks beyond that: its successes are
-// scrapes and probes every few seconds.
-
-// newAccessLogs builds the two ports' access logs.
-func (s *Server) newAccessLogs() {
-	s.accessPublic = accesslog.New(s.log, s.cfg.AccessLog)
-	adminMode := s.cfg.AccessLog
-	if adminMode == accesslog.All {
-		adminMode = accesslog.Errors
-	}
-	s.accessAdmin = accesslog.New(s.log, adminMode)
-}
+// it, hands each to logAccess when it is done, which writes it to its
+// port's log (Deps.AccessPublic, Deps.AccessAdmin).
 
 // originRoute is the route of a gateway-mode request for the origin that
 // no protected route covers.
@@ -66,7 +55,7 @@ func (s *Server) logAccess(ctx *fasthttp.RequestCtx, srv *fasthttp.Server, toOri
 		Bytes:     bytes,
 		Duration:  time.Since(start),
 		RequestID: api.RequestID(ctx),
-		Address:   s.clientAddrOf(ctx).String(),
+		Address:   s.clients.Addr(ctx).String(),
 		User:      api.User(ctx),
 	})
 }

@@ -26,25 +26,34 @@ func (s *Server) accessClaims(c *fiber.Ctx) (*token.Claims, error) {
 	return claims, s.checkUser(claims.Subject)
 }
 
+// Over HTTPS the queue cookie's name has the __Host- prefix: the browser
+// accepts it only if Secure, with Path=/ and no Domain, so neither a
+// sibling subdomain nor a network attacker on plain HTTP can plant or
+// overwrite it. Both names are read; __Host- wins when both come.
+
 // queueCookie is the HttpOnly cookie that enter sets with the queue token
-// over plain HTTP; over HTTPS its name has the __Host- prefix (origin.go).
+// over plain HTTP; over HTTPS its name has the __Host- prefix (above).
 // In gateway mode there is one per room, "wr_queue_<room>": a visitor may
 // wait in several rooms of one site, and the gateway reads the one of the
 // room a protected path belongs to.
 const queueCookie = "wr_queue"
 
 // queueCookieName is the queue cookie's plain name for room.
-func (s *Server) queueCookieName(room string) string {
-	if s.gw != nil && room != "" {
+func (s *Server) queueCookieName(room string) string { return queueCookieNameOf(s.gw != nil, room) }
+
+// queueCookieNameOf is the queue cookie's plain name for room, in gateway
+// mode or not.
+func queueCookieNameOf(gatewayMode bool, room string) string {
+	if gatewayMode && room != "" {
 		return queueCookie + "_" + room
 	}
 	return queueCookie
 }
 
-// queueCookieValue is the request's queue cookie for room, the __Host- one
-// when both come.
-func (s *Server) queueCookieValue(cookie func(name string) []byte, room string) string {
-	name := s.queueCookieName(room)
+// queueCookieValue is the request's queue cookie for room (in gateway
+// mode or not), the __Host- one when both come.
+func queueCookieValue(gatewayMode bool, cookie func(name string) []byte, room string) string {
+	name := queueCookieNameOf(gatewayMode, room)
 	if v := cookie("__Host-" + name); len(v) > 0 {
 		return string(v)
 	}
@@ -61,7 +70,7 @@ func requestCookie(c *fiber.Ctx) func(string) []byte {
 func (s *Server) queueClaims(c *fiber.Ctx, room string) (*token.Claims, error) {
 	raw := api.Bearer(c)
 	if raw == "" {
-		raw = s.queueCookieValue(requestCookie(c), room)
+		raw = queueCookieValue(s.gw != nil, requestCookie(c), room)
 	}
 	if raw == "" {
 		return nil, api.ErrUnauthorized

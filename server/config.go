@@ -6,24 +6,17 @@ import (
 
 	"waitingroom/queue"
 	"waitingroom/queue/adaptive"
-	"waitingroom/server/accesslog"
-	"waitingroom/server/checkout"
+	"waitingroom/server/client"
 	"waitingroom/server/listener"
-	"waitingroom/server/login"
+	"waitingroom/server/queuestatus"
 	"waitingroom/server/ratelimit"
-	"waitingroom/server/token"
-	"waitingroom/stream"
 )
 
-// Config is the server's configuration: its own HTTP settings, then the
-// configuration of each component it builds, in that component's own type.
-// cmd/waitingroom reads it from the environment (the variable of each
-// setting is named in its comment, and in docs/operations.md's table); a test may
-// fill it directly.
-//
-// The components' option structs carry settings and dependencies alike:
-// the composition root sets the settings named here, New sets the rest
-// (clients, callbacks, the logger) and overrides whatever was there.
+// Config is the HTTP adapters' configuration. cmd/waitingroom reads it
+// from the environment (the variable of each setting is named in its
+// comment, and in docs/operations.md's table); a test may fill it
+// directly. The components' own configurations are the composition
+// root's: it builds them, and hands New the built components (Deps).
 type Config struct {
 	HTTPAddr  string // WR_HTTP_ADDR: the API and the page
 	AdminAddr string // WR_ADMIN_ADDR: metrics, health, admin
@@ -44,10 +37,13 @@ type Config struct {
 	// SSE and WS (WR_TRANSPORTS) are the push transports offered; a
 	// disabled one answers 503 so clients fall back (polling is always on).
 	SSE, WS     bool
-	PollBands   Bands         // WR_POLL_BANDS
-	MaxQuantity int           // WR_MAX_QUANTITY: largest quantity one order may ask
-	AccessTTL   time.Duration // WR_ACCESS_TTL: lifetime of access tokens
-	QueueTTL    time.Duration // WR_QUEUE_TTL: lifetime of queue tokens
+	PollBands   queuestatus.Bands // WR_POLL_BANDS
+	MaxQuantity int               // WR_MAX_QUANTITY: largest quantity one order may ask
+	AccessTTL   time.Duration     // WR_ACCESS_TTL: lifetime of access tokens
+	QueueTTL    time.Duration     // WR_QUEUE_TTL: lifetime of queue tokens
+	// VisitorTTL (WR_VISITOR_TTL, gateway mode) is how long an anonymous
+	// visitor keeps its identity (and so its place) without coming back.
+	VisitorTTL time.Duration
 	// RateLimits (WR_RATE_LIMITS) switches layer 1's limits, login's
 	// included; off is for benchmarks of the paths behind them.
 	RateLimits bool
@@ -58,25 +54,27 @@ type Config struct {
 	// WR_MAX_CONNS_PER_IP (PerAddr; behind a trusted proxy it caps each
 	// forwarded client's open streams instead), WR_FIRST_REQUEST_TIMEOUT.
 	Listener listener.Config
-	Tokens   token.Config  // WR_JWT_SECRET, WR_JWT_SECRET_PREVIOUS
-	Login    login.Config  // WR_BCRYPT_COST, WR_BCRYPT_CONCURRENCY, WR_LIMIT_LOGIN_*
-	Queue    queue.Options // WR_IDLE_TIMEOUT (the key prefix is Options.KeyPrefix)
-	// Admission: WR_ADMIT_INTERVAL, WR_ROOMS, and the new rooms' defaults
-	// WR_TARGET_ACTIVE and WR_ENTRY_TTL.
-	Admission queue.AdmitterOptions
-	Streams   stream.Options   // WR_MAX_STREAMS_PER_USER
-	Checkout  checkout.Options // WR_ORDER_TIMEOUT
-	// Adaptive: WR_ADAPTIVE_WINDOW, and the rule's WR_ADAPTIVE_MIN,
-	// WR_ADAPTIVE_MAX, WR_ADAPTIVE_MIN_SAMPLES, WR_ADAPTIVE_P90_CEILING.
-	Adaptive       adaptive.Options
-	FaultInjection bool // WR_FAULT_INJECTION: PUT /admin/faults allowed
-	// Gateway: WR_UPSTREAM (off when empty), WR_UPSTREAM_CONNECT_TIMEOUT,
-	// WR_UPSTREAM_TIMEOUT, WR_UPSTREAM_BODY_LIMIT, WR_PROTECT, WR_PASS_KEY,
-	// WR_PASS_KEY_PREVIOUS, WR_VISITOR_TTL.
-	Gateway GatewayConfig
-	// AccessLog (WR_ACCESS_LOG): which requests get an access line; the
-	// zero value is accesslog.Errors.
-	AccessLog accesslog.Mode
+
+	// What the adapters tell or check of the components' configuration,
+	// set by the composition root from it.
+	//
+	// IdleTimeout (WR_IDLE_TIMEOUT) is named by the idle refusal;
+	// RoomDefaults (WR_TARGET_ACTIVE, WR_ENTRY_TTL) configure the rooms
+	// PUT /admin/rooms creates; AdaptiveRule and AdaptiveWindow
+	// (WR_ADAPTIVE_*) are the admin API's bounds and shown window;
+	// OriginBodyLimit (WR_UPSTREAM_BODY_LIMIT) is the public port's body
+	// limit in gateway mode (the waiting room's own requests stay under
+	// BodyLimit).
+	IdleTimeout     time.Duration
+	RoomDefaults    queue.RoomConfig
+	AdaptiveRule    adaptive.Rule
+	AdaptiveWindow  time.Duration
+	OriginBodyLimit int
+}
+
+// clients is the resolver of the requests' clients under c's proxies.
+func (c Config) clients() client.Resolver {
+	return client.Resolver{TrustedProxies: c.TrustedProxies, Header: c.ClientIPHeader, AlwaysHTTPS: c.CookieSecure}
 }
 
 // Limits are layer 1's limits outside login (login.Config has those), each

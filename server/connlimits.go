@@ -16,8 +16,8 @@ import (
 func (s *Server) listenerConfig() listener.Config {
 	c := s.cfg.Listener
 	c.Exempt = s.connExempt
-	c.Refused = func(reason string) { s.m.connRefused.WithLabelValues(reason).Inc() }
-	c.IdleClosed = s.m.idleClosed.Inc
+	c.Refused = func(reason string) { s.m.ConnRefused.WithLabelValues(reason).Inc() }
+	c.IdleClosed = s.m.IdleClosed.Inc
 	c.Logger = s.log
 	return c
 }
@@ -27,7 +27,7 @@ func (s *Server) listenerConfig() listener.Config {
 // client's streams are counted by holdStream instead) and addresses on the
 // access allow list.
 func (s *Server) connExempt(ip net.IP) bool {
-	if len(s.cfg.TrustedProxies) > 0 && s.trusted(ip) {
+	if len(s.cfg.TrustedProxies) > 0 && s.clients.Trusted(ip) {
 		return true
 	}
 	a := &s.acl.Current().Allow
@@ -50,7 +50,7 @@ const streamAddrLimit = "streams_per_address"
 // route metrics and alerts). The returned release gives the slot back
 // (call it once, when the stream ends; a no-op when nothing was counted).
 func (s *Server) holdStream(c *fiber.Ctx) (release func(), err error) {
-	if len(s.cfg.TrustedProxies) == 0 || s.cfg.Listener.PerAddr <= 0 || !s.trusted(c.Context().RemoteIP()) {
+	if len(s.cfg.TrustedProxies) == 0 || s.cfg.Listener.PerAddr <= 0 || !s.clients.Trusted(c.Context().RemoteIP()) {
 		return func() {}, nil
 	}
 	addr := s.clientAddr(c)
@@ -59,7 +59,7 @@ func (s *Server) holdStream(c *fiber.Ctx) (release func(), err error) {
 	}
 	key := listener.AddrKey(addr)
 	if !s.fwdStreams.Acquire(key, s.cfg.Listener.PerAddr) {
-		s.m.rateLimited.WithLabelValues(streamAddrLimit).Inc()
+		s.m.RateLimited.WithLabelValues(streamAddrLimit).Inc()
 		return nil, &api.Error{Status: fiber.StatusTooManyRequests, Code: "rate_limited",
 			Message:    "too many open streams from your address (at most " + strconv.Itoa(s.cfg.Listener.PerAddr) + "); close some, or poll",
 			RetryAfter: 5}

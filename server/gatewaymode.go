@@ -2,8 +2,6 @@ package server
 
 import (
 	"bytes"
-	"cmp"
-	"crypto/sha256"
 	"strings"
 	"time"
 
@@ -11,10 +9,10 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"waitingroom/queue"
+	"waitingroom/server/access"
 	"waitingroom/server/api"
+	"waitingroom/server/client"
 	"waitingroom/server/gateway"
-	"waitingroom/server/pass"
-	"waitingroom/server/pow"
 	"waitingroom/server/token"
 )
 
@@ -26,23 +24,6 @@ import (
 // rooms' own routes) need a pass. Visitors are anonymous: enter without an
 // access token gives them a signed identity in an HttpOnly cookie.
 
-// GatewayConfig is gateway mode's configuration; Upstream.URL empty: off.
-type GatewayConfig struct {
-	Upstream gateway.UpstreamConfig
-	Protect  []gateway.Route // WR_PROTECT
-	Passes   pass.Config     // WR_PASS_KEY, WR_PASS_KEY_PREVIOUS
-	// VisitorTTL is how long an anonymous visitor keeps its identity (and
-	// so its place) without coming back.
-	VisitorTTL time.Duration
-	// Challenge and Difficulty (WR_GATEWAY_CHALLENGE, WR_POW_DIFFICULTY)
-	// are the proof of work of a room whose settings nobody changed.
-	Challenge  string
-	Difficulty int
-}
-
-// Enabled reports whether gateway mode is on.
-func (g GatewayConfig) Enabled() bool { return g.Upstream.URL != "" }
-
 // visitorCookie holds an anonymous visitor's identity (token.KindVisitor);
 // a visitor's id starts with visitorPrefix (a user's is a number).
 const (
@@ -50,30 +31,39 @@ const (
 	visitorPrefix = "v-"
 )
 
-// gatewayIdentity is what the gateway asks of the server about a request.
-type gatewayIdentity struct{ s *Server }
+// GatewayIdentity is what the gateway asks of the waiting room about a
+// request (gateway.Options.Identity): its client as cfg's trusted proxies
+// tell it, and the user of the room's queue cookie, checked with tokens
+// and acl's deny list. The composition root builds it from the Config it
+// gives New, before the gateway and the Server.
+func GatewayIdentity(cfg Config, tokens *token.Issuer, acl *access.Lists) gateway.Identity {
+	return gatewayIdentity{clients: cfg.clients(), tokens: tokens, acl: acl}
+}
+
+type gatewayIdentity struct {
+	clients client.Resolver
+	tokens  *token.Issuer
+	acl     *access.Lists
+}
 
 func (g gatewayIdentity) Forwarded(ctx *fasthttp.RequestCtx) gateway.Forwarded {
-	s := g.s
-	peer := ctx.RemoteIP()
-	f := gateway.Forwarded{Client: s.clientAddrOf(ctx), Peer: peer, Proto: "http", Host: string(ctx.Host())}
-	trusted := len(s.cfg.TrustedProxies) > 0 && s.trusted(peer)
-	if trusted {
+	f := gateway.Forwarded{Client: g.clients.Addr(ctx), Peer: ctx.RemoteIP(), Proto: "http", Host: string(ctx.Host())}
+	if g.clients.ViaProxy(ctx) {
 		f.Chain = strings.TrimSpace(string(ctx.Request.Header.Peek(fiber.HeaderXForwardedFor)))
 	}
-	if s.cfg.CookieSecure || ctx.IsTLS() || (trusted && strings.EqualFold(strings.TrimSpace(string(ctx.Request.Header.Peek(fiber.HeaderXForwardedProto))), "https")) {
+	if g.clients.HTTPS(ctx) {
 		f.Proto = "https"
 	}
 	return f
 }
 
 func (g gatewayIdentity) QueueUser(ctx *fasthttp.RequestCtx, room string) string {
-	raw := g.s.queueCookieValue(ctx.Request.Header.Cookie, room)
+	raw := queueCookieValue(true, ctx.Request.Header.Cookie, room)
 	if raw == "" {
 		return ""
 	}
-	c, err := g.s.tokens.Parse(raw, token.KindQueue)
-	if err != nil || c.Room != room || g.s.checkUser(c.Subject) != nil {
+	c, err := g.tokens.Parse(raw, token.KindQueue)
+	if err != nil || c.Room != room || deniedUser(g.acl, c.Subject) != nil {
 		return ""
 	}
 	return c.Subject
@@ -90,34 +80,6 @@ func (gatewayIdentity) OwnCookie(name []byte) bool {
 		}
 	}
 	return false
-}
-
-// newGateway builds gateway mode's parts, or nothing when it is off.
-func (s *Server) newGateway(o Options, prefix string) error {
-	g := o.Config.Gateway
-	if !g.Enabled() {
-		return nil
-	}
-	up, err := gateway.NewUpstream(g.Upstream)
-	if err != nil {
-		return err
-	}
-	if s.passes, err = pass.New(g.Passes); err != nil {
-		return err
-	}
-	base := gateway.Default(cmp.Or(g.Difficulty, pow.DefaultDifficulty))
-	if g.Challenge != "" {
-		base.Challenge = g.Challenge
-	}
-	s.gwSettings = gateway.NewStore(o.Redis, prefix, g.Protect, base)
-	powKey := sha256.Sum256([]byte("pow:" + o.Config.Tokens.Secret)) // shared by every instance, like the secret
-	s.pow = pow.New(o.Redis, prefix, powKey[:], pow.DefaultTTL)
-	s.gw = gateway.New(gateway.Options{
-		Upstream: up, Settings: s.gwSettings, Slots: s.q, Signer: s.passes, Tokens: s.tokens,
-		Recorder: s.rec, Identity: gatewayIdentity{s}, Logger: o.Logger, Registerer: s.m.reg,
-	})
-	s.prefix = gateway.Prefix
-	return nil
 }
 
 // ownPath reports whether a path is the waiting room's own in gateway mode.
@@ -138,12 +100,12 @@ func (s *Server) visitor(c *fiber.Ctx) (string, error) {
 	}
 	id := visitorPrefix + randomID()
 	api.SetUser(c, &id)
-	tok, err := s.tokens.IssueVisitor(id, s.cfg.Gateway.VisitorTTL)
+	tok, err := s.tokens.IssueVisitor(id, s.cfg.VisitorTTL)
 	if err != nil {
 		return "", err
 	}
 	c.Cookie(&fiber.Cookie{Name: visitorCookie, Value: tok, Path: gateway.Prefix, HTTPOnly: true,
-		SameSite: fiber.CookieSameSiteLaxMode, Secure: s.secureRequest(c), MaxAge: int(s.cfg.Gateway.VisitorTTL.Seconds())})
+		SameSite: fiber.CookieSameSiteLaxMode, Secure: s.clients.HTTPS(c.Context()), MaxAge: int(s.cfg.VisitorTTL.Seconds())})
 	return id, nil
 }
 
@@ -154,7 +116,7 @@ func (s *Server) setEntryCookie(c *fiber.Ctx, room string, st queue.Status) {
 		return
 	}
 	c.Cookie(&fiber.Cookie{Name: gateway.EntryCookie(room), Value: st.EntryToken, Path: "/", HTTPOnly: true,
-		SameSite: fiber.CookieSameSiteLaxMode, Secure: s.secureRequest(c), MaxAge: max(int(time.Until(st.EntryExpires).Seconds()), 1)})
+		SameSite: fiber.CookieSameSiteLaxMode, Secure: s.clients.HTTPS(c.Context()), MaxAge: max(int(time.Until(st.EntryExpires).Seconds()), 1)})
 }
 
 // jwks publishes the pass keys (gateway mode).

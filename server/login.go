@@ -35,7 +35,7 @@ func (s *Server) login(c *fiber.Ctx) error {
 	}
 	id, err := s.logins.Verify(c.UserContext(), login.Attempt{
 		LoginID: req.LoginID, Password: req.Password, Address: s.clientKey(c),
-		Limited: s.limited(c, ""),
+		Limited: s.rl.Applies(c, ""),
 	})
 	if err != nil {
 		return s.loginError(c, req.LoginID, err)
@@ -55,7 +55,7 @@ var errLoginBusy = &api.Error{Status: 503, Code: "unavailable", RetryAfter: 2,
 
 // loginError is the answer to login.Verify's errors: wrong credentials are
 // a 401 and a login_failed security event; a limit's refusal is its 429
-// (refuse); the limiter or the database down is a 503.
+// (rl.Refuse); the limiter or the database down is a 503.
 func (s *Server) loginError(c *fiber.Ctx, loginID string, err error) error {
 	var refused *login.RefusedError
 	var limiter *login.LimiterError
@@ -65,7 +65,7 @@ func (s *Server) loginError(c *fiber.Ctx, loginID string, err error) error {
 		s.sec.Event(c.UserContext(), seclog.LoginFailed, slog.String("address", s.clientIP(c)), slog.String("login_id", seclog.Value(loginID)))
 		return errInvalidCreds
 	case errors.As(err, &refused):
-		return s.refuse(c, refused.Limit, refused.RetryAfter)
+		return s.rl.Refuse(c, refused.Limit, refused.RetryAfter)
 	case errors.Is(err, login.ErrBusy):
 		return errLoginBusy
 	case errors.As(err, &limiter):

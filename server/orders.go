@@ -44,13 +44,13 @@ func (s *Server) order(c *fiber.Ctx) error {
 		// The last line: a room-wide ceiling that holds even if the queue
 		// is bypassed by a bug, then a per-user one.
 		Limits: func(context.Context) error {
-			return s.limits(c, claims.Subject, false,
+			return s.rl.All(c, claims.Subject, false,
 				ratelimit.Check{Name: "order_room", Subject: claims.Room, Limit: s.cfg.Limits.OrderRoom},
 				ratelimit.Check{Name: "order_user", Subject: claims.Subject, Limit: s.cfg.Limits.OrderUser})
 		},
 	})
 	if res.Outcome != "" {
-		s.m.orders.WithLabelValues(string(res.Outcome)).Inc()
+		s.m.Orders.WithLabelValues(string(res.Outcome)).Inc()
 	}
 	if err != nil {
 		return checkoutError(err)
@@ -89,7 +89,7 @@ func (s *Server) orders(c *fiber.Ctx) error {
 		return api.BadRequest("room must be given: 1-64 of a-z 0-9 - _")
 	}
 	// Each read is a query on the database the queue protects: fail closed.
-	if err := s.limit(c, "orders_read", claims.Subject, claims.Subject, s.cfg.Limits.OrdersRead, false); err != nil {
+	if err := s.rl.One(c, "orders_read", claims.Subject, claims.Subject, s.cfg.Limits.OrdersRead, false); err != nil {
 		return err
 	}
 	list, err := s.checkout.Orders(c.UserContext(), claims.Subject, room)

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"encoding/json"
 	"strconv"
 	"strings"
 	"time"
@@ -14,7 +13,8 @@ import (
 	"waitingroom/server/api"
 	"waitingroom/server/listener"
 	"waitingroom/server/openapi"
-	"waitingroom/web"
+	"waitingroom/server/page"
+	"waitingroom/server/roominfo"
 )
 
 func (s *Server) newPublicApp() *fiber.App {
@@ -22,7 +22,7 @@ func (s *Server) newPublicApp() *fiber.App {
 	if s.gw != nil {
 		// The origin's bodies are larger; the waiting room's own are
 		// checked against WR_BODY_LIMIT by the dispatch (guardProtocol).
-		bodyLimit = max(bodyLimit, s.cfg.Gateway.Upstream.BodyLimit)
+		bodyLimit = max(bodyLimit, s.cfg.OriginBodyLimit)
 	}
 	cfg := api.FiberConfig("waitingroom", bodyLimit, s.log)
 	// Gateway mode streams request bodies (protocolfilter.go): a body for
@@ -32,10 +32,10 @@ func (s *Server) newPublicApp() *fiber.App {
 	s.guardPublic(app) // first: nothing in Fiber runs before it
 	app.Use(api.RequestContext, s.observe, api.SecurityHeaders)
 
-	describe := api.Document(publicDescription(s.prefix))
-	api := app.Group(s.prefix+"/api/v1", api.NoStore, s.denyIPs, s.apiGate)
+	describe := api.Document(openapi.PublicAt(s.prefix))
+	v1 := app.Group(s.prefix+"/api/v1", api.NoStore, s.denyIPs, s.apiGate)
 	if len(s.cfg.CORSOrigins) > 0 {
-		api.Use(cors.New(cors.Config{
+		v1.Use(cors.New(cors.Config{
 			AllowOrigins:     strings.Join(s.cfg.CORSOrigins, ","),
 			AllowCredentials: true,
 			AllowHeaders:     "Authorization, Content-Type, X-Entry-Token",
@@ -43,23 +43,23 @@ func (s *Server) newPublicApp() *fiber.App {
 			MaxAge:           600,
 		}))
 	}
-	api.Post("/auth/login", s.login)
-	api.Get("/rooms/:room", s.roomInfo())
-	api.Post("/rooms/:room/enter", s.enter)
-	api.Get("/rooms/:room/position", s.position)
-	api.Post("/rooms/:room/leave", s.leave)
-	api.Get("/rooms/:room/events", s.events)
-	api.Get("/rooms/:room/ws", s.wsUpgrade, websocket.New(s.ws))
-	api.Post("/orders", s.order)
-	api.Get("/orders", s.orders)
-	api.Get("/products/:id", s.product)
-	api.Get("/openapi.json", describe)
+	v1.Post("/auth/login", s.login)
+	v1.Get("/rooms/:room", roominfo.Handler(s.q))
+	v1.Post("/rooms/:room/enter", s.enter)
+	v1.Get("/rooms/:room/position", s.position)
+	v1.Post("/rooms/:room/leave", s.leave)
+	v1.Get("/rooms/:room/events", s.streams.Events)
+	v1.Get("/rooms/:room/ws", s.streams.Upgrade, websocket.New(s.streams.WebSocket))
+	v1.Post("/orders", s.order)
+	v1.Get("/orders", s.orders)
+	v1.Get("/products/:id", s.product)
+	v1.Get("/openapi.json", describe)
 	if s.gw != nil {
-		api.Get("/rooms/:room/challenge", s.challenge)
+		v1.Get("/rooms/:room/challenge", s.challenge)
 		app.Get(s.prefix+"/.well-known/jwks.json", s.jwks)
 	}
 
-	s.mountPage(app)
+	page.Mount(app, s.prefix)
 	return app
 }
 
@@ -85,65 +85,6 @@ func (s *Server) observe(c *fiber.Ctx) error {
 			return werr
 		}
 	}
-	s.m.httpDuration.WithLabelValues(route, strconv.Itoa(c.Response().StatusCode())).Observe(time.Since(start).Seconds())
+	s.m.HTTPDuration.WithLabelValues(route, strconv.Itoa(c.Response().StatusCode())).Observe(time.Since(start).Seconds())
 	return nil
-}
-
-// mountPage serves the waiting-room page at / and /rooms/{room}, and its
-// assets under /static/ — all under /_wr in gateway mode, where the page
-// is told so (data-base and data-gateway on its root element).
-func (s *Server) mountPage(app *fiber.App) {
-	files := api.LoadStatic(web.FS())
-	index, ok := files["index.html"]
-	if !ok {
-		panic("server: web.FS has no index.html")
-	}
-	if s.gw != nil {
-		index.Body = gatewayPage(index.Body, s.prefix)
-	}
-	page := func(c *fiber.Ctx) error {
-		c.Set(fiber.HeaderContentSecurityPolicy, api.PageCSP)
-		c.Set(fiber.HeaderCacheControl, "no-cache")
-		c.Set(fiber.HeaderContentType, "text/html; charset=utf-8")
-		return c.Send(index.Body)
-	}
-	app.Get(s.prefix+"/", page)
-	app.Get(s.prefix+"/rooms/:room", page)
-	app.Get(s.prefix+"/static/*", func(c *fiber.Ctx) error {
-		name := c.Params("*")
-		f, ok := files[name]
-		if !ok || strings.Contains(name, "..") {
-			return fiber.ErrNotFound
-		}
-		c.Set(fiber.HeaderContentSecurityPolicy, api.PageCSP)
-		c.Set(fiber.HeaderCacheControl, "public, max-age=300")
-		c.Set(fiber.HeaderContentType, f.ContentType)
-		return c.Send(f.Body)
-	})
-}
-
-// gatewayPage is the page for gateway mode: its assets under prefix, and
-// its root element saying where the API is and that visitors are
-// anonymous.
-func gatewayPage(body []byte, prefix string) []byte {
-	r := strings.NewReplacer(`href="/static/`, `href="`+prefix+`/static/`, `src="/static/`, `src="`+prefix+`/static/`,
-		`<html lang="en">`, `<html lang="en" data-base="`+prefix+`" data-gateway="1">`)
-	return []byte(r.Replace(string(body)))
-}
-
-// publicDescription is the public API's OpenAPI description as this
-// instance serves it: its server URL is the prefix the API lives under
-// ("/", or gateway.Prefix in gateway mode).
-func publicDescription(prefix string) []byte {
-	if prefix == "" {
-		return openapi.Public
-	}
-	var doc map[string]json.RawMessage
-	if err := json.Unmarshal(openapi.Public, &doc); err != nil {
-		panic("server: openapi.Public: " + err.Error())
-	}
-	doc["servers"], _ = json.Marshal([]map[string]string{{"url": prefix,
-		"description": "Gateway mode: the waiting room's own API under " + prefix + "; every other path is the origin's."}})
-	b, _ := json.Marshal(doc)
-	return b
 }

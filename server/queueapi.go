@@ -1,9 +1,9 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"log/slog"
-	"math"
 	"strings"
 	"time"
 
@@ -11,84 +11,11 @@ import (
 
 	"waitingroom/queue"
 	"waitingroom/server/api"
+	"waitingroom/server/queuestatus"
 	"waitingroom/server/ratelimit"
+	"waitingroom/server/ratelimit/httplimit"
 	"waitingroom/server/token"
 )
-
-// QueueStatus is the contract's status document (position and enter).
-//
-// A paused room is said by "paused": true beside the status, which stays
-// WAITING, PREQUEUE or CLOSED (clients that know only the statuses keep
-// working): nobody is admitted and the place is kept. While paused the ETA
-// is withheld: "etaKnown": false and no "etaSeconds" (see ETAKnown for the
-// other times it is withheld). "message" is the
-// operator's message to the room's waiting users. Both are absent when
-// there is nothing to say, and neither is carried by READY.
-type QueueStatus struct {
-	Status     string `json:"status"`
-	Room       string `json:"room"`
-	Position   int64  `json:"position,omitempty"`
-	Waiting    int64  `json:"waiting,omitempty"`
-	ETASeconds *int64 `json:"etaSeconds,omitempty"`
-	// ETAKnown (WAITING only) says whether etaSeconds is given: the
-	// estimate (package queue/estimate) is withheld — etaKnown false, no
-	// etaSeconds — while the room is paused or closed, admits nobody, or
-	// has not yet measured how long its orders take and how many admitted
-	// users never order (about three order times after an opening).
-	ETAKnown       *bool      `json:"etaKnown,omitempty"`
-	EntryToken     string     `json:"entryToken,omitempty"`
-	EntryExpiresAt *time.Time `json:"entryExpiresAt,omitempty"`
-	PollAfterMs    int64      `json:"pollAfterMs"`
-	QueueToken     string     `json:"queueToken,omitempty"`
-	// OpensAt and OpensInMs (PREQUEUE): the scheduled opening, and the time
-	// left until it by the server's clock, so a countdown does not depend
-	// on the client's clock.
-	OpensAt   *time.Time `json:"opensAt,omitempty"`
-	OpensInMs *int64     `json:"opensInMs,omitempty"`
-	// Paused (WAITING, PREQUEUE, CLOSED): the room is paused.
-	Paused bool `json:"paused,omitempty"`
-	// Message (WAITING, PREQUEUE, CLOSED): the operator's message.
-	Message string `json:"message,omitempty"`
-}
-
-// statusDoc turns a queue.Status into the contract's document.
-func (s *Server) statusDoc(room string, st queue.Status) QueueStatus {
-	d := QueueStatus{Status: st.State.String(), Room: room}
-	switch st.State {
-	case queue.Ready:
-		exp := st.EntryExpires
-		d.EntryToken, d.EntryExpiresAt = st.EntryToken, &exp
-	case queue.Waiting:
-		d.Position, d.Waiting = st.Position, st.Waiting
-		d.PollAfterMs = s.cfg.PollBands.PollAfter(st.Position).Milliseconds()
-		secs, known := s.hub.Forecast(room).ETA(st.Position)
-		if known && !st.Paused {
-			d.ETASeconds = &secs
-		}
-		known = known && !st.Paused
-		d.ETAKnown = &known
-	case queue.PreQueue:
-		// Position is the arrival-order place (fifo) or absent (random:
-		// decided at the opening). Polls come at the band's pace, but no
-		// later than the opening.
-		d.Position, d.Waiting = st.Position, st.Waiting
-		band := s.cfg.PollBands.PollAfter(max(st.Position, st.Waiting))
-		d.PollAfterMs = min(band, max(st.OpensIn, time.Second)).Milliseconds()
-		if !st.OpensAt.IsZero() {
-			at, in := st.OpensAt, st.OpensIn.Milliseconds()
-			d.OpensAt, d.OpensInMs = &at, &in
-		}
-	case queue.Closed:
-		// The place is kept (position absent when still in the pre-queue);
-		// nobody is admitted until the room reopens: poll slowly.
-		d.Position, d.Waiting = st.Position, st.Waiting
-		d.PollAfterMs = s.cfg.PollBands.PollAfter(math.MaxInt64).Milliseconds()
-	}
-	if st.State != queue.Ready {
-		d.Paused, d.Message = st.Paused, st.Message
-	}
-	return d
-}
 
 // enter puts the caller in the room's queue (or reports where they are) and
 // issues the queue token, also set as the HttpOnly wr_queue cookie.
@@ -103,9 +30,9 @@ func (s *Server) enter(c *fiber.Ctx) error {
 		return err
 	}
 	if st.New {
-		s.m.entered.WithLabelValues(room).Inc()
+		s.m.Entered.WithLabelValues(room).Inc()
 		if st.State == queue.Ready {
-			s.m.admitted.WithLabelValues(room).Inc() // passthrough
+			s.m.Admitted.WithLabelValues(room).Inc() // passthrough
 		}
 	}
 	tok, err := s.setQueueToken(c, user, room, st.Ticket)
@@ -113,9 +40,9 @@ func (s *Server) enter(c *fiber.Ctx) error {
 		return err
 	}
 	s.setEntryCookie(c, room, st)
-	doc := s.statusDoc(room, st)
+	doc := s.docs.Of(room, st)
 	doc.QueueToken = tok
-	return sendStatus(c, &doc)
+	return queuestatus.Send(c, &doc)
 }
 
 // enterRoom enters user in room under the enter limits (address and
@@ -123,7 +50,7 @@ func (s *Server) enter(c *fiber.Ctx) error {
 // Redis, a user who has no bypass — the limits are decided inside the
 // enter script (queue.EnterGuarded): one script call instead of two, the
 // decision the same (taken first, all or nothing, counted even when the
-// room then refuses the entry). Else they are decided first (limits), and
+// room then refuses the entry). Else they are decided first (rl.All), and
 // the user entered or, on the bypass list, granted.
 func (s *Server) enterRoom(c *fiber.Ctx, room, user string) (queue.Status, error) {
 	if s.anonymous(user) {
@@ -133,12 +60,12 @@ func (s *Server) enterRoom(c *fiber.Ctx, room, user string) (queue.Status, error
 		{Name: "enter_ip", Subject: s.clientKey(c), Limit: s.cfg.Limits.EnterIP},
 		{Name: "enter_user", Subject: user, Limit: s.cfg.Limits.EnterUser}}
 	bypass := s.acl.Current().Bypass.HasUser(user)
-	if !bypass && s.limited(c, user) {
+	if !bypass && s.rl.Applies(c, user) {
 		if st, ok, err := s.enterInline(c, room, user, checks, nil); ok {
 			return st, err
 		}
 	}
-	if err := s.limits(c, user, true, checks...); err != nil {
+	if err := s.rl.All(c, user, true, checks...); err != nil {
 		return queue.Status{}, err
 	}
 	return s.enterOrGrant(c, room, user, bypass)
@@ -148,19 +75,19 @@ func (s *Server) enterRoom(c *fiber.Ctx, room, user string) (queue.Status, error
 // ok is false where that cannot be (a Redis Cluster). A refusal is
 // answered by enterRefused (proof: the visitor's, or nil).
 func (s *Server) enterInline(c *fiber.Ctx, room, user string, checks []ratelimit.Check, proof *visitorProof) (st queue.Status, ok bool, err error) {
-	keys, args, ok := s.limiter.Inline(checks...)
+	guard, ok := s.limiter.Inline(checks...)
 	if !ok {
 		return queue.Status{}, false, nil
 	}
-	st, refusal, err := s.q.EnterGuarded(c.UserContext(), room, user, keys, args...)
-	if err != nil || refusal == nil {
-		return st, true, err
-	}
-	rs, err := ratelimit.Refused(checks, refusal)
-	if err != nil {
+	st, err = s.q.EnterGuarded(c.UserContext(), room, user, guard)
+	var refused *ratelimit.RefusedError
+	switch {
+	case errors.As(err, &refused):
+		return queue.Status{}, true, s.enterRefused(c, room, checks, refused.Results, proof)
+	case errors.Is(err, ratelimit.ErrBadRefusal):
 		return queue.Status{}, true, errors.Join(api.ErrUnavailable, err)
 	}
-	return queue.Status{}, true, s.enterRefused(c, room, checks, rs, proof)
+	return st, true, err
 }
 
 // enterOrGrant enters user, or grants the entry to one on the bypass list.
@@ -188,10 +115,10 @@ func (s *Server) enterer(c *fiber.Ctx) (string, error) {
 }
 
 // setQueueToken issues a queue token for user's ticket in room and sets it
-// as the HttpOnly queue cookie: over HTTPS (secureRequest) Secure and named
-// __Host-wr_queue with Path=/ (the prefix requires it), else wr_queue with
-// Path=/api/v1 (Path=/ in gateway mode). SameSite=Lax either way; origin.go refuses what Lax lets
-// through.
+// as the HttpOnly queue cookie: over HTTPS (client.Resolver.HTTPS) Secure
+// and named __Host-wr_queue with Path=/ (the prefix requires it), else
+// wr_queue with Path=/api/v1 (Path=/ in gateway mode). SameSite=Lax either
+// way; package crosssite refuses what Lax lets through.
 func (s *Server) setQueueToken(c *fiber.Ctx, user, room string, ticket int64) (string, error) {
 	tok, err := s.tokens.IssueQueue(user, room, ticket, s.cfg.QueueTTL)
 	if err != nil {
@@ -207,7 +134,7 @@ func (s *Server) setQueueToken(c *fiber.Ctx, user, room string, ticket int64) (s
 func (s *Server) queueCookieAt(c *fiber.Ctx, room string) *fiber.Cookie {
 	name := s.queueCookieName(room)
 	ck := &fiber.Cookie{Name: name, Path: s.queueCookiePath(), HTTPOnly: true, SameSite: fiber.CookieSameSiteLaxMode}
-	if s.secureRequest(c) {
+	if s.clients.HTTPS(c.Context()) {
 		ck.Name, ck.Path, ck.Secure = "__Host-"+name, "/", true
 	}
 	return ck
@@ -271,7 +198,7 @@ func (s *Server) position(c *fiber.Ctx) error {
 	if st.State == queue.Waiting || st.State == queue.Closed {
 		s.presence.Seen(room, claims.Subject)
 	}
-	doc := s.statusDoc(room, st)
+	doc := s.docs.Of(room, st)
 	s.setEntryCookie(c, room, st)
 	if st.Ticket != 0 && st.Ticket != claims.Seq {
 		// The ticket was given after the token (at a scheduled opening): a
@@ -282,14 +209,15 @@ func (s *Server) position(c *fiber.Ctx) error {
 	}
 	// A refresh storm is refused at its band's own pace; the place is kept.
 	// READY says pollAfterMs 0 (nothing left to wait for): its polls are
-	// paced as if it said pollFloor, so a storm of READY polls is refused
-	// like any other. The pace is kept in this instance's memory (limitPoll):
-	// a poll answered from memory makes no Redis round trip at all.
-	pollAfter := max(time.Duration(doc.PollAfterMs)*time.Millisecond, pollFloor)
-	if err := s.limitPoll(c, room, claims.Subject, pollAfter); err != nil {
+	// paced as if it said httplimit.PollFloor, so a storm of READY polls is
+	// refused like any other. The pace is kept in this instance's memory
+	// (httplimit.Limits.Poll): a poll answered from memory makes no Redis
+	// round trip at all.
+	pollAfter := max(time.Duration(doc.PollAfterMs)*time.Millisecond, httplimit.PollFloor)
+	if err := s.rl.Poll(c, room, claims.Subject, pollAfter); err != nil {
 		return err
 	}
-	return sendStatus(c, &doc)
+	return queuestatus.Send(c, &doc)
 }
 
 // leave gives up the caller's place or entry window. A caller the
@@ -309,4 +237,27 @@ func (s *Server) leave(c *fiber.Ctx) error {
 		return s.notInQueue(c, queue.ErrIdle)
 	}
 	return c.SendStatus(fiber.StatusNoContent)
+}
+
+// exactBand: users at these positions (or within the room's targetActive)
+// are the next to be admitted; their polls must see READY the moment it
+// happens, not one pub/sub hop later. They are answered by the hub's
+// PositionNow (memory, after one read of the room's event number shared
+// by every poll in flight on this instance), else by Redis.
+const exactBand = 100
+
+// currentStatus answers from the hub's memory when it is fresh — at the
+// front only once confirmed exact (PositionNow) — else from Redis (the
+// judge).
+func (s *Server) currentStatus(ctx context.Context, room string, claims *token.Claims) (queue.Status, error) {
+	st, ok := s.hub.Position(room, claims.Seq)
+	if ok && st.Position > max(exactBand, st.Target) {
+		return st, nil
+	}
+	if ok {
+		if st, ok = s.hub.PositionNow(ctx, room, claims.Seq); ok {
+			return st, nil
+		}
+	}
+	return s.q.Status(ctx, room, claims.Subject)
 }

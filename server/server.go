@@ -12,12 +12,9 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/redis/go-redis/v9"
 
 	"waitingroom/queue"
 	"waitingroom/queue/adaptive"
-	"waitingroom/queue/batch"
 	"waitingroom/queue/history"
 	"waitingroom/queue/loop"
 	"waitingroom/queue/presence"
@@ -25,66 +22,90 @@ import (
 	"waitingroom/server/accesslog"
 	"waitingroom/server/admin"
 	"waitingroom/server/admin/audit"
-	"waitingroom/server/api"
 	"waitingroom/server/checkout"
+	"waitingroom/server/client"
+	"waitingroom/server/crosssite"
 	"waitingroom/server/faults"
 	"waitingroom/server/gateway"
 	"waitingroom/server/listener"
 	"waitingroom/server/login"
+	"waitingroom/server/metrics"
 	"waitingroom/server/pass"
-	"waitingroom/server/pgstore"
 	"waitingroom/server/pow"
+	"waitingroom/server/push"
+	"waitingroom/server/queuestatus"
 	"waitingroom/server/ratelimit"
+	"waitingroom/server/ratelimit/httplimit"
 	"waitingroom/server/ratelimit/local"
+	"waitingroom/server/readiness"
 	"waitingroom/server/seclog"
 	"waitingroom/server/token"
 	"waitingroom/stream"
 )
 
-// Store is what the server needs from Postgres.
-type Store interface {
-	Ping(ctx context.Context) error
-	Credentials(ctx context.Context, loginID string) (userID int64, passwordHash []byte, err error)
-	Product(ctx context.Context, id int64) (pgstore.Product, error)
-	PlaceOrder(ctx context.Context, r pgstore.OrderRequest) (pgstore.Order, error)
+// Deps are the components the HTTP adapters call, each built and
+// configured by the composition root (cmd/waitingroom), which also runs
+// their background loops. Every one is required, except those of gateway
+// mode (Gateway: nil when it is off).
+type Deps struct {
+	// Logger is the instance's; lines logged while serving a request carry
+	// its id when it wraps api.LogHandler.
+	Logger  *slog.Logger
+	Metrics *metrics.Metrics // counted by the adapters; its registry is served at /metrics
+	Tokens  *token.Issuer
+	Queue   *queue.Queue
+	Hub     *stream.Hub // the pushes, and the polls answered from memory
+	// Presence marks the waiting users seen here present (the polls).
+	Presence *presence.Presence
+	Limiter  *ratelimit.Limiter // layer 1's shared limits
+	Polls    *local.Limiter     // the poll pace, in this instance's memory
+	Access   *access.Lists      // deny, allow and bypass lists
+	Logins   *login.Login       // the login use case
+	Checkout *checkout.Checkout // the order use case
+	Sec      *seclog.Log        // security events
+	// AccessPublic and AccessAdmin are the two ports' access logs.
+	AccessPublic, AccessAdmin *accesslog.Log
+	// The management app's: the adaptive limit controller, the injected
+	// faults, the rooms' shared history, the admin audit log and the
+	// readiness checks (GET /readyz).
+	Controller *adaptive.Controller
+	Faults     *faults.Faults
+	History    *history.History
+	Audit      *audit.Log
+	Readiness  *readiness.Checks
+	// Gateway mode's parts; nil when it is off (WR_UPSTREAM unset).
+	Gateway *GatewayParts
 }
 
-// Options are the dependencies of a Server.
-type Options struct {
-	Config Config
-	Redis  redis.UniversalClient
-	Store  Store
-	Logger *slog.Logger
-	// KeyPrefix of every Redis key; queue.DefaultPrefix when empty.
-	KeyPrefix string
-	// Registry receives the server's metrics and is served at /metrics;
-	// pass the one the Store registered on. A new one when nil.
-	Registry *prometheus.Registry
+// GatewayParts are gateway mode's components (gatewaymode.go).
+type GatewayParts struct {
+	Proxy    *gateway.Gateway // the origin's requests, below Fiber
+	Settings *gateway.Store   // the rooms' gateway settings
+	Passes   *pass.Signer     // published at /.well-known/jwks.json
+	PoW      *pow.Pow         // the anonymous enters' proof of work
 }
 
-// Server is one app instance: the public API and page, the management
-// endpoints, and the background loops it hands to its caller (Loops).
+// Server is one instance's HTTP face: the public API and page, and the
+// management endpoints, over the components of Deps.
 type Server struct {
-	cfg      Config
-	q        *queue.Queue
-	store    Store
-	tokens   *token.Issuer
-	m        *metrics
-	log      *slog.Logger
-	public   *fiber.App
-	admin    *fiber.App
-	admitter *queue.Admitter
-	hub      *stream.Hub
-	limiter  *ratelimit.Limiter
-	polls    *local.Limiter     // the poll pace, in this instance's memory (ratelimits.go)
-	sec      *seclog.Log        // security events (package seclog)
-	checkout *checkout.Checkout // the order use case
-	acl      *access.Lists      // deny, allow and bypass lists
-	presence *presence.Presence
-	rec      *adaptive.Recorder   // order signals for adaptive admission
-	ctl      *adaptive.Controller // the admission limit controller
-	faults   *faults.Faults       // injected order delay (WR_FAULT_INJECTION)
-	history  *history.History     // the rooms' shared history
+	cfg       Config
+	q         *queue.Queue
+	tokens    *token.Issuer
+	m         *metrics.Metrics
+	log       *slog.Logger
+	public    *fiber.App
+	admin     *fiber.App
+	hub       *stream.Hub
+	limiter   *ratelimit.Limiter
+	rl        *httplimit.Limits  // layer 1 at the HTTP layer
+	crossSite *crosssite.Gate    // refuses cross-site requests
+	sec       *seclog.Log        // security events (package seclog)
+	checkout  *checkout.Checkout // the order use case
+	acl       *access.Lists      // deny, allow and bypass lists
+	presence  *presence.Presence
+	clients   client.Resolver  // who a request's client is
+	docs      queuestatus.Docs // how a status reads
+	streams   *push.Streams    // SSE and WebSocket
 	// fwdStreams: open streams per forwarded client address (holdStream).
 	fwdStreams listener.Counts
 	logins     *login.Login // the login use case
@@ -93,133 +114,104 @@ type Server struct {
 	gwSettings *gateway.Store
 	passes     *pass.Signer
 	pow        *pow.Pow
-	prefix     string                          // where the page and API live: "" or gateway.Prefix
-	pingRedis  func(ctx context.Context) error // /readyz's and the readiness loop's check
+	prefix     string // where the page and API live: "" or gateway.Prefix
 	// The ports' access logs (accesslog.go).
 	accessPublic, accessAdmin *accesslog.Log
 }
 
-// New builds a Server. It does no I/O: the admission loop creates the
-// configured rooms (WR_ROOMS) in Redis, and creates them again whenever
-// Redis has lost them.
-func New(o Options) (*Server, error) {
-	if o.Redis == nil || o.Store == nil {
-		return nil, errors.New("server: Redis and Store are required")
-	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
-	// Lines logged while serving a request carry its id (api.LogHandler).
-	o.Logger = slog.New(api.LogHandler(o.Logger.Handler()))
-	if o.Config.Listener.MaxConns <= 0 {
-		return nil, errors.New("server: Config.Listener.MaxConns must be positive")
-	}
-	s := &Server{cfg: o.Config, store: o.Store, m: newMetrics(o.Registry), log: o.Logger}
-	s.pingRedis = func(ctx context.Context) error { return o.Redis.Ping(ctx).Err() }
-	s.sec = seclog.New(o.Logger, s.m.secEvents)
-	s.newAccessLogs()
-	s.tokens = token.New(o.Config.Tokens)
-	// The queue's scripts and the limiter's share round trips (one
-	// batch.Runner), as the decisions and enters of concurrent requests do.
-	scripts := batch.New(o.Redis)
-	qo := o.Config.Queue
-	qo.Prefix, qo.Batch = o.KeyPrefix, scripts
-	qo.EnterGuard = ratelimit.InlineLua // the enter limits, decided inside the enter script
-	s.q = queue.New(o.Redis, qo)
-	prefix := o.KeyPrefix
-	if prefix == "" {
-		prefix = queue.DefaultPrefix
-	}
-	s.acl = access.New(o.Redis, prefix)
-	s.faults = faults.New(o.Redis, prefix, o.Config.FaultInjection)
-	s.limiter = ratelimit.NewOn(scripts, prefix)
-	s.polls = local.New(local.Options{})
-	s.logins = s.newLogin(o)
-	s.admitter = s.newAdmitter()
-	s.rec = adaptive.NewRecorder(o.Redis, s.q, o.Config.Adaptive.Window)
-	co := o.Config.Checkout
-	co.Store, co.Slots, co.Recorder, co.Delay, co.Logger = o.Store, s.q, s.rec, s.faults.OrderDelay, o.Logger
-	s.checkout = checkout.New(co)
-	s.ctl = s.newController(o)
-	ho := o.Config.Streams
-	ho.Source, ho.OnDrop, ho.OnReplace, ho.Logger = s.q, s.m.streamDrops.Inc, s.m.streamRepl.Inc, o.Logger
-	s.hub = stream.New(ho)
-	s.presence = presence.New(s.q, s.hub, o.Config.Queue.IdleTimeout)
-	s.history = history.New(o.Redis, s.q, o.Logger).WithForecasts(s.hub.Forecast).WithJudge(s.m.judgedETA)
-	if s.cfg.Listener.PerAddr == 0 {
-		s.cfg.Listener.PerAddr = listener.PerAddressCap(s.cfg.Listener.MaxConns)
-	}
-	for _, reason := range []string{listener.RefusedCeiling, listener.RefusedAddress} {
-		s.m.connRefused.WithLabelValues(reason) // present at 0 from the start
-	}
-	if err := s.newGateway(o, prefix); err != nil {
+// New builds the Server's two apps and their routes over d's components.
+// It does no I/O and starts nothing.
+func New(d Deps, cfg Config) (*Server, error) {
+	if err := d.check(); err != nil {
 		return nil, err
 	}
+	if cfg.Listener.MaxConns <= 0 {
+		return nil, errors.New("server: Config.Listener.MaxConns must be positive")
+	}
+	if cfg.Listener.PerAddr == 0 {
+		cfg.Listener.PerAddr = listener.PerAddressCap(cfg.Listener.MaxConns)
+	}
+	s := &Server{
+		cfg: cfg, q: d.Queue, tokens: d.Tokens, m: d.Metrics, log: d.Logger, hub: d.Hub,
+		limiter: d.Limiter, sec: d.Sec, checkout: d.Checkout, acl: d.Access,
+		presence: d.Presence, logins: d.Logins, clients: cfg.clients(),
+		accessPublic: d.AccessPublic, accessAdmin: d.AccessAdmin,
+	}
+	s.docs = queuestatus.Docs{Bands: cfg.PollBands, Forecast: d.Hub.Forecast}
+	if g := d.Gateway; g != nil {
+		s.gw, s.gwSettings, s.passes, s.pow = g.Proxy, g.Settings, g.Passes, g.PoW
+		s.prefix = gateway.Prefix
+	}
+	s.crossSite = &crosssite.Gate{Origins: cfg.CORSOrigins, Anonymous: d.Gateway != nil,
+		Cookie: queueCookie, Clients: s.clients, Sec: s.sec}
+	s.rl = httplimit.New(httplimit.Options{
+		On: cfg.RateLimits, Limiter: d.Limiter, Polls: d.Polls, Exempt: s.exempt,
+		ClientIP: s.clientIP, Sec: s.sec, RateLimited: s.m.RateLimited,
+	})
+	s.streams = push.New(push.Options{
+		Hub: s.hub, SSE: cfg.SSE, WS: cfg.WS, Open: s.openStream,
+		Docs: s.docs, IdleDoc: s.idleDoc(), Metrics: s.m,
+	})
 	s.public = s.newPublicApp()
 	// Outermost, before Fiber's routing: every complete request, whatever
 	// its route, lifts its connection's first-request deadline.
 	s.public.Server().Handler = markServed(s.public.Server().Handler)
-	s.admin = s.newAdminApp(o, prefix)
+	s.admin = s.newAdminApp(d)
 	return s, nil
 }
 
-// newAdminApp builds the management app (package admin) over the server's
-// queue, controller, lists, faults and history, with the audit log under
-// the key prefix.
-func (s *Server) newAdminApp(o Options, prefix string) *fiber.App {
+// check reports the first component missing from d.
+func (d Deps) check() error {
+	required := []struct {
+		name    string
+		missing bool
+	}{
+		{"Logger", d.Logger == nil}, {"Metrics", d.Metrics == nil}, {"Tokens", d.Tokens == nil},
+		{"Queue", d.Queue == nil}, {"Hub", d.Hub == nil}, {"Presence", d.Presence == nil},
+		{"Limiter", d.Limiter == nil}, {"Polls", d.Polls == nil}, {"Access", d.Access == nil},
+		{"Logins", d.Logins == nil}, {"Checkout", d.Checkout == nil}, {"Sec", d.Sec == nil},
+		{"AccessPublic", d.AccessPublic == nil}, {"AccessAdmin", d.AccessAdmin == nil},
+		{"Controller", d.Controller == nil}, {"Faults", d.Faults == nil}, {"History", d.History == nil},
+		{"Audit", d.Audit == nil}, {"Readiness", d.Readiness == nil},
+	}
+	for _, r := range required {
+		if r.missing {
+			return errors.New("server: Deps." + r.name + " is required")
+		}
+	}
+	if g := d.Gateway; g != nil && (g.Proxy == nil || g.Settings == nil || g.Passes == nil || g.PoW == nil) {
+		return errors.New("server: Deps.Gateway needs all four parts")
+	}
+	return nil
+}
+
+// newAdminApp builds the management app (package admin) over d's queue,
+// controller, lists, faults, history, audit log and readiness checks.
+func (s *Server) newAdminApp(d Deps) *fiber.App {
 	return admin.New(admin.Options{
 		Token:        s.cfg.AdminToken,
 		BodyLimit:    s.cfg.BodyLimit,
 		Logger:       s.log,
 		Sec:          s.sec,
 		Guard:        s.guardProtocol,
-		Metrics:      s.m.reg,
+		Metrics:      s.m.Registry,
 		Queue:        s.q,
-		Controller:   s.ctl,
-		Rule:         s.cfg.Adaptive.Rule,
-		Window:       s.cfg.Adaptive.Window,
+		Controller:   d.Controller,
+		Rule:         s.cfg.AdaptiveRule,
+		Window:       s.cfg.AdaptiveWindow,
 		Access:       s.acl,
-		Faults:       s.faults,
+		Faults:       d.Faults,
 		Gateway:      s.gwSettings,
-		RoomDefaults: s.cfg.Admission.Defaults,
-		History:      s.history,
-		Audit:        audit.New(o.Redis, prefix),
+		RoomDefaults: s.cfg.RoomDefaults,
+		History:      d.History,
+		Audit:        d.Audit,
 		Forecast:     s.hub.Forecast,
-		PingRedis:    s.pingRedis,
-		PingPostgres: o.Store.Ping,
-		CheckRooms:   s.checkRooms,
+		PingRedis:    d.Readiness.Redis,
+		PingPostgres: d.Readiness.Postgres,
+		CheckRooms:   d.Readiness.Rooms,
 		ClientKey:    s.clientKey,
 		ClientIP:     s.clientIP,
 	})
-}
-
-// newLogin builds the login use case from its configuration.
-func (s *Server) newLogin(o Options) *login.Login {
-	return login.New(login.Options{
-		Config: o.Config.Login,
-		Store:  o.Store, Limiter: s.limiter, Logger: o.Logger,
-		OnVerify: func(d time.Duration) { s.m.bcrypt.Observe(d.Seconds()) },
-		OnBusy:   s.m.bcryptBusy.Inc,
-	})
-}
-
-// newAdmitter builds the admission loop from its configuration, reporting
-// every run to the metrics.
-func (s *Server) newAdmitter() *queue.Admitter {
-	ao := s.cfg.Admission
-	ao.OnAdmit, ao.Logger = s.observeAdmission, s.log
-	return s.q.NewAdmitter(ao)
-}
-
-// newController builds the adaptive limit controller from its
-// configuration, reporting its steps and changes to the metrics.
-func (s *Server) newController(o Options) *adaptive.Controller {
-	ao := o.Config.Adaptive
-	ao.Owner = randomID()
-	ao.OnStep = s.observeStep
-	ao.OnChange = func(room string, st adaptive.Step) { s.m.limitChanges.WithLabelValues(room, st.Reason).Inc() }
-	ao.Logger = o.Logger
-	return adaptive.NewController(o.Redis, s.q, ao)
 }
 
 // Public returns the public app (API and page).
@@ -227,42 +219,6 @@ func (s *Server) Public() *fiber.App { return s.public }
 
 // Admin returns the management app.
 func (s *Server) Admin() *fiber.App { return s.admin }
-
-// Hub returns the server's push hub.
-func (s *Server) Hub() *stream.Hub { return s.hub }
-
-// Queue returns the server's queue model.
-func (s *Server) Queue() *queue.Queue { return s.q }
-
-// Metrics exposes the server's metrics registry (tests and embedding).
-func (s *Server) Metrics() prometheus.Gatherer { return s.m.reg }
-
-// EnsureRooms creates the configured rooms (WR_ROOMS) unless they exist.
-func (s *Server) EnsureRooms(ctx context.Context) error {
-	for _, room := range s.cfg.Admission.Rooms {
-		if err := s.q.EnsureRoom(ctx, room, s.cfg.Admission.Defaults); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (s *Server) observeAdmission(r queue.AdmitResult) {
-	s.m.waiting.WithLabelValues(r.Room).Set(float64(r.Waiting))
-	s.m.active.WithLabelValues(r.Room).Set(float64(r.Active))
-	s.m.target.WithLabelValues(r.Room).Set(float64(r.Target))
-	s.m.limit.WithLabelValues(r.Room).Set(float64(r.Target))
-	s.m.paused.WithLabelValues(r.Room).Set(map[bool]float64{true: 1}[r.Paused])
-	if n := len(r.Admitted); n > 0 {
-		s.m.admitted.WithLabelValues(r.Room).Add(float64(n))
-	}
-	if r.Pruned > 0 {
-		s.m.expired.WithLabelValues(r.Room).Add(float64(r.Pruned))
-	}
-	if r.Abandoned > 0 {
-		s.m.abandoned.WithLabelValues(r.Room).Add(float64(r.Abandoned))
-	}
-}
 
 // Run listens on the configured addresses and serves until ctx is done
 // (Serve; the loops are the caller's).
@@ -336,8 +292,8 @@ func (s *Server) Serve(ctx context.Context, public, admin net.Listener) error {
 	return err
 }
 
-// randomID is 128 random bits, base64url: ids nobody can guess (visitors)
-// or that must not collide (the controller's lease owner).
+// randomID is 128 random bits, base64url: ids nobody can guess (the
+// anonymous visitors').
 func randomID() string {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)

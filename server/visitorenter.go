@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"math"
-	"net"
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
@@ -13,6 +12,7 @@ import (
 	"waitingroom/queue"
 	"waitingroom/server/api"
 	"waitingroom/server/gateway"
+	"waitingroom/server/listener"
 	"waitingroom/server/pow"
 	"waitingroom/server/ratelimit"
 	"waitingroom/server/seclog"
@@ -26,7 +26,7 @@ import (
 //	enter_new_ip   new places from one address (IPv4, IPv6 /64)
 //	enter_new_net  new places from one network (IPv4 /24, IPv6 /48)
 //	pow            a solved challenge, its difficulty rising with the
-//	               network's recent new places (powRise)
+//	               network's recent new places (pow.Rise)
 //
 // A visitor who already holds a place (waiting, pre-queued or admitted)
 // and enters again — a reload, a second tab — counts only on enter_user
@@ -36,19 +36,8 @@ import (
 // enter script (enterInline): one script per enter. docs/security.md says
 // why the numbers are what they are.
 
-// The proof of work's rise: a challenge asks for powRiseFrom's doubling
-// count more bits than the room's difficulty — none while the network has
-// fewer than powRiseFrom new places not yet paid back by its limit's
-// rate, one from powRiseFrom, two from twice that, and so on. A solution
-// is accepted while the network's count stays below what its difficulty
-// was issued for, doubled powSlack times (the count may rise while a
-// visitor solves).
-const (
-	powRiseFrom = 8
-	powSlack    = 1
-	// powCheck names the proof's check among the enter limits.
-	powCheck = "pow"
-)
+// powCheck names the proof's check among the enter limits.
+const powCheck = "pow"
 
 // anonymous reports whether user is a gateway mode visitor.
 func (s *Server) anonymous(user string) bool {
@@ -67,7 +56,7 @@ type visitorProof struct {
 func (s *Server) enterAnonymous(c *fiber.Ctx, room, user string) (queue.Status, error) {
 	ctx := c.UserContext()
 	var checks []ratelimit.Check
-	if s.limited(c, user) {
+	if s.rl.Applies(c, user) {
 		checks = s.visitorLimits(c, room, user)
 	}
 	var proof *visitorProof
@@ -120,19 +109,8 @@ func (s *Server) visitorLimits(c *fiber.Ctx, room, user string) []ratelimit.Chec
 
 // netCheck is the per-network limit on new places in room.
 func (s *Server) netCheck(c *fiber.Ctx, room string) ratelimit.Check {
-	return ratelimit.Check{Name: "enter_new_net", Subject: room + ":" + networkKey(s.clientAddr(c)),
+	return ratelimit.Check{Name: "enter_new_net", Subject: room + ":" + listener.NetKey(s.clientAddr(c)),
 		Limit: s.cfg.Limits.EnterNewNet, Conditional: true}
-}
-
-// networkKey names ip's network: its /24 (IPv4) or /48 (IPv6).
-func networkKey(ip net.IP) string {
-	if v4 := ip.To4(); v4 != nil {
-		return v4.Mask(net.CIDRMask(24, 32)).String() + "/24"
-	}
-	if len(ip) != net.IPv6len {
-		return "unknown"
-	}
-	return ip.Mask(net.CIDRMask(48, 128)).String() + "/48"
 }
 
 // unconditional is checks without the conditional ones.
@@ -174,48 +152,24 @@ func (s *Server) proofOf(c *fiber.Ctx, room, user string) (*visitorProof, error)
 
 // powCheckOf is the proof's check: the network's count of new places
 // (enter_new_net's) judged against the burst the proof's difficulty pays
-// for (powBurst); no proof pays for none.
+// for (pow.Burst); no proof pays for none.
 func (s *Server) powCheckOf(c *fiber.Ctx, room string, proof *visitorProof) ratelimit.Check {
 	ch := s.netCheck(c, room)
 	ch.Name, ch.Of, ch.PeekOnly = powCheck, "enter_new_net", true
 	ch.Limit.Burst = 0
 	if proof.err == nil {
-		ch.Limit.Burst = powBurst(proof.p.Difficulty, s.gwSettings.Get(room).Difficulty)
+		ch.Limit.Burst = pow.Burst(proof.p.Difficulty, s.gwSettings.Get(room).Difficulty)
 	}
 	return ch
 }
 
-// powRise is how many bits a network's count of new places not yet paid
-// back (rounded up) adds to a room's difficulty: +1 from powRiseFrom, +1
-// for each doubling after it.
-func powRise(level float64) int {
-	if level < powRiseFrom {
-		return 0
-	}
-	return int(math.Log2(level/powRiseFrom)) + 1
-}
-
-// powBurst is the network count a solution of difficulty d is accepted
-// under, in a room of difficulty base: below the count at which the rise
-// would ask for more than d + powSlack.
-func powBurst(d, base int) int {
-	k := d - base + powSlack
-	switch {
-	case k < 0:
-		return powRiseFrom >> min(-k, 8)
-	case k > 20: // past any count a limit lets through
-		k = 20
-	}
-	return powRiseFrom << k
-}
-
 // powDifficulty is the difficulty a challenge of room asks of this
-// request's network: the room's, plus powRise of the network's count (read
+// request's network: the room's, plus pow.Rise of the network's count (read
 // without recording). Without the count (rate limits off, Redis down) it
 // is the room's.
 func (s *Server) powDifficulty(c *fiber.Ctx, room string) int {
 	base := s.gwSettings.Get(room).Difficulty
-	if !s.limited(c, "") {
+	if !s.rl.Applies(c, "") {
 		return base
 	}
 	ch := s.netCheck(c, room)
@@ -224,7 +178,7 @@ func (s *Server) powDifficulty(c *fiber.Ctx, room string) int {
 		return base
 	}
 	level := math.Ceil(float64(rs[0].Debt) / float64(ch.Limit.Interval()))
-	return min(base+powRise(level), pow.MaxDifficulty)
+	return min(base+pow.Rise(level), pow.MaxDifficulty)
 }
 
 // enterRefused answers a refused enter decision rs on checks: a rate
@@ -250,7 +204,7 @@ func (s *Server) enterRefused(c *fiber.Ctx, room string, checks []ratelimit.Chec
 		_ = s.pow.Unspend(c.UserContext(), proof.p)
 	}
 	if refused {
-		return s.refused(c, checks, limits)
+		return s.rl.Refused(c, checks, limits)
 	}
 	reason := "difficulty"
 	switch {

@@ -215,8 +215,8 @@ func TestLogConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Log.Level.String() != "INFO" || c.Log.Format != "" || c.Server.AccessLog != accesslog.Errors {
-		t.Fatalf("log defaults = %+v, access log %v", c.Log, c.Server.AccessLog)
+	if c.Log.Level.String() != "INFO" || c.Log.Format != "" || c.AccessLog != accesslog.Errors {
+		t.Fatalf("log defaults = %+v, access log %v", c.Log, c.AccessLog)
 	}
 }
 
@@ -363,7 +363,7 @@ func BenchmarkAccessLog(b *testing.B) {
 		b.Run(mode, func(b *testing.B) {
 			e := newEnv(b)
 			in := e.start(map[string]string{"WR_TARGET_ACTIVE": "0", "WR_ACCESS_LOG": mode, "WR_LOG_LEVEL": "info"})
-			q := in.srv.Queue()
+			q := in.parts.Queue
 			var ticket int64
 			for i := range 150 {
 				st, err := q.Enter(context.Background(), "default", strconv.Itoa(i+1))

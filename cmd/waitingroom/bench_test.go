@@ -12,7 +12,7 @@ import (
 	"github.com/valyala/fasthttp"
 	"golang.org/x/crypto/bcrypt"
 
-	"waitingroom/server"
+	"waitingroom/server/queuestatus"
 	"waitingroom/server/token"
 )
 
@@ -65,7 +65,7 @@ func benchRequests(b *testing.B, h fasthttp.RequestHandler, method, uri string, 
 func BenchmarkPosition(b *testing.B) {
 	e := newEnv(b)
 	in := e.start(map[string]string{"WR_TARGET_ACTIVE": "0"})
-	q := in.srv.Queue()
+	q := in.parts.Queue
 	var tickets []int64
 	for i := range 150 {
 		st, err := q.Enter(context.Background(), "default", strconv.Itoa(i+1))
@@ -121,7 +121,7 @@ func BenchmarkEnter(b *testing.B) {
 // document of the same size as a WAITING status.
 func BenchmarkPlainJSON(b *testing.B) {
 	app := fiber.New(fiber.Config{DisableStartupMessage: true})
-	doc := server.QueueStatus{Status: "WAITING", Room: "default", Position: 4, Waiting: 4, PollAfterMs: 1000}
+	doc := queuestatus.Doc{Status: "WAITING", Room: "default", Position: 4, Waiting: 4, PollAfterMs: 1000}
 	app.Get("/x", func(c *fiber.Ctx) error { return c.JSON(doc) })
 	benchHandler(b, app.Handler(), "/x", "", 200)
 }

@@ -22,14 +22,16 @@ import (
 	"waitingroom/server/login"
 	"waitingroom/server/pass"
 	"waitingroom/server/pow"
+	"waitingroom/server/queuestatus"
 	"waitingroom/server/ratelimit"
 	"waitingroom/server/token"
 	"waitingroom/stream"
 )
 
 // Config is the instance's whole configuration, read from the environment
-// (12-factor) by LoadConfig: the clients' settings, composed here, and the
-// server's, which holds each component's own (server.Config).
+// (12-factor) by LoadConfig: the clients' settings, the HTTP adapters'
+// (server.Config), and each component's own, in that component's own type
+// (wire.go builds the components from them).
 type Config struct {
 	RedisURL string // REDIS_URL, default "redis://127.0.0.1:6379/0"
 	// Redis is the topology OpenRedis connects to; see RedisTopology.
@@ -39,7 +41,44 @@ type Config struct {
 	Dev         bool   // WR_DEV=1: generated JWT secret and admin token, with a warning
 	Log         LogConfig
 	Server      server.Config
+
+	// The components' configurations. Their option structs carry settings
+	// only here: wire sets the dependencies (clients, callbacks, the
+	// logger) when it builds them.
+	Tokens token.Config  // WR_JWT_SECRET, WR_JWT_SECRET_PREVIOUS
+	Login  login.Config  // WR_BCRYPT_COST, WR_BCRYPT_CONCURRENCY, WR_LIMIT_LOGIN_*
+	Queue  queue.Options // WR_IDLE_TIMEOUT (the key prefix is Main.KeyPrefix)
+	// Admission: WR_ADMIT_INTERVAL, WR_ROOMS, and the new rooms' defaults
+	// WR_TARGET_ACTIVE and WR_ENTRY_TTL.
+	Admission queue.AdmitterOptions
+	Streams   stream.Options   // WR_MAX_STREAMS_PER_USER
+	Checkout  checkout.Options // WR_ORDER_TIMEOUT
+	// Adaptive: WR_ADAPTIVE_WINDOW, and the rule's WR_ADAPTIVE_MIN,
+	// WR_ADAPTIVE_MAX, WR_ADAPTIVE_MIN_SAMPLES, WR_ADAPTIVE_P90_CEILING.
+	Adaptive       adaptive.Options
+	FaultInjection bool // WR_FAULT_INJECTION: PUT /admin/faults allowed
+	// Gateway: WR_UPSTREAM (off when empty), WR_UPSTREAM_CONNECT_TIMEOUT,
+	// WR_UPSTREAM_TIMEOUT, WR_UPSTREAM_BODY_LIMIT, WR_PROTECT, WR_PASS_KEY,
+	// WR_PASS_KEY_PREVIOUS, WR_GATEWAY_CHALLENGE, WR_POW_DIFFICULTY.
+	Gateway GatewayConfig
+	// AccessLog (WR_ACCESS_LOG): which requests get an access line; the
+	// zero value is accesslog.Errors.
+	AccessLog accesslog.Mode
 }
+
+// GatewayConfig is gateway mode's configuration; Upstream.URL empty: off.
+type GatewayConfig struct {
+	Upstream gateway.UpstreamConfig
+	Protect  []gateway.Route // WR_PROTECT
+	Passes   pass.Config     // WR_PASS_KEY, WR_PASS_KEY_PREVIOUS
+	// Challenge and Difficulty (WR_GATEWAY_CHALLENGE, WR_POW_DIFFICULTY)
+	// are the proof of work of a room whose settings nobody changed.
+	Challenge  string
+	Difficulty int
+}
+
+// Enabled reports whether gateway mode is on.
+func (g GatewayConfig) Enabled() bool { return g.Upstream.URL != "" }
 
 // defaultDatabaseURL is DATABASE_URL's default: the local demo database.
 const defaultDatabaseURL = "postgres://postgres@127.0.0.1:5432/waitingroom?sslmode=disable"
@@ -94,19 +133,18 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		MaxQuantity:  int(p.int("WR_MAX_QUANTITY", 10, 1, 1_000_000)),
 		AccessTTL:    p.duration("WR_ACCESS_TTL", time.Hour, time.Minute, 30*24*time.Hour),
 		QueueTTL:     p.duration("WR_QUEUE_TTL", 6*time.Hour, time.Minute, 7*24*time.Hour),
-		Tokens:       token.Config{Secret: getenv("WR_JWT_SECRET"), Previous: getenv("WR_JWT_SECRET_PREVIOUS")},
-		Queue:        queue.Options{IdleTimeout: p.durationOrZero("WR_IDLE_TIMEOUT", 5*time.Minute, 5*time.Second, 24*time.Hour)},
-		Checkout:     checkout.Options{Timeout: p.duration("WR_ORDER_TIMEOUT", 5*time.Second, 100*time.Millisecond, 5*time.Minute)},
 	}
+	c.Tokens = token.Config{Secret: getenv("WR_JWT_SECRET"), Previous: getenv("WR_JWT_SECRET_PREVIOUS")}
+	c.Queue = queue.Options{IdleTimeout: p.durationOrZero("WR_IDLE_TIMEOUT", 5*time.Minute, 5*time.Second, 24*time.Hour)}
+	c.Checkout = checkout.Options{Timeout: p.duration("WR_ORDER_TIMEOUT", 5*time.Second, 100*time.Millisecond, 5*time.Minute)}
 	c.Log = p.logs()
-	s := &c.Server
-	s.AccessLog = p.accessLog()
-	p.connections(s)
-	p.layer1(s)
-	p.login(s)
-	p.admission(s)
-	p.adaptive(s)
-	p.gateway(s)
+	c.AccessLog = p.accessLog()
+	p.connections(&c)
+	p.layer1(&c.Server)
+	p.login(&c)
+	p.admission(&c)
+	p.adaptive(&c)
+	p.gateway(&c)
 	p.secrets(&c)
 	return c, p.err
 }
@@ -165,13 +203,14 @@ func (p *envParser) accessLog() accesslog.Mode {
 
 // connections reads the connection caps and the push transports. A
 // MaxConns of 0 (derived from the descriptor limit) is resolved by Main.
-func (p *envParser) connections(c *server.Config) {
+func (p *envParser) connections(cfg *Config) {
+	c := &cfg.Server
 	c.Listener = listener.Config{
 		MaxConns:     int(p.int("WR_MAX_CONNS", 0, 0, 10_000_000)),
 		PerAddr:      int(p.int("WR_MAX_CONNS_PER_IP", 0, 0, 10_000_000)),
 		FirstRequest: p.duration("WR_FIRST_REQUEST_TIMEOUT", 5*time.Second, 500*time.Millisecond, 10*time.Minute),
 	}
-	c.Streams = stream.Options{MaxPerUser: int(p.int("WR_MAX_STREAMS_PER_USER", 3, 0, 1000))}
+	cfg.Streams = stream.Options{MaxPerUser: int(p.int("WR_MAX_STREAMS_PER_USER", 3, 0, 1000))}
 	transports := p.str("WR_TRANSPORTS", "sse,ws")
 	for _, t := range strings.Split(transports, ",") {
 		switch strings.TrimSpace(t) {
@@ -224,7 +263,7 @@ func (p *envParser) layer1(c *server.Config) {
 }
 
 // login reads the BCrypt settings and the four login limits.
-func (p *envParser) login(c *server.Config) {
+func (p *envParser) login(c *Config) {
 	c.Login = login.Config{
 		BcryptCost:        p.bcryptCost(),
 		BcryptConcurrency: int(p.int("WR_BCRYPT_CONCURRENCY", 0, 0, 1024)),
@@ -236,7 +275,7 @@ func (p *envParser) login(c *server.Config) {
 }
 
 // adaptive reads adaptive admission and fault injection.
-func (p *envParser) adaptive(c *server.Config) {
+func (p *envParser) adaptive(c *Config) {
 	r := adaptive.Rule{
 		Min:        p.int("WR_ADAPTIVE_MIN", 2, 1, 1_000_000),
 		Max:        p.int("WR_ADAPTIVE_MAX", 200, 1, 1_000_000),
@@ -253,7 +292,7 @@ func (p *envParser) adaptive(c *server.Config) {
 
 // admission reads the admission loop, the configured rooms with their
 // defaults, and the poll bands.
-func (p *envParser) admission(c *server.Config) {
+func (p *envParser) admission(c *Config) {
 	c.Admission = queue.AdmitterOptions{
 		Interval: p.duration("WR_ADMIT_INTERVAL", 100*time.Millisecond, 10*time.Millisecond, time.Minute),
 		Defaults: queue.RoomConfig{
@@ -270,17 +309,17 @@ func (p *envParser) admission(c *server.Config) {
 		}
 		c.Admission.Rooms = append(c.Admission.Rooms, r)
 	}
-	bands := p.str("WR_POLL_BANDS", server.DefaultBands)
-	if b, err := server.ParseBands(bands); err != nil {
+	bands := p.str("WR_POLL_BANDS", queuestatus.DefaultBands)
+	if b, err := queuestatus.ParseBands(bands); err != nil {
 		p.fail("WR_POLL_BANDS", bands, err.Error())
 	} else {
-		c.PollBands = b
+		c.Server.PollBands = b
 	}
 }
 
 // gateway reads gateway mode: the origin, its limits, the protected routes
 // and the pass keys (checked in secrets).
-func (p *envParser) gateway(c *server.Config) {
+func (p *envParser) gateway(c *Config) {
 	g := &c.Gateway
 	g.Upstream = gateway.UpstreamConfig{
 		URL:            p.str("WR_UPSTREAM", ""),
@@ -293,7 +332,7 @@ func (p *envParser) gateway(c *server.Config) {
 			PerAddr: int(p.int("WR_MAX_TUNNELS_PER_IP", gateway.DefaultTunnelsPerIP, 1, 10_000_000)),
 		},
 	}
-	g.VisitorTTL = p.duration("WR_VISITOR_TTL", 24*time.Hour, time.Minute, 30*24*time.Hour)
+	c.Server.VisitorTTL = p.duration("WR_VISITOR_TTL", 24*time.Hour, time.Minute, 30*24*time.Hour)
 	switch g.Challenge = p.str("WR_GATEWAY_CHALLENGE", gateway.ChallengePoW); g.Challenge {
 	case gateway.ChallengePoW, gateway.ChallengeOff:
 	default:
@@ -327,7 +366,7 @@ func (p *envParser) gateway(c *server.Config) {
 // passKeys reads WR_PASS_KEY (generated in WR_DEV) and WR_PASS_KEY_PREVIOUS
 // (comma-separated), in gateway mode only.
 func (p *envParser) passKeys(cfg *Config) {
-	g := &cfg.Server.Gateway
+	g := &cfg.Gateway
 	if !g.Enabled() {
 		return
 	}
@@ -367,14 +406,14 @@ func (p *envParser) secrets(cfg *Config) {
 	p.passKeys(cfg)
 	c := &cfg.Server
 	switch {
-	case c.Tokens.Secret == "" && cfg.Dev:
-		c.Tokens.Secret = randomHex(32)
-	case c.Tokens.Secret == "":
+	case cfg.Tokens.Secret == "" && cfg.Dev:
+		cfg.Tokens.Secret = randomHex(32)
+	case cfg.Tokens.Secret == "":
 		p.fail("WR_JWT_SECRET", "", "required (at least 32 bytes); or set WR_DEV=1 for a generated one")
-	case len(c.Tokens.Secret) < 32:
+	case len(cfg.Tokens.Secret) < 32:
 		p.fail("WR_JWT_SECRET", "(hidden)", "too short: use at least 32 bytes")
 	}
-	if c.Tokens.Previous != "" && len(c.Tokens.Previous) < 32 {
+	if cfg.Tokens.Previous != "" && len(cfg.Tokens.Previous) < 32 {
 		p.fail("WR_JWT_SECRET_PREVIOUS", "(hidden)", "too short: use at least 32 bytes")
 	}
 	if c.AdminToken == "" && cfg.Dev {

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"waitingroom/server"
+	"waitingroom/server/queuestatus"
 )
 
 func envOf(m map[string]string) func(string) string {
@@ -20,13 +20,13 @@ func TestLoadConfigDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := c.Server
-	if s.HTTPAddr != ":8080" || s.AdminAddr != "127.0.0.1:8081" || s.Admission.Defaults.Target != 20 || s.Admission.Interval != 100*time.Millisecond ||
-		s.Admission.Defaults.EntryTTL != 120*time.Second || s.Login.BcryptCost != 10 || c.DBPool != 40 || len(s.Admission.Rooms) != 1 || s.Admission.Rooms[0] != "default" {
+	if s.HTTPAddr != ":8080" || s.AdminAddr != "127.0.0.1:8081" || c.Admission.Defaults.Target != 20 || c.Admission.Interval != 100*time.Millisecond ||
+		c.Admission.Defaults.EntryTTL != 120*time.Second || c.Login.BcryptCost != 10 || c.DBPool != 40 || len(c.Admission.Rooms) != 1 || c.Admission.Rooms[0] != "default" {
 		t.Fatalf("defaults = %+v", c)
 	}
-	if r := s.Adaptive.Rule; r.Min != 2 || r.Max != 200 || s.Adaptive.Window != 10*time.Second || r.Ceiling != 2*time.Second ||
-		r.MinSamples != 20 || s.FaultInjection {
-		t.Fatalf("adaptive defaults = %+v", s.Adaptive)
+	if r := c.Adaptive.Rule; r.Min != 2 || r.Max != 200 || c.Adaptive.Window != 10*time.Second || r.Ceiling != 2*time.Second ||
+		r.MinSamples != 20 || c.FaultInjection {
+		t.Fatalf("adaptive defaults = %+v", c.Adaptive)
 	}
 	if got := s.PollBands.PollAfter(57); got != time.Second {
 		t.Fatalf("poll after at 57 = %v", got)
@@ -91,8 +91,8 @@ func TestDevModeGeneratesSecrets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(c.Server.Tokens.Secret) < 32 || c.Server.AdminToken == "" {
-		t.Fatalf("dev config = secret %d bytes, admin token %q", len(c.Server.Tokens.Secret), c.Server.AdminToken)
+	if len(c.Tokens.Secret) < 32 || c.Server.AdminToken == "" {
+		t.Fatalf("dev config = secret %d bytes, admin token %q", len(c.Tokens.Secret), c.Server.AdminToken)
 	}
 }
 
@@ -102,16 +102,16 @@ func TestParseBands(t *testing.T) {
 		pos  int64
 		want time.Duration
 	}{
-		{server.DefaultBands, 1, time.Second},
-		{server.DefaultBands, 100, time.Second},
-		{server.DefaultBands, 101, 3 * time.Second},
-		{server.DefaultBands, 1000, 3 * time.Second},
-		{server.DefaultBands, 1001, 5 * time.Second},
+		{queuestatus.DefaultBands, 1, time.Second},
+		{queuestatus.DefaultBands, 100, time.Second},
+		{queuestatus.DefaultBands, 101, 3 * time.Second},
+		{queuestatus.DefaultBands, 1000, 3 * time.Second},
+		{queuestatus.DefaultBands, 1001, 5 * time.Second},
 		{"*:2s", 1_000_000, 2 * time.Second},
 		{" 10:500ms , *:1s ", 10, 500 * time.Millisecond},
 	}
 	for _, tc := range good {
-		b, err := server.ParseBands(tc.in)
+		b, err := queuestatus.ParseBands(tc.in)
 		if err != nil {
 			t.Fatalf("ParseBands(%q): %v", tc.in, err)
 		}
@@ -120,7 +120,7 @@ func TestParseBands(t *testing.T) {
 		}
 	}
 	for _, in := range []string{"", "100:1s", "*:1s,100:2s", "100:1s,100:2s,*:3s", "0:1s,*:1s", "x:1s,*:1s", "100:1,*:1s", "100:10ms,*:1s", "*:2h", "100-1s,*:1s"} {
-		if _, err := server.ParseBands(in); err == nil {
+		if _, err := queuestatus.ParseBands(in); err == nil {
 			t.Errorf("ParseBands(%q) accepted", in)
 		}
 	}
@@ -182,9 +182,9 @@ func TestHoardingConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := c.Server
-	if s.Listener.PerAddr != 0 || s.Listener.FirstRequest != 5*time.Second || s.Streams.MaxPerUser != 3 {
+	if s.Listener.PerAddr != 0 || s.Listener.FirstRequest != 5*time.Second || c.Streams.MaxPerUser != 3 {
 		t.Fatalf("defaults: per IP %d (0: derived), first request %v, streams per user %d; want 0, 5s, 3",
-			s.Listener.PerAddr, s.Listener.FirstRequest, s.Streams.MaxPerUser)
+			s.Listener.PerAddr, s.Listener.FirstRequest, c.Streams.MaxPerUser)
 	}
 	for name, bad := range map[string]string{"WR_MAX_CONNS_PER_IP": "-1", "WR_FIRST_REQUEST_TIMEOUT": "10ms", "WR_MAX_STREAMS_PER_USER": "many"} {
 		_, err := LoadConfig(env(map[string]string{name: bad}))
@@ -222,8 +222,8 @@ func TestProtectConfig(t *testing.T) {
 		return m
 	}
 	c, err := LoadConfig(envOf(with("WR_PROTECT", "POST /api/orders=sale, GET /checkout/*=sale")))
-	if err != nil || len(c.Server.Gateway.Protect) != 2 || c.Server.Gateway.Passes.Key == nil {
-		t.Fatalf("valid gateway config: %+v, %v", c.Server.Gateway, err)
+	if err != nil || len(c.Gateway.Protect) != 2 || c.Gateway.Passes.Key == nil {
+		t.Fatalf("valid gateway config: %+v, %v", c.Gateway, err)
 	}
 	for _, bad := range []map[string]string{
 		with("WR_PROTECT", "GET /checkout/*=vip"),                     // vip is not created

@@ -126,7 +126,7 @@ func expectOpen(t testing.TB, c net.Conn, what string) {
 // refusedBy returns waitingroom_connections_refused_total{reason}.
 func (in *instance) refusedBy(reason string) float64 {
 	in.t.Helper()
-	mfs, err := in.srv.Metrics().Gather()
+	mfs, err := in.parts.Metrics.Registry.Gather()
 	if err != nil {
 		in.t.Fatal(err)
 	}
@@ -324,7 +324,7 @@ func TestStreamsPerUserNewestWins(t *testing.T) {
 	if got := in.metric("waitingroom_stream_replaced_total"); got != 1 {
 		t.Fatalf("replaced = %v, want 1", got)
 	}
-	if got := in.srv.Hub().Connections(); got != 5 {
+	if got := in.parts.Hub.Connections(); got != 5 {
 		t.Fatalf("hub connections = %d, want 5 (3 + 2)", got)
 	}
 	// The rest follow the queue: user1 admitted, user2 first in line, then

@@ -545,7 +545,7 @@ func TestComposeGatewayVariant(t *testing.T) {
 			t.Errorf("%s: the server refuses its gateway environment: %v", app, err)
 			continue
 		}
-		g := c.Server.Gateway
+		g := c.Gateway
 		if !g.Enabled() || g.Upstream.URL != "http://origin:80" || len(g.Protect) == 0 || s.DependsOn["origin"].Condition != "service_started" {
 			t.Errorf("%s: gateway %+v, depends_on %+v; want the origin service as upstream, protected routes", app, g, s.DependsOn)
 		}

@@ -402,7 +402,7 @@ func TestOrderOfAVanishedUser(t *testing.T) {
 	e := newEnv(t)
 	in := e.start(map[string]string{"WR_TARGET_ACTIVE": "1"})
 	tok, _ := token.New(token.Config{Secret: testSecret}).IssueQueue("999999", "default", 0, time.Hour)
-	if _, err := in.srv.Queue().Enter(context.Background(), "default", "999999"); err != nil {
+	if _, err := in.parts.Queue.Enter(context.Background(), "default", "999999"); err != nil {
 		t.Fatal(err)
 	}
 	in.admit("default")

@@ -154,7 +154,7 @@ func trackFront(t *testing.T, in *instance, room, tok string) {
 	}
 	in.position(room, tok)
 	waitFor(t, "the hub to know the room", func() bool {
-		_, ok := in.srv.Hub().PositionNow(context.Background(), room, claims.Seq)
+		_, ok := in.parts.Hub.PositionNow(context.Background(), room, claims.Seq)
 		return ok
 	})
 }
@@ -227,7 +227,7 @@ func TestFrontPollSeesReadyRightAfterAdmission(t *testing.T) {
 	}
 	trackFront(t, a, "default", toks[0])
 	trackFront(t, b, "default", toks[0])
-	q := a.srv.Queue()
+	q := a.parts.Queue
 	users := make([]int, n)
 	for i := range users {
 		users[i] = i + 1
@@ -278,7 +278,7 @@ func TestPollLimitInMemory(t *testing.T) {
 	e := newEnv(t)
 	cnt := countRedis(t, e)
 	in := e.start(limited(map[string]string{"WR_TARGET_ACTIVE": "0"}))
-	q := in.srv.Queue()
+	q := in.parts.Queue
 	issuer := token.New(token.Config{Secret: testSecret})
 	toks := map[string]string{}
 	for i := range 150 {

@@ -56,7 +56,7 @@ func solvedFrom(t *testing.T, in *instance, c *http.Client, ip string) (string, 
 // refusedBy is waitingroom_rate_limited_total{limit=name}.
 func refusedBy(t *testing.T, in *instance, name string) float64 {
 	t.Helper()
-	mfs, err := in.srv.Metrics().Gather()
+	mfs, err := in.parts.Metrics.Registry.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -98,9 +98,11 @@ func (e *env) exec(sql string, args ...any) {
 type instance struct {
 	t     testing.TB
 	env   *env
-	srv   *server.Server
-	base  string // public, e.g. http://127.0.0.1:39211
-	admin string // management
+	main  *Main          // the instance as the command composes it
+	srv   *server.Server // main's server
+	parts *Parts         // main's components
+	base  string         // public, e.g. http://127.0.0.1:39211
+	admin string         // management
 	logs  *syncBuffer
 	stop  func()       // stops the server (once) and fails the test if Serve failed
 	kill  func()       // child processes only: SIGKILL
@@ -169,8 +171,7 @@ func (e *env) start(vars map[string]string) *instance {
 	if err := m.Open(context.Background()); err != nil {
 		t.Fatal(errors.Join(err, m.Close()))
 	}
-	srv := m.Server()
-	if err := srv.EnsureRooms(context.Background()); err != nil {
+	if err := ensureRooms(context.Background(), m); err != nil {
 		t.Fatal(errors.Join(err, m.Close()))
 	}
 	pub, _ := net.Listen("tcp", "127.0.0.1:0")
@@ -191,7 +192,18 @@ func (e *env) start(vars map[string]string) *instance {
 		}
 	})
 	t.Cleanup(stop)
-	return &instance{t: t, env: e, srv: srv, base: "http://" + pub.Addr().String(), admin: "http://" + adm.Addr().String(), logs: logs, stop: stop}
+	return &instance{t: t, env: e, main: m, srv: m.Server(), parts: m.Parts(), base: "http://" + pub.Addr().String(), admin: "http://" + adm.Addr().String(), logs: logs, stop: stop}
+}
+
+// ensureRooms creates m's configured rooms (WR_ROOMS) unless they exist,
+// as the admission loop's first run would (it ticks once a minute here).
+func ensureRooms(ctx context.Context, m *Main) error {
+	for _, room := range m.Config.Admission.Rooms {
+		if err := m.Parts().Queue.EnsureRoom(ctx, room, m.Config.Admission.Defaults); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // response is a decoded HTTP response.
@@ -292,7 +304,7 @@ func (in *instance) order(queueToken, entryToken string, product, qty int) respo
 // admit runs one admission step for room, as the loop would.
 func (in *instance) admit(room string) int {
 	in.t.Helper()
-	res, err := in.srv.Queue().Admit(context.Background(), room, 64)
+	res, err := in.parts.Queue.Admit(context.Background(), room, 64)
 	if err != nil {
 		in.t.Fatal(err)
 	}
@@ -308,7 +320,7 @@ func (in *instance) adminRoom(room string) response {
 // all label values, read from /metrics.
 func (in *instance) metric(name string) float64 {
 	in.t.Helper()
-	mfs, err := in.srv.Metrics().Gather()
+	mfs, err := in.parts.Metrics.Registry.Gather()
 	if err != nil {
 		in.t.Fatal(err)
 	}

@@ -441,7 +441,7 @@ func TestLoginLimitsConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := c.Server.Login
+	l := c.Login
 	if l.IP.String() != "10/1m0s:10" || l.ID.String() != "10/1m0s:5" || l.Pair.String() != "5/5m0s:5" || l.AttemptsIP.String() != "120/1m0s:60" {
 		t.Fatalf("login limits = ip %v, id %v, pair %v, attempts %v", l.IP, l.ID, l.Pair, l.AttemptsIP)
 	}

@@ -13,16 +13,18 @@ import (
 	"waitingroom/queue/loop"
 	"waitingroom/server"
 	"waitingroom/server/listener"
+	"waitingroom/server/metrics"
 	"waitingroom/server/pgstore"
 )
 
 // Main is one instance, composed here from its configuration and
-// supervised here: Open connects Redis and Postgres, builds the server and
-// starts its background loops (server.Loops: admission, hub, access,
-// presence, signals, controller, faults); Run serves until the context is
-// done, then shuts the streams and HTTP down (server.Serve); Close stops
-// the loops, then closes Redis and Postgres. That is the shutdown order:
-// streams first, then HTTP, then the loops, then Redis and Postgres.
+// supervised here: Open connects Redis and Postgres, builds the components
+// (wire), hands the HTTP adapters those they call (server.New) and starts
+// the components' background loops (Parts.loops); Run serves until the
+// context is done, then shuts the streams and HTTP down (server.Serve);
+// Close stops the loops, then closes Redis and Postgres. That is the
+// shutdown order: streams first, then HTTP, then the loops, then Redis and
+// Postgres.
 type Main struct {
 	Config Config
 	Log    *slog.Logger
@@ -35,12 +37,14 @@ type Main struct {
 
 	rdb       redis.UniversalClient
 	store     *pgstore.Store
+	parts     *Parts
 	srv       *server.Server
 	stopLoops func(context.Context) error
 }
 
-// Open connects Redis and Postgres (within 30 s), builds the server and
-// starts its loops. After an error, Close releases what was opened.
+// Open connects Redis and Postgres (within 30 s), builds the components
+// and the server, and starts the loops. After an error, Close releases
+// what was opened.
 func (m *Main) Open(ctx context.Context) error {
 	if m.Redis != nil {
 		m.rdb = m.Redis
@@ -64,12 +68,16 @@ func (m *Main) Open(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	srv, err := server.New(server.Options{Config: srvCfg, Redis: m.rdb, Store: m.store, Logger: m.Log, Registry: reg, KeyPrefix: m.KeyPrefix})
+	parts, err := wire(wiring{cfg: m.Config, http: srvCfg, rdb: m.rdb, store: m.store, prefix: m.KeyPrefix}, metrics.New(reg), m.Log)
 	if err != nil {
 		return err
 	}
-	m.srv = srv
-	m.stopLoops = loop.Start(srv.Loops())
+	srv, err := server.New(parts.deps(), srvCfg)
+	if err != nil {
+		return err
+	}
+	m.parts, m.srv = parts, srv
+	m.stopLoops = loop.Start(parts.loops())
 	return nil
 }
 
@@ -84,6 +92,9 @@ func (m *Main) Serve(ctx context.Context, public, admin net.Listener) error {
 
 // Server is the instance's server, once Open has succeeded.
 func (m *Main) Server() *server.Server { return m.srv }
+
+// Parts are the instance's components, once Open has succeeded.
+func (m *Main) Parts() *Parts { return m.parts }
 
 // Close stops the loops (waiting at most WR_SHUTDOWN_TIMEOUT for them),
 // then closes Postgres and Redis. It closes only what Open opened.
@@ -103,13 +114,18 @@ func (m *Main) Close() error {
 	return err
 }
 
-// serverConfig is the server's configuration with what only the composition
-// root knows filled in: the connection ceiling, when WR_MAX_CONNS leaves it
-// to be derived from the descriptor limit less what the instance's own
-// clients hold — the database pool, Redis's pools, the management port and
-// a few files.
+// serverConfig is the HTTP adapters' configuration with what only the
+// composition root knows filled in: what they tell or check of the
+// components' configuration, and the connection ceiling, when
+// WR_MAX_CONNS leaves it to be derived from the descriptor limit less what
+// the instance's own clients hold — the database pool, Redis's pools, the
+// management port and a few files.
 func (m *Main) serverConfig() (server.Config, error) {
 	c := m.Config.Server
+	c.IdleTimeout = m.Config.Queue.IdleTimeout
+	c.RoomDefaults = m.Config.Admission.Defaults
+	c.AdaptiveRule, c.AdaptiveWindow = m.Config.Adaptive.Rule, m.Config.Adaptive.Window
+	c.OriginBodyLimit = m.Config.Gateway.Upstream.BodyLimit
 	if c.Listener.MaxConns == 0 {
 		ceiling, err := listener.Ceiling(int(m.Config.DBPool) + m.Config.Redis.descriptors() + 16)
 		if err != nil {

@@ -1,22 +1,3 @@
-// Command waitingroom runs the virtual waiting room.
-//
-//	waitingroom [serve]                         run an instance (config from the environment)
-//	waitingroom seed --users N --password P --products M --stock S
-//	                                            create demo users and products
-//
-// The command is the composition root. LoadConfig (config.go) reads the
-// environment into each component's own configuration type; Main
-// (instance.go) opens the clients — Redis in its topology (redis.go),
-// Postgres — derives the connection ceiling from the descriptor limit,
-// builds the server, starts and stops the components' background loops
-// (loop.Start) and shuts down in order: streams, HTTP, the loops, then
-// Redis and Postgres. Package server serves HTTP and starts no loop.
-//
-// The package's tests are the system scenarios: the instance as Main
-// composes it, on loopback ports against real Redis and Postgres, driven
-// over HTTP, WebSocket, raw sockets and headless Chromium (harness_test.go);
-// some start the test binary as the command itself (TestMain). The other
-// packages' tests are unit tests, each package's in seconds.
 package main
 
 import (

@@ -359,7 +359,7 @@ func liveMetricNames(t *testing.T) map[string]bool {
 	}
 	ch := make(chan *prometheus.Desc)
 	go func() {
-		in.srv.Metrics().(prometheus.Collector).Describe(ch)
+		in.parts.Metrics.Registry.Describe(ch)
 		close(ch)
 	}()
 	fq := regexp.MustCompile(`fqName: "([^"]+)"`)

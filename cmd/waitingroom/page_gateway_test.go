@@ -42,7 +42,7 @@ func gatewayPageEnv(t *testing.T, vars map[string]string, settings map[string]an
 // pattern, whatever their status.
 func (in *instance) routeCount(route string) float64 {
 	in.t.Helper()
-	mfs, err := in.srv.Metrics().Gather()
+	mfs, err := in.parts.Metrics.Registry.Gather()
 	if err != nil {
 		in.t.Fatal(err)
 	}

@@ -312,7 +312,7 @@ func (p *page) noTokenInURL() {
 // streamsOpen is the number of open push streams of one transport ("" = all).
 func (in *instance) streamsOpen(transport string) float64 {
 	in.t.Helper()
-	mfs, err := in.srv.Metrics().Gather()
+	mfs, err := in.parts.Metrics.Registry.Gather()
 	if err != nil {
 		in.t.Fatal(err)
 	}

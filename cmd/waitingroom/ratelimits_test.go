@@ -54,7 +54,7 @@ func TestLoginLimitSharedAcrossInstances(t *testing.T) {
 // different login ids from one address, 32 at a time, cost as many BCrypt
 // verifications as the per-address failure budget allows plus at most the
 // attempts in flight when it ran out (login_ip is peeked before BCrypt and
-// charged after, so that successes behind a NAT never count: ratelimits.go),
+// charged after, so that successes behind a NAT never count: login/limits.go),
 // not 2,000.
 func TestCredentialStuffingFromOneIP(t *testing.T) {
 	e := newEnv(t)
@@ -216,7 +216,7 @@ func TestRedisDownPolicies(t *testing.T) {
 	tok, _ := token.New(token.Config{Secret: testSecret}).IssueQueue("p150", "default", ticket, time.Hour)
 	in.position("default", tok) // the hub tracks the room from its first poll
 	waitFor(t, "the hub to answer from memory", func() bool {
-		st, ok := in.srv.Hub().Position("default", ticket)
+		st, ok := in.parts.Hub.Position("default", ticket)
 		return ok && st.Position == 151
 	})
 	rp.kill()
@@ -409,7 +409,7 @@ func TestEnterLimitsInsideTheEnterScript(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := in.srv.Queue().Status(context.Background(), "default", claims.Subject); !errors.Is(err, queue.ErrNotInQueue) {
+	if _, err := in.parts.Queue.Status(context.Background(), "default", claims.Subject); !errors.Is(err, queue.ErrNotInQueue) {
 		t.Fatalf("a refused user's status: %v, want not in the queue", err)
 	}
 	if n := in.metric("waitingroom_rate_limited_total"); n != 2 {

@@ -27,7 +27,7 @@ func TestReadyzNeedsConfiguredRooms(t *testing.T) {
 	}
 
 	ctx := context.Background()
-	if err := e.rdb.Del(ctx, in.srv.Queue().RoomKey("sale", queue.ConfigKey)).Err(); err != nil {
+	if err := e.rdb.Del(ctx, in.parts.Queue.RoomKey("sale", queue.ConfigKey)).Err(); err != nil {
 		t.Fatal(err)
 	}
 	if r := do(t, "POST", in.base+"/api/v1/rooms/sale/enter", in.login(user(1)), nil); r.status != 404 {
@@ -46,7 +46,7 @@ func TestReadyzNeedsConfiguredRooms(t *testing.T) {
 			strings.Contains(text, `waitingroom_dependency_up{dependency="redis"} 1`)
 	})
 
-	if err := in.srv.EnsureRooms(ctx); err != nil {
+	if err := ensureRooms(ctx, in.main); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "readyz 200 once the room exists again", func() bool {

@@ -261,7 +261,7 @@ func TestIdleTimeoutDefault(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := c.Server.Queue.IdleTimeout; got != 5*time.Minute {
+	if got := c.Queue.IdleTimeout; got != 5*time.Minute {
 		t.Fatalf("WR_IDLE_TIMEOUT default = %v, want 5m", got)
 	}
 }

@@ -277,7 +277,7 @@ func TestShutdownWithManyStreams(t *testing.T) {
 	in := e.start(map[string]string{"WR_TARGET_ACTIVE": "0", "WR_MAX_CONNS_PER_IP": "2000"})
 	const n = 1000
 	tokens := token.New(token.Config{Secret: testSecret})
-	q := in.srv.Queue()
+	q := in.parts.Queue
 	var wg sync.WaitGroup
 	var retried, failed atomic.Int64
 	for i := range n {
@@ -332,7 +332,7 @@ func TestClosedSSEClientIsNoticed(t *testing.T) {
 	s.res.Body.Close()
 	streamClient.CloseIdleConnections()
 	waitFor(t, "the server to release the closed stream", func() bool {
-		return in.metric("waitingroom_stream_connections") == 0 && in.srv.Hub().Connections() == 0
+		return in.metric("waitingroom_stream_connections") == 0 && in.parts.Hub.Connections() == 0
 	})
 }
 

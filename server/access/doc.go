@@ -17,6 +17,4 @@
 // immutable Snapshot, swapped atomically by Load; Run loads on the caller's
 // goroutine until its context is done. While Redis is unreachable the last
 // lists stay in force.
-//
-// Imports: the standard library, go-redis and queue/loop; never server.
 package access

@@ -21,8 +21,4 @@
 //
 // Concurrency: the app is safe for concurrent use by Fiber's handlers; the
 // throttle's state is guarded by a mutex.
-//
-// Imports: Fiber, fasthttp, Prometheus, queue, queue/adaptive,
-// queue/history, web, its sub-package audit and server's sub-packages api,
-// seclog, access, faults and gateway; never server.
 package admin

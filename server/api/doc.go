@@ -5,7 +5,4 @@
 // decoding that says what is wrong, the bearer token, the request id
 // (X-Request-Id on every response, request_id in the request's log lines),
 // and the Fiber configuration both apps run with.
-//
-// Imports: Fiber and the domain packages whose errors it maps (queue,
-// token, pgstore, checkout, faults); never server.
 package api

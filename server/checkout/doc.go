@@ -27,8 +27,4 @@
 //
 // Concurrency: a Checkout is safe for concurrent use; Place holds no lock
 // while it waits on Redis or Postgres.
-//
-// Imports: the standard library, queue and server/pgstore (for their types
-// and sentinels); it reaches them through the small interfaces in
-// checkout.go, never server.
 package checkout

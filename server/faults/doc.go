@@ -13,6 +13,4 @@
 // Concurrency: a Faults is safe for concurrent use; OrderDelay reads an
 // atomic copy, Run loads on the caller's goroutine until its context is
 // done. While Redis is unreachable the last delay stays in force.
-//
-// Imports: the standard library, go-redis and queue/loop; never server.
 package faults

@@ -18,6 +18,32 @@ import (
 	"waitingroom/server/token"
 )
 
+// What happens to a protected request (the package doc has the rest):
+//
+//   - A protected request carries a pass or is refused: a page navigation
+//     gets 303 to the room's waiting page (which brings the visitor back to
+//     the same URL once admitted), anything else 403 pass_required with the
+//     room and the page's URL.
+//   - Pass mode "once" (the default): the entry token, from the entry cookie
+//     the waiting room's API sets at READY or from X-Entry-Token, is consumed
+//     atomically before the request is forwarded; the slot is released when
+//     the origin answers anything but a 5xx, and the token restored when it
+//     fails or times out, at most MaxRestores times and within its entry
+//     window, so the visitor can retry (with the same pass id). Mode
+//     "session": the first protected request opens a session (a signed
+//     cookie; its id recorded in Redis with the slot) that holds its slot
+//     toward targetActive for sessionTtl after each protected request, up
+//     to sessionMaxTtl, paced by the room's session limits (queue.Hold);
+//     leave and a new admission end it.
+//   - Every protected request forwarded carries the Waitingroom-Pass header,
+//     an Ed25519-signed JWT (package pass) the origin can verify with the
+//     keys at /_wr/.well-known/jwks.json (package pass/passcheck for Go).
+//   - Protected requests' latency and failures (5xx, timeouts) feed the
+//     adaptive controller's signals, one visitor at a time (signals.go):
+//     admission follows the origin.
+//   - The origin failing, slow or oversized is 502 bad_gateway or 504
+//     gateway_timeout in the contract's JSON.
+
 // settleTimeout bounds the Redis call that settles a pass after the
 // origin answered: the answer is decided and must not wait long, nor be
 // lost because the client went away.

@@ -18,6 +18,12 @@ import (
 	"waitingroom/server/listener"
 )
 
+// WebSocket (tunnel.go): the visitor's connection is joined to the
+// origin's byte for byte only after a real switch (101 with the matching
+// Sec-WebSocket-Accept); any other answer is relayed and the connection
+// closed. Tunnels are capped per client address and in total, and closed
+// when idle both ways.
+
 // Protocol switches (WebSocket). The handshake is written to the origin on
 // a connection of its own and the origin's answer read like any other;
 // only a real switch — 101 with Upgrade: websocket and the

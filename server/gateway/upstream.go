@@ -20,6 +20,26 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
+// Forwarding (Upstream, an HTTP/1.1 client of the package's own):
+// method, path (as the public port's server normalized it, not the
+// canonical form routes are matched on), query and body go to the origin;
+// hop-by-hop and rerouting headers (X-HTTP-Method-Override,
+// X-Original-URL ...), the waiting room's cookies, any client-sent pass
+// header, and any header spelled with "_" like one of those or of the
+// gateway's own do not. X-Forwarded-For (a trusted proxy's chain plus the
+// peer), X-Forwarded-Proto, X-Forwarded-Host and Forwarded are set; Host
+// is kept. Bodies stream both ways: a request body as the client sends it
+// (up to WR_UPSTREAM_BODY_LIMIT, 413 beyond), an answer as the visitor
+// reads it, whatever its framing, through a fixed read buffer per
+// connection (a slow reader holds the origin back). The origin's answers
+// are read strictly (response.go): conflicting lengths, a bare CR, a 101
+// nobody asked for are 502; 1xx interim answers are skipped; Set-Cookie
+// for the waiting room's cookies is dropped. WR_UPSTREAM_TIMEOUT bounds
+// the wait for the headers and each silence in the body. An origin that
+// fails before its headers is 502 or 504; one that fails while its body
+// streams has its connection to the visitor closed (the status was
+// already sent).
+
 // Upstream is the origin behind the gateway: an HTTP/1.1 client of its
 // own (response.go reads the answers) so that every answer streams with
 // bounded memory and is read strictly, over a pool of idle connections.

@@ -20,6 +20,18 @@ func AddrKey(ip net.IP) string {
 	return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
 }
 
+// NetKey names ip's network, the unit per-network limits count by: its
+// /24 (IPv4) or /48 (IPv6); "unknown" for a nil or unparsable address.
+func NetKey(ip net.IP) string {
+	if v4 := ip.To4(); v4 != nil {
+		return v4.Mask(net.CIDRMask(24, 32)).String() + "/24"
+	}
+	if len(ip) != net.IPv6len {
+		return "unknown"
+	}
+	return ip.Mask(net.CIDRMask(48, 128)).String() + "/48"
+}
+
 // Counts counts what each address holds open, against a cap: the
 // listener's connections per peer, and the server's streams per forwarded
 // client behind a trusted proxy. The zero value is ready to use; it is safe

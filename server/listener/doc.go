@@ -27,6 +27,4 @@
 // under a mutex, MarkServed and Close may race with the first-request
 // timer. A headerGuardConn is read by one goroutine at a time, as every
 // net.Conn is.
-//
-// Imports: the standard library only; never server.
 package listener

@@ -11,6 +11,26 @@ import (
 	"strings"
 )
 
+// Keys: a key is the 32-byte Ed25519 seed, base64 (standard or URL
+// alphabet, padded or not). Make one with
+//
+//	openssl rand -base64 32
+//
+// (or GenerateKey). A key's id (kid, in every pass's header and in the key
+// set) is the first 8 bytes of the SHA-256 of its public key, in hex.
+//
+// Rotation: cmd reads WR_PASS_KEY (Config.Key, which signs every pass) and
+// WR_PASS_KEY_PREVIOUS (Config.Previous: keys that sign nothing but stay
+// in the published key set, so origins keep accepting the passes they
+// signed until those expire). To rotate without an origin
+// ever refusing a pass, even while instances of the gateway run with
+// different settings:
+//
+//  1. publish the new key first: WR_PASS_KEY=old, WR_PASS_KEY_PREVIOUS=new;
+//  2. sign with it: WR_PASS_KEY=new, WR_PASS_KEY_PREVIOUS=old;
+//  3. once the last pass of the old key has expired: drop it from
+//     WR_PASS_KEY_PREVIOUS.
+
 // keyEncodings are the base64 forms ParseKey accepts, padded forms first.
 var keyEncodings = []*base64.Encoding{
 	base64.StdEncoding, base64.URLEncoding, base64.RawStdEncoding, base64.RawURLEncoding,

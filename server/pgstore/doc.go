@@ -8,17 +8,10 @@
 // waitingroom_db_pool_acquire_wait_seconds and the time from acquire to
 // release in waitingroom_db_connection_hold_seconds.
 //
-// # Errors
-//
-// Business outcomes are sentinel errors (ErrUserNotFound, ErrProductNotFound,
-// ErrOutOfStock, ErrInvalidQuantity), tested with errors.Is. A value the
-// database refuses (SQLSTATE class 22: invalid encoding, out of range, wrong
-// format) is an *InputError matching ErrInvalidInput: the caller's input at
-// fault, mapped from the SQLSTATE in one place (mapErr). Every other error
-// is an infrastructure failure (pool exhausted past the context deadline,
-// connection refused or lost, statement timeout) and is returned wrapped, never
-// as a sentinel, so a caller can tell "the order was refused" from "the
-// database could not answer" — the latter is safe to retry.
+// Business outcomes are sentinel errors, tested with errors.Is; a value
+// the database refuses is an *InputError (ErrInvalidInput); every other
+// error is an infrastructure failure, returned wrapped, safe to retry
+// (errors.go's opening comment).
 //
 // # Concurrency
 //

@@ -7,6 +7,16 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
+// Business outcomes are sentinel errors (ErrUserNotFound, ErrProductNotFound,
+// ErrOutOfStock, ErrInvalidQuantity), tested with errors.Is. A value the
+// database refuses (SQLSTATE class 22: invalid encoding, out of range, wrong
+// format) is an *InputError matching ErrInvalidInput: the caller's input at
+// fault, mapped from the SQLSTATE in one place (mapErr). Every other error
+// is an infrastructure failure (pool exhausted past the context deadline,
+// connection refused or lost, statement timeout) and is returned wrapped, never
+// as a sentinel, so a caller can tell "the order was refused" from "the
+// database could not answer" — the latter is safe to retry.
+
 // ErrInvalidInput is a value the database refused (SQLSTATE class 22, data
 // exception: an invalid byte sequence such as NUL, a number out of range, a
 // value in the wrong format). It is the caller's input at fault, not an

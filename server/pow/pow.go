@@ -11,6 +11,15 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// Verify checks, in this order and before any I/O: the format and the
+// HMAC (constant time), the room and the subject, the expiry, the
+// difficulty (1 to 32), the solution (at most 20 digits) and the work.
+// Only a solution that passes all of them spends the challenge: SET NX PX
+// on "<prefix>pow:{<room>}:<nonce>" for the challenge's remaining lifetime
+// (the room is the Redis Cluster hash tag); a key already there is a
+// replay. Refusals are ErrInvalid with a fixed word for the log (Reason);
+// Redis unreachable is ErrUnavailable, and the caller fails closed.
+
 // Difficulty bounds: a challenge asks for at least MinDifficulty and at
 // most MaxDifficulty leading zero bits. DefaultDifficulty is a room's
 // unless changed (WR_POW_DIFFICULTY); see the package doc for what it

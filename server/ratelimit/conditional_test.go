@@ -2,6 +2,7 @@ package ratelimit_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -13,7 +14,7 @@ import (
 
 // TestInlineConditionalChecks: conditional checks take part in an inline
 // decision only when the script says fresh — neither decided nor recorded
-// otherwise — and Refused puts results back in the order given, the
+// otherwise — and Inline.Refusal puts results back in the order given, the
 // skipped ones allowed. A check Of another limit reads that limit's count.
 func TestInlineConditionalChecks(t *testing.T) {
 	rdb, prefix := queuetest.Redis(t)
@@ -33,7 +34,7 @@ return {'DONE'}
 	gate := ratelimit.Check{Name: "gate", Of: "new", Subject: "10.0.0.1", Limit: hour(1), Conditional: true, PeekOnly: true}
 	run := func(fresh bool, checks ...ratelimit.Check) []ratelimit.Result {
 		t.Helper()
-		keys, args, ok := l.Inline(checks...)
+		in, ok := l.Inline(checks...)
 		if !ok {
 			t.Fatal("Inline declined on one Redis")
 		}
@@ -41,18 +42,18 @@ return {'DONE'}
 		if fresh {
 			mode = "fresh"
 		}
-		v, err := work.Run(ctx, rdb, keys, append(args, mode)...).Slice()
+		v, err := work.Run(ctx, rdb, in.Keys(), append(in.Args(), mode)...).Slice()
 		if err != nil {
 			t.Fatal(err)
 		}
 		if v[0] == "DONE" {
 			return nil
 		}
-		rs, err := ratelimit.Refused(checks, v[1].([]any))
-		if err != nil {
-			t.Fatal(err)
+		var refused *ratelimit.RefusedError
+		if err := in.Refusal(v[1].([]any)); !errors.As(err, &refused) {
+			t.Fatalf("refusal read as %v, want a RefusedError", err)
 		}
-		return rs
+		return refused.Results
 	}
 	for range 5 { // not fresh: the conditional check is never taken
 		if rs := run(false, newPlace, every); rs != nil {

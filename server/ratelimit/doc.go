@@ -12,7 +12,9 @@
 // tells whether its subject is in debt (has recorded requests that time has
 // not yet paid back). Inline hands Take's decision to a script of another
 // package, which runs it first (InlineLua) and does its own work only when
-// every limit allows: the decision and the work it guards in one script.
+// every limit allows: the decision and the work it guards in one script
+// (an Inline is the enter script's queue.Guard; its refusal reads as a
+// *RefusedError).
 //
 // Concurrency: a Limiter is safe for concurrent use.
 package ratelimit

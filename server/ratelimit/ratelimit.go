@@ -29,7 +29,7 @@ var (
 // takes the checks on KEYS[k0] on (their arguments from ARGV[a0]: the
 // count of unconditional checks, the count of conditional ones, then three
 // per check) and returns nil when every one allows (and records them), else
-// the results, which Refused decodes. The conditional checks
+// the results, which Inline.Refusal decodes. The conditional checks
 // (Check.Conditional) follow the others and take part only when fresh is
 // true. The enter script runs it (queue.Options.EnterGuard), fresh when
 // the user takes a new place.
@@ -280,22 +280,48 @@ func (l *Limiter) Refund(ctx context.Context, checks ...Check) error {
 	return err
 }
 
-// Inline returns the keys and arguments of Take's decision on checks for
-// a script that runs InlineLua on them, appended to its own, so that the
-// decision and the work it guards cost one script. The conditional checks
-// are moved after the others (Refused undoes it). ok is false where that
-// cannot be (a Redis Cluster: the keys are in other slots than the
-// script's); the caller then calls Take first.
-func (l *Limiter) Inline(checks ...Check) (keys []string, args []any, ok bool) {
+// Inline is Take's decision on some checks, to be taken inside a script
+// of another package that runs InlineLua on its keys and arguments,
+// appended to its own, so that the decision and the work it guards cost
+// one script: a queue.Guard of the enter script.
+type Inline struct {
+	checks []Check // as given
+	keys   []string
+	args   []any
+}
+
+// ErrBadRefusal: an inline decision's refusal could not be read.
+var ErrBadRefusal = errors.New("ratelimit: malformed refusal")
+
+// RefusedError is an inline decision's refusal (Inline.Refusal): Take's
+// results on the checks, in the order given, at least one of which
+// refuses. Conditional checks the script left out are allowed.
+type RefusedError struct {
+	Results []Result
+}
+
+func (e *RefusedError) Error() string { return "ratelimit: refused" }
+
+// Inline returns Take's decision on checks for a script that runs
+// InlineLua. The conditional checks are moved after the others (Refusal
+// undoes it). ok is false where that cannot be (a Redis Cluster: the keys
+// are in other slots than the script's); the caller then calls Take first.
+func (l *Limiter) Inline(checks ...Check) (in *Inline, ok bool) {
 	if l.cluster || len(checks) == 0 {
-		return nil, nil, false
+		return nil, false
 	}
 	order, n := inlineOrder(checks)
 	sc := l.script("take", order)
 	// InlineLua's ARGV[a0] and ARGV[a0+1]: the counts, not a mode.
-	args = append([]any{n, len(order) - n}, sc.Args[1:]...)
-	return sc.Keys, args, true
+	args := append([]any{n, len(order) - n}, sc.Args[1:]...)
+	return &Inline{checks: checks, keys: sc.Keys, args: args}, true
 }
+
+// Keys are the decision's keys, for the script's KEYS[k0] on.
+func (in *Inline) Keys() []string { return in.keys }
+
+// Args are the decision's arguments, for the script's ARGV[a0] on.
+func (in *Inline) Args() []any { return in.args }
 
 // inlineOrder is checks with the conditional ones last, each part in its
 // order, and the count of unconditional ones.
@@ -315,19 +341,15 @@ func inlineOrder(checks []Check) ([]Check, int) {
 	return out, n
 }
 
-// Refused decodes the refusal of InlineLua on checks (as given to Inline):
-// Take's results in the order of checks, at least one of which refuses
-// (else it is an error, as is a malformed one). Conditional checks the
-// script left out are allowed.
-func Refused(checks []Check, refusal []any) ([]Result, error) {
-	if len(checks) == 0 {
-		return nil, errors.New("ratelimit: a refusal of no checks")
-	}
-	v := make([]int64, len(refusal))
-	for i, x := range refusal {
+// Refusal decodes the refusal InlineLua returned: a *RefusedError, or an
+// error wrapping ErrBadRefusal when it is malformed or refuses nothing.
+func (in *Inline) Refusal(reply []any) error {
+	checks := in.checks
+	v := make([]int64, len(reply))
+	for i, x := range reply {
 		n, ok := x.(int64)
 		if !ok {
-			return nil, fmt.Errorf("ratelimit: %s: refusal %v", checks[0].Name, refusal)
+			return fmt.Errorf("%w: %s: %v", ErrBadRefusal, checks[0].Name, reply)
 		}
 		v[i] = n
 	}
@@ -337,10 +359,10 @@ func Refused(checks []Check, refusal []any) ([]Result, error) {
 	}
 	got, err := results(order, v)
 	if err != nil {
-		return nil, err
+		return fmt.Errorf("%w: %w", ErrBadRefusal, err)
 	}
 	if allowed(got) {
-		return nil, fmt.Errorf("ratelimit: %s: a refusal that refuses nothing: %v", checks[0].Name, refusal)
+		return fmt.Errorf("%w: %s: a refusal that refuses nothing: %v", ErrBadRefusal, checks[0].Name, reply)
 	}
 	// Back to the order of checks: the unconditional ones came first.
 	rs := make([]Result, len(checks))
@@ -356,7 +378,7 @@ func Refused(checks []Check, refusal []any) ([]Result, error) {
 		}
 		*j++
 	}
-	return rs, nil
+	return &RefusedError{Results: rs}
 }
 
 // run executes the script in mode on checks and decodes its reply.

@@ -2,6 +2,7 @@ package ratelimit_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -286,8 +287,9 @@ func TestPeekOnlyDecidesButIsNotRecorded(t *testing.T) {
 
 // TestInlineDecidesAsTake: a script running InlineLua on Inline's keys
 // and arguments decides as Take does — all or nothing, the refusal's
-// results (Refused) Take's — and goes on with its own work only when every
-// check allows; on a Cluster Inline declines (the keys are in other slots).
+// results (Inline.Refusal) Take's — and goes on with its own work only
+// when every check allows; on a Cluster Inline declines (the keys are in
+// other slots).
 func TestInlineDecidesAsTake(t *testing.T) {
 	rdb, prefix := queuetest.Redis(t)
 	l := ratelimit.New(rdb, prefix)
@@ -305,22 +307,22 @@ return {'DONE', redis.call('INCR', KEYS[1])}
 	user := ratelimit.Check{Name: "enter_user", Subject: "u1", Limit: ratelimit.Limit{Rate: 1, Per: time.Hour, Burst: 1}}
 	run := func(checks ...ratelimit.Check) (done int64, rs []ratelimit.Result) {
 		t.Helper()
-		keys, args, ok := l.Inline(checks...)
+		in, ok := l.Inline(checks...)
 		if !ok {
 			t.Fatal("Inline declined on one Redis")
 		}
-		v, err := work.Run(ctx, rdb, append([]string{prefix + "done"}, keys...), args...).Slice()
+		v, err := work.Run(ctx, rdb, append([]string{prefix + "done"}, in.Keys()...), in.Args()...).Slice()
 		if err != nil {
 			t.Fatal(err)
 		}
 		if v[0] == "DONE" {
 			return v[1].(int64), nil
 		}
-		rs, err = ratelimit.Refused(checks, v[1].([]any))
-		if err != nil {
-			t.Fatal(err)
+		var refused *ratelimit.RefusedError
+		if err := in.Refusal(v[1].([]any)); !errors.As(err, &refused) {
+			t.Fatalf("refusal read as %v, want a RefusedError", err)
 		}
-		return 0, rs
+		return 0, refused.Results
 	}
 	if n, rs := run(addr, user); n != 1 || rs != nil {
 		t.Fatalf("first request: work %d, refusal %+v; want the work done", n, rs)
@@ -337,13 +339,14 @@ return {'DONE', redis.call('INCR', KEYS[1])}
 	if n, err := rdb.Get(ctx, done).Int(); err != nil || n != 1 {
 		t.Fatalf("work done %d times (%v), want 1", n, err)
 	}
+	one, _ := l.Inline(addr)
 	for _, bad := range [][]any{{"x", int64(0), int64(0)}, {int64(1), int64(0)}, {int64(1), int64(0), int64(0)}} {
-		if _, err := ratelimit.Refused([]ratelimit.Check{addr}, bad); err == nil {
-			t.Fatalf("refusal %v decoded: want an error (malformed, or refusing nothing)", bad)
+		if err := one.Refusal(bad); !errors.Is(err, ratelimit.ErrBadRefusal) {
+			t.Fatalf("refusal %v read as %v: want ErrBadRefusal (malformed, or refusing nothing)", bad, err)
 		}
 	}
 	ratelimit.SplitBySlot(l)
-	if _, _, ok := l.Inline(addr, user); ok {
+	if _, ok := l.Inline(addr, user); ok {
 		t.Fatal("Inline accepted on a Cluster")
 	}
 }

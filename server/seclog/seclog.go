@@ -1,7 +1,3 @@
-// Package seclog is the security log: the events an operator needs to see
-// an attack, each counted and logged within a per-event line budget.
-//
-// Imports: the standard library and the Prometheus client only.
 package seclog
 
 import (

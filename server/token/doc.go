@@ -10,6 +10,4 @@
 //
 // Concurrency: an Issuer is safe for concurrent use; its keys are fixed at
 // New and the verified cache is sharded, each shard under its own lock.
-//
-// Imports: the standard library and golang-jwt; never server.
 package token

@@ -12,6 +12,4 @@
 // address; package admin's middleware fills the entries in.
 //
 // Concurrency: a Log is safe for concurrent use.
-//
-// Imports: the standard library and go-redis; never server.
 package audit

@@ -1,4 +1,4 @@
-package server
+package queuestatus
 
 import (
 	"encoding/json"
@@ -8,12 +8,12 @@ import (
 	"github.com/gofiber/fiber/v2"
 )
 
-// appendStatusFields appends the members of d's JSON object, without the
-// braces, byte for byte what encoding/json writes for a QueueStatus (a
+// AppendFields appends the members of d's JSON object, without the
+// braces, byte for byte what encoding/json writes for a Doc (a
 // test holds them to it): streams write one per update, and this way
 // needs no reflection, no allocation and little goroutine stack (a stream
 // goroutine's stack grows to the deepest call it ever makes and keeps it).
-func appendStatusFields(b []byte, d *QueueStatus) []byte {
+func AppendFields(b []byte, d *Doc) []byte {
 	b = appendJSONString(append(b, `"status":`...), d.Status)
 	b = appendJSONString(append(b, `,"room":`...), d.Room)
 	if d.Position != 0 {
@@ -80,12 +80,12 @@ func appendJSONTime(b []byte, t time.Time) []byte {
 	return append(b, '"')
 }
 
-// sendStatus answers d as the response's JSON body, as c.JSON would but
-// written by appendStatusFields: the enter and position answers need no
+// Send answers d as the response's JSON body, as c.JSON would but
+// written by AppendFields: the enter and position answers need no
 // reflection.
-func sendStatus(c *fiber.Ctx, d *QueueStatus) error {
+func Send(c *fiber.Ctx, d *Doc) error {
 	var buf [768]byte
-	b := append(appendStatusFields(append(buf[:0], '{'), d), '}')
+	b := append(AppendFields(append(buf[:0], '{'), d), '}')
 	c.Response().SetBody(b)
 	c.Response().Header.SetContentType(fiber.MIMEApplicationJSON)
 	return nil

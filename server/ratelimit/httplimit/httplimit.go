@@ -1,4 +1,4 @@
-package server
+package httplimit
 
 import (
 	"errors"
@@ -8,10 +8,12 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"waitingroom/server/api"
 	"waitingroom/server/login"
 	"waitingroom/server/ratelimit"
+	"waitingroom/server/ratelimit/local"
 	"waitingroom/server/seclog"
 )
 
@@ -23,13 +25,14 @@ import (
 // order: room and user) has them decided at once, all or nothing, in one
 // round trip (limits, ratelimit.Limiter.Take): a request refused by one
 // counts on neither. Enter's are decided inside the enter script itself
-// where one Redis holds both (enterRoom): one script per enter, not two.
+// where one Redis holds both (the server's enterRoom): one script per
+// enter, not two.
 // When Redis cannot decide, each limit has a policy:
 //
 //	login (all four, package login) fail closed: 503 — BCrypt is the CPU sink
 //	enter (per address, per user)   fail open — enter needs Redis anyway
 //	enter, anonymous (per visitor;  fail open; its proof of work fails
-//	  new places per address and      closed (visitorenter.go)
+//	  new places per address and      closed (the server's visitorenter.go)
 //	  per network)
 //	poll (per user and room)        in memory: never asks Redis
 //	stream (per user and room)      fail open
@@ -53,53 +56,76 @@ import (
 //
 // Login's four limits count failures, decided before and settled after
 // BCrypt: package login owns them (its doc says why each is as it is); the
-// server reports their refusals here (refuse).
+// server reports their refusals here (Refuse).
 
 // pollSlack: a poll is refused when it comes sooner than half of the
 // pollAfterMs its band asked for, beyond a burst of pollBurst (jitter,
-// reloads, a second tab). pollFloor is the pace assumed for a status that
+// reloads, a second tab). PollFloor is the pace assumed for a status that
 // asks for no poll (READY: pollAfterMs 0).
 const (
 	pollSlack = 2
 	pollBurst = 5
-	pollFloor = time.Second
+	// PollFloor is the pace assumed for a status that asks for no poll.
+	PollFloor = time.Second
 )
 
-// limit applies one limit to subject for the request of user ("" before
-// login). failOpen says what happens when Redis cannot decide. Addresses
-// and users on the allow list are exempt.
-func (s *Server) limit(c *fiber.Ctx, name, subject, user string, lim ratelimit.Limit, failOpen bool) error {
-	return s.limits(c, user, failOpen, ratelimit.Check{Name: name, Subject: subject, Limit: lim})
+// Options are the limits' parts.
+type Options struct {
+	On      bool               // WR_RATE_LIMITS: off, no request is limited
+	Limiter *ratelimit.Limiter // the shared limits, in Redis
+	Polls   *local.Limiter     // the poll pace, in this instance's memory
+	// Exempt reports whether the request's address or user ("" before
+	// login) is on the allow list; ClientIP is the client address as
+	// logged.
+	Exempt   func(c *fiber.Ctx, user string) bool
+	ClientIP func(c *fiber.Ctx) string
+	Sec      *seclog.Log
+	// RateLimited counts the refusals by limit
+	// (waitingroom_rate_limited_total).
+	RateLimited *prometheus.CounterVec
 }
 
-// limits applies several limits to one request of user at once: one
+// Limits apply layer 1's limits to the requests of the public app.
+type Limits struct{ o Options }
+
+// New returns the Limits.
+func New(o Options) *Limits { return &Limits{o: o} }
+
+// One applies one limit to subject for the request of user ("" before
+// login). failOpen says what happens when Redis cannot decide. Addresses
+// and users on the allow list are exempt.
+func (l *Limits) One(c *fiber.Ctx, name, subject, user string, lim ratelimit.Limit, failOpen bool) error {
+	return l.All(c, user, failOpen, ratelimit.Check{Name: name, Subject: subject, Limit: lim})
+}
+
+// All applies several limits to one request of user at once: one
 // decision in one round trip, all or nothing (a request refused by one
-// limit counts on none of them), answered by refused.
-func (s *Server) limits(c *fiber.Ctx, user string, failOpen bool, checks ...ratelimit.Check) error {
-	if !s.limited(c, user) {
+// limit counts on none of them), answered by Refused.
+func (l *Limits) All(c *fiber.Ctx, user string, failOpen bool, checks ...ratelimit.Check) error {
+	if !l.Applies(c, user) {
 		return nil
 	}
-	rs, err := s.limiter.Take(c.UserContext(), checks...)
+	rs, err := l.o.Limiter.Take(c.UserContext(), checks...)
 	switch {
 	case errors.Is(err, ratelimit.ErrUnavailable) && failOpen:
 		return nil
 	case err != nil:
 		return errors.Join(api.ErrUnavailable, err)
 	}
-	return s.refused(c, checks, rs)
+	return l.Refused(c, checks, rs)
 }
 
-// limited reports whether user's request (user "" before login) is under
+// Applies reports whether user's request (user "" before login) is under
 // the rate limits: they are on, and neither user nor address is on the
 // allow list.
-func (s *Server) limited(c *fiber.Ctx, user string) bool {
-	return s.cfg.RateLimits && !s.exempt(c, user)
+func (l *Limits) Applies(c *fiber.Ctx, user string) bool {
+	return l.o.On && !l.o.Exempt(c, user)
 }
 
-// refused is the 429 of the decision rs on checks (nil when every check
+// Refused is the 429 of the decision rs on checks (nil when every check
 // allowed): it names the refusing limit with the longest wait, so that its
 // Retry-After holds for all of them.
-func (s *Server) refused(c *fiber.Ctx, checks []ratelimit.Check, rs []ratelimit.Result) error {
+func (l *Limits) Refused(c *fiber.Ctx, checks []ratelimit.Check, rs []ratelimit.Result) error {
 	refused := -1
 	for i, r := range rs {
 		if !r.Allowed && (refused < 0 || r.RetryAfter > rs[refused].RetryAfter) {
@@ -109,25 +135,25 @@ func (s *Server) refused(c *fiber.Ctx, checks []ratelimit.Check, rs []ratelimit.
 	if refused < 0 {
 		return nil
 	}
-	return s.refuse(c, checks[refused].Name, rs[refused].RetryAfter)
+	return l.Refuse(c, checks[refused].Name, rs[refused].RetryAfter)
 }
 
-// limitPoll applies the poll pace of pollAfter to user's polls of room, in
-// this instance's memory (no Redis round trip). Exempt as limit is.
-func (s *Server) limitPoll(c *fiber.Ctx, room, user string, pollAfter time.Duration) error {
-	if !s.limited(c, user) {
+// Poll applies the poll pace of pollAfter to user's polls of room, in
+// this instance's memory (no Redis round trip). Exempt as One is.
+func (l *Limits) Poll(c *fiber.Ctx, room, user string, pollAfter time.Duration) error {
+	if !l.Applies(c, user) {
 		return nil
 	}
-	if r := s.polls.Allow(room+":"+user, pollLimit(pollAfter)); !r.Allowed {
-		return s.refuse(c, "poll", r.RetryAfter)
+	if r := l.o.Polls.Allow(room+":"+user, pollLimit(pollAfter)); !r.Allowed {
+		return l.Refuse(c, "poll", r.RetryAfter)
 	}
 	return nil
 }
 
-// refuse is the 429 of the limit named name, counted and recorded.
-func (s *Server) refuse(c *fiber.Ctx, name string, retryAfter time.Duration) error {
-	s.m.rateLimited.WithLabelValues(name).Inc()
-	s.sec.Event(c.UserContext(), seclog.RateLimited, slog.String("address", s.clientIP(c)),
+// Refuse is the 429 of the limit named name, counted and recorded.
+func (l *Limits) Refuse(c *fiber.Ctx, name string, retryAfter time.Duration) error {
+	l.o.RateLimited.WithLabelValues(name).Inc()
+	l.o.Sec.Event(c.UserContext(), seclog.RateLimited, slog.String("address", l.o.ClientIP(c)),
 		slog.String("limit", name), slog.String("subject", limitSubjects[name]))
 	return &api.Error{Status: fiber.StatusTooManyRequests, Code: "rate_limited",
 		Message:    "too many requests; retry after " + strconv.FormatFloat(retryAfter.Seconds(), 'f', 1, 64) + " s",

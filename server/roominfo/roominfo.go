@@ -1,4 +1,4 @@
-package server
+package roominfo
 
 import (
 	"context"
@@ -98,10 +98,11 @@ func (d *roomDirectory) read(ctx context.Context) *roomDirSnapshot {
 	return &roomDirSnapshot{docs: docs, at: now}
 }
 
-// roomInfo returns the handler of GET /api/v1/rooms/{room}: no token, from
-// the instance's room directory; 404 room_not_found for an unknown room.
-func (s *Server) roomInfo() fiber.Handler {
-	dir := &roomDirectory{q: s.q}
+// Handler returns the handler of GET /api/v1/rooms/{room}: no token, from
+// a room directory of q's in this instance's memory; 404 room_not_found
+// for an unknown room.
+func Handler(q *queue.Queue) fiber.Handler {
+	dir := &roomDirectory{q: q}
 	return func(c *fiber.Ctx) error {
 		docs, err := dir.get(c.UserContext())
 		if err != nil {

@@ -1,4 +1,4 @@
-package server
+package crosssite
 
 import (
 	"bytes"
@@ -6,11 +6,12 @@ import (
 	"net/url"
 	"strings"
 
-	"waitingroom/server/api"
-	"waitingroom/server/seclog"
-
 	"github.com/gofiber/contrib/websocket"
 	"github.com/gofiber/fiber/v2"
+
+	"waitingroom/server/api"
+	"waitingroom/server/client"
+	"waitingroom/server/seclog"
 )
 
 // Cross-site requests. The queue token travels in a cookie so that the
@@ -42,80 +43,65 @@ import (
 // and no cookie (non-browser clients, the load tool, the page's own bearer
 // calls) are unaffected: another site cannot make a browser send that
 // header without a CORS preflight, which only WR_CORS_ORIGINS pass.
-var errCrossSite = &api.Error{Status: fiber.StatusForbidden, Code: "cross_site",
+var ErrCrossSite = &api.Error{Status: fiber.StatusForbidden, Code: "cross_site",
 	Message: "this request must come from the waiting room's own pages or an allowed origin"}
 
-// Over HTTPS the queue cookie's name has the __Host- prefix: the browser
-// accepts it only if Secure, with Path=/ and no Domain, so neither a
-// sibling subdomain nor a network attacker on plain HTTP can plant or
-// overwrite it. Both names are read; __Host- wins when both come.
+// Gate applies the rule above.
+type Gate struct {
+	// Origins (WR_CORS_ORIGINS) are the operator's trusted origins.
+	Origins []string
+	// Anonymous (gateway mode): every state-changing request without an
+	// Authorization header is judged, cookie or not.
+	Anonymous bool
+	// Cookie is the name the queue cookie of any room starts with (under
+	// either name: plain or __Host-).
+	Cookie string
+	// Clients tells which peers are trusted proxies (X-Forwarded-Host)
+	// and the address a refusal is logged with.
+	Clients client.Resolver
+	Sec     *seclog.Log // a refusal is a cross_site security event
+}
 
-// hasQueueCookie reports whether the request carries a queue cookie of any
+// hasCookie reports whether the request carries a queue cookie of any
 // room, under either name.
-func hasQueueCookie(c *fiber.Ctx) bool {
+func (g *Gate) hasCookie(c *fiber.Ctx) bool {
 	found := false
 	c.Request().Header.VisitAllCookie(func(k, _ []byte) {
 		k = bytes.TrimPrefix(k, []byte("__Host-"))
-		if bytes.HasPrefix(k, []byte(queueCookie)) {
+		if bytes.HasPrefix(k, []byte(g.Cookie)) {
 			found = true
 		}
 	})
 	return found
 }
 
-// secureRequest reports whether the request reached us over HTTPS: TLS on
-// this socket, X-Forwarded-Proto: https from a WR_TRUSTED_PROXIES peer
-// (from anyone else the header is ignored — Fiber's c.Protocol() believes
-// it from anyone), or WR_COOKIE_SECURE=1 (the operator says so).
-func (s *Server) secureRequest(c *fiber.Ctx) bool {
-	if s.cfg.CookieSecure || c.Context().IsTLS() {
-		return true
-	}
-	return s.trusted(c.Context().RemoteIP()) && strings.EqualFold(strings.TrimSpace(c.Get(fiber.HeaderXForwardedProto)), "https")
-}
-
-// apiGate runs before every /api/v1 handler, after denyIPs: it refuses
-// cross-site requests and records the security events of the handler's
-// refusals. (Handlers read the queue cookie with queueCookieValue, the
-// __Host- one first.)
-func (s *Server) apiGate(c *fiber.Ctx) error {
-	if err := s.checkCrossSite(c); err != nil {
-		return err
-	}
-	err := c.Next()
-	if err != nil {
-		s.noteRefusal(c, err)
-	}
-	return err
-}
-
-// checkCrossSite applies the rule above.
-func (s *Server) checkCrossSite(c *fiber.Ctx) error {
+// Check refuses a cross-site request with ErrCrossSite, before any work.
+func (g *Gate) Check(c *fiber.Ctx) error {
 	if !websocket.IsWebSocketUpgrade(c) {
 		switch c.Method() {
 		case fiber.MethodGet, fiber.MethodHead, fiber.MethodOptions:
 			return nil
 		}
 		bearer := c.Get(fiber.HeaderAuthorization) != ""
-		if bearer || (s.gw == nil && !hasQueueCookie(c)) {
+		if bearer || (!g.Anonymous && !g.hasCookie(c)) {
 			return nil
 		}
 	}
-	if s.sameOrigin(c) {
+	if g.sameOrigin(c) {
 		return nil
 	}
-	s.sec.Event(c.UserContext(), seclog.CrossSite, slog.String("address", s.clientIP(c)),
+	g.Sec.Event(c.UserContext(), seclog.CrossSite, slog.String("address", g.Clients.IP(c.Context())),
 		slog.String("origin", seclog.Value(c.Get(fiber.HeaderOrigin))),
 		slog.String("fetch_site", seclog.Value(c.Get("Sec-Fetch-Site"))),
 		slog.String("method", c.Method()), slog.String("path", seclog.Value(c.Path())))
-	return errCrossSite
+	return ErrCrossSite
 }
 
 // sameOrigin judges whether the request comes from the same origin or an
 // allowed one (see the rule above).
-func (s *Server) sameOrigin(c *fiber.Ctx) bool {
+func (g *Gate) sameOrigin(c *fiber.Ctx) bool {
 	origin := c.Get(fiber.HeaderOrigin)
-	if origin != "" && s.allowedOrigin(origin) {
+	if origin != "" && g.allowedOrigin(origin) {
 		return true
 	}
 	switch site := c.Get("Sec-Fetch-Site"); site {
@@ -136,12 +122,12 @@ func (s *Server) sameOrigin(c *fiber.Ctx) bool {
 		return true
 	}
 	fwd := c.Get(fiber.HeaderXForwardedHost)
-	return fwd != "" && s.trusted(c.Context().RemoteIP()) && strings.EqualFold(u.Host, strings.TrimSpace(fwd))
+	return fwd != "" && g.Clients.Trusted(c.Context().RemoteIP()) && strings.EqualFold(u.Host, strings.TrimSpace(fwd))
 }
 
 // allowedOrigin reports whether origin is in WR_CORS_ORIGINS.
-func (s *Server) allowedOrigin(origin string) bool {
-	for _, o := range s.cfg.CORSOrigins {
+func (g *Gate) allowedOrigin(origin string) bool {
+	for _, o := range g.Origins {
 		if strings.EqualFold(o, origin) {
 			return true
 		}

@@ -1,4 +1,4 @@
-package server
+package queuestatus
 
 import (
 	"encoding/json"
@@ -11,14 +11,14 @@ import (
 // is byte for byte what encoding/json writes, for every state's shape and
 // for strings that need escaping.
 func TestStatusFieldsAreEncodingJSON(t *testing.T) {
-	if n := reflect.TypeFor[QueueStatus]().NumField(); n != 14 {
-		t.Fatalf("QueueStatus has %d fields: teach appendStatusFields the new ones, then this test", n)
+	if n := reflect.TypeFor[Doc]().NumField(); n != 14 {
+		t.Fatalf("Doc has %d fields: teach AppendFields the new ones, then this test", n)
 	}
 	eta, known, unknown := int64(42), true, false
 	in := int64(1500)
 	at := time.Date(2026, 12, 1, 0, 30, 0, 123456789, time.UTC)
 	local := time.Date(2026, 12, 1, 1, 30, 0, 0, time.FixedZone("x", 3600))
-	docs := []QueueStatus{
+	docs := []Doc{
 		{Status: "WAITING", Room: "default", Position: 3, Waiting: 17000, ETASeconds: &eta, ETAKnown: &known, PollAfterMs: 2000},
 		{Status: "WAITING", Room: "default", Position: 1, Waiting: 1, ETAKnown: &unknown, PollAfterMs: 0, Paused: true, Message: "back soon"},
 		{Status: "READY", Room: "sale-1", EntryToken: "eyJhbGciOi.eyJzdWIi.sig-_", EntryExpiresAt: &at},
@@ -34,7 +34,7 @@ func TestStatusFieldsAreEncodingJSON(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := append(appendStatusFields([]byte{'{'}, &d), '}')
+		got := append(AppendFields([]byte{'{'}, &d), '}')
 		if string(got) != string(want) {
 			t.Errorf("got  %s\nwant %s", got, want)
 		}

@@ -1,0 +1,264 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"log/slog"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"waitingroom/queue"
+	"waitingroom/queue/adaptive"
+	"waitingroom/queue/batch"
+	"waitingroom/queue/history"
+	"waitingroom/queue/loop"
+	"waitingroom/queue/presence"
+	"waitingroom/server"
+	"waitingroom/server/access"
+	"waitingroom/server/accesslog"
+	"waitingroom/server/admin/audit"
+	"waitingroom/server/api"
+	"waitingroom/server/checkout"
+	"waitingroom/server/faults"
+	"waitingroom/server/gateway"
+	"waitingroom/server/login"
+	"waitingroom/server/metrics"
+	"waitingroom/server/pass"
+	"waitingroom/server/pgstore"
+	"waitingroom/server/pow"
+	"waitingroom/server/ratelimit"
+	"waitingroom/server/ratelimit/local"
+	"waitingroom/server/readiness"
+	"waitingroom/server/seclog"
+	"waitingroom/server/token"
+	"waitingroom/stream"
+)
+
+// Parts are the instance's components, each built by wire from its own
+// configuration (Config) and given its dependencies here: the clients,
+// the other components it calls, the logger and the callbacks that feed
+// the metrics. The HTTP adapters get them through server.Deps; the
+// background loops are theirs (loops).
+type Parts struct {
+	Metrics *metrics.Metrics
+	Log     *slog.Logger // the instance's, request ids added (api.LogHandler)
+	Sec     *seclog.Log
+	Tokens  *token.Issuer
+	Queue   *queue.Queue
+	// Limiter shares the queue's batch runner: the decisions and enters
+	// of concurrent requests share round trips.
+	Limiter    *ratelimit.Limiter
+	Polls      *local.Limiter
+	Access     *access.Lists
+	Faults     *faults.Faults
+	Logins     *login.Login
+	Admitter   *queue.Admitter
+	Recorder   *adaptive.Recorder // order signals for adaptive admission
+	Checkout   *checkout.Checkout
+	Controller *adaptive.Controller
+	Hub        *stream.Hub
+	Presence   *presence.Presence
+	History    *history.History
+	Audit      *audit.Log
+	Readiness  *readiness.Checks
+	// AccessPublic and AccessAdmin are the two ports' access logs.
+	AccessPublic, AccessAdmin *accesslog.Log
+	// Gateway is gateway mode's parts; nil when it is off.
+	Gateway *server.GatewayParts
+	// pool is the database pool's figures for the order signals.
+	pool adaptive.PoolStats
+}
+
+// wiring is what every component is built on: the configuration, the
+// clients and the key prefix of every Redis key (queue.DefaultPrefix when
+// empty); p holds the parts built so far.
+type wiring struct {
+	cfg    Config
+	http   server.Config // the HTTP adapters' (Main.serverConfig)
+	rdb    redis.UniversalClient
+	store  *pgstore.Store
+	prefix string
+	p      *Parts
+}
+
+// wire builds the instance's components. It does no I/O: the admission
+// loop creates the configured rooms (WR_ROOMS) in Redis, and creates them
+// again whenever Redis has lost them.
+func wire(w wiring, m *metrics.Metrics, log *slog.Logger) (*Parts, error) {
+	w.prefix = cmp.Or(w.prefix, queue.DefaultPrefix)
+	w.p = &Parts{Metrics: m, pool: w.store}
+	// Lines logged while serving a request carry its id (api.LogHandler).
+	w.p.Log = slog.New(api.LogHandler(log.Handler()))
+	w.core()
+	w.admission()
+	w.streams()
+	w.edge()
+	if err := w.gateway(); err != nil {
+		return nil, err
+	}
+	return w.p, nil
+}
+
+// core builds the queue, the tokens, the limits and the lists.
+func (w *wiring) core() {
+	p, cfg := w.p, w.cfg
+	p.Sec = seclog.New(p.Log, p.Metrics.SecEvents)
+	p.Tokens = token.New(cfg.Tokens)
+	// The queue's scripts and the limiter's share round trips (one
+	// batch.Runner), as the decisions and enters of concurrent requests do.
+	scripts := batch.New(w.rdb)
+	qo := cfg.Queue
+	qo.Prefix, qo.Batch = w.prefix, scripts
+	qo.EnterGuard = ratelimit.InlineLua // the enter limits, decided inside the enter script
+	p.Queue = queue.New(w.rdb, qo)
+	p.Access = access.New(w.rdb, w.prefix)
+	p.Faults = faults.New(w.rdb, w.prefix, cfg.FaultInjection)
+	p.Limiter = ratelimit.NewOn(scripts, w.prefix)
+	p.Polls = local.New(local.Options{})
+	p.Logins = login.New(login.Options{
+		Config: cfg.Login, Store: w.store, Limiter: p.Limiter, Logger: p.Log,
+		OnVerify: func(d time.Duration) { p.Metrics.Bcrypt.Observe(d.Seconds()) },
+		OnBusy:   p.Metrics.BcryptBusy.Inc,
+	})
+}
+
+// admission builds the admission loop, the order use case and adaptive
+// admission (its signals and its controller).
+func (w *wiring) admission() {
+	p, cfg := w.p, w.cfg
+	ao := cfg.Admission
+	ao.OnAdmit, ao.Logger = p.Metrics.ObserveAdmission, p.Log
+	p.Admitter = p.Queue.NewAdmitter(ao)
+	p.Recorder = adaptive.NewRecorder(w.rdb, p.Queue, cfg.Adaptive.Window)
+	co := cfg.Checkout
+	co.Store, co.Slots, co.Recorder, co.Delay, co.Logger = w.store, p.Queue, p.Recorder, p.Faults.OrderDelay, p.Log
+	p.Checkout = checkout.New(co)
+	ad := cfg.Adaptive
+	ad.Owner = randomID() // the controller's lease owner: must not collide
+	ad.OnStep, ad.OnChange, ad.Logger = p.Metrics.ObserveStep, p.Metrics.ObserveLimitChange, p.Log
+	p.Controller = adaptive.NewController(w.rdb, p.Queue, ad)
+}
+
+// streams builds the push hub and what follows it: presence and the
+// rooms' history (with the hub's forecasts).
+func (w *wiring) streams() {
+	p, cfg := w.p, w.cfg
+	ho := cfg.Streams
+	ho.Source, ho.OnDrop, ho.OnReplace, ho.Logger = p.Queue, p.Metrics.StreamDrops.Inc, p.Metrics.StreamReplaced.Inc, p.Log
+	p.Hub = stream.New(ho)
+	p.Presence = presence.New(p.Queue, p.Hub, cfg.Queue.IdleTimeout)
+	p.History = history.New(w.rdb, p.Queue, p.Log).WithForecasts(p.Hub.Forecast).WithJudge(p.Metrics.JudgedETA)
+}
+
+// edge builds what the ports keep beside the handlers: the access logs,
+// the admin audit log and the readiness checks.
+func (w *wiring) edge() {
+	p := w.p
+	p.AccessPublic = accesslog.New(p.Log, w.cfg.AccessLog)
+	// The management port logs errors only, whatever WR_ACCESS_LOG asks
+	// beyond that: its successes are scrapes and probes every few seconds.
+	adminMode := w.cfg.AccessLog
+	if adminMode == accesslog.All {
+		adminMode = accesslog.Errors
+	}
+	p.AccessAdmin = accesslog.New(p.Log, adminMode)
+	p.Audit = audit.New(w.rdb, w.prefix)
+	rdb := w.rdb
+	p.Readiness = readiness.New(readiness.Options{
+		Redis:    func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
+		Postgres: w.store.Ping,
+		Queue:    p.Queue, Rooms: w.cfg.Admission.Rooms,
+		OnDependency: func(name string, up bool) {
+			p.Metrics.DependencyUp.WithLabelValues(name).Set(map[bool]float64{true: 1}[up])
+		},
+		OnMissing: func(n int) { p.Metrics.RoomsMissing.Set(float64(n)) },
+	})
+}
+
+// gateway builds gateway mode's parts, or nothing when it is off.
+func (w *wiring) gateway() error {
+	g, p := w.cfg.Gateway, w.p
+	if !g.Enabled() {
+		return nil
+	}
+	up, err := gateway.NewUpstream(g.Upstream)
+	if err != nil {
+		return err
+	}
+	passes, err := pass.New(g.Passes)
+	if err != nil {
+		return err
+	}
+	base := gateway.Default(cmp.Or(g.Difficulty, pow.DefaultDifficulty))
+	if g.Challenge != "" {
+		base.Challenge = g.Challenge
+	}
+	settings := gateway.NewStore(w.rdb, w.prefix, g.Protect, base)
+	powKey := sha256.Sum256([]byte("pow:" + w.cfg.Tokens.Secret)) // shared by every instance, like the secret
+	p.Gateway = &server.GatewayParts{
+		Proxy: gateway.New(gateway.Options{
+			Upstream: up, Settings: settings, Slots: p.Queue, Signer: passes, Tokens: p.Tokens,
+			Recorder: p.Recorder, Identity: server.GatewayIdentity(w.http, p.Tokens, p.Access),
+			Logger: p.Log, Registerer: p.Metrics.Registry,
+		}),
+		Settings: settings,
+		Passes:   passes,
+		PoW:      pow.New(w.rdb, w.prefix, powKey[:], pow.DefaultTTL),
+	}
+	return nil
+}
+
+// deps are the components the HTTP adapters call.
+func (p *Parts) deps() server.Deps {
+	return server.Deps{
+		Logger: p.Log, Metrics: p.Metrics, Tokens: p.Tokens, Queue: p.Queue, Hub: p.Hub,
+		Presence: p.Presence, Limiter: p.Limiter, Polls: p.Polls, Access: p.Access, Logins: p.Logins,
+		Checkout: p.Checkout, Sec: p.Sec, AccessPublic: p.AccessPublic, AccessAdmin: p.AccessAdmin,
+		Controller: p.Controller, Faults: p.Faults, History: p.History, Audit: p.Audit,
+		Readiness: p.Readiness, Gateway: p.Gateway,
+	}
+}
+
+// loops are the components' background loops. Serve does not start them:
+// Main does, with loop.Start before Serve, and stops them after Serve has
+// returned, so the shutdown order stays streams, HTTP, the loops, then
+// Redis and Postgres.
+//
+//	admission   creates the configured rooms and admits every WR_ADMIT_INTERVAL
+//	hub         the pub/sub subscription and the streams' fan-out
+//	access      reloads the access lists every second
+//	presence    marks the waiting users seen here present in Redis
+//	signals     flushes the order signals for adaptive admission
+//	controller  steps the adaptive limit of the rooms that use it
+//	faults      reloads the injected faults twice a second
+//	history     records every room's point of the shared history every second
+//	readiness   checks Redis and Postgres every 5 s (waitingroom_dependency_up)
+//	gateway     reloads the rooms' gateway settings every second (gateway mode)
+func (p *Parts) loops() []loop.Loop {
+	loops := []loop.Loop{
+		{Name: "admission", Run: p.Admitter.Run},
+		{Name: "hub", Run: p.Hub.Run},
+		{Name: "access", Run: p.Access.Run},
+		{Name: "presence", Run: p.Presence.Run},
+		{Name: "signals", Run: func(ctx context.Context) { p.Recorder.Run(ctx, p.pool) }},
+		{Name: "controller", Run: p.Controller.Run},
+		{Name: "faults", Run: p.Faults.Run},
+		{Name: "history", Run: p.History.Run},
+		{Name: "readiness", Run: p.Readiness.Run},
+	}
+	if p.Gateway != nil {
+		loops = append(loops, loop.Loop{Name: "gateway", Run: p.Gateway.Settings.Run})
+	}
+	return loops
+}
+
+// randomID is 128 random bits, base64url: an id that must not collide.
+func randomID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
