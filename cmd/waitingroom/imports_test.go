@@ -178,8 +178,8 @@ func TestImportRulesCatchBreaks(t *testing.T) {
 }
 
 // TestReadmePackageMap: the README's package map has a row for every
-// package, or a row for a parent that names it (the load tool's row names
-// its scenarios); and where a row's imports column is a list of packages
+// package, or a row for a parent that names it in backquotes (the load
+// tool's row names its scenarios, and `loadtest/internal/…`); and where a row's imports column is a list of packages
 // (or "—" for none), it is what go list gives for the row's package and
 // the ones it covers, less those.
 func TestReadmePackageMap(t *testing.T) {
@@ -198,8 +198,11 @@ func TestReadmePackageMap(t *testing.T) {
 		row := ""
 		for name, r := range rows {
 			last := p.Path[strings.LastIndex(p.Path, "/")+1:]
-			named := regexp.MustCompile(`(^|[^\w-])` + regexp.QuoteMeta(last) + `($|[^\w-])`)
-			if strings.HasPrefix(p.Path, name+"/") && len(name) > len(row) && named.MatchString(r.owns) {
+			rel := strings.TrimPrefix(p.Path, name+"/")
+			named := slices.ContainsFunc(backticked.FindAllStringSubmatch(r.owns, -1), func(m []string) bool {
+				return m[1] == last || m[1] == rel || m[1] == p.Path
+			}) || strings.HasPrefix(rel, "internal/") && strings.Contains(r.owns, "`"+name+"/internal/…`")
+			if strings.HasPrefix(p.Path, name+"/") && len(name) > len(row) && named {
 				row = name
 			}
 		}
