@@ -122,12 +122,24 @@ func TestConcurrentAdmittersNeverExceedTarget(t *testing.T) {
 		})
 	}
 	wg.Go(func() {
-		for i := 0; ctx.Err() == nil && ordered.Load() < users; i = (i + 1) % users {
-			user := "u" + strconv.Itoa(i)
+		// Admission is in ticket order, so the users READY are among the
+		// first of those not yet served: each pass looks at 2×target of
+		// them (not all 400, which under load made the test slow).
+		pending := make([]string, users)
+		for i := range pending {
+			pending[i] = "u" + strconv.Itoa(i)
+		}
+		for i := 0; ctx.Err() == nil && len(pending) > 0; i++ {
+			if i >= min(len(pending), 2*target) {
+				i = 0
+			}
+			user := pending[i]
 			st, err := q.Status(ctx, "r1", user)
 			if err != nil || st.State != queue.Ready {
 				continue
 			}
+			pending = slices.Delete(pending, i, i+1)
+			i--
 			c, err := q.Consume(ctx, "r1", user, st.EntryToken, time.Minute)
 			if err != nil {
 				t.Errorf("consume %s: %v", user, err)
@@ -140,8 +152,11 @@ func TestConcurrentAdmittersNeverExceedTarget(t *testing.T) {
 			ordered.Add(1)
 		}
 	})
+	// Sample until everyone has ordered; the test fails on a stall (no
+	// order for 10 s), not on a slow machine.
 	var samples, maxActive int64
-	waitFor(t, "all users to order", func() bool {
+	last, lastAt := int64(-1), time.Now()
+	for ordered.Load() < users {
 		info, err := q.Room(ctx, "r1")
 		if err != nil {
 			t.Fatal(err)
@@ -151,8 +166,13 @@ func TestConcurrentAdmittersNeverExceedTarget(t *testing.T) {
 		if info.Active > target {
 			t.Fatalf("sampled active %d > target %d", info.Active, target)
 		}
-		return ordered.Load() == users
-	})
+		if n := ordered.Load(); n != last {
+			last, lastAt = n, time.Now()
+		} else if time.Since(lastAt) > 10*time.Second {
+			t.Fatalf("no order for 10 s: %d of %d ordered, %d admitted", n, users, admitted.Load())
+		}
+		time.Sleep(time.Millisecond)
+	}
 	cancel()
 	wg.Wait()
 	if got := admitted.Load(); got != users {

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -196,6 +197,15 @@ func TestSentinelFailover(t *testing.T) {
 	mport, rport, sport := port(t), port(t), port(t)
 	master := startRedis(t, t.TempDir(), mport)
 	startRedis(t, t.TempDir(), rport, "--replicaof", "127.0.0.1", mport)
+	// The sentinel learns the replicas from the master's INFO when it
+	// connects, then only every 10 s: start it once the master lists the
+	// replica online, so that its first INFO has it.
+	mc := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + mport})
+	t.Cleanup(func() { mc.Close() })
+	waitFor(t, "the replica online at the master", func() bool {
+		info, err := mc.Info(context.Background(), "replication").Result()
+		return err == nil && strings.Contains(info, "state=online")
+	})
 	sdir := t.TempDir()
 	conf := filepath.Join(sdir, "sentinel.conf")
 	if err := os.WriteFile(conf, []byte(fmt.Sprintf(
@@ -206,7 +216,8 @@ func TestSentinelFailover(t *testing.T) {
 	startProc(t, sdir, sport, conf, "--sentinel")
 	sentinel := redis.NewSentinelClient(&redis.Options{Addr: "127.0.0.1:" + sport})
 	t.Cleanup(func() { sentinel.Close() })
-	waitFor(t, "the sentinel to see the replica", func() bool {
+	// Within one more INFO period, should the first have missed it.
+	waitWithin(t, 25*time.Second, "the sentinel to see the replica", func() bool {
 		r, err := sentinel.Replicas(context.Background(), "wr").Result()
 		return err == nil && len(r) == 1 && r[0]["flags"] == "slave"
 	})
