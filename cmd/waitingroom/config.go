@@ -394,6 +394,10 @@ func (p *envParser) passKeys(cfg *Config) {
 	}
 }
 
+// DemoAdminToken is the admin token make run sets when WR_ADMIN_TOKEN is
+// unset; the server accepts it only in WR_DEV.
+const DemoAdminToken = "dev-admin-token-local"
+
 // secrets checks the JWT secrets and the admin token, generated in WR_DEV.
 func (p *envParser) secrets(cfg *Config) {
 	// Example values once shipped in deploy/compose.yaml ("change-me-…")
@@ -418,6 +422,11 @@ func (p *envParser) secrets(cfg *Config) {
 	}
 	if c.AdminToken == "" && cfg.Dev {
 		c.AdminToken = randomHex(16)
+	}
+	// make run's token is printed in the README: fine for a demo on
+	// loopback, never for a server anyone else can reach.
+	if c.AdminToken == DemoAdminToken && !cfg.Dev {
+		p.fail("WR_ADMIN_TOKEN", "(placeholder)", "is make run's demo token, public in the README: set a random one (openssl rand -hex 16), or WR_DEV=1 for a demo")
 	}
 	// The admin API changes who gets in: a short token is guessable.
 	if c.AdminToken != "" && len(c.AdminToken) < MinAdminTokenLen {

@@ -68,10 +68,11 @@ func TestLoadConfigNamesTheBadVariable(t *testing.T) {
 	}
 }
 
-// TestAdminTokenLength: WR_ADMIN_TOKEN needs 16 bytes, and the refusal
-// does not show the token.
+// TestAdminTokenLength: WR_ADMIN_TOKEN needs 16 bytes, make run's demo
+// token is refused outside WR_DEV, and the refusal does not show the
+// token.
 func TestAdminTokenLength(t *testing.T) {
-	for token, ok := range map[string]bool{"dev-admin-token": false, "0123456789abcde": false, "0123456789abcdef": true, "dev-admin-token-local": true, "": true} {
+	for token, ok := range map[string]bool{"dev-admin-token": false, "0123456789abcde": false, "0123456789abcdef": true, DemoAdminToken: false, "": true} {
 		c, err := LoadConfig(envOf(map[string]string{"WR_JWT_SECRET": testSecret, "WR_ADMIN_TOKEN": token}))
 		if ok {
 			if err != nil || c.Server.AdminToken != token {
@@ -83,6 +84,14 @@ func TestAdminTokenLength(t *testing.T) {
 		if !errors.As(err, &ce) || ce.Var != "WR_ADMIN_TOKEN" || strings.Contains(err.Error(), token) {
 			t.Errorf("token %q: err = %v, want a ConfigError naming WR_ADMIN_TOKEN without its value", token, err)
 		}
+	}
+}
+
+// TestDemoAdminTokenInDevMode: make run's token works in WR_DEV.
+func TestDemoAdminTokenInDevMode(t *testing.T) {
+	c, err := LoadConfig(envOf(map[string]string{"WR_DEV": "1", "WR_ADMIN_TOKEN": DemoAdminToken}))
+	if err != nil || c.Server.AdminToken != DemoAdminToken {
+		t.Fatalf("WR_DEV=1 with the demo token: %v", err)
 	}
 }
 
