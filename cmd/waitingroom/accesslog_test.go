@@ -19,7 +19,7 @@ import (
 
 	"waitingroom/server/accesslog"
 	"waitingroom/server/token"
-	"waitingroom/stream/sse"
+	"waitingroom/stream/sseclient"
 )
 
 // logLines parses an instance's JSON log (WR_LOG_FORMAT=json).
@@ -292,7 +292,7 @@ func openSSEFrom(t testing.TB, in *instance, queueToken, lastID string) *sseStre
 		t.Fatalf("events = %d", res.StatusCode)
 	}
 	t.Cleanup(func() { res.Body.Close() })
-	return &sseStream{res: res, r: sse.NewReader(bufio.NewReaderSize(res.Body, 4096))}
+	return &sseStream{res: res, r: sseclient.NewReader(bufio.NewReaderSize(res.Body, 4096))}
 }
 
 // nextID reads the next status event and returns its id.

@@ -19,7 +19,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"waitingroom/server/token"
-	"waitingroom/stream/sse"
+	"waitingroom/stream/sseclient"
 )
 
 func freePort(t *testing.T) string {
@@ -121,7 +121,7 @@ func TestConnectionCeiling(t *testing.T) {
 			res.Body.Close()
 			refused++
 		case res.StatusCode == 200:
-			s := &sseStream{res: res, r: sse.NewReader(bufio.NewReaderSize(res.Body, 4096))}
+			s := &sseStream{res: res, r: sseclient.NewReader(bufio.NewReaderSize(res.Body, 4096))}
 			t.Cleanup(func() { res.Body.Close() })
 			if _, m := s.next(t); m.Status != "WAITING" {
 				t.Fatalf("first event %+v", m)

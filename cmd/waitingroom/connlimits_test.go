@@ -21,7 +21,7 @@ import (
 
 	"github.com/fasthttp/websocket"
 
-	"waitingroom/stream/sse"
+	"waitingroom/stream/sseclient"
 )
 
 // dialerFrom binds outgoing sockets to the loopback source address src.
@@ -83,7 +83,7 @@ func sseFrom(t testing.TB, in *instance, src, room, queueToken string, headers .
 		res.Body.Close()
 		t.Fatalf("events from %s = %d %s", src, res.StatusCode, b)
 	}
-	s := &sseStream{res: res, r: sse.NewReader(bufio.NewReaderSize(res.Body, 4096))}
+	s := &sseStream{res: res, r: sseclient.NewReader(bufio.NewReaderSize(res.Body, 4096))}
 	t.Cleanup(func() { res.Body.Close() })
 	if typ, m := s.next(t); typ != "status" || m.Status != "WAITING" {
 		t.Fatalf("first event from %s: %s %+v", src, typ, m)

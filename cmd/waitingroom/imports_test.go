@@ -152,7 +152,7 @@ func TestImportRulesCatchBreaks(t *testing.T) {
 		{Path: "stream", Imports: []string{"queue", "queue/estimate"}},
 		{Path: "server", Imports: []string{"queue", "server/token", "stream", "web"}},
 		{Path: "cmd/waitingroom", Imports: []string{"server"}},
-		{Path: "loadtest/surge", Imports: []string{"loadtest/internal/client", "server/pow", "stream/sse"}},
+		{Path: "loadtest/surge", Imports: []string{"loadtest/internal/client", "server/pow", "stream/sseclient"}},
 		{Path: "queue/queuetest", Imports: []string{"queue"}},
 		{Path: "server/pgstore/pgtest"},
 	}

@@ -20,7 +20,7 @@ import (
 
 	"waitingroom/queue"
 	"waitingroom/server/token"
-	"waitingroom/stream/sse"
+	"waitingroom/stream/sseclient"
 )
 
 // streamMsg is one decoded push message.
@@ -40,7 +40,7 @@ type streamMsg struct {
 // sseStream is an open SSE stream parsed by the WHATWG-conformant reader.
 type sseStream struct {
 	res *http.Response
-	r   *sse.Reader
+	r   *sseclient.Reader
 }
 
 func openSSE(t testing.TB, in *instance, room, queueToken string) *sseStream {
@@ -59,7 +59,7 @@ func openSSE(t testing.TB, in *instance, room, queueToken string) *sseStream {
 	if res.Header.Get("Cache-Control") != "no-store" || res.Header.Get("X-Accel-Buffering") != "no" {
 		t.Fatalf("stream headers = %v", res.Header)
 	}
-	s := &sseStream{res: res, r: sse.NewReader(bufio.NewReaderSize(res.Body, 4096))}
+	s := &sseStream{res: res, r: sseclient.NewReader(bufio.NewReaderSize(res.Body, 4096))}
 	t.Cleanup(func() { res.Body.Close() })
 	return s
 }

@@ -1,6 +1,6 @@
 // Package stream opens the server's push streams as a waiting user's
 // browser would — SSE (GET events with the queue token as a Bearer header,
-// parsed by stream/sse) or WebSocket (GET ws?token=) — one goroutine and
+// parsed by stream/sseclient) or WebSocket (GET ws?token=) — one goroutine and
 // one connection with 4 KiB buffers each, and names why one ended.
 package stream
 
@@ -24,7 +24,7 @@ import (
 	"github.com/fasthttp/websocket"
 
 	"waitingroom/loadtest/internal/client"
-	"waitingroom/stream/sse"
+	"waitingroom/stream/sseclient"
 )
 
 // BufSize is each stream's read buffer (and the WebSocket write buffer's
@@ -201,13 +201,13 @@ func (d *Dialer) openSSE(ctx context.Context, queueToken string) (Conn, error) {
 	// The body is never Closed: net/http would drain an endless stream.
 	// Closing the connection ends it.
 	c := &sseConn{nc: nc, idle: d.idle}
-	c.rd = sse.NewReader(&idleReader{r: resp.Body, nc: nc, idle: d.idle})
+	c.rd = sseclient.NewReader(&idleReader{r: resp.Body, nc: nc, idle: d.idle})
 	return c, nil
 }
 
 // idleReader pushes the connection's read deadline idle ahead before every
 // read, so the stream dies after idle without a single byte — comment
-// heartbeats count, which the sse.Reader does not surface as events.
+// heartbeats count, which the sseclient.Reader does not surface as events.
 type idleReader struct {
 	r    io.Reader
 	nc   net.Conn
@@ -221,7 +221,7 @@ func (r *idleReader) Read(p []byte) (int, error) {
 
 type sseConn struct {
 	nc   net.Conn
-	rd   *sse.Reader
+	rd   *sseclient.Reader
 	idle time.Duration
 	once sync.Once
 }
@@ -331,7 +331,7 @@ func WhyEnded(err error) string {
 		return "too many open files (client)"
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
 		return "timeout"
-	case errors.Is(err, sse.ErrLineTooLong), errors.Is(err, sse.ErrEventTooLarge):
+	case errors.Is(err, sseclient.ErrLineTooLong), errors.Is(err, sseclient.ErrEventTooLarge):
 		return "oversized SSE line or event"
 	}
 	s := err.Error()

@@ -1,4 +1,4 @@
-// Package sse reads a text/event-stream: the client side of Server-Sent
+// Package sseclient reads a text/event-stream: the client side of Server-Sent
 // Events, as the HTML Standard's "Interpreting an event stream"
 // (https://html.spec.whatwg.org/multipage/server-sent-events.html) defines
 // it. The load tool uses it to hold thousands of streams of the waiting
@@ -24,4 +24,4 @@
 //
 // Concurrency: a Reader belongs to one goroutine; none of its methods may be
 // called concurrently with Next.
-package sse
+package sseclient
