@@ -3,11 +3,10 @@
 // done; and Start, the supervisor that runs an instance's loops and stops
 // them all at shutdown, naming any that do not stop in time.
 //
-// It lives under queue because queue is the bottom of the import graph
-// (stream and server import it, it imports neither): a package here can be
-// imported by every other one — queue's admitter and controller, stream's
-// hub, server and cmd — without a cycle. It imports only the standard
-// library and nothing of the project.
+// It imports only the standard library, so any package may use it without
+// a cycle; it sits under queue because the import rules
+// (cmd/waitingroom's TestImportRules) let queue, the bottom layer, import
+// only queue's own packages, and queue's admitter runs on it.
 //
 // Concurrency: each call runs fn on the caller's goroutine, one call at a
 // time, and returns once ctx is done (never while fn runs: a running fn is
