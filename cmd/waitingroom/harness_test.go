@@ -343,11 +343,8 @@ func (in *instance) metric(name string) float64 {
 	return sum
 }
 
-// waitFor polls cond until it holds or 10 s pass.
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	waitWithin(t, 10*time.Second, what, cond)
-}
+// waitFor polls cond until it holds or 10 s pass (the shared helper).
+var waitFor = queuetest.WaitFor
 
 // waitWithin polls cond until it holds or d passes.
 func waitWithin(t testing.TB, d time.Duration, what string, cond func() bool) {
