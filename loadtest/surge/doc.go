@@ -17,8 +17,7 @@
 // --think-sigma 0.6, at most 80 % of the entry window) and order one unit
 // of --product (retried only on 429 or 503). --instant makes them
 // machines: all over --over, ordering at once, nobody leaving.
-// --users-per-addr k deals the users k to a source address of 127.1.x.y.
-//
+// --users-per-addr k deals the users k to a source address of 127.1.x.y;
 // --target sets targetActive for the run (restored at the end);
 // --max-duration (5m) ends it, drained or not. The admin API is sampled
 // every --sample-every (100ms), /metrics every second. The report: enter
@@ -27,6 +26,6 @@
 // accuracy at entry and over the wait, by position band and per second
 // (etaaccuracy.go), no-shows, abandons, reloads, fan-out lag, lost users
 // (never READY nor told why; those still waiting at --max-duration count),
-// the server's RSS and CPU, the tool's CPU and the machine's load average.
+// the server's RSS and CPU, the tool's CPU and the machine's load average;
 // --html writes one self-contained page with charts over time (html.go).
 package surge
