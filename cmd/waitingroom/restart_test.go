@@ -60,8 +60,12 @@ func ownRedisEnv(t *testing.T) (*env, *redisProc) {
 	t.Helper()
 	_, port, _ := net.SplitHostPort(freePort(t))
 	rp := startRedis(t, t.TempDir(), port)
-	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + port, DialTimeout: 200 * time.Millisecond,
-		ReadTimeout: 500 * time.Millisecond, WriteTimeout: 500 * time.Millisecond, MaxRetries: 1})
+	// A killed Redis is noticed at once (refused, reset), not by timeouts;
+	// these are the server's own (cmd/waitingroom/redis.go) and more, so
+	// that on a loaded machine a slow fsync (appendfsync always) is not
+	// taken for an outage (it was: enter answered 503 to a page test).
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + port, DialTimeout: 2 * time.Second,
+		ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second, MaxRetries: 1})
 	t.Cleanup(func() { rdb.Close() })
 	base := newEnv(t) // the database (and a shared-Redis prefix not used)
 	return &env{t: t, dbURL: base.dbURL, rdb: rdb, prefix: queuetest.Prefix()}, rp
