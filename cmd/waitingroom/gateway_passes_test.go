@@ -313,8 +313,10 @@ func TestGatewayOneVisitorCannotSteerAdmission(t *testing.T) {
 	longScenario(t)
 	const window = 300 * time.Millisecond
 	o := startOrigin(t)
+	// The p90 ceiling out of reach: the errors are what is tested, and on
+	// a loaded machine the healthy requests' p90 alone passed 2 s.
 	in := gatewayInstance(t, o, map[string]string{"WR_ADAPTIVE_WINDOW": window.String(), "WR_ADAPTIVE_MIN_SAMPLES": "3",
-		"WR_TARGET_ACTIVE": "40"})
+		"WR_TARGET_ACTIVE": "40", "WR_ADAPTIVE_P90_CEILING": "10m"})
 	setGateway(t, in, "sale", map[string]any{"pass": "session", "sessionRate": 1000, "sessionBurst": 10000})
 	cs := make([]*http.Client, 6) // cs[0] makes its requests fail
 	for i := range cs {

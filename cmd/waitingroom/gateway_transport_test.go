@@ -563,9 +563,9 @@ func TestGatewayLongDownload(t *testing.T) {
 	raw := startRawOrigin(t, map[string]rawAnswer{
 		"/paced": func(c net.Conn, _ *http.Request) bool {
 			io.WriteString(c, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
-			for range 8 {
+			for range 16 {
 				io.WriteString(c, "4\r\npart\r\n")
-				time.Sleep(250 * time.Millisecond) // the origin's pace: 2 s in all, twice the timeout
+				time.Sleep(250 * time.Millisecond) // the origin's pace: 4 s in all, twice the timeout
 			}
 			_, err := io.WriteString(c, "0\r\n\r\n")
 			return err == nil
@@ -583,16 +583,18 @@ func TestGatewayLongDownload(t *testing.T) {
 	})
 	// Before the origin's own cleanup, which waits for its answers.
 	t.Cleanup(func() { close(stall) })
-	// WR_UPSTREAM_TIMEOUT is 1 s.
-	in := gatewayInstance(t, startOrigin(t), map[string]string{"WR_UPSTREAM": raw.url})
+	// Gaps of 250 ms against a 2 s WR_UPSTREAM_TIMEOUT (headers, then
+	// each gap): on a loaded machine a 1 s timeout was once missed by
+	// scheduling alone, between two chunks.
+	in := gatewayInstance(t, startOrigin(t), map[string]string{"WR_UPSTREAM": raw.url, "WR_UPSTREAM_TIMEOUT": "2s"})
 	res, err := http.Get(in.base + "/paced")
 	if err != nil {
 		t.Fatal(err)
 	}
 	body, err := io.ReadAll(res.Body)
 	res.Body.Close()
-	if res.StatusCode != 200 || err != nil || string(body) != strings.Repeat("part", 8) {
-		t.Errorf("a 2 s download: %d %q, %v; want all of it", res.StatusCode, body, err)
+	if res.StatusCode != 200 || err != nil || string(body) != strings.Repeat("part", 16) {
+		t.Errorf("a 4 s download: %d %q, %v; want all of it", res.StatusCode, body, err)
 	}
 	res, err = http.Get(in.base + "/stalled")
 	if err != nil {
