@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -18,19 +17,14 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"waitingroom/queue/queuetest"
 	"waitingroom/server/token"
 	"waitingroom/stream/sseclient"
 )
 
-func freePort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
+// freePort is a loopback address for a server a test starts: the shared
+// queuetest.FreeAddr, below the ephemeral ports.
+var freePort = queuetest.FreeAddr
 
 // startChild runs a server instance as a process of its own (this test
 // binary, see TestMain) on e, with an open-file limit of nofile and extra

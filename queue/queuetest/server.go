@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os/exec"
 	"strconv"
@@ -129,14 +130,46 @@ func infoField(info, field string) string {
 	return ""
 }
 
-// freeAddr is a loopback address whose port was free a moment ago.
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+// spare hands out the ports of FreeAddr: from below the kernel's
+// ephemeral range (32768 and up on Linux), one after another from a
+// random start, each at most once in a process.
+var spare struct {
+	sync.Mutex
+	next int
+}
+
+// FreeAddr is a loopback address whose port was free a moment ago, for a
+// server a test starts (a redis-server, a PostgreSQL, a child instance).
+// Such a port is bound only once that process is up, and a port from the
+// kernel's ephemeral range (what listening on port 0 gives) can meanwhile
+// become the source port of any test's outgoing connection; so it comes
+// from below that range, and is never handed out twice in one process.
+func FreeAddr(tb testing.TB) string {
+	tb.Helper()
+	addr, err := freeAddr()
 	if err != nil {
-		return "", fmt.Errorf("find a free port: %w", err)
+		tb.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
+	return addr
+}
+
+func freeAddr() (string, error) {
+	spare.Lock()
+	defer spare.Unlock()
+	if spare.next == 0 {
+		spare.next = 20000 + rand.IntN(10000)
+	}
+	for range 12768 {
+		p := spare.next
+		if spare.next++; spare.next >= 32768 {
+			spare.next = 20000
+		}
+		if ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p)); err == nil {
+			ln.Close()
+			return ln.Addr().String(), nil
+		}
+	}
+	return "", fmt.Errorf("queuetest: no free port between 20000 and 32767")
 }
 
 // syncBuffer is a buffer that a process writes while a test may read it.

@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -25,6 +24,7 @@ import (
 	"time"
 
 	"waitingroom/loadtest/internal/client"
+	"waitingroom/queue/queuetest"
 )
 
 const (
@@ -85,16 +85,9 @@ func buildCommand() (string, error) {
 	return path, nil
 }
 
-// FreeAddr is a loopback address whose port was free a moment ago.
-func FreeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
+// FreeAddr is a loopback address for a server a test starts (the shared
+// queuetest.FreeAddr, below the ephemeral ports).
+func FreeAddr(t *testing.T) string { return queuetest.FreeAddr(t) }
 
 // childEnv is the test's environment without the command's configuration
 // (WR_*, REDIS_URL, DATABASE_URL), then vars: the child reads vars and
