@@ -290,10 +290,13 @@ func TestAdaptiveLimitFollowsSlowdown(t *testing.T) {
 	// Slow: the limit falls to the pool's size or below, and then a window
 	// with orders shows the pool's acquire wait low again.
 	waitWithin(t, 60*time.Second, "the limit to fall to the pool size", func() bool { return room().num("targetActive") <= 4 })
+	// The window's limit is not asserted with it: at the pool's size the
+	// wait is low, so the controller raises the limit at that very step,
+	// and on a loaded machine no sample caught both (the limit went
+	// 4 → 5 in the window after it reached 4, again and again).
 	waitWithin(t, 30*time.Second, "a window with a low pool wait", func() bool {
-		r := room()
-		s := signals(r)
-		return r.num("targetActive") <= 4 && s["stale"] == false && s["orders"].(float64) > 0 && s["poolWaitMs"].(float64) < 50
+		s := signals(room())
+		return s["stale"] == false && s["orders"].(float64) > 0 && s["poolWaitMs"].(float64) < 50
 	})
 	low := room().num("targetActive")
 	slowTo := windowNow()
