@@ -53,10 +53,12 @@ func startCluster(t *testing.T, n int) []string {
 	t.Helper()
 	var addrs []string
 	for range n {
-		p := port(t)
+		// The bus port is given too: by default it is the port + 10000,
+		// which no one reserved (and may be another test's port).
+		p, bus := port(t), port(t)
 		dir := t.TempDir()
 		startRedis(t, dir, p, "--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(dir, "nodes.conf"),
-			"--cluster-node-timeout", "2000", "--appendfsync", "everysec")
+			"--cluster-port", bus, "--cluster-node-timeout", "2000", "--appendfsync", "everysec")
 		addrs = append(addrs, "127.0.0.1:"+p)
 	}
 	args := append([]string{"--cluster", "create"}, addrs...)
