@@ -166,6 +166,15 @@ func (h *Hub) onEvent(e queue.Event) {
 		h.requestResync()
 		return
 	}
+	if e.Ev <= old.ev && !old.stale {
+		// The state holds this event already: it was published before
+		// a snapshot that was read (and taken) before the event got
+		// here. Applying it would take it for a gap. A Redis that
+		// lost its data numbers its events from 1 again; that comes
+		// with a new subscription (markAllStale) or, if the data went
+		// while the connection stayed, the next periodic read.
+		return
+	}
 	n := old.apply(e)
 	n.seen = time.Now()
 	p.Store(n)

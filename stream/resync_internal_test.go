@@ -3,9 +3,11 @@ package stream
 import (
 	"context"
 	"io"
+	"iter"
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,11 +19,31 @@ import (
 
 // recordingSource is the queue as the hub's Source, keeping the snapshots
 // of the reads made by resync (the test's own Resync calls), not those of
-// the hub's background re-reads, which may be in flight at any time.
+// any other read (a PositionNow's, say), and telling when the hub's
+// subscription is up.
 type recordingSource struct {
 	*queue.Queue
-	mu    sync.Mutex
-	reads []queue.RoomSnapshot
+	mu         sync.Mutex
+	reads      []queue.RoomSnapshot
+	subscribed chan struct{} // closed at the first Subscribed notice
+	once       sync.Once
+	lastEv     atomic.Int64 // the number of the last event the hub has applied
+}
+
+func (s *recordingSource) Events(ctx context.Context) iter.Seq[queue.Notice] {
+	return func(yield func(queue.Notice) bool) {
+		for n := range s.Queue.Events(ctx) {
+			if !yield(n) {
+				return
+			}
+			if n.Event.Ev > 0 {
+				s.lastEv.Store(n.Event.Ev)
+			}
+			if n.Subscribed {
+				s.once.Do(func() { close(s.subscribed) })
+			}
+		}
+	}
 }
 
 // ownRead marks the context of the test's own Resync calls.
@@ -47,8 +69,11 @@ func (f *resyncFixture) resync() []queue.RoomSnapshot {
 	return r
 }
 
-// resyncFixture is a running hub on room "r1" (target 0) that re-reads
-// only when asked or when it knows it missed something.
+// resyncFixture is a hub on room "r1" (target 0) that applies the room's
+// events and re-reads only when the test calls resync: its background
+// re-read loop does not run, so no read the test did not make can land
+// between two of its steps (a request for one, say from an event that was
+// in flight when a snapshot was read, waits in the channel unserved).
 type resyncFixture struct {
 	t       *testing.T
 	rdb     *redis.Client
@@ -65,13 +90,18 @@ func newResyncFixture(t *testing.T, users int) *resyncFixture {
 	if err := q.EnsureRoom(ctx, "r1", queue.RoomConfig{Target: 0, EntryTTL: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
-	f := &resyncFixture{t: t, rdb: rdb, q: q, src: &recordingSource{Queue: q}, tickets: map[string]int64{}}
-	f.hub = New(Options{Source: f.src, ResyncEvery: time.Hour, SweepEvery: 20 * time.Millisecond,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	src := &recordingSource{Queue: q, subscribed: make(chan struct{})}
+	f := &resyncFixture{t: t, rdb: rdb, q: q, src: src, tickets: map[string]int64{}}
+	f.hub = New(Options{Source: f.src, ResyncEvery: time.Hour, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	rctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
-	go func() { f.hub.Run(rctx); close(done) }()
+	go func() { f.hub.drain(rctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
+	select {
+	case <-src.subscribed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the hub did not subscribe to the room events")
+	}
 	for i := range users {
 		u := "u" + strconv.Itoa(i)
 		st, err := q.Enter(ctx, "r1", u)
@@ -113,17 +143,25 @@ return 1`
 	delete(f.tickets, u)
 }
 
-// awaitEvents waits until the hub's state has applied, gap-free, every
-// event Redis numbered so far.
+// awaitEvents waits until the hub has been handed every event Redis
+// numbered so far (so none is still on its way, to land after a later
+// step) and its state has applied them gap-free, serving the hub's
+// requests for a re-read meanwhile as its loop would (a state read at ev 0
+// takes its first event for a gap, for one).
 func (f *resyncFixture) awaitEvents() {
 	f.t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
+		select {
+		case <-f.hub.resync:
+			f.hub.Resync(context.Background())
+		default:
+		}
 		evs, err := f.q.EventNumbers(context.Background(), []string{"r1"})
 		if err != nil {
 			f.t.Fatal(err)
 		}
-		if st := f.hub.state("r1"); st != nil && !st.stale && st.ev == evs[0] {
+		if st := f.hub.state("r1"); st != nil && !st.stale && st.ev == evs[0] && f.src.lastEv.Load() == evs[0] {
 			return
 		}
 		if time.Now().After(deadline) {
