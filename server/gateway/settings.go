@@ -119,6 +119,7 @@ func (s Settings) Check(room string) ([]Route, error) {
 type snapshot struct {
 	rooms map[string]Settings // rooms with settings of their own
 	table *Table
+	read  int64 // the number of the Load that read it (0: none)
 }
 
 // Store keeps the rooms' settings in one Redis hash (room → JSON) and
@@ -129,6 +130,7 @@ type Store struct {
 	defaults []Route // WR_PROTECT
 	base     Settings
 	cur      atomic.Pointer[snapshot]
+	reads    atomic.Int64 // Loads begun
 }
 
 // NewStore returns the settings stored under prefix (the instance's key
@@ -171,7 +173,11 @@ func (st *Store) Get(room string) Settings {
 
 // Load reads every room's settings from Redis into memory. Entries that
 // do not parse or validate (written by a newer version, say) are skipped.
+// A read never replaces one that began after it: the periodic read that
+// was under way when Put stored a change would otherwise put the old
+// settings back for a second, on the very instance that made the change.
 func (st *Store) Load(ctx context.Context) error {
+	read := st.reads.Add(1)
 	all, err := st.rdb.HGetAll(ctx, st.key).Result()
 	if err != nil {
 		return err
@@ -187,8 +193,14 @@ func (st *Store) Load(ctx context.Context) error {
 		}
 		rooms[room] = s
 	}
-	st.cur.Store(st.build(rooms))
-	return nil
+	next := st.build(rooms)
+	next.read = read
+	for {
+		cur := st.cur.Load()
+		if cur.read > read || st.cur.CompareAndSwap(cur, next) {
+			return nil
+		}
+	}
 }
 
 // RefreshEvery is how often Run reads the settings: a change made on one
