@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -25,7 +24,7 @@ type Snapshot struct {
 type Lists struct {
 	rdb  redis.UniversalClient
 	keys keys
-	cur  atomic.Pointer[Snapshot]
+	cur  loop.Latest[Snapshot]
 }
 
 // New returns the lists stored under prefix (the server's key prefix).
@@ -37,14 +36,17 @@ func New(rdb redis.UniversalClient, prefix string) *Lists {
 // Current returns the lists last loaded (empty ones before the first load;
 // never nil).
 func (l *Lists) Current() *Snapshot {
-	if s := l.cur.Load(); s != nil {
+	if s := l.cur.Get(); s != nil {
 		return s
 	}
 	return &Snapshot{}
 }
 
-// Load reads the lists from Redis into memory.
+// Load reads the lists from Redis into memory. A read never replaces one
+// that began after it (loop.Latest): the periodic read under way when the
+// lists were replaced would otherwise put the old lists back for a second.
 func (l *Lists) Load(ctx context.Context) error {
+	read := l.cur.Begin()
 	var cmds [3]*redis.StringSliceCmd
 	named := l.keys.named()
 	_, err := l.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -62,7 +64,7 @@ func (l *Lists) Load(ctx context.Context) error {
 			return err
 		}
 	}
-	l.cur.Store(&s)
+	l.cur.Put(read, &s)
 	return nil
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -27,7 +26,7 @@ type Faults struct {
 	rdb     redis.UniversalClient
 	key     string
 	enabled bool
-	delay   atomic.Int64 // order delay in force here (ns)
+	delay   loop.Latest[time.Duration] // order delay in force here
 }
 
 // New returns the faults stored under prefix (the server's key prefix);
@@ -45,7 +44,10 @@ func (f *Faults) OrderDelay() time.Duration {
 	if !f.enabled {
 		return 0
 	}
-	return time.Duration(f.delay.Load())
+	if d := f.delay.Get(); d != nil {
+		return *d
+	}
+	return 0
 }
 
 // Read returns the order delay in force cluster-wide, from Redis (0 when
@@ -58,13 +60,16 @@ func (f *Faults) Read(ctx context.Context) (time.Duration, error) {
 	return time.Duration(ms) * time.Millisecond, err
 }
 
-// Load reads the faults from Redis into memory.
+// Load reads the faults from Redis into memory. A read never replaces one
+// that began after it (loop.Latest), so a change set here is not undone
+// by the periodic read under way meanwhile.
 func (f *Faults) Load(ctx context.Context) error {
+	read := f.delay.Begin()
 	d, err := f.Read(ctx)
 	if err != nil {
 		return err
 	}
-	f.delay.Store(int64(d))
+	f.delay.Put(read, &d)
 	return nil
 }
 
@@ -91,6 +96,6 @@ func (f *Faults) SetOrderDelay(ctx context.Context, d time.Duration) error {
 	if err := f.rdb.HSet(ctx, f.key, orderDelayField, d.Milliseconds()).Err(); err != nil {
 		return err
 	}
-	f.delay.Store(int64(d))
+	f.delay.Put(f.delay.Begin(), &d) // as a read made now would find
 	return nil
 }

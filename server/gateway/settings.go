@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -119,7 +118,6 @@ func (s Settings) Check(room string) ([]Route, error) {
 type snapshot struct {
 	rooms map[string]Settings // rooms with settings of their own
 	table *Table
-	read  int64 // the number of the Load that read it (0: none)
 }
 
 // Store keeps the rooms' settings in one Redis hash (room → JSON) and
@@ -129,8 +127,7 @@ type Store struct {
 	key      string
 	defaults []Route // WR_PROTECT
 	base     Settings
-	cur      atomic.Pointer[snapshot]
-	reads    atomic.Int64 // Loads begun
+	cur      loop.Latest[snapshot]
 }
 
 // NewStore returns the settings stored under prefix (the instance's key
@@ -138,7 +135,7 @@ type Store struct {
 // routes are defaults. It does no I/O.
 func NewStore(rdb redis.UniversalClient, prefix string, defaults []Route, base Settings) *Store {
 	st := &Store{rdb: rdb, key: prefix + "gw:rooms", defaults: defaults, base: base}
-	st.cur.Store(st.build(nil))
+	st.cur.Put(0, st.build(nil))
 	return st
 }
 
@@ -161,11 +158,11 @@ func (st *Store) build(rooms map[string]Settings) *snapshot {
 }
 
 // Routes returns the route table in force.
-func (st *Store) Routes() *Table { return st.cur.Load().table }
+func (st *Store) Routes() *Table { return st.cur.Get().table }
 
 // Get returns room's settings in force (base settings unless changed).
 func (st *Store) Get(room string) Settings {
-	if s, ok := st.cur.Load().rooms[room]; ok {
+	if s, ok := st.cur.Get().rooms[room]; ok {
 		return s
 	}
 	return st.base
@@ -173,11 +170,11 @@ func (st *Store) Get(room string) Settings {
 
 // Load reads every room's settings from Redis into memory. Entries that
 // do not parse or validate (written by a newer version, say) are skipped.
-// A read never replaces one that began after it: the periodic read that
-// was under way when Put stored a change would otherwise put the old
-// settings back for a second, on the very instance that made the change.
+// A read never replaces one that began after it (loop.Latest): the
+// periodic read under way when Put stored a change would otherwise put the
+// old settings back for a second, on the very instance that made it.
 func (st *Store) Load(ctx context.Context) error {
-	read := st.reads.Add(1)
+	read := st.cur.Begin()
 	all, err := st.rdb.HGetAll(ctx, st.key).Result()
 	if err != nil {
 		return err
@@ -193,14 +190,8 @@ func (st *Store) Load(ctx context.Context) error {
 		}
 		rooms[room] = s
 	}
-	next := st.build(rooms)
-	next.read = read
-	for {
-		cur := st.cur.Load()
-		if cur.read > read || st.cur.CompareAndSwap(cur, next) {
-			return nil
-		}
-	}
+	st.cur.Put(read, st.build(rooms))
+	return nil
 }
 
 // RefreshEvery is how often Run reads the settings: a change made on one
