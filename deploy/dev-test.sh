@@ -144,10 +144,12 @@ tools_join() {
 
 # gotest: -parallel lets the long scenarios, which mostly wait on timers,
 # run beside each other (cmd/waitingroom's longScenario); the browser
-# tests keep two slots of their own whatever -parallel is.
+# tests keep two slots of their own whatever -parallel is. Under -short
+# the quick tests run side by side too (quickBeside), and -p 4 lets test
+# binaries that wait on Redis run while others link.
 gotest() {
 	if ((short)); then
-		$GO test -short -count=1 -timeout 5m ./...
+		$GO test -short -count=1 -p 4 -parallel 4 -timeout 5m ./...
 	else
 		$GO test -race -count=1 -parallel "${WR_TEST_PARALLEL:-4}" -timeout "${WR_TEST_TIMEOUT:-20m}" ./...
 	fi

@@ -47,7 +47,7 @@ func shownRoutes(p *page) []string {
 // TestDashboardGatewayHidden: outside gateway mode the room document has
 // no gateway object and the panel stays hidden.
 func TestDashboardGatewayHidden(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	b := newBrowser(t)
 	_, in := pageEnv(t, nil)
 	if g, ok := in.adminRoom("default").body["gateway"]; ok {
@@ -67,7 +67,7 @@ func TestDashboardGatewayHidden(t *testing.T) {
 // none, and back to WR_PROTECT's); a bad difficulty shows the server's
 // message and changes nothing.
 func TestDashboardGatewaySettings(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	b := newBrowser(t)
 	o := startOrigin(t)
 	in := gatewayInstance(t, o, nil)

@@ -57,7 +57,7 @@ func shownEntries(p *page, list string) []string {
 // another instance all draw the same points from the first one the
 // history holds, and keep updating live.
 func TestDashboardHistoryShared(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	b := newBrowser(t)
 	e := newEnv(t)
 	vars := map[string]string{"WR_ADMIT_INTERVAL": "50ms", "WR_TARGET_ACTIVE": "0"}
@@ -119,7 +119,7 @@ func TestDashboardHistoryShared(t *testing.T) {
 // ask first in a dialog; Cancel (or Escape) changes nothing, confirming
 // applies; resuming and other changes do not ask.
 func TestDashboardConfirmations(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	b := newBrowser(t)
 	_, in := pageEnv(t, nil)
 	for i := 1; i <= 4; i++ {
@@ -211,7 +211,7 @@ func TestDashboardConfirmations(t *testing.T) {
 // and removes entries, shows the server's message for an invalid entry,
 // and follows a change made by someone else.
 func TestDashboardAccessLists(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	b := newBrowser(t)
 	_, in := pageEnv(t, nil)
 	if r := do(t, "PUT", in.admin+"/admin/access", testAdminToken, `{"allow":["198.51.100.7"]}`); r.status != 200 {
@@ -273,7 +273,7 @@ func TestDashboardAccessLists(t *testing.T) {
 // shows each change made through the forms — who, when, what, before →
 // after — and one made through the API elsewhere.
 func TestDashboardAuditAndTexts(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	b := newBrowser(t)
 	_, in := pageEnv(t, nil)
 	qt := in.enter(user(1), "default").str("queueToken")

@@ -69,7 +69,7 @@ func chartPoints(id string) string {
 // live, and changes targetActive and paused through the controls; a value
 // the server refuses shows the server's message.
 func TestDashboardLiveAndControls(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	b := newBrowser(t)
 	_, in := pageEnv(t, nil)
 	for i := 1; i <= 5; i++ {
@@ -158,7 +158,7 @@ func TestDashboardLiveAndControls(t *testing.T) {
 // TestDashboardWrongToken: a refused token is said so, not kept, and the
 // right one is asked for.
 func TestDashboardWrongToken(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	b := newBrowser(t)
 	_, in := pageEnv(t, nil)
 	p := openDashboard(t, b, in, in.admin)
@@ -276,7 +276,7 @@ func (f *flakyAdmin) lastPut() string {
 // recovers on its own; the charts drawn from the server's history are
 // filled in, since the server kept recording.
 func TestDashboardUnreachableAndBack(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	b := newBrowser(t)
 	_, in := pageEnv(t, nil)
 	in.enter(user(1), "default")
@@ -317,7 +317,7 @@ func TestDashboardUnreachableAndBack(t *testing.T) {
 // admission, queueing methods and schedules, the dashboard shows them and
 // its controls send only the changed field.
 func TestDashboardNewerFields(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	b := newBrowser(t)
 	_, in := pageEnv(t, nil)
 	f := newFlakyAdmin(t, in.admin)
@@ -376,7 +376,7 @@ func TestDashboardNewerFields(t *testing.T) {
 // management port without the token (they hold no data), under a strict
 // CSP; the data still needs the token; the public port does not serve them.
 func TestDashboardHeaders(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	_, in := pageEnv(t, nil)
 	for path, ct := range map[string]string{
 		"/admin/": "text/html", "/admin": "text/html",

@@ -257,7 +257,7 @@ func TestOutOfStockReleasesTheSlot(t *testing.T) {
 }
 
 func TestDatabaseDownDuringOrderKeepsTheToken(t *testing.T) {
-	e := newEnv(t)
+	e := newEnvOwnDatabase(t) // its connections are refused below
 	in := e.start(map[string]string{"WR_ORDER_TIMEOUT": "2s"})
 	alice := in.enter(user(1), "default")
 	in.admit("default")

@@ -58,8 +58,22 @@ func (e *env) redisVars() []string {
 
 func newEnv(t testing.TB) *env {
 	t.Helper()
+	return newEnvAt(t, pgtest.URL(t))
+}
+
+// newEnvOwnDatabase is newEnv on a database of its own, for a test that
+// acts on the whole database (refuses its connections): a schema of its
+// own, which newEnv gives, would take every other test down with it.
+func newEnvOwnDatabase(t testing.TB) *env {
+	t.Helper()
+	return newEnvAt(t, pgtest.DatabaseURL(t))
+}
+
+func newEnvAt(t testing.TB, dbURL string) *env {
+	t.Helper()
+	quickBeside(t)
 	rdb, prefix := queuetest.Redis(t)
-	e := &env{t: t, dbURL: pgtest.URL(t), rdb: rdb, prefix: prefix}
+	e := &env{t: t, dbURL: dbURL, rdb: rdb, prefix: prefix}
 	seedDB(t, e.dbURL)
 	return e
 }
@@ -372,8 +386,47 @@ func longScenario(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: a scenario of several seconds")
 	}
+	parallel(t)
+}
+
+// quickBeside runs a quick test that builds an env beside the other quick
+// ones under -short (the developer's loop, make test-short): each owns
+// its Redis prefix, its schema and its servers, and most of a quick test's
+// time is round trips, so side by side the package takes half as long.
+// Only top-level tests: a subtest made parallel would let its parent go on
+// before it ran. make test keeps the quick tests one after another, ahead
+// of the long scenarios, so that their margins are those of a lone test
+// under -race.
+func quickBeside(tb testing.TB) {
+	t, ok := tb.(*testing.T)
+	if !ok || !testing.Short() || strings.Contains(t.Name(), "/") {
+		return
+	}
+	parallel(t)
+}
+
+// parallel is t.Parallel, once: a test that said so itself (or built a
+// second env) is not told again, which would panic.
+func parallel(t *testing.T) {
+	parallels.Lock()
+	done := parallels.m[t]
+	parallels.m[t] = true
+	parallels.Unlock()
+	if done {
+		return
+	}
+	t.Cleanup(func() {
+		parallels.Lock()
+		delete(parallels.m, t)
+		parallels.Unlock()
+	})
 	t.Parallel()
 }
+
+var parallels = struct {
+	sync.Mutex
+	m map[*testing.T]bool
+}{m: map[*testing.T]bool{}}
 
 // busyScenario is a long scenario that keeps the CPU busy by design (BCrypt
 // at a high cost): -short skips it, and it runs alone, not beside the

@@ -106,7 +106,7 @@ func auditOf(t testing.TB, in *instance, query string) []audit.Entry {
 // sent) and the document before and after — newest first, the same from
 // every instance, and logged; refused changes are not.
 func TestOperatorAuditLog(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e := newEnv(t)
 	a, b := e.start(nil), e.start(nil)
 	put := func(in *instance, path, body string, want int) {
@@ -165,7 +165,7 @@ func TestOperatorAuditLog(t *testing.T) {
 // TestOperatorAuditBoundsTheBody: a body past 2 KiB is kept cut, and said
 // to be.
 func TestOperatorAuditBoundsTheBody(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	in := newEnv(t).start(nil)
 	deny := make([]string, 300)
 	for i := range deny {
@@ -252,7 +252,7 @@ func TestOperatorStats(t *testing.T) {
 // TestOperatorRootLeadsToDashboard: GET / on the management address
 // answers 302 to the dashboard, which needs no token.
 func TestOperatorRootLeadsToDashboard(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	in := newEnv(t).start(nil)
 	noFollow := &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	res, err := noFollow.Get(in.admin + "/")

@@ -122,9 +122,9 @@ func containsAll(s string, subs ...string) bool {
 // to the waiting page, which solves the challenge, enters and, once
 // admitted, goes back to that URL, now served by the origin with a pass.
 func TestPageGatewayBackToTheSite(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	t.Run("admitted at once", func(t *testing.T) {
-		t.Parallel()
+		parallel(t)
 		b := newBrowser(t)
 		in := gatewayPageEnv(t, nil, nil)
 		p := b.tab(in)
@@ -142,7 +142,7 @@ func TestPageGatewayBackToTheSite(t *testing.T) {
 		}
 	})
 	t.Run("after waiting", func(t *testing.T) {
-		t.Parallel()
+		parallel(t)
 		b := newBrowser(t)
 		in := gatewayPageEnv(t, map[string]string{"WR_TARGET_ACTIVE": "0"}, nil)
 		p := b.tab(in)
@@ -177,7 +177,7 @@ func TestPageGatewayBackToTheSite(t *testing.T) {
 // TestPageGatewaySessionPass: in pass mode session, a visitor back on the
 // site uses another protected URL in the same tab without queueing again.
 func TestPageGatewaySessionPass(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	b := newBrowser(t)
 	in := gatewayPageEnv(t, nil, map[string]any{"pass": "session", "sessionTtl": "1m", "sessionMaxTtl": 3600})
 	p := b.tab(in)

@@ -10,7 +10,7 @@ import (
 // turns — but polls at its band's pace, says nothing alarming, keeps its
 // place and reaches READY.
 func TestPageStreamReplacedPolls(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	b := newBrowser(t)
 	_, in := pageEnv(t, nil)
 	first := in.enter(user(1), "default").str("queueToken")

@@ -18,7 +18,7 @@ import (
 // "/"; a good one goes where it says. The browser resolves evil.example to
 // a local server that counts what reaches it: nothing may.
 func TestPageReturnStaysOnTheSite(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	var evil atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		evil.Add(1)

@@ -120,10 +120,10 @@ func (p *page) docShot(sz pageSize, name string) {
 // ETA, shows and announces the message, keeps both across a reload, and
 // clears each when the operator does.
 func TestPageStatesPausedAndMessage(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	for _, sz := range pageSizes {
 		t.Run(sz.name, func(t *testing.T) {
-			t.Parallel()
+			parallel(t)
 			w := pageWords[sz.ko]
 			_, in := pageEnv(t, nil)
 			in.enter(user(1), "default")
@@ -163,10 +163,10 @@ func TestPageStatesPausedAndMessage(t *testing.T) {
 // TestPageStatesIdleReason: a place dropped as idle ends with the reason
 // and the server's timeout (5 minutes by default), not a bare "expired".
 func TestPageStatesIdleReason(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	for _, sz := range pageSizes {
 		t.Run(sz.name, func(t *testing.T) {
-			t.Parallel()
+			parallel(t)
 			e, in := pageEnv(t, nil)
 			in.enter(user(1), "default")
 			p := sizedTab(t, in, sz)
@@ -196,7 +196,7 @@ func TestPageStatesIdleReason(t *testing.T) {
 // a page in the background) for longer than the page's gap asks at once,
 // when it is shown again, whether the place was kept, and says so.
 func TestPageStatesComingBack(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	sz := pageSizes[0]
 	_, in := pageEnv(t, nil)
 	in.enter(user(1), "default")
@@ -236,7 +236,7 @@ func (p *page) freezeAndWake(d time.Duration) {
 // said after a wake is said again once an outage of the queue store that
 // came after it is over (it used to be cleared with the notice).
 func TestPageNoticeGivesBackTheMessage(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	sz := pageSizes[0]
 	e, rp := ownRedisEnv(t)
 	in := e.start(map[string]string{"WR_ADMIT_INTERVAL": "50ms", "WR_TARGET_ACTIVE": "0", "WR_POLL_BANDS": "100:250ms,*:5s"})
@@ -261,7 +261,7 @@ func TestPageNoticeGivesBackTheMessage(t *testing.T) {
 // the ticket, the room's display name and description, and the ETA as a
 // rounded duration with a clock time.
 func TestPageStatesWaitingScreen(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	type expect struct {
 		room, desc, ahead, behind, tier, eta, one string
 	}
@@ -273,7 +273,7 @@ func TestPageStatesWaitingScreen(t *testing.T) {
 	}
 	for _, sz := range pageSizes {
 		t.Run(sz.name, func(t *testing.T) {
-			t.Parallel()
+			parallel(t)
 			x := want[sz.ko]
 			_, in := pageEnv(t, nil)
 			in.mustPutRoom("default", map[string]any{"displayName": x.room, "description": x.desc})
@@ -341,7 +341,7 @@ func wantRef(t *testing.T, p *page) string {
 // the opening time with its time zone, on the enter screen and by the
 // countdown.
 func TestPageStatesOpeningTimeZone(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	sz := pageSizes[1]
 	_, in := pageEnv(t, nil)
 	opens := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
@@ -376,10 +376,10 @@ func TestPageStatesOpeningTimeZone(t *testing.T) {
 // moves to the order form's heading and "your turn" is said assertively;
 // the last 30 s are announced once; leaving at READY, confirmed, leaves.
 func TestPageStatesFocusAndLeaving(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	for _, sz := range pageSizes {
 		t.Run(sz.name, func(t *testing.T) {
-			t.Parallel()
+			parallel(t)
 			w := pageWords[sz.ko]
 			_, in := pageEnv(t, map[string]string{"WR_ENTRY_TTL": "34s"})
 			first := in.enter(user(1), "default").str("queueToken")
@@ -441,10 +441,10 @@ func stockFits(t *testing.T, p *page) {
 // number, product, quantity and total with a next step; a reload shows the
 // same summary (GET /api/v1/orders?room=), not "Join the queue".
 func TestPageStatesOrderSummary(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	for _, sz := range pageSizes {
 		t.Run(sz.name, func(t *testing.T) {
-			t.Parallel()
+			parallel(t)
 			w := pageWords[sz.ko]
 			_, in := pageEnv(t, map[string]string{"WR_TARGET_ACTIVE": "1"})
 			p := sizedTab(t, in, sz)

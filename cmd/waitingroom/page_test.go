@@ -367,10 +367,10 @@ var etaRe = regexp.MustCompile(`^(estimating…|not known yet|less than a minute
 // TestPageWaitsLiveAndOrders: sign in, enter, watch the position fall as the
 // users ahead are admitted and order, become READY, order — on each tier.
 func TestPageWaitsLiveAndOrders(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	for _, tier := range []string{"sse", "ws", "poll"} {
 		t.Run(tier, func(t *testing.T) {
-			t.Parallel()
+			parallel(t)
 			b := newBrowser(t)
 			_, in := pageEnv(t, nil)
 			var ahead []string
@@ -438,10 +438,10 @@ func TestPageWaitsLiveAndOrders(t *testing.T) {
 // TestPageFallsBackOnItsOwn: with SSE (or every push transport) switched
 // off by the server, the page finds the next tier itself and reaches READY.
 func TestPageFallsBackOnItsOwn(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	for _, c := range []struct{ transports, want string }{{"ws", "ws"}, {"none", "poll"}} {
 		t.Run("WR_TRANSPORTS="+c.transports, func(t *testing.T) {
-			t.Parallel()
+			parallel(t)
 			b := newBrowser(t)
 			_, in := pageEnv(t, map[string]string{"WR_TRANSPORTS": c.transports})
 			first := in.enter(user(1), "default").str("queueToken")
@@ -466,7 +466,7 @@ func TestPageFallsBackOnItsOwn(t *testing.T) {
 // waited; a second tab follows the first one's stream (one connection per
 // browser), and takes it over when the first tab closes.
 func TestPageResumesAndSharesOneStream(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	b := newBrowser(t)
 	_, in := pageEnv(t, nil)
 	in.enter(user(1), "default")
@@ -508,9 +508,9 @@ func TestPageResumesAndSharesOneStream(t *testing.T) {
 // TestPageShowsTheWayBack: every end of a place says what happened and
 // offers to enter again.
 func TestPageShowsTheWayBack(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	t.Run("entry window over", func(t *testing.T) {
-		t.Parallel()
+		parallel(t)
 		b := newBrowser(t)
 		_, in := pageEnv(t, map[string]string{"WR_TARGET_ACTIVE": "1", "WR_ENTRY_TTL": "2s"})
 		p := b.tab(in)
@@ -526,7 +526,7 @@ func TestPageShowsTheWayBack(t *testing.T) {
 		p.waitJS("READY again", shown("ready"))
 	})
 	t.Run("place gone", func(t *testing.T) {
-		t.Parallel()
+		parallel(t)
 		b := newBrowser(t)
 		_, in := pageEnv(t, nil)
 		in.enter(user(1), "default")
@@ -548,7 +548,7 @@ func TestPageShowsTheWayBack(t *testing.T) {
 		p.waitPosition(2)
 	})
 	t.Run("sold out", func(t *testing.T) {
-		t.Parallel()
+		parallel(t)
 		b := newBrowser(t)
 		e, in := pageEnv(t, map[string]string{"WR_TARGET_ACTIVE": "1"})
 		p := b.tab(in)
@@ -571,7 +571,7 @@ func TestPageShowsTheWayBack(t *testing.T) {
 // TestPageSpeaksKorean: the browser's language chooses Korean; the switch
 // changes it in place.
 func TestPageSpeaksKorean(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	b := newBrowser(t, "lang=ko-KR", "accept-lang=ko-KR,ko")
 	_, in := pageEnv(t, nil)
 	p := b.tab(in)
@@ -587,7 +587,7 @@ func TestPageSpeaksKorean(t *testing.T) {
 // TestPageSecurityHeaders: the page and its assets carry a CSP without
 // inline script, nosniff and no-referrer.
 func TestPageSecurityHeaders(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	_, in := pageEnv(t, nil)
 	for _, path := range []string{"/", "/rooms/default", "/static/app.js", "/static/style.css"} {
 		r := do(t, "GET", in.base+path, "", nil)
@@ -618,7 +618,7 @@ func TestPageSecurityHeaders(t *testing.T) {
 // closed screen and keeps the place; entering it anew shows the closed
 // screen without a place.
 func TestPageScheduledSaleAndClosed(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	b := newBrowser(t)
 	_, in := pageEnv(t, nil)
 	opens := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
@@ -669,7 +669,7 @@ func TestPageScheduledSaleAndClosed(t *testing.T) {
 // unreachable; when Redis is back (from its AOF) the notice goes and the
 // queue moves again.
 func TestPageRedisOutage(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e, rp := ownRedisEnv(t)
 	in := e.start(map[string]string{"WR_ADMIT_INTERVAL": "50ms", "WR_TARGET_ACTIVE": "0"})
 	in.enter(user(1), "default")

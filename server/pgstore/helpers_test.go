@@ -21,7 +21,13 @@ type testStore struct {
 
 func newStore(tb testing.TB, opts pgstore.Options) testStore {
 	tb.Helper()
-	url := pgtest.URL(tb)
+	return newStoreAt(tb, pgtest.URL(tb), opts)
+}
+
+// newStoreAt opens a store on url (pgtest.DatabaseURL for a test that acts
+// on the whole database).
+func newStoreAt(tb testing.TB, url string, opts pgstore.Options) testStore {
+	tb.Helper()
 	reg := prometheus.NewRegistry()
 	opts.Registerer = reg
 	return testStore{Store: mustOpen(tb, url, opts), url: url, reg: reg}

@@ -167,7 +167,7 @@ func TestPlaceOrderDeadlineIsNotABusinessError(t *testing.T) {
 // (never a business sentinel), and once it is back the pool reconnects.
 func TestPlaceOrderDatabaseOutage(t *testing.T) {
 	t.Parallel()
-	s := newStore(t, pgstore.Options{})
+	s := newStoreAt(t, pgtest.DatabaseURL(t), pgstore.Options{}) // its connections are refused below
 	mustSeed(t, s.Store, pgstore.SeedOptions{Users: 1, PasswordHash: []byte("h"), Products: 1, Stock: 10})
 	user := mustUserID(t, s.Store, "user1")
 	req := pgstore.OrderRequest{UserID: user, ProductID: 1, Quantity: 1, Room: "r"}

@@ -8,7 +8,9 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -35,26 +37,64 @@ func AdminURL() string {
 	return DefaultURL
 }
 
-// URL creates a fresh database wr_test_<random hex> on the test server,
-// drops it (terminating any session still connected) when tb's test ends,
-// and returns a URL pointing at it. The role in AdminURL must be allowed to
-// create databases.
+// SharedDatabase is the database URL's schemas are made in. It is created
+// when missing and kept: each test drops its own schema.
+const SharedDatabase = "wr_test_schemas"
+
+// URL creates a fresh, empty schema wr_test_<unix time>_<random hex> in
+// SharedDatabase, drops it (with everything in it) when tb's test ends, and
+// returns a URL whose connections have it as their only search_path: the
+// tables a test's migrations create and everything it reads are its own.
+// Schemas left by a test process that was killed are dropped an hour on.
+// The role in AdminURL must be allowed to create databases (for the first
+// use) and schemas.
 func URL(tb testing.TB) string {
+	tb.Helper()
+	shared, err := sharedURL()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	conn := connect(ctx, tb, shared)
+	defer conn.Close(ctx)
+	name := fmt.Sprintf("wr_test_%d_%s", time.Now().Unix(), randomHex())
+	ident := pgx.Identifier{name}.Sanitize()
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+ident); err != nil {
+		tb.Fatalf("pgtest: create schema %s: %v", name, err)
+	}
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, shared)
+		if err != nil {
+			tb.Errorf("pgtest: drop schema %s: connect: %v", name, err)
+			return
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+ident+" CASCADE"); err != nil {
+			tb.Errorf("pgtest: drop schema %s: %v", name, err)
+		}
+	})
+	u, err := withSearchPath(shared, name)
+	if err != nil {
+		tb.Fatalf("pgtest: %v", err)
+	}
+	return u
+}
+
+// DatabaseURL creates a fresh database wr_test_<random hex> on the test
+// server, drops it (terminating any session still connected) when tb's test
+// ends, and returns a URL pointing at it. The role in AdminURL must be
+// allowed to create databases.
+func DatabaseURL(tb testing.TB) string {
 	tb.Helper()
 	admin := AdminURL()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, admin)
-	if err != nil {
-		tb.Fatalf("pgtest: cannot connect to the test Postgres at %s: %v\n"+
-			"Set WR_TEST_DATABASE_URL (or DATABASE_URL) to a reachable server, or run the tests with `make test`, which starts one.",
-			redact(admin), err)
-	}
+	conn := connect(ctx, tb, admin)
 	defer conn.Close(ctx)
-
-	var b [8]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
-	name := "wr_test_" + hex.EncodeToString(b[:])
+	name := "wr_test_" + randomHex()
 	ident := pgx.Identifier{name}.Sanitize()
 	if _, err := conn.Exec(ctx, "CREATE DATABASE "+ident); err != nil {
 		tb.Fatalf("pgtest: create database %s: %v", name, err)
@@ -77,6 +117,117 @@ func URL(tb testing.TB) string {
 		tb.Fatalf("pgtest: %v", err)
 	}
 	return u
+}
+
+// connect connects to url or fails tb saying how to get a server.
+func connect(ctx context.Context, tb testing.TB, url string) *pgx.Conn {
+	tb.Helper()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		tb.Fatalf("pgtest: cannot connect to the test Postgres at %s: %v\n"+
+			"Set WR_TEST_DATABASE_URL (or DATABASE_URL) to a reachable server, or run the tests with `make test`, which starts one.",
+			redact(url), err)
+	}
+	return conn
+}
+
+func randomHex() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return hex.EncodeToString(b[:])
+}
+
+// shared is SharedDatabase's URL, once the database exists and its stale
+// schemas are gone: made once per process.
+var shared struct {
+	once sync.Once
+	url  string
+	err  error
+}
+
+func sharedURL() (string, error) {
+	shared.once.Do(func() { shared.url, shared.err = prepareShared() })
+	return shared.url, shared.err
+}
+
+// prepareShared creates SharedDatabase when missing (another test process
+// may be doing the same: its win is as good) and drops the schemas of
+// test processes that ended an hour ago or more without dropping them.
+func prepareShared() (string, error) {
+	admin := AdminURL()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, admin)
+	if err != nil {
+		return "", fmt.Errorf("pgtest: cannot connect to the test Postgres at %s: %v\n"+
+			"Set WR_TEST_DATABASE_URL (or DATABASE_URL) to a reachable server, or run the tests with `make test`, which starts one.",
+			redact(admin), err)
+	}
+	defer conn.Close(ctx)
+	exists := func() (bool, error) {
+		var n int
+		err := conn.QueryRow(ctx, "SELECT count(*) FROM pg_database WHERE datname = $1", SharedDatabase).Scan(&n)
+		return n > 0, err
+	}
+	ok, err := exists()
+	if err == nil && !ok {
+		if _, cerr := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{SharedDatabase}.Sanitize()); cerr != nil {
+			// Created meanwhile by another process, or a real failure.
+			if ok, err = exists(); err == nil && !ok {
+				err = cerr
+			}
+		}
+	}
+	if err != nil {
+		return "", fmt.Errorf("pgtest: create database %s: %w", SharedDatabase, err)
+	}
+	u, err := withDatabase(admin, SharedDatabase)
+	if err != nil {
+		return "", fmt.Errorf("pgtest: %w", err)
+	}
+	return u, dropStale(ctx, u)
+}
+
+// dropStale drops the test schemas made an hour ago or more.
+func dropStale(ctx context.Context, url string) error {
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return fmt.Errorf("pgtest: connect to %s: %w", SharedDatabase, err)
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, `SELECT nspname FROM pg_namespace WHERE nspname LIKE 'wr\_test\_%'`)
+	if err != nil {
+		return fmt.Errorf("pgtest: list schemas: %w", err)
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return fmt.Errorf("pgtest: list schemas: %w", err)
+	}
+	cutoff := time.Now().Add(-time.Hour).Unix()
+	for _, n := range names {
+		at, _, _ := strings.Cut(strings.TrimPrefix(n, "wr_test_"), "_")
+		if sec, err := strconv.ParseInt(at, 10, 64); err == nil && sec < cutoff {
+			// Another process may drop it at the same time: IF EXISTS.
+			_, _ = conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{n}.Sanitize()+" CASCADE")
+		}
+	}
+	return nil
+}
+
+// withSearchPath returns connString with search_path set to schema alone:
+// pgx sends a setting it does not know itself as a run-time parameter.
+func withSearchPath(connString, schema string) (string, error) {
+	if strings.HasPrefix(connString, "postgres://") || strings.HasPrefix(connString, "postgresql://") {
+		u, err := url.Parse(connString)
+		if err != nil {
+			return "", fmt.Errorf("parse %s: %w", redact(connString), err)
+		}
+		q := u.Query()
+		q.Set("search_path", schema)
+		u.RawQuery = q.Encode()
+		return u.String(), nil
+	}
+	return connString + " search_path=" + schema, nil
 }
 
 // withDatabase returns connString with its database replaced by name. It
