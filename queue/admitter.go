@@ -44,6 +44,11 @@ type Admitter struct {
 	down bool           // Redis unreachable: logged once, until it returns
 }
 
+// Defaults is the configuration of the rooms the admitter creates when
+// missing (WR_TARGET_ACTIVE, WR_ENTRY_TTL): the admin API creates rooms
+// with it too.
+func (a *Admitter) Defaults() RoomConfig { return a.o.Defaults }
+
 // NewAdmitter returns an Admitter for q.
 func (q *Queue) NewAdmitter(o AdmitterOptions) *Admitter {
 	if o.Interval <= 0 {

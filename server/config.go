@@ -4,8 +4,6 @@ import (
 	"net"
 	"time"
 
-	"waitingroom/queue"
-	"waitingroom/queue/adaptive"
 	"waitingroom/server/client"
 	"waitingroom/server/listener"
 	"waitingroom/server/queuestatus"
@@ -54,22 +52,6 @@ type Config struct {
 	// WR_MAX_CONNS_PER_IP (PerAddr; behind a trusted proxy it caps each
 	// forwarded client's open streams instead), WR_FIRST_REQUEST_TIMEOUT.
 	Listener listener.Config
-
-	// What the adapters tell or check of the components' configuration,
-	// set by the composition root from it.
-	//
-	// IdleTimeout (WR_IDLE_TIMEOUT) is named by the idle refusal;
-	// RoomDefaults (WR_TARGET_ACTIVE, WR_ENTRY_TTL) configure the rooms
-	// PUT /admin/rooms creates; AdaptiveRule and AdaptiveWindow
-	// (WR_ADAPTIVE_*) are the admin API's bounds and shown window;
-	// OriginBodyLimit (WR_UPSTREAM_BODY_LIMIT) is the public port's body
-	// limit in gateway mode (the waiting room's own requests stay under
-	// BodyLimit).
-	IdleTimeout     time.Duration
-	RoomDefaults    queue.RoomConfig
-	AdaptiveRule    adaptive.Rule
-	AdaptiveWindow  time.Duration
-	OriginBodyLimit int
 }
 
 // clients is the resolver of the requests' clients under c's proxies.

@@ -48,7 +48,7 @@ type idleRefusal struct {
 // idleDoc is the idle refusal's JSON: the body of a 404 and the data of a
 // stream's gone event.
 func (s *Server) idleDoc() []byte {
-	timeout := s.cfg.IdleTimeout
+	timeout := s.presence.Idle()
 	j, _ := json.Marshal(idleRefusal{
 		Error: "not_in_queue",
 		Message: "your place was released after " + spokenDuration(timeout) +

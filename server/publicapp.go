@@ -22,7 +22,7 @@ func (s *Server) newPublicApp() *fiber.App {
 	if s.gw != nil {
 		// The origin's bodies are larger; the waiting room's own are
 		// checked against WR_BODY_LIMIT by the dispatch (guardProtocol).
-		bodyLimit = max(bodyLimit, s.cfg.OriginBodyLimit)
+		bodyLimit = max(bodyLimit, s.gw.BodyLimit())
 	}
 	cfg := api.FiberConfig("waitingroom", bodyLimit, s.log)
 	// Gateway mode streams request bodies (protocolfilter.go): a body for

@@ -65,9 +65,11 @@ type Deps struct {
 	Sec      *seclog.Log        // security events
 	// AccessPublic and AccessAdmin are the two ports' access logs.
 	AccessPublic, AccessAdmin *accesslog.Log
-	// The management app's: the adaptive limit controller, the injected
-	// faults, the rooms' shared history, the admin audit log and the
-	// readiness checks (GET /readyz).
+	// The management app's: the admission loop (whose room defaults PUT
+	// /admin/rooms creates rooms with), the adaptive limit controller, the
+	// injected faults, the rooms' shared history, the admin audit log and
+	// the readiness checks (GET /readyz).
+	Admitter   *queue.Admitter
 	Controller *adaptive.Controller
 	Faults     *faults.Faults
 	History    *history.History
@@ -197,12 +199,12 @@ func (s *Server) newAdminApp(d Deps) *fiber.App {
 		Metrics:      s.m.Registry,
 		Queue:        s.q,
 		Controller:   d.Controller,
-		Rule:         s.cfg.AdaptiveRule,
-		Window:       s.cfg.AdaptiveWindow,
+		Rule:         d.Controller.Rule(),
+		Window:       d.Controller.Window(),
 		Access:       s.acl,
 		Faults:       d.Faults,
 		Gateway:      s.gwSettings,
-		RoomDefaults: s.cfg.RoomDefaults,
+		RoomDefaults: d.Admitter.Defaults(),
 		History:      d.History,
 		Audit:        d.Audit,
 		Forecast:     s.hub.Forecast,

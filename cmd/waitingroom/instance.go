@@ -115,17 +115,12 @@ func (m *Main) Close() error {
 }
 
 // serverConfig is the HTTP adapters' configuration with what only the
-// composition root knows filled in: what they tell or check of the
-// components' configuration, and the connection ceiling, when
+// composition root knows filled in: the connection ceiling, when
 // WR_MAX_CONNS leaves it to be derived from the descriptor limit less what
 // the instance's own clients hold — the database pool, Redis's pools, the
 // management port and a few files.
 func (m *Main) serverConfig() (server.Config, error) {
 	c := m.Config.Server
-	c.IdleTimeout = m.Config.Queue.IdleTimeout
-	c.RoomDefaults = m.Config.Admission.Defaults
-	c.AdaptiveRule, c.AdaptiveWindow = m.Config.Adaptive.Rule, m.Config.Adaptive.Window
-	c.OriginBodyLimit = m.Config.Gateway.Upstream.BodyLimit
 	if c.Listener.MaxConns == 0 {
 		ceiling, err := listener.Ceiling(int(m.Config.DBPool) + m.Config.Redis.descriptors() + 16)
 		if err != nil {

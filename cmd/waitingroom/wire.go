@@ -218,7 +218,7 @@ func (p *Parts) deps() server.Deps {
 		Logger: p.Log, Metrics: p.Metrics, Tokens: p.Tokens, Queue: p.Queue, Hub: p.Hub,
 		Presence: p.Presence, Limiter: p.Limiter, Polls: p.Polls, Access: p.Access, Logins: p.Logins,
 		Checkout: p.Checkout, Sec: p.Sec, AccessPublic: p.AccessPublic, AccessAdmin: p.AccessAdmin,
-		Controller: p.Controller, Faults: p.Faults, History: p.History, Audit: p.Audit,
+		Admitter: p.Admitter, Controller: p.Controller, Faults: p.Faults, History: p.History, Audit: p.Audit,
 		Readiness: p.Readiness, Gateway: p.Gateway,
 	}
 }

@@ -68,6 +68,13 @@ func NewController(rdb redis.UniversalClient, rooms Rooms, o Options) *Controlle
 	return &Controller{rdb: rdb, rooms: rooms, o: o}
 }
 
+// Rule is the controller's default bounds, sample floor and p90 ceiling
+// (WR_ADAPTIVE_*): the admin API checks a room's own bounds against it.
+func (c *Controller) Rule() Rule { return c.o.Rule }
+
+// Window is the length of one signals window (WR_ADAPTIVE_WINDOW).
+func (c *Controller) Window() time.Duration { return c.o.Window }
+
 // State reads what the controller last stored for room. Errors:
 // queue.ErrRoomNotFound (an invalid name), queue.ErrUnavailable.
 func (c *Controller) State(ctx context.Context, room string) (State, error) {

@@ -49,6 +49,10 @@ func New(q *queue.Queue, streams Streams, idle time.Duration) *Presence {
 	return &Presence{q: q, streams: streams, idle: idle, seed: maphash.MakeSeed()}
 }
 
+// Idle is how long a waiting user may go unseen before losing the place
+// (WR_IDLE_TIMEOUT; 0: never): the idle refusal names it.
+func (p *Presence) Idle() time.Duration { return p.idle }
+
 // Seen records that user polled room.
 func (p *Presence) Seen(room, user string) {
 	sh := &p.shards[maphash.String(p.seed, user)%uint64(len(p.shards))]

@@ -119,6 +119,10 @@ func routedMethod(ctx *fasthttp.RequestCtx) string {
 // port's shutdown).
 func (g *Gateway) Close() { g.o.Upstream.Close() }
 
+// BodyLimit is the largest request body forwarded to the origin
+// (WR_UPSTREAM_BODY_LIMIT): the public port reads no more.
+func (g *Gateway) BodyLimit() int { return int(g.o.Upstream.bodyLimit) }
+
 // Handle answers one request: the fasthttp handler of the origin's paths.
 func (g *Gateway) Handle(ctx *fasthttp.RequestCtx) {
 	room, protected, err := g.o.Settings.Routes().Match(routedMethod(ctx), string(ctx.Path()), string(ctx.URI().PathOriginal()))
