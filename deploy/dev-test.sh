@@ -88,8 +88,16 @@ install() {
 		return 0
 	fi
 	echo "installing ${missing[*]}"
+	# From the package lists as they are first: a machine whose lists are
+	# current (or that fetched them for gcc a minute ago) need not fetch
+	# them again. Empty or stale lists make the install fail; then update.
+	apt_install "${missing[@]}" 2>/dev/null && return
 	apt-get update -qq || return
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+	apt_install "${missing[@]}"
+}
+
+apt_install() {
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
 }
 
 format() {
