@@ -255,6 +255,33 @@ func TestPageNoticeGivesBackTheMessage(t *testing.T) {
 	p.waitJS("still in line", atPosition(2))
 }
 
+// TestPageEnterWaitsOutAnOutage: the queue store is down when the visitor
+// presses "Join the queue": enter answers 503, and the page says so, with
+// when it tries again, and keeps trying on its own (the button disabled
+// meanwhile) until the store is back and the visitor is in line.
+func TestPageEnterWaitsOutAnOutage(t *testing.T) {
+	parallel(t)
+	sz := pageSizes[0]
+	e, rp := ownRedisEnv(t)
+	in := e.start(map[string]string{"WR_TARGET_ACTIVE": "0"})
+	in.enter(user(1), "default")
+	p := sizedTab(t, in, sz)
+	p.open("/rooms/default?transport=sse")
+	p.waitJS("the sign-in form", shown("login"))
+	p.do("sign in",
+		chromedp.SendKeys(chromedp.CSS("#login-id"), user(2)),
+		chromedp.SendKeys(chromedp.CSS("#password"), testPassword),
+		chromedp.Click(chromedp.CSS(`#login-form button[type="submit"]`)),
+	)
+	p.waitJS("the enter screen", shown("enter"))
+	rp.kill()
+	p.click("#enter-btn")
+	p.waitJS("the outage said, with the next attempt",
+		textOf("message")+".includes('briefly unavailable. Trying again in') && document.getElementById('enter-btn').disabled")
+	startRedis(t, rp.dir, rp.port)
+	p.waitJS("in line once the store is back", atPosition(2))
+}
+
 // TestPageStatesWaitingScreen: the waiting screen says who is ahead and
 // behind (plurals by Intl.PluralRules), when it was last updated, the
 // connection in plain words, a queue reference derived from the room and

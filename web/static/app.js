@@ -51,6 +51,7 @@ const TEXT = {
     paused: 'The queue is paused right now. Please try again in a few minutes.',
     busy: 'The shop is busy. Your place is kept — try again.',
     network: 'Cannot reach the server. Check your connection and try again.',
+    unavailable: 'The waiting room is briefly unavailable. Trying again in {n} s…',
     signinAgain: 'Your sign-in has expired. Please sign in again.',
     noProducts: 'No products are available right now.', productGone: 'That product is no longer available.',
     error: 'Something went wrong ({code}). Please try again.', leftQueue: 'You left the queue.',
@@ -106,6 +107,7 @@ const TEXT = {
     paused: '지금은 대기열이 일시 중지되었습니다. 몇 분 후에 다시 시도하세요.',
     busy: '주문이 몰려 있습니다. 순서는 유지됩니다. 다시 시도하세요.',
     network: '서버에 연결할 수 없습니다. 연결을 확인하고 다시 시도하세요.',
+    unavailable: '대기실에 잠시 연결할 수 없습니다. {n}초 후 다시 시도합니다…',
     signinAgain: '로그인이 만료되었습니다. 다시 로그인하세요.',
     noProducts: '지금 주문할 수 있는 상품이 없습니다.', productGone: '해당 상품을 찾을 수 없습니다.',
     error: '문제가 발생했습니다 ({code}). 다시 시도하세요.', leftQueue: '대기열에서 나왔습니다.',
@@ -947,10 +949,18 @@ async function login(ev) {
   else sayError(res);
 }
 
+// enter joins the queue. While the server answers 503 (its queue store
+// briefly unreachable) the page asks again by itself, further apart each
+// time (unavailableWait), saying when; the button stays disabled meanwhile.
 async function enter(ev) {
   if (!hasAccess()) return needLogin('signinAgain');
-  const res = await busyWhile(ev.currentTarget, () =>
-    api('POST', roomPath('enter'), { token: S.access }).catch(() => null));
+  const res = await busyWhile(ev.currentTarget, async () => {
+    for (let n = 0; ; n++) {
+      const res = await api('POST', roomPath('enter'), { token: S.access }).catch(() => null);
+      if (!res || res.status !== 503) return res;
+      await sleep(unavailableWait(res, n));
+    }
+  });
   if (!res) return say('network', {}, true);
   if (res.ok) return entered(res.data);
   if (res.status === 401) needLogin('signinAgain');
@@ -1244,6 +1254,7 @@ function verifying(frac) {
 // refusal says why a challenge or an enter was refused, and returns how
 // long to wait before trying again, or -1 to stop (the user can retry).
 function refusal(res, n) {
+  if (res && res.status === 503) return unavailableWait(res, n);
   if (!res || res.status >= 500) {
     if (res) sayError(res);
     else say('network', {}, true);
@@ -1263,6 +1274,16 @@ function refusal(res, n) {
   else if (res.status === 423) say('paused', {}, true);
   else sayError(res);
   return -1;
+}
+
+// unavailableWait says that the server is briefly unavailable (503) and
+// returns how long to wait before the next attempt: its Retry-After, but
+// at least the nth step of the backoff, so that pages left open through
+// a long outage do not all ask again every second.
+function unavailableWait(res, n) {
+  const wait = Math.max(res.wait === null ? 0 : res.wait, backoff(n));
+  say('unavailable', { n: Math.max(1, Math.round(wait / 1000)) }, true);
+  return wait;
 }
 
 function giveUp(key) {
