@@ -287,13 +287,23 @@ func TestAdaptiveLimitFollowsSlowdown(t *testing.T) {
 	if r := do(t, "PUT", a.admin+"/admin/faults", testAdminToken, `{"orderDelay":"300ms"}`); r.status != 200 {
 		t.Fatalf("PUT faults = %d %s", r.status, r.raw)
 	}
-	// Slow: the limit falls to the pool's size or below, and then a window
-	// with orders shows the pool's acquire wait low again.
-	waitWithin(t, 60*time.Second, "the limit to fall to the pool size", func() bool { return room().num("targetActive") <= 4 })
-	// The window's limit is not asserted with it: at the pool's size the
-	// wait is low, so the controller raises the limit at that very step,
-	// and on a loaded machine no sample caught both (the limit went
-	// 4 → 5 in the window after it reached 4, again and again).
+	// Slow: the limit is cut below the start, and then a window with
+	// orders shows the pool's acquire wait low again. How far it falls is
+	// not asserted: the pool wait cuts it and the latency gradient (against
+	// a baseline measured on the same machine) raises it, so its level
+	// follows the machine's load. Beside a second suite (load 25, healthy
+	// p90 700 ms) it swung between 5 and 15 for a minute and never reached
+	// the pool's 4, which the test used to wait for.
+	waitWithin(t, 60*time.Second, "a cut under the slowdown", func() bool {
+		for _, c := range limitChanges(a, b) {
+			if c.window > slowFrom && c.to < c.from && c.to < before {
+				return true
+			}
+		}
+		return false
+	})
+	// The window's limit is not asserted with the low wait either: when
+	// the wait is low the controller raises the limit at that very step.
 	waitWithin(t, 30*time.Second, "a window with a low pool wait", func() bool {
 		s := signals(room())
 		return s["stale"] == false && s["orders"].(float64) > 0 && s["poolWaitMs"].(float64) < 50
