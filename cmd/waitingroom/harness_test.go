@@ -408,25 +408,37 @@ func quickBeside(tb testing.TB) {
 // parallel is t.Parallel, once: a test that said so itself (or built a
 // second env) is not told again, which would panic.
 func parallel(t *testing.T) {
-	parallels.Lock()
-	done := parallels.m[t]
-	parallels.m[t] = true
-	parallels.Unlock()
-	if done {
-		return
+	if parallels.first(t) {
+		t.Parallel()
 	}
-	t.Cleanup(func() {
-		parallels.Lock()
-		delete(parallels.m, t)
-		parallels.Unlock()
-	})
-	t.Parallel()
 }
 
-var parallels = struct {
-	sync.Mutex
-	m map[*testing.T]bool
-}{m: map[*testing.T]bool{}}
+var parallels testSet
+
+// testSet is a set of running tests, each kept until it ends.
+type testSet struct {
+	mu sync.Mutex
+	m  map[*testing.T]bool
+}
+
+// first adds t and reports whether it was not in the set yet.
+func (s *testSet) first(t *testing.T) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m[t] {
+		return false
+	}
+	if s.m == nil {
+		s.m = map[*testing.T]bool{}
+	}
+	s.m[t] = true
+	t.Cleanup(func() {
+		s.mu.Lock()
+		delete(s.m, t)
+		s.mu.Unlock()
+	})
+	return true
+}
 
 // busyScenario is a long scenario that keeps the CPU busy by design (BCrypt
 // at a high cost): -short skips it, and it runs alone, not beside the

@@ -91,12 +91,7 @@ func (p *page) enterAs(user string, sz pageSize) {
 	if got := eval[string](p, `document.documentElement.lang`); got != want {
 		p.t.Fatalf("page language = %q, want %q", got, want)
 	}
-	p.do("sign in",
-		chromedp.SendKeys(chromedp.CSS("#login-id"), user),
-		chromedp.SendKeys(chromedp.CSS("#password"), testPassword),
-		chromedp.Click(chromedp.CSS(`#login-form button[type="submit"]`)),
-	)
-	p.waitJS("the enter screen", shown("enter"))
+	p.signIn(user)
 	p.click("#enter-btn")
 	p.waitJS("the queue", shown("queue"))
 }
@@ -267,13 +262,7 @@ func TestPageEnterWaitsOutAnOutage(t *testing.T) {
 	in.enter(user(1), "default")
 	p := sizedTab(t, in, sz)
 	p.open("/rooms/default?transport=sse")
-	p.waitJS("the sign-in form", shown("login"))
-	p.do("sign in",
-		chromedp.SendKeys(chromedp.CSS("#login-id"), user(2)),
-		chromedp.SendKeys(chromedp.CSS("#password"), testPassword),
-		chromedp.Click(chromedp.CSS(`#login-form button[type="submit"]`)),
-	)
-	p.waitJS("the enter screen", shown("enter"))
+	p.signIn(user(2))
 	rp.kill()
 	p.click("#enter-btn")
 	p.waitJS("the outage said, with the next attempt",
@@ -476,13 +465,7 @@ func TestPageStatesOrderSummary(t *testing.T) {
 			_, in := pageEnv(t, map[string]string{"WR_TARGET_ACTIVE": "1"})
 			p := sizedTab(t, in, sz)
 			p.open("/rooms/default")
-			p.waitJS("the sign-in form", shown("login"))
-			p.do("sign in",
-				chromedp.SendKeys(chromedp.CSS("#login-id"), user(1)),
-				chromedp.SendKeys(chromedp.CSS("#password"), testPassword),
-				chromedp.Click(chromedp.CSS(`#login-form button[type="submit"]`)),
-			)
-			p.waitJS("the enter screen", shown("enter"))
+			p.signIn(user(1))
 			p.click("#enter-btn")
 			p.waitJS("READY", shown("ready"))
 			stockFits(t, p)

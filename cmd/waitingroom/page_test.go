@@ -89,28 +89,18 @@ func newBrowser(t *testing.T, extraFlags ...string) *browser {
 // scenarios in parallel beside them (go test -parallel); two browsers at a
 // time, as with the default -parallel on this project's 2-core machine.
 var browserSlots = struct {
-	sync.Mutex
-	held map[*testing.T]bool
+	held testSet
 	ch   chan struct{}
-}{held: map[*testing.T]bool{}, ch: make(chan struct{}, 2)}
+}{ch: make(chan struct{}, 2)}
 
 // holdBrowserSlot takes a slot for t until it ends; a test opening a second
 // browser keeps its one slot (two per test could deadlock two such tests).
 func holdBrowserSlot(t *testing.T) {
-	browserSlots.Lock()
-	held := browserSlots.held[t]
-	browserSlots.held[t] = true
-	browserSlots.Unlock()
-	if held {
+	if !browserSlots.held.first(t) {
 		return
 	}
 	browserSlots.ch <- struct{}{}
-	t.Cleanup(func() {
-		browserSlots.Lock()
-		delete(browserSlots.held, t)
-		browserSlots.Unlock()
-		<-browserSlots.ch
-	})
+	t.Cleanup(func() { <-browserSlots.ch })
 }
 
 // page is one tab on the server in.

@@ -63,19 +63,7 @@ func URL(tb testing.TB) string {
 	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+ident); err != nil {
 		tb.Fatalf("pgtest: create schema %s: %v", name, err)
 	}
-	tb.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, shared)
-		if err != nil {
-			tb.Errorf("pgtest: drop schema %s: connect: %v", name, err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+ident+" CASCADE"); err != nil {
-			tb.Errorf("pgtest: drop schema %s: %v", name, err)
-		}
-	})
+	atEnd(tb, shared, "DROP SCHEMA IF EXISTS "+ident+" CASCADE")
 	u, err := withSearchPath(shared, name)
 	if err != nil {
 		tb.Fatalf("pgtest: %v", err)
@@ -99,24 +87,29 @@ func DatabaseURL(tb testing.TB) string {
 	if _, err := conn.Exec(ctx, "CREATE DATABASE "+ident); err != nil {
 		tb.Fatalf("pgtest: create database %s: %v", name, err)
 	}
-	tb.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, admin)
-		if err != nil {
-			tb.Errorf("pgtest: drop database %s: connect: %v", name, err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+ident+" WITH (FORCE)"); err != nil {
-			tb.Errorf("pgtest: drop database %s: %v", name, err)
-		}
-	})
+	atEnd(tb, admin, "DROP DATABASE IF EXISTS "+ident+" WITH (FORCE)")
 	u, err := withDatabase(admin, name)
 	if err != nil {
 		tb.Fatalf("pgtest: %v", err)
 	}
 	return u
+}
+
+// atEnd runs sql (a DROP) on url when tb's test ends; a failure fails it.
+func atEnd(tb testing.TB, url, sql string) {
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, url)
+		if err != nil {
+			tb.Errorf("pgtest: %s: connect: %v", sql, err)
+			return
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, sql); err != nil {
+			tb.Errorf("pgtest: %s: %v", sql, err)
+		}
+	})
 }
 
 // connect connects to url or fails tb saying how to get a server.
