@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"math"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/fasthttp/websocket"
+	"golang.org/x/crypto/bcrypt"
 
 	"waitingroom/server/token"
 )
@@ -454,6 +456,20 @@ func TestLoginLimitsConfig(t *testing.T) {
 	}
 }
 
+// bcryptCostTaking returns the BCrypt cost (8 to 14) whose hash takes about
+// d in this process now: each step of the cost doubles the work.
+func bcryptCostTaking(t *testing.T, d time.Duration) int {
+	t.Helper()
+	start := time.Now()
+	if _, err := bcrypt.GenerateFromPassword([]byte("x"), 8); err != nil {
+		t.Fatal(err)
+	}
+	at8 := max(time.Since(start), time.Microsecond)
+	cost := 8 + int(math.Round(math.Log2(float64(d)/float64(at8))))
+	t.Logf("BCrypt cost 8 took %v here: cost %d for about %v", at8, min(max(cost, 8), 14), d)
+	return min(max(cost, 8), 14)
+}
+
 // TestBcryptSlotsBoundLogins: logins from many addresses at once (each
 // within its own limits) never take more BCrypt slots than
 // WR_BCRYPT_CONCURRENCY; those that find none free within the wait get 503
@@ -461,10 +477,15 @@ func TestLoginLimitsConfig(t *testing.T) {
 func TestBcryptSlotsBoundLogins(t *testing.T) {
 	busyScenario(t)
 	e := newEnv(t)
-	// Unknown ids are verified against a dummy hash of WR_BCRYPT_COST: at
-	// cost 12 each verification takes far longer than the test's logins
-	// can share within the 2 s wait on one slot.
-	in := e.start(limited(behindProxy(map[string]string{"WR_BCRYPT_COST": "12", "WR_BCRYPT_CONCURRENCY": "1"})))
+	// Unknown ids are verified against a dummy hash of WR_BCRYPT_COST, at
+	// a cost whose verification takes about half a second here and now:
+	// the 16 logins then need several times the 2 s wait on one slot, so
+	// some find it busy, and each is still answered far within the
+	// client's 30 s. A fixed cost 12 took more than 30 s for one
+	// verification under -race beside a second suite (load 11), and under
+	// a tenth of a second without -race it would find no slot busy.
+	cost := bcryptCostTaking(t, 500*time.Millisecond)
+	in := e.start(limited(behindProxy(map[string]string{"WR_BCRYPT_COST": strconv.Itoa(cost), "WR_BCRYPT_CONCURRENCY": "1"})))
 	qt := in.enter(user(1), "default").str("queueToken")
 	const logins = 16
 	statuses := make(chan response, logins)
@@ -494,7 +515,7 @@ func TestBcryptSlotsBoundLogins(t *testing.T) {
 		}
 	}
 	if busy == 0 {
-		t.Fatalf("no login found the BCrypt slot busy: %d logins on one slot at cost 12", logins)
+		t.Fatalf("no login found the BCrypt slot busy: %d logins on one slot at cost %d", logins, cost)
 	}
 	if got := in.metric("waitingroom_bcrypt_busy_total"); got != float64(busy) {
 		t.Fatalf("waitingroom_bcrypt_busy_total = %v, want %d", got, busy)
