@@ -117,11 +117,17 @@ func connect(ctx context.Context, tb testing.TB, url string) *pgx.Conn {
 	tb.Helper()
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
-		tb.Fatalf("pgtest: cannot connect to the test Postgres at %s: %v\n"+
-			"Set WR_TEST_DATABASE_URL (or DATABASE_URL) to a reachable server, or run the tests with `make test`, which starts one.",
-			redact(url), err)
+		tb.Fatal(unreachable(url, err))
 	}
 	return conn
+}
+
+// unreachable is the error of a test server that cannot be reached: it
+// says how to get one.
+func unreachable(url string, err error) error {
+	return fmt.Errorf("pgtest: cannot connect to the test Postgres at %s: %w\n"+
+		"Set WR_TEST_DATABASE_URL (or DATABASE_URL) to a reachable server, or run the tests with `make test`, which starts one",
+		redact(url), err)
 }
 
 func randomHex() string {
@@ -152,9 +158,7 @@ func prepareShared() (string, error) {
 	defer cancel()
 	conn, err := pgx.Connect(ctx, admin)
 	if err != nil {
-		return "", fmt.Errorf("pgtest: cannot connect to the test Postgres at %s: %v\n"+
-			"Set WR_TEST_DATABASE_URL (or DATABASE_URL) to a reachable server, or run the tests with `make test`, which starts one.",
-			redact(admin), err)
+		return "", unreachable(admin, err)
 	}
 	defer conn.Close(ctx)
 	exists := func() (bool, error) {
