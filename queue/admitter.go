@@ -5,9 +5,11 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
+	"sync"
 	"time"
 
 	"waitingroom/queue/loop"
+	"waitingroom/queue/members"
 )
 
 // minTokens is the smallest batch of fresh entry tokens passed to one
@@ -19,29 +21,88 @@ const minTokens = 8
 // when capacity is larger than the tokens passed.
 const maxRunsPerTick = 16
 
+// DefaultSweepEvery is how often the admitter looks at every room it runs
+// for work it was not woken for (AdmitterOptions.SweepEvery).
+const DefaultSweepEvery = 30 * time.Second
+
+// defaultParallel is how many rooms' admission runs one tick has in
+// flight at once (AdmitterOptions.Parallel).
+const defaultParallel = 16
+
 // AdmitterOptions configure an Admitter.
 type AdmitterOptions struct {
 	// Interval between ticks (WR_ADMIT_INTERVAL, default 100ms).
 	Interval time.Duration
 	// OnAdmit, when set, is called after every successful admission run,
-	// from the admitter's goroutine; it must not block.
+	// from one of the tick's goroutines (runs of different rooms are
+	// concurrent); it must not block.
 	OnAdmit func(AdmitResult)
+	// OnRelease, when set, is called when this instance stops running a
+	// room because another instance runs it now (Members); a room that
+	// merely went idle is not released (its last run reported it empty).
+	OnRelease func(room string)
 	// Rooms are created with Defaults whenever they are missing: at the
 	// first tick, and again if Redis lost its data (a restart without
 	// persistence), so the configured rooms never stay gone.
 	Rooms    []string
 	Defaults RoomConfig
+	// Stored, when set, returns the room definitions kept outside Redis
+	// (the admin API's, in Postgres): they are recreated like Rooms,
+	// with their own configuration (which wins over Defaults for a room
+	// named in both). Read at each sweep; an error keeps the last read.
+	Stored func(ctx context.Context) (map[string]RoomConfig, error)
+	// Members shares the rooms among the live instances: this instance
+	// runs only the rooms it owns, and beats once a tick. nil: it runs
+	// every room (a lone instance, tests).
+	Members *members.Members
+	// Woken says that every event of every room is handed to Wake and
+	// every (re)subscription to Resweep (the stream hub's subscription
+	// does it): then a room without work costs nothing until woken, and
+	// the rooms are swept every SweepEvery. Without it every tick sweeps
+	// every room (one command per room per tick): right for tests and a
+	// handful of rooms, not for thousands.
+	Woken bool
+	// SweepEvery: how often every room this instance runs is looked at
+	// for work it was not woken for, such as after an event lost while
+	// the subscription stayed up (default DefaultSweepEvery).
+	SweepEvery time.Duration
+	// Parallel bounds the rooms whose runs one tick has in flight at once
+	// (default 16): a tick is as long as its slowest room, not as the sum.
+	Parallel int
 	Logger   *slog.Logger
 }
 
-// Admitter runs the admission loop of one instance: every Interval, one
-// admission run per room. Every instance runs one; the admission script is
-// atomic, so they never admit beyond a room's target together.
+// Admitter runs the admission loop of one instance. Cost follows work: a
+// room is run only while it has work (someone waiting, pre-queued or
+// admitted) and only by the one instance that owns it (Members), every
+// tick while anyone waits, at the next entry deadline or the opening
+// otherwise, and not at all once empty. A room without work joins the
+// runs when woken by an event of its own (the first arrival's, published
+// by the enter script) or found busy by a sweep: at the first tick, every
+// SweepEvery, when the subscription is re-established (events may have
+// been lost) and when the live instances change (this one may own more
+// rooms). The admission script stays atomic, so two instances running a
+// room at once during a hand-over never admit beyond its target.
 type Admitter struct {
-	q    *Queue
-	o    AdmitterOptions
-	want map[string]int // per room: tokens the last run could have used
-	down bool           // Redis unreachable: logged once, until it returns
+	q *Queue
+	o AdmitterOptions
+
+	mu       sync.Mutex
+	running  map[string]*roomRun // rooms with work that this instance runs
+	woken    map[string]bool     // rooms woken since the last tick
+	resweep  bool                // a sweep is due at the next tick
+	sweptAt  time.Time
+	stored   map[string]RoomConfig // the last read of Stored
+	storedAt time.Time             // when it was read
+	down     bool                  // Redis unreachable: logged once, until it returns
+	// storedDown: the last read of Stored failed (logged once).
+	storedDown bool
+}
+
+// roomRun is a room this instance runs.
+type roomRun struct {
+	want int       // tokens the last run could have used
+	next time.Time // when it next needs a run (zero: the next tick)
 }
 
 // Defaults is the configuration of the rooms the admitter creates when
@@ -54,14 +115,54 @@ func (q *Queue) NewAdmitter(o AdmitterOptions) *Admitter {
 	if o.Interval <= 0 {
 		o.Interval = 100 * time.Millisecond
 	}
+	if o.SweepEvery <= 0 {
+		o.SweepEvery = DefaultSweepEvery
+	}
+	if o.Parallel <= 0 {
+		o.Parallel = defaultParallel
+	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	return &Admitter{q: q, o: o, want: map[string]int{}}
+	return &Admitter{q: q, o: o, running: map[string]*roomRun{}, woken: map[string]bool{}, resweep: true}
+}
+
+// Wake tells the admitter that room changed (one of its events): if this
+// instance runs it, it is run at the next tick. Safe for concurrent use;
+// it never blocks on Redis.
+func (a *Admitter) Wake(room string) {
+	a.mu.Lock()
+	a.woken[room] = true
+	a.mu.Unlock()
+}
+
+// Resweep makes the next tick look at every room this instance runs: call
+// it when the event subscription was (re)established, as events published
+// meanwhile are lost. Safe for concurrent use.
+func (a *Admitter) Resweep() {
+	a.mu.Lock()
+	a.resweep = true
+	a.mu.Unlock()
+}
+
+// Running returns the rooms this instance runs now (those with work), in
+// name order: the rooms whose history and adaptive steps are this
+// instance's to make.
+func (a *Admitter) Running() []string {
+	a.mu.Lock()
+	out := make([]string, 0, len(a.running))
+	for r := range a.running {
+		out = append(out, r)
+	}
+	a.mu.Unlock()
+	slices.Sort(out)
+	return out
 }
 
 // Run ticks until ctx is done. While Redis is unreachable it backs off (up
 // to 2s between tries) and logs once when it goes and once when it returns.
+// On the way out it leaves the live instances (Members), so the others take
+// its rooms over at their next tick.
 func (a *Admitter) Run(ctx context.Context) {
 	wait := a.o.Interval
 	loop.Paced(ctx, wait, func(ctx context.Context) time.Duration {
@@ -84,28 +185,283 @@ func (a *Admitter) Run(ctx context.Context) {
 		}
 		return wait
 	})
+	if m := a.o.Members; m != nil {
+		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		defer cancel()
+		_ = m.Leave(lctx)
+	}
 }
 
-// Tick runs one admission step for every room. It is not safe for
-// concurrent use on one Admitter (run one Admitter per goroutine). It returns the first error
-// that means Redis is unreachable; other rooms are still tried.
+// owns reports whether this instance runs room.
+func (a *Admitter) owns(room string) bool {
+	return a.o.Members == nil || a.o.Members.Owns(room)
+}
+
+// Tick beats (Members), sweeps when a sweep is due, and runs every room
+// that needs a run now, several at once. It is not safe for concurrent use
+// on one Admitter (run one Admitter per goroutine). It returns the first
+// error that means Redis is unreachable; other rooms are still tried.
 func (a *Admitter) Tick(ctx context.Context) error {
-	rooms, err := a.q.Rooms(ctx)
+	if m := a.o.Members; m != nil {
+		changed, err := m.Beat(ctx)
+		if err != nil {
+			return unavailable("admission beat", err)
+		}
+		if changed {
+			a.Resweep() // this instance may own rooms it did not
+		}
+	}
+	now := time.Now()
+	a.mu.Lock()
+	sweep := a.resweep || !a.o.Woken || now.Sub(a.sweptAt) >= a.o.SweepEvery
+	a.mu.Unlock()
+	if !sweep && a.expectsRooms() {
+		// A Redis that lost its data lost the room set with it: then the
+		// configured and stored rooms must come back now, not at the
+		// next sweep (their enters answer 404 meanwhile).
+		n, err := a.q.rdb.Exists(ctx, a.q.roomsKey()).Result()
+		if err != nil {
+			return unavailable("admission rooms", err)
+		}
+		sweep = n == 0
+	}
+	if sweep {
+		if err := a.sweep(ctx, now); err != nil {
+			return err
+		}
+	}
+	return a.runDue(ctx, now)
+}
+
+// expectsRooms reports whether some room must exist: configured or stored.
+func (a *Admitter) expectsRooms() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.o.Rooms) > 0 || len(a.stored) > 0
+}
+
+// sweep creates the configured and stored rooms that are missing, and
+// adds every room this instance owns that has work to its runs; rooms it
+// no longer owns leave them (OnRelease).
+func (a *Admitter) sweep(ctx context.Context, now time.Time) error {
+	a.mu.Lock()
+	// The definitions are read on the sweeps that find what may have
+	// changed: not on every tick of an admitter without wake-ups.
+	readStored := a.resweep || now.Sub(a.storedAt) >= a.o.SweepEvery
+	a.resweep = false
+	a.mu.Unlock()
+	names, err := a.q.Rooms(ctx)
 	if err != nil {
+		a.Resweep()
 		return err
 	}
+	created, err := a.createMissing(ctx, names, readStored, now)
+	if err != nil {
+		a.Resweep()
+		return err
+	}
+	names = append(names, created...)
+	owned := make([]string, 0, len(names))
+	for _, r := range names {
+		if a.owns(r) {
+			owned = append(owned, r)
+		}
+	}
+	busy, err := a.q.Busy(ctx, owned)
+	if err != nil {
+		a.Resweep()
+		return err
+	}
+	var released []string
+	a.mu.Lock()
+	for i, r := range owned {
+		if busy[i] && a.running[r] == nil {
+			a.running[r] = &roomRun{}
+		}
+	}
+	for r := range a.running {
+		if !a.owns(r) {
+			delete(a.running, r)
+			released = append(released, r)
+		}
+	}
+	a.sweptAt = now
+	a.mu.Unlock()
+	a.release(released)
+	return nil
+}
+
+// createMissing creates the configured and stored rooms absent from names
+// (the room set as read, sorted) that this instance owns, and returns them;
+// readStored: read the stored definitions again first.
+func (a *Admitter) createMissing(ctx context.Context, names []string, readStored bool, now time.Time) ([]string, error) {
+	var created []string
+	for r, cfg := range a.definitions(ctx, readStored, now) {
+		if _, found := slices.BinarySearch(names, r); found || !a.owns(r) {
+			continue
+		}
+		if err := a.create(ctx, r, cfg); err != nil {
+			return created, err
+		}
+		created = append(created, r)
+	}
+	return created, nil
+}
+
+// definitions returns every room that must exist with the configuration it
+// is created with: the configured ones with Defaults, the stored ones with
+// their own (read again first when readStored; a failed read keeps the
+// last one, logged once).
+func (a *Admitter) definitions(ctx context.Context, readStored bool, now time.Time) map[string]RoomConfig {
+	var stored map[string]RoomConfig
+	var err error
+	readStored = readStored && a.o.Stored != nil
+	if readStored {
+		stored, err = a.o.Stored(ctx)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	switch {
+	case !readStored:
+	case err != nil:
+		a.storedAt = now // tried again at the next sweep that reads them
+		if !a.storedDown {
+			a.o.Logger.LogAttrs(ctx, slog.LevelWarn, "room definitions unreadable: keeping the last ones read", slog.String("error", err.Error()))
+			a.storedDown = true
+		}
+	default:
+		if a.storedDown {
+			a.o.Logger.LogAttrs(ctx, slog.LevelInfo, "room definitions readable again")
+			a.storedDown = false
+		}
+		a.stored, a.storedAt = stored, now
+	}
+	want := make(map[string]RoomConfig, len(a.o.Rooms)+len(a.stored))
 	for _, r := range a.o.Rooms {
-		if !slices.Contains(rooms, r) {
-			rooms = append(rooms, r)
+		want[r] = a.o.Defaults
+	}
+	for r, cfg := range a.stored {
+		want[r] = cfg
+	}
+	return want
+}
+
+// create creates room with cfg, logging it.
+func (a *Admitter) create(ctx context.Context, room string, cfg RoomConfig) error {
+	a.o.Logger.LogAttrs(ctx, slog.LevelInfo, "creating configured room", slog.String("room", room))
+	return a.q.EnsureRoom(ctx, room, cfg)
+}
+
+// definition returns the configuration room is created with when missing,
+// and whether it is configured or stored at all.
+func (a *Admitter) definition(room string) (RoomConfig, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if cfg, ok := a.stored[room]; ok {
+		return cfg, true
+	}
+	return a.o.Defaults, slices.Contains(a.o.Rooms, room)
+}
+
+func (a *Admitter) release(rooms []string) {
+	if a.o.OnRelease == nil {
+		return
+	}
+	for _, r := range rooms {
+		a.o.OnRelease(r)
+	}
+}
+
+// runDue runs every room that needs a run at now, at most Parallel at
+// once, and schedules each one's next run from what its run found.
+func (a *Admitter) runDue(ctx context.Context, now time.Time) error {
+	type job struct {
+		room string
+		want int
+	}
+	var jobs []job
+	var released []string
+	a.mu.Lock()
+	for r := range a.woken {
+		if a.owns(r) && a.running[r] == nil {
+			a.running[r] = &roomRun{}
+		} else if rr := a.running[r]; rr != nil {
+			rr.next = time.Time{}
 		}
 	}
-	var first error
-	for _, room := range rooms {
-		if err := a.admitRoom(ctx, room); err != nil && first == nil && !errors.Is(err, ErrRoomNotFound) {
-			first = err
+	clear(a.woken)
+	for r, rr := range a.running {
+		switch {
+		case !a.owns(r):
+			delete(a.running, r)
+			released = append(released, r)
+		case !rr.next.After(now):
+			jobs = append(jobs, job{r, rr.want})
 		}
 	}
-	return first
+	a.mu.Unlock()
+	a.release(released)
+	if len(jobs) == 0 {
+		return nil
+	}
+	errs := make([]error, len(jobs))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, a.o.Parallel)
+	for i, j := range jobs {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			res, err := a.admitRoom(ctx, j.room, j.want)
+			errs[i] = err
+			a.schedule(j.room, res, err)
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil && !errors.Is(err, ErrRoomNotFound) {
+			return err
+		}
+	}
+	return nil
+}
+
+// schedule records when room next needs a run after a run that found res
+// (or failed with err): every tick while anyone waits or an opening is
+// due, at the earlier of the opening and the next entry deadline while
+// only those remain, never once it is empty or gone.
+func (a *Admitter) schedule(room string, res AdmitResult, err error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	rr := a.running[room]
+	if rr == nil {
+		return
+	}
+	switch {
+	case errors.Is(err, ErrRoomNotFound):
+		delete(a.running, room)
+	case err != nil:
+		rr.next = time.Time{} // Redis unreachable: try again next tick
+	case !res.Busy():
+		delete(a.running, room)
+	default:
+		rr.want = res.Want
+		rr.next = nextRun(res)
+	}
+}
+
+// nextRun is when a room that still has work after run res needs the next
+// (zero: the next tick). Times are Redis's clock, compared with this
+// instance's: a clock behind Redis's runs a little late, one ahead a little
+// early, and either way the run after puts it right.
+func nextRun(res AdmitResult) time.Time {
+	if res.Waiting > 0 || (res.PreQueue > 0 && res.OpensAt.IsZero()) || res.Due {
+		return time.Time{}
+	}
+	next := res.NextDeadline
+	if res.PreQueue > 0 && (next.IsZero() || res.OpensAt.Before(next)) {
+		next = res.OpensAt
+	}
+	return next
 }
 
 func (a *Admitter) open(ctx context.Context, room string) error {
@@ -123,21 +479,27 @@ func (a *Admitter) open(ctx context.Context, room string) error {
 	return nil
 }
 
-func (a *Admitter) admitRoom(ctx context.Context, room string) error {
-	n := max(a.want[room], minTokens)
+// admitRoom runs room's admission until it has used its capacity (at most
+// maxRunsPerTick runs), opening it first when its opening is due, and
+// returns the last run's result. A configured or stored room found missing
+// is created again and run.
+func (a *Admitter) admitRoom(ctx context.Context, room string, want int) (AdmitResult, error) {
+	n := max(want, minTokens)
+	var res AdmitResult
 	for range maxRunsPerTick {
-		res, err := a.q.Admit(ctx, room, n)
-		if errors.Is(err, ErrRoomNotFound) && slices.Contains(a.o.Rooms, room) {
-			a.o.Logger.LogAttrs(ctx, slog.LevelInfo, "creating configured room", slog.String("room", room))
-			if err := a.q.EnsureRoom(ctx, room, a.o.Defaults); err != nil {
-				return err
+		var err error
+		res, err = a.q.Admit(ctx, room, n)
+		if errors.Is(err, ErrRoomNotFound) {
+			if cfg, ok := a.definition(room); ok {
+				if err := a.create(ctx, room, cfg); err != nil {
+					return res, err
+				}
+				res, err = a.q.Admit(ctx, room, n)
 			}
-			res, err = a.q.Admit(ctx, room, n)
 		}
 		if err != nil {
-			return err
+			return res, err
 		}
-		a.want[room] = res.Want
 		if a.o.OnAdmit != nil {
 			a.o.OnAdmit(res)
 		}
@@ -146,15 +508,15 @@ func (a *Admitter) admitRoom(ctx context.Context, room string) error {
 			// queue (one idempotent script; another instance may have
 			// done it already), then admit in the same tick.
 			if err := a.open(ctx, room); err != nil {
-				return err
+				return res, err
 			}
 			continue
 		}
 		// More capacity than tokens passed: run again at once.
 		if len(res.Admitted) < n || res.Want <= n {
-			return nil
+			return res, nil
 		}
 		n = res.Want - n
 	}
-	return nil
+	return res, nil
 }

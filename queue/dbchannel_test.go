@@ -69,6 +69,11 @@ func TestEventsStayInTheirDatabase(t *testing.T) {
 	if _, err := q1.Leave(ctx, "r1", "c"); err != nil {
 		t.Fatal(err)
 	}
+	// The first arrival in the empty queue publishes (it wakes the room's
+	// admission), then the leave.
+	if n := next1(); n.Event.Waiting != 1 || n.Event.Ev != 1 {
+		t.Fatalf("database 1 heard %+v, want its own first arrival (waiting 1)", n)
+	}
 	if n := next1(); n.Event.Waiting != 2 {
 		t.Fatalf("database 1 heard %+v, want its own leave (waiting 2)", n)
 	}
@@ -79,6 +84,9 @@ func TestEventsStayInTheirDatabase(t *testing.T) {
 	}
 	if _, err := q0.Leave(ctx, "r1", "a"); err != nil {
 		t.Fatal(err)
+	}
+	if n := next0(); n.Event.Waiting != 1 || n.Event.Ev != 1 {
+		t.Fatalf("database 0 heard %+v first, want its own first arrival (waiting 1): database 1's event reached it", n)
 	}
 	if n := next0(); n.Event.Waiting != 0 || n.Event.Left[0] != 1 {
 		t.Fatalf("database 0 heard %+v first, want its own leave (waiting 0): database 1's event reached it", n)

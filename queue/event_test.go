@@ -107,8 +107,17 @@ func TestEventsTyped(t *testing.T) {
 	for _, u := range []string{"a", "b", "c", "d"} {
 		mustEnter(t, q, u)
 	}
+	// The first arrival in an empty queue wakes the room: one event, the
+	// later enters none.
+	first := must("the first arrival").Event
+	if first.Kind != queue.EventQueue || first.Room != "r1" || first.Ev != 1 || first.Waiting != 1 || first.Admitted != nil || first.Rate != nil {
+		t.Fatalf("first arrival's event = %+v", first)
+	}
 	mustAdmit(t, q, 8)
 	admit := must("the admission").Event
+	if admit.Ev != first.Ev+1 {
+		t.Fatalf("admission ev %d after the first arrival's %d", admit.Ev, first.Ev)
+	}
 	if admit.Kind != queue.EventQueue || admit.Room != "r1" || !slices.Equal(admit.Admitted, []string{"a", "b"}) ||
 		admit.Serving != 2 || admit.Waiting != 2 || admit.Rate == nil || admit.At.IsZero() {
 		t.Fatalf("admission event = %+v", admit)

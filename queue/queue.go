@@ -185,8 +185,9 @@ func (q *Queue) enter(ctx context.Context, script *redis.Script, room, user stri
 	if !ValidRoom(room) {
 		return Status{}, nil, ErrRoomNotFound
 	}
-	keys := enterKeys(q.keys(room), guardKeys...)
-	args := append(make([]any, 0, enterArgCount+len(guardArgs)), user, newEntryToken())
+	k := q.keys(room)
+	keys := enterKeys(k, guardKeys...)
+	args := append(make([]any, 0, enterArgCount+len(guardArgs)), user, newEntryToken(), k.channel, room)
 	args = append(args, guardArgs...)
 	v, err := q.batch.Run(ctx, script, keys, args...).Result()
 	if err != nil {
@@ -493,7 +494,18 @@ type AdmitResult struct {
 	// Due: the room's opening time has come and its pre-queue waits to be
 	// opened (Open); this run admitted nobody.
 	Due bool
+	// PreQueue is how many wait in the pre-queue for the opening at
+	// OpensAt (zero: no opening scheduled).
+	PreQueue int64
+	OpensAt  time.Time
+	// NextDeadline is the earliest end of an admission's window (zero:
+	// nobody active): the next time a run has something to prune.
+	NextDeadline time.Time
 }
+
+// Busy reports whether the room still has work after the run: someone
+// waiting, pre-queued or admitted.
+func (r AdmitResult) Busy() bool { return r.Waiting > 0 || r.PreQueue > 0 || r.Active > 0 }
 
 // newEntryToken returns 128 random bits, base64url-encoded.
 func newEntryToken() string {
@@ -533,6 +545,13 @@ func (q *Queue) Admit(ctx context.Context, room string, tokens int) (AdmitResult
 		Paused:    r.int(7) == 1,
 		Abandoned: int(r.int(9)),
 		Due:       r.int(10) == 1,
+		PreQueue:  r.int(11),
+	}
+	if at := r.int(12); at > 0 {
+		res.NextDeadline = msTime(at)
+	}
+	if at := r.int(13); at > 0 {
+		res.OpensAt = msTime(at)
 	}
 	return res, r.err
 }

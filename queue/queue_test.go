@@ -404,8 +404,16 @@ func TestAdmitPublishesOneEvent(t *testing.T) {
 		mustEnter(t, q, fmt.Sprint("u", i))
 	}
 	mustAdmit(t, q, 8)
+	// The first enter woke the room (one event); the four after it
+	// published nothing; the admission run publishes one.
 	msg, err := sub.ReceiveMessage(ctx)
 	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(msg.Payload, `"waiting":1`) || strings.Contains(msg.Payload, "admitted") {
+		t.Fatalf("first event %s: want the first arrival's (waiting 1)", msg.Payload)
+	}
+	if msg, err = sub.ReceiveMessage(ctx); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{`"admitted":["u0","u1","u2"]`, `"waiting":2`, `"active":3`, `"room":"r1"`} {

@@ -30,12 +30,18 @@
 -- admits nobody and reports due = 1: the caller runs the opening script and
 -- then admits again.
 --
--- Returns {admitted, waiting, active, want, pruned, rate, target, paused, users, abandoned, due}
+-- Returns {admitted, waiting, active, want, pruned, rate, target, paused, users, abandoned, due,
+--          prequeue, next_deadline, opens_at}
 --   users: the admitted user ids in ticket order
+--   prequeue: users in the pre-queue; next_deadline: the earliest deadline
+--   in the active set (ms, Redis clock; 0: nobody active); opens_at: the
+--   scheduled opening (ms; 0: none). With them the caller knows when the
+--   room next needs a run: every tick while anyone waits, at the next
+--   deadline or the opening otherwise, never when the room is empty.
 --   want: how many tokens this run could have used (min(capacity, queue
 --   length before popping)); the caller passes at least that many next time.
 if redis.call('EXISTS', KEYS[1]) == 0 then
-  return {-1, 0, 0, 0, 0, '0', 0, 0, {}, 0, 0}
+  return {-1, 0, 0, 0, 0, '0', 0, 0, {}, 0, 0, 0, 0, 0}
 end
 local cfg = redis.call('HMGET', KEYS[1], 'target', 'ttl_ms', 'paused', 'method', 'opens_at')
 local target = tonumber(cfg[1]) or 0
@@ -47,7 +53,8 @@ local opensAt = tonumber(cfg[5])
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local scheduled = opensAt ~= nil and now < opensAt
-local due = not scheduled and redis.call('ZCARD', KEYS[8]) > 0
+local prequeued = redis.call('ZCARD', KEYS[8])
+local due = not scheduled and prequeued > 0
 -- held: the room admits nobody this run (its waiting users keep their place)
 local held = paused or scheduled or due or method == 'reject'
 
@@ -153,8 +160,13 @@ redis.call('HSET', KEYS[5], 'last_ms', now, 'busy_ms', busy, 'busy_n', busyN, 'r
 
 -- 4. one event per tick that changed anything: {room, ev, ts, serving,
 -- admitted, waiting, active, rate, pruned}. ev numbers the room's events so
--- a subscriber can tell it missed one.
-if #admitted > 0 or pruned > 0 or #left > 0 then
+-- a subscriber can tell it missed one. A change of the waiting total alone
+-- (enters since the last event: enters publish nothing but a room's first
+-- arrival) is one too, so that every instance's total trails the newest
+-- enter by at most one tick; pub_waiting is the total last published here.
+local published = tonumber(redis.call('HGET', KEYS[5], 'pub_waiting') or '-1')
+if #admitted > 0 or pruned > 0 or #left > 0 or waiting ~= published then
+  redis.call('HSET', KEYS[5], 'pub_waiting', waiting)
   local ev = {room = ARGV[2], ts = now, waiting = waiting, active = active,
               rate = rateStr, pruned = pruned,
               ev = redis.call('HINCRBY', KEYS[5], 'ev', 1),
@@ -168,4 +180,7 @@ if #admitted > 0 or pruned > 0 or #left > 0 then
   redis.call('PUBLISH', ARGV[1], cjson.encode(ev))
 end
 
-return {#admitted, waiting, active, want, pruned, rateStr, target, paused and 1 or 0, admitted, #left, due and 1 or 0}
+local first = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
+local nextDeadline = tonumber(first[2] or '0')
+return {#admitted, waiting, active, want, pruned, rateStr, target, paused and 1 or 0, admitted, #left, due and 1 or 0,
+        prequeued, nextDeadline, opensAt or 0}

@@ -13,6 +13,8 @@
 -- KEYS[9] idle     ZSET  users dropped as idle (entering forgets the drop)
 -- ARGV[1] user id
 -- ARGV[2] a fresh entry token, used only when the method is passthrough
+-- ARGV[3] pub/sub channel of the room
+-- ARGV[4] room name (goes into the event)
 --
 -- Returns one of
 --   {"NOROOM"}
@@ -33,6 +35,12 @@
 -- pre-queue still waits for its opening run, joins the pre-queue; the first
 -- arrival at or after the opening time is recorded (late_from) so the
 -- opening shuffles only those who came before it.
+--
+-- The first arrival in an empty queue (or an empty pre-queue) publishes one
+-- event: the room had no work, so no admission run was looking at it, and
+-- this wakes the instance that runs it (see the admission loop). Every
+-- later enter publishes nothing: the room's admission runs, every tick
+-- while anyone waits, publish the new total.
 --
 -- before_enter(fresh), defined ahead of this file (guard.go), runs first:
 -- nil to go on, or a table to reply {'GUARD', table} instead. fresh says
@@ -64,6 +72,14 @@ local rate = redis.call('HGET', KEYS[6], 'rate') or '0'
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+
+-- wake publishes the event of a first arrival: {room, ev, ts, serving, waiting}.
+local function wake(now)
+  redis.call('PUBLISH', ARGV[3], cjson.encode({room = ARGV[4], ts = now,
+    ev = redis.call('HINCRBY', KEYS[6], 'ev', 1),
+    serving = tonumber(redis.call('HGET', KEYS[6], 'serving') or '0'),
+    waiting = redis.call('ZCARD', KEYS[3])}))
+end
 
 local function prequeued(rank, new)
   local pos = 0
@@ -115,7 +131,11 @@ if scheduled or redis.call('ZCARD', KEYS[8]) > 0 then
   end
   redis.call('ZADD', KEYS[8], 'NX', arrival, user)
   redis.call('HINCRBY', KEYS[6], 'entered', 1)
-  return prequeued(redis.call('ZRANK', KEYS[8], user), 1)
+  rank = redis.call('ZRANK', KEYS[8], user)
+  if rank == 0 then
+    wake(now)
+  end
+  return prequeued(rank, 1)
 end
 
 if method == 'passthrough' then
@@ -133,4 +153,7 @@ redis.call('ZADD', KEYS[3], 'NX', ticket, user)
 redis.call('ZADD', KEYS[7], now, user)
 redis.call('HINCRBY', KEYS[6], 'entered', 1)
 rank = redis.call('ZRANK', KEYS[3], user)
+if rank == 0 then
+  wake(now)
+end
 return {'WAITING', ticket, rank + 1, redis.call('ZCARD', KEYS[3]), rate, target, 0, 1, 0, message}
