@@ -28,7 +28,6 @@ func (c *commandCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) red
 	return func(ctx context.Context, cmds []redis.Cmder) error { c.n.Add(int64(len(cmds))); return next(ctx, cmds) }
 }
 
-
 // manyRooms creates n idle rooms r0 … r<n-1> with target and ttl.
 func manyRooms(t *testing.T, q *queue.Queue, n int, target int64, ttl time.Duration) []string {
 	t.Helper()
@@ -72,7 +71,10 @@ func TestAdmitterIdleRoomsCostNothing(t *testing.T) {
 	manyRooms(t, q, 200, 10, time.Minute)
 	var runs sync.Map // room → runs
 	a := q.NewAdmitter(queue.AdmitterOptions{Woken: true, SweepEvery: time.Hour,
-		OnAdmit: func(r queue.AdmitResult) { n, _ := runs.LoadOrStore(r.Room, new(atomic.Int64)); n.(*atomic.Int64).Add(1) }})
+		OnAdmit: func(r queue.AdmitResult) {
+			n, _ := runs.LoadOrStore(r.Room, new(atomic.Int64))
+			n.(*atomic.Int64).Add(1)
+		}})
 	mustTick(t, a) // the first tick sweeps: one read of each room
 	before := count.n.Load()
 	for range 5 {
