@@ -33,6 +33,13 @@ func (e *estimators) observe(sn queue.RoomSnapshot, now time.Time) estimate.Fore
 	return est.Observe(sampleOf(sn, now))
 }
 
+// forget drops room's estimator (the room is no longer tracked).
+func (e *estimators) forget(room string) {
+	e.mu.Lock()
+	delete(e.m, room)
+	e.mu.Unlock()
+}
+
 // sampleOf is the estimator's sample of a snapshot.
 func sampleOf(sn queue.RoomSnapshot, now time.Time) estimate.Sample {
 	f := sn.Flow
@@ -45,7 +52,7 @@ func sampleOf(sn queue.RoomSnapshot, now time.Time) estimate.Sample {
 // (the zero Forecast) until the room has been read here. A room asked for
 // here the first time is tracked from now on.
 func (h *Hub) Forecast(room string) estimate.Forecast {
-	st := h.roomPtr(room, true).Load()
+	st := h.use(room).Load()
 	if st == nil {
 		h.requestResync()
 		return estimate.Forecast{}

@@ -58,7 +58,18 @@ type Options struct {
 	MaxPerUser int
 	// OnReplace is called for each subscription ended by a newer one.
 	OnReplace func()
-	Logger    *slog.Logger
+	// OnEvent is called with the room of every event the subscription
+	// hears, whether or not this instance tracks the room, and
+	// OnSubscribed at every (re)subscription (events published meanwhile
+	// are lost): the admission loop's wake-ups (queue.Admitter Wake and
+	// Resweep). They must not block.
+	OnEvent      func(room string)
+	OnSubscribed func()
+	// ForgetAfter: a room with no stream here and no poll or forecast
+	// asked here for this long is no longer tracked (not re-read, its
+	// events ignored) until asked again (default 1 minute).
+	ForgetAfter time.Duration
+	Logger      *slog.Logger
 }
 
 // DefaultCoalesce is the contract's band coalescing: every change for
@@ -80,7 +91,7 @@ type Hub struct {
 	seed   maphash.Seed
 
 	mu     sync.RWMutex
-	rooms  map[string]*atomic.Pointer[roomState]
+	rooms  map[string]*roomEntry
 	resync chan struct{} // capacity 1: "re-read now"
 
 	est estimators // each room's wait estimate, fed by Resync
@@ -114,10 +125,13 @@ func New(o Options) *Hub {
 	if o.Coalesce == nil {
 		o.Coalesce = DefaultCoalesce
 	}
+	if o.ForgetAfter <= 0 {
+		o.ForgetAfter = time.Minute
+	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	h := &Hub{o: o, seed: maphash.MakeSeed(), rooms: map[string]*atomic.Pointer[roomState]{}, resync: make(chan struct{}, 1), outCh: make(chan struct{}),
+	h := &Hub{o: o, seed: maphash.MakeSeed(), rooms: map[string]*roomEntry{}, resync: make(chan struct{}, 1), outCh: make(chan struct{}),
 		est: estimators{m: map[string]*estimate.Estimator{}}, conf: newConfirmer(o.Source.EventNumbers)}
 	for range o.Shards {
 		h.shards = append(h.shards, newShard(h))
@@ -148,9 +162,15 @@ func (h *Hub) drain(ctx context.Context) {
 			// (Re)subscribed: whatever was published meanwhile is lost.
 			h.o.Logger.LogAttrs(ctx, slog.LevelInfo, "stream: subscribed; re-reading room states", slog.String("pattern", n.Pattern))
 			h.markAllStale()
+			if h.o.OnSubscribed != nil {
+				h.o.OnSubscribed()
+			}
 		case n.Err != nil:
 			h.o.Logger.Warn("stream: undecodable event", "error", n.Err)
 		default:
+			if h.o.OnEvent != nil {
+				h.o.OnEvent(n.Event.Room)
+			}
 			h.onEvent(n.Event)
 		}
 	}
@@ -216,11 +236,13 @@ func (h *Hub) resyncLoop(ctx context.Context) {
 	loop.EveryOrWake(ctx, h.o.ResyncEvery, h.resync, func(ctx context.Context, _ bool) { h.Resync(ctx) })
 }
 
-// Resync re-reads every known room's state from Redis now. Each read is
+// Resync re-reads every tracked room's state from Redis now, after
+// forgetting the rooms nobody here asked about for ForgetAfter. Each read is
 // told what the room's state already holds of the departed tickets (see
 // roomState.goneHeld): when Redis has the same, the list is not sent again
 // and the new state keeps the held one.
 func (h *Hub) Resync(ctx context.Context) {
+	h.forget(time.Now())
 	h.mu.RLock()
 	rooms := make([]string, 0, len(h.rooms))
 	for r := range h.rooms {
@@ -334,8 +356,15 @@ func (h *Hub) Outage() (down bool, changed <-chan struct{}) {
 	return h.redisDown.Load(), h.outCh
 }
 
+// roomEntry is a tracked room: its state, and when it was last asked for
+// here (a poll, a stream, a forecast).
+type roomEntry struct {
+	atomic.Pointer[roomState]
+	used atomic.Int64 // Unix ns
+}
+
 // roomPtr returns room's state holder, creating it when create.
-func (h *Hub) roomPtr(room string, create bool) *atomic.Pointer[roomState] {
+func (h *Hub) roomPtr(room string, create bool) *roomEntry {
 	h.mu.RLock()
 	p := h.rooms[room]
 	h.mu.RUnlock()
@@ -345,10 +374,51 @@ func (h *Hub) roomPtr(room string, create bool) *atomic.Pointer[roomState] {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if p = h.rooms[room]; p == nil {
-		p = &atomic.Pointer[roomState]{}
+		p = &roomEntry{}
+		p.used.Store(time.Now().UnixNano())
 		h.rooms[room] = p
 	}
 	return p
+}
+
+// use returns room's state holder, tracking the room from now on if it
+// was not, and records that it was asked for now.
+func (h *Hub) use(room string) *roomEntry {
+	p := h.roomPtr(room, true)
+	if now := time.Now().UnixNano(); p.used.Load() < now-int64(time.Second) {
+		p.used.Store(now) // to the second: one store a second, not one per poll
+	}
+	return p
+}
+
+// forget stops tracking the rooms with no stream here that nobody asked
+// about for ForgetAfter: their events are ignored and they are not re-read,
+// so a room costs this instance nothing once its users are elsewhere.
+func (h *Hub) forget(now time.Time) {
+	cutoff := now.Add(-h.o.ForgetAfter).UnixNano()
+	var old []string
+	h.mu.RLock()
+	for r, p := range h.rooms {
+		if p.used.Load() < cutoff {
+			old = append(old, r)
+		}
+	}
+	h.mu.RUnlock()
+	if len(old) == 0 {
+		return
+	}
+	streamed := map[string]bool{}
+	for _, sh := range h.shards {
+		sh.roomNames(streamed)
+	}
+	h.mu.Lock()
+	for _, r := range old {
+		if p := h.rooms[r]; p != nil && !streamed[r] && p.used.Load() < cutoff {
+			delete(h.rooms, r)
+			h.est.forget(r)
+		}
+	}
+	h.mu.Unlock()
 }
 
 func (h *Hub) state(room string) *roomState {
@@ -366,7 +436,7 @@ func (h *Hub) state(room string) *roomState {
 // the first time is tracked from now on. The answer may trail Redis by one
 // pub/sub hop; PositionNow does not.
 func (h *Hub) Position(room string, ticket int64) (queue.Status, bool) {
-	p := h.roomPtr(room, true)
+	p := h.use(room)
 	st := p.Load()
 	if st == nil {
 		h.requestResync()
@@ -404,7 +474,7 @@ func (h *Hub) PositionNow(ctx context.Context, room string, ticket int64) (queue
 	if ticket <= 0 || h.redisDown.Load() {
 		return queue.Status{}, false
 	}
-	p := h.roomPtr(room, true)
+	p := h.use(room)
 	st := p.Load()
 	if st == nil {
 		h.requestResync()
@@ -433,7 +503,7 @@ func (h *Hub) Subscribe(room, user string, initial queue.Status) *Sub {
 	s := &Sub{Room: room, User: user, hub: h, notify: make(chan struct{}, 1), done: make(chan struct{}), phase: rand.Float64()}
 	s.shard = h.shards[maphash.String(h.seed, user)%uint64(len(h.shards))]
 	var ev int64
-	if st := h.roomPtr(room, true).Load(); st == nil {
+	if st := h.use(room).Load(); st == nil {
 		h.requestResync()
 	} else {
 		ev = st.ev

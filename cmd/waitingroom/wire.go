@@ -16,6 +16,7 @@ import (
 	"waitingroom/queue/batch"
 	"waitingroom/queue/history"
 	"waitingroom/queue/loop"
+	"waitingroom/queue/members"
 	"waitingroom/queue/presence"
 	"waitingroom/server"
 	"waitingroom/server/access"
@@ -132,6 +133,13 @@ func (w *wiring) admission() {
 	p, cfg := w.p, w.cfg
 	ao := cfg.Admission
 	ao.OnAdmit, ao.Logger = p.Metrics.ObserveAdmission, p.Log
+	// The rooms are shared among the live instances, each run by one;
+	// the hub's subscription wakes a room's runner (streams below).
+	// An instance is taken for stopped after five missed beats (one a
+	// tick), so its rooms move within about five ticks.
+	ao.Members = members.New(w.rdb, members.Options{Key: w.prefix + "instances", ID: randomID(),
+		Expiry: max(members.DefaultExpiry, 5*cmp.Or(ao.Interval, 100*time.Millisecond))})
+	ao.Woken = true
 	p.Admitter = p.Queue.NewAdmitter(ao)
 	p.Recorder = adaptive.NewRecorder(w.rdb, p.Queue, cfg.Adaptive.Window)
 	co := cfg.Checkout
@@ -140,6 +148,7 @@ func (w *wiring) admission() {
 	ad := cfg.Adaptive
 	ad.Owner = randomID() // the controller's lease owner: must not collide
 	ad.OnStep, ad.OnChange, ad.Logger = p.Metrics.ObserveStep, p.Metrics.ObserveLimitChange, p.Log
+	ad.Running = p.Admitter.Running // the rooms this instance runs
 	p.Controller = adaptive.NewController(w.rdb, p.Queue, ad)
 }
 
@@ -149,9 +158,11 @@ func (w *wiring) streams() {
 	p, cfg := w.p, w.cfg
 	ho := cfg.Streams
 	ho.Source, ho.OnDrop, ho.OnReplace, ho.Logger = p.Queue, p.Metrics.StreamDrops.Inc, p.Metrics.StreamReplaced.Inc, p.Log
+	ho.OnEvent, ho.OnSubscribed = p.Admitter.Wake, p.Admitter.Resweep // the admission's wake-ups
 	p.Hub = stream.New(ho)
 	p.Presence = presence.New(p.Queue, p.Hub, cfg.Queue.IdleTimeout)
-	p.History = history.New(w.rdb, p.Queue, p.Log).WithForecasts(p.Hub.Forecast).WithJudge(p.Metrics.JudgedETA)
+	p.History = history.New(w.rdb, p.Queue, p.Log).WithForecasts(p.Hub.Forecast).WithJudge(p.Metrics.JudgedETA).
+		WithRunning(p.Admitter.Running)
 }
 
 // edge builds what the ports keep beside the handlers: the access logs,
@@ -228,14 +239,16 @@ func (p *Parts) deps() server.Deps {
 // returned, so the shutdown order stays streams, HTTP, the loops, then
 // Redis and Postgres.
 //
-//	admission   creates the configured rooms and admits every WR_ADMIT_INTERVAL
+//	admission   creates the configured and stored rooms; admits the rooms
+//	            with work that this instance runs, every WR_ADMIT_INTERVAL
 //	hub         the pub/sub subscription and the streams' fan-out
 //	access      reloads the access lists every second
 //	presence    marks the waiting users seen here present in Redis
 //	signals     flushes the order signals for adaptive admission
-//	controller  steps the adaptive limit of the rooms that use it
+//	controller  steps the adaptive limit of the rooms this instance runs
 //	faults      reloads the injected faults twice a second
-//	history     records every room's point of the shared history every second
+//	history     records a point of the shared history every second for
+//	            each room this instance runs
 //	readiness   checks Redis and Postgres every 5 s (waitingroom_dependency_up)
 //	gateway     reloads the rooms' gateway settings every second (gateway mode)
 func (p *Parts) loops() []loop.Loop {

@@ -44,7 +44,12 @@ type Options struct {
 	// OnChange, when set, is called when this instance changed a room's
 	// limit; it must not block.
 	OnChange func(room string, st Step)
-	Logger   *slog.Logger
+	// Running, when set, returns the rooms Run steps: those this instance
+	// runs (queue.Admitter.Running), with work and owned by it, so a room
+	// is stepped by one instance and an idle one by none. Without it Run
+	// steps every room.
+	Running func() []string
+	Logger  *slog.Logger
 }
 
 // Controller runs the adaptive limit controller of one instance. Every
@@ -161,8 +166,8 @@ func (c *Controller) decide(info queue.RoomInfo, s Signals, old State) (Signals,
 	return s, next, reason
 }
 
-// Run steps every room half a window after each window ends, until ctx is
-// done.
+// Run steps every room (Options.Running: those this instance runs) half a
+// window after each window ends, until ctx is done.
 func (c *Controller) Run(ctx context.Context) {
 	loop.Paced(ctx, c.untilNextStep(time.Now()), func(ctx context.Context) time.Duration {
 		c.stepAll(ctx, time.Now())
@@ -184,9 +189,14 @@ func (c *Controller) untilNextStep(now time.Time) time.Duration {
 // stepAll runs Step for every room, logs each change and reports each
 // step to OnChange and OnStep.
 func (c *Controller) stepAll(ctx context.Context, now time.Time) {
-	rooms, err := c.rooms.Rooms(ctx)
-	if err != nil {
-		return // the admission loop logs Redis outages
+	var rooms []string
+	if c.o.Running != nil {
+		rooms = c.o.Running()
+	} else {
+		var err error
+		if rooms, err = c.rooms.Rooms(ctx); err != nil {
+			return // the admission loop logs Redis outages
+		}
 	}
 	for _, room := range rooms {
 		st, err := c.Step(ctx, room, now)

@@ -61,6 +61,7 @@ type History struct {
 	log      *slog.Logger
 	forecast func(room string) estimate.Forecast
 	judged   func(room string, e ETAError)
+	running  func() []string
 }
 
 // New returns a History reading the rooms of rooms and keeping their
@@ -89,6 +90,24 @@ func (h *History) WithJudge(judged func(room string, e ETAError)) *History {
 	return h
 }
 
+// WithRunning makes Run record and judge only the rooms running returns:
+// the rooms this instance runs (queue.Admitter.Running), those with work
+// and owned by it, so that each busy room gets one point a second for the
+// cluster and an idle room none. Without it Run covers every room. Call it
+// before Run; it returns h.
+func (h *History) WithRunning(running func() []string) *History {
+	h.running = running
+	return h
+}
+
+// covered returns the rooms Run records and judges.
+func (h *History) covered(ctx context.Context) ([]string, error) {
+	if h.running != nil {
+		return h.running(), nil
+	}
+	return h.rooms.Rooms(ctx)
+}
+
 // judgeEvery is how often Run judges the recorded estimates (WithJudge).
 const judgeEvery = 30 * time.Second
 
@@ -109,7 +128,7 @@ func (h *History) Run(ctx context.Context) {
 
 // judgeAll judges every room's estimates of the last hour.
 func (h *History) judgeAll(ctx context.Context) {
-	rooms, err := h.rooms.Rooms(ctx)
+	rooms, err := h.covered(ctx)
 	if err != nil {
 		return
 	}
@@ -134,7 +153,7 @@ func untilNext(now time.Time) time.Duration {
 // recordAll records every room, logging what is neither an outage (the
 // admission loop logs those) nor a room removed meanwhile.
 func (h *History) recordAll(ctx context.Context) {
-	rooms, err := h.rooms.Rooms(ctx)
+	rooms, err := h.covered(ctx)
 	if err != nil {
 		return
 	}
