@@ -145,27 +145,34 @@ func (a *Admitter) Resweep() {
 	a.mu.Unlock()
 }
 
-// Running returns the rooms this instance runs now (those with work), in
-// name order: the rooms whose history and adaptive steps are this
-// instance's to make.
+// Running returns the rooms this instance runs now (those with work, and
+// those woken since the last tick), in name order: the rooms whose history
+// and adaptive steps are this instance's to make.
 func (a *Admitter) Running() []string {
 	a.mu.Lock()
-	out := make([]string, 0, len(a.running))
+	out := make([]string, 0, len(a.running)+len(a.woken))
 	for r := range a.running {
 		out = append(out, r)
+	}
+	for r := range a.woken {
+		if a.running[r] == nil && a.owns(r) {
+			out = append(out, r)
+		}
 	}
 	a.mu.Unlock()
 	slices.Sort(out)
 	return out
 }
 
-// Run ticks until ctx is done. While Redis is unreachable it backs off (up
-// to 2s between tries) and logs once when it goes and once when it returns.
+// Run ticks until ctx is done, the first time at once (the first beat and
+// sweep: the configured rooms are created before the first interval has
+// passed). While Redis is unreachable it backs off (up to 2s between tries)
+// and logs once when it goes and once when it returns.
 // On the way out it leaves the live instances (Members), so the others take
 // its rooms over at their next tick.
 func (a *Admitter) Run(ctx context.Context) {
 	wait := a.o.Interval
-	loop.Paced(ctx, wait, func(ctx context.Context) time.Duration {
+	loop.Paced(ctx, 0, func(ctx context.Context) time.Duration {
 		err := a.Tick(ctx)
 		switch {
 		case ctx.Err() != nil:

@@ -111,7 +111,7 @@ func (r *ceilingRun) measure(ctx context.Context, k costKind) (unitCost, error) 
 		return unitCost{}, err
 	}
 	after.ByCommand["info"]-- // the first read itself
-	c := measure.RedisCostBetween(before, after, k.ops, 12)
+	c := measure.RedisCostBetween(before, after, k.ops, 16)
 	u := unitCost{Kind: k.kind, Per: k.per, Ops: k.ops, Depth: k.depth, CPU: c.CPUPerReqMicros, Commands: c.CommandsPerReq - 1/float64(k.ops),
 		Exec: float64(after.Usec[k.cmd]-before.Usec[k.cmd]) / float64(k.ops)}
 	for _, cc := range c.TopCommands {
