@@ -7,8 +7,8 @@
 #
 # For each (R, I) it starts a throwaway redis-server on PORT (16393), uses
 # the database wr_rooms of the machine's Postgres (created if missing; psql
-# with trust auth), starts I waitingroom instances (public 127.0.0.1:18180,
-# 18182, …, management 18181, 18183, …; one JWT secret, WR_DEV=1,
+# with trust auth), starts I waitingroom instances (public 127.0.0.1:PORTS
+# (18480), 18482, …, management 18481, 18483, …; one JWT secret, WR_DEV=1,
 # WR_LOG_LEVEL=warn, limits off), runs
 #   loadtest rooms --rooms R --instances … --redis … --mint-tokens [flags…]
 # prints its report, and stops the instances and Redis. At the end it
@@ -16,6 +16,7 @@
 # temporary directory, removed at the end).
 set -euo pipefail
 port=${PORT:-16393}
+ports=${PORTS:-18480}
 persist=(--save "" --appendonly no)
 source "$(dirname "${BASH_SOURCE[0]}")/throwaway.sh"
 rooms_list=${ROOMS:-100 1000 10000}
@@ -46,22 +47,37 @@ ensure_db() {
   export DATABASE_URL="postgres://postgres@127.0.0.1:5432/wr_rooms?sslmode=disable" REDIS_URL="redis://127.0.0.1:$port/0"
 }
 
-# start_instances I starts I instances and waits until each answers
-# /readyz; list is their BASE=ADMIN pairs for --instances.
+# free_port P VAR ends the run if something listens on port P (VAR sets
+# the port).
+free_port() {
+  if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then
+    echo "rooms-bench: port $1 is taken (set $2)" >&2
+    exit 1
+  fi
+}
+
+# start_instances I starts I instances on ports from PORTS (18480) on and
+# waits until each answers /readyz; list is their BASE=ADMIN pairs for
+# --instances. A port already taken ends the run: the load tool would
+# measure whatever answers there.
 start_instances() {
   list=
-  local i
+  local i p
+  for ((p = ports; p < ports + 2 * $1; p++)); do free_port "$p" PORTS; done
   for ((i = 0; i < $1; i++)); do
-    local pub=$((18180 + 2 * i)) adm=$((18181 + 2 * i))
+    local pub=$((ports + 2 * i)) adm=$((ports + 1 + 2 * i))
     WR_HTTP_ADDR=127.0.0.1:$pub WR_ADMIN_ADDR=127.0.0.1:$adm "$bin/wr" serve >"$dir/server-$i.log" 2>&1 &
     srvs+=($!)
     list+=${list:+,}http://127.0.0.1:$pub=http://127.0.0.1:$adm
   done
   for ((i = 0; i < $1; i++)); do
-    until curl -sf "localhost:$((18181 + 2 * i))/readyz" >/dev/null; do
+    until curl -sf "localhost:$((ports + 1 + 2 * i))/readyz" >/dev/null; do
       kill -0 "${srvs[i]}" 2>/dev/null || { echo "instance $i exited:" >&2; tail -30 "$dir/server-$i.log" >&2; exit 1; }
       sleep 0.1
     done
+  done
+  for ((i = 0; i < $1; i++)); do
+    kill -0 "${srvs[i]}" 2>/dev/null || { echo "instance $i exited:" >&2; tail -30 "$dir/server-$i.log" >&2; exit 1; }
   done
 }
 
@@ -81,6 +97,7 @@ export WR_JWT_SECRET=rooms-bench-secret-rooms-bench-secret-01 WR_ADMIN_TOKEN=thr
   WR_DEV=1 WR_LOG_LEVEL=warn WR_RATE_LIMITS=off WR_SHUTDOWN_TIMEOUT=5s
 for n in $instances_list; do
   for r in $rooms_list; do
+    free_port "$port" PORT
     start_redis
     start_instances "$n"
     echo "rooms-bench: $r idle rooms on $n instance(s)" >&2
