@@ -14,6 +14,7 @@
 //   - attack: the surge alone, then beside attacks from other addresses
 //   - gateway-attack (package gatewayattack): the same for gateway mode
 //   - ceiling: one room on one Redis shard, no server
+//   - rooms: what idle rooms cost, and a busy room's READY beside them
 //   - crowd: a steady crowd of simulated shoppers for a demo
 //   - reset-room (package resetroom): a room back to the demo's settings
 //

@@ -19,6 +19,7 @@ import (
 	"waitingroom/loadtest/internal/scenario"
 	"waitingroom/loadtest/poll"
 	"waitingroom/loadtest/resetroom"
+	"waitingroom/loadtest/rooms"
 	"waitingroom/loadtest/seed"
 	"waitingroom/loadtest/streams"
 	"waitingroom/loadtest/surge"
@@ -39,6 +40,7 @@ var scenarios = []struct {
 	{"attack", "the surge alone, then beside attacks from other addresses (stuffing, storm, idle sockets, streams, bombs, cross-site): both side by side", attack.Run},
 	{"gateway-attack", "anonymous visitors through a gateway-mode server in front of an origin the tool starts, alone then beside the gateway attacks (upgrade smuggling, route variants, slow readers, large bodies, session sharing, stuffing)", gatewayattack.Run},
 	{"ceiling", "one room on one Redis shard, no server: pipelined enters until Redis saturates; --costs: Redis CPU per operation of each kind; --fill N: memory per waiting user", ceiling.Run},
+	{"rooms", "R idle rooms beside one busy room on I running instances: Redis and instance CPU over an idle window, and the busy room's READY latency, alone then among the R", rooms.Run},
 	{"crowd", "a steady crowd of simulated shoppers for a demo: N kept waiting, admitted ones order, some give up, new ones arrive; until interrupted", crowd.Run},
 	{"reset-room", "wait for the server, then put a room back to the demo's settings (targetActive, fixed, not paused, fifo, no opening)", resetroom.Run},
 }

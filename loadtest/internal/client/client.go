@@ -239,7 +239,8 @@ func (m *Admin) SetOrderDelay(ctx context.Context, d time.Duration) error {
 }
 
 // Do sends method with body (JSON, nil: none) to the room's admin path and
-// decodes a 200 answer into out when out is non-nil.
+// decodes a 200 answer into out when out is non-nil; an answer other than
+// 200 or 204 is an *AdminError.
 func (m *Admin) Do(ctx context.Context, method string, body, out any) error {
 	return m.doPath(ctx, method, "/admin/rooms/"+url.PathEscape(m.Room), body, out)
 }
@@ -269,14 +270,36 @@ func (m *Admin) doPath(ctx context.Context, method, path string, body, out any) 
 		return fmt.Errorf("admin: %w", err)
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
+	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusNoContent {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return fmt.Errorf("admin: %s %s: %s %s", method, req.URL.Path, resp.Status, bytes.TrimSpace(b))
+		return &AdminError{Method: method, Path: req.URL.Path, Code: resp.StatusCode, Status: resp.Status, Body: string(bytes.TrimSpace(b))}
 	}
-	if out == nil {
+	if out == nil || resp.StatusCode == http.StatusNoContent {
 		return nil
 	}
 	return json.NewDecoder(resp.Body).Decode(out)
+}
+
+// AdminError is an admin API answer other than 200 or 204: its status
+// and the start of its body.
+type AdminError struct {
+	Method, Path, Status, Body string
+	Code                       int
+}
+
+func (e *AdminError) Error() string {
+	return fmt.Sprintf("admin: %s %s: %s %s", e.Method, e.Path, e.Status, e.Body)
+}
+
+// DeleteRoom deletes the room through DELETE /admin/rooms/{room}, with
+// ?force=true when force (the room's users go with it). A server without
+// the route answers 404 or 405: an *AdminError with that Code.
+func (m *Admin) DeleteRoom(ctx context.Context, force bool) error {
+	path := "/admin/rooms/" + url.PathEscape(m.Room)
+	if force {
+		path += "?force=true"
+	}
+	return m.doPath(ctx, http.MethodDelete, path, nil, nil)
 }
 
 // CheckLoopback fails unless base's host is a loopback address: binding

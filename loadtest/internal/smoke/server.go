@@ -46,6 +46,15 @@ func Start(t *testing.T) Server {
 // users; env's variables replace or add to the smoke defaults.
 func StartWith(t *testing.T, users int, env map[string]string) Server {
 	t.Helper()
+	return StartInstances(t, 1, users, env)[0]
+}
+
+// StartInstances starts n instances of the server on one Redis and one
+// database (seeded with users users), each on addresses of its own, with
+// the same configuration: env's variables replace or add to the smoke
+// defaults.
+func StartInstances(t *testing.T, n, users int, env map[string]string) []Server {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("-short: no extra processes") // before the build, Redis and the database
 	}
@@ -53,7 +62,16 @@ func StartWith(t *testing.T, users int, env map[string]string) Server {
 	redisURL := queuetest.Server(t)
 	dbURL := pgtest.URL(t)
 	seedSmoke(t, dbURL, users)
+	ss := make([]Server, n)
+	for i := range ss {
+		ss[i] = startOn(t, redisURL, dbURL, env)
+	}
+	return ss
+}
 
+// startOn starts one instance on the Redis and database given.
+func startOn(t *testing.T, redisURL, dbURL string, env map[string]string) Server {
+	t.Helper()
 	vars := map[string]string{
 		"WR_JWT_SECRET":       Secret,
 		"WR_ADMIN_TOKEN":      AdminToken,
