@@ -73,6 +73,7 @@ type rooms struct {
 // vec is a room-labelled vector: what the sweep needs of it.
 type vec interface {
 	prometheus.Collector
+	DeleteLabelValues(...string) bool
 	DeletePartialMatch(prometheus.Labels) int
 }
 
@@ -224,8 +225,9 @@ func (r *rooms) dropLocked(room string, s *roomSeen) {
 	r.totActive.Set(float64(r.sumA))
 	if s.series {
 		for _, v := range r.vecs {
-			v.DeletePartialMatch(prometheus.Labels{"room": room})
+			v.DeleteLabelValues(room) // a hash lookup, where a partial match walks every series
 		}
+		r.limitChanges.DeletePartialMatch(prometheus.Labels{"room": room})
 		r.nSer--
 	}
 	delete(r.seen, room)
