@@ -296,10 +296,25 @@ func (q *Queue) Room(ctx context.Context, room string) (RoomInfo, error) {
 	return info, nil
 }
 
+// ConfigOf returns room's configuration, without live figures: one read
+// of its configuration hash. Errors: ErrRoomNotFound (also for an invalid
+// name, which costs no read), ErrUnavailable.
+func (q *Queue) ConfigOf(ctx context.Context, room string) (RoomConfig, error) {
+	if !ValidRoom(room) {
+		return RoomConfig{}, ErrRoomNotFound
+	}
+	c, err := q.rdb.HGetAll(ctx, q.keys(room).cfg).Result()
+	if err != nil {
+		return RoomConfig{}, unavailable("room config", err)
+	}
+	if len(c) == 0 {
+		return RoomConfig{}, ErrRoomNotFound
+	}
+	return parseConfig(c), nil
+}
+
 // RoomConfigs returns every room's configuration, without live figures, by
-// name: one read of the room set and one pipeline of one read per room. It
-// is what the public room endpoint serves from memory (refreshed at most
-// once a second per instance), so a crowd of pages costs Redis nothing.
+// name: one read of the room set and one pipeline of one read per room.
 func (q *Queue) RoomConfigs(ctx context.Context) (map[string]RoomConfig, error) {
 	names, err := q.Rooms(ctx)
 	if err != nil {

@@ -127,8 +127,8 @@ func TestIdleDropIsRemembered(t *testing.T) {
 }
 
 // TestRoomTexts: the message, display name and description are stored,
-// read back by Room and RoomConfigs (every room, one pipeline), and
-// cleared by "".
+// read back by Room, RoomConfigs (every room, one pipeline) and ConfigOf
+// (one room), and cleared by "".
 func TestRoomTexts(t *testing.T) {
 	q, _ := mustQueue(t, 0, time.Minute)
 	ctx := context.Background()
@@ -142,6 +142,14 @@ func TestRoomTexts(t *testing.T) {
 	cfgs, err := q.RoomConfigs(ctx)
 	if err != nil || len(cfgs) != 2 || cfgs["r1"].DisplayName != "Winter sale" || cfgs["r2"].Method != queue.MethodRandom || cfgs["r2"].Target != 3 {
 		t.Fatalf("room configs = %+v, %v", cfgs, err)
+	}
+	if c, err := q.ConfigOf(ctx, "r2"); err != nil || c != cfgs["r2"] {
+		t.Fatalf("ConfigOf(r2) = %+v, %v, want %+v", c, err, cfgs["r2"])
+	}
+	for _, room := range []string{"nope", "{bad}"} {
+		if _, err := q.ConfigOf(ctx, room); !errors.Is(err, queue.ErrRoomNotFound) {
+			t.Fatalf("ConfigOf(%s): %v, want ErrRoomNotFound", room, err)
+		}
 	}
 	info = mustUpdate(t, q, "r1", queue.RoomUpdate{Message: ptr(""), DisplayName: ptr("")})
 	if info.Message != "" || info.DisplayName != "" || info.Description != "Coats\nand hats" {

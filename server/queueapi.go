@@ -30,10 +30,7 @@ func (s *Server) enter(c *fiber.Ctx) error {
 		return err
 	}
 	if st.New {
-		s.m.Entered.WithLabelValues(room).Inc()
-		if st.State == queue.Ready {
-			s.m.Admitted.WithLabelValues(room).Inc() // passthrough
-		}
+		s.m.ObserveEnter(room, st.State == queue.Ready) // Ready at once: passthrough
 	}
 	tok, err := s.setQueueToken(c, user, room, st.Ticket)
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 	"waitingroom/server/gateway"
 	"waitingroom/server/listener"
 	"waitingroom/server/login"
+	"waitingroom/server/metrics"
 	"waitingroom/server/pass"
 	"waitingroom/server/pow"
 	"waitingroom/server/queuestatus"
@@ -64,6 +65,9 @@ type Config struct {
 	// AccessLog (WR_ACCESS_LOG): which requests get an access line; the
 	// zero value is accesslog.Errors.
 	AccessLog accesslog.Mode
+	// Metrics bound the per-room series: WR_METRICS_ROOM_QUIET,
+	// WR_METRICS_MAX_ROOMS.
+	Metrics metrics.Options
 }
 
 // GatewayConfig is gateway mode's configuration; Upstream.URL empty: off.
@@ -139,6 +143,10 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	c.Checkout = checkout.Options{Timeout: p.duration("WR_ORDER_TIMEOUT", 5*time.Second, 100*time.Millisecond, 5*time.Minute)}
 	c.Log = p.logs()
 	c.AccessLog = p.accessLog()
+	c.Metrics = metrics.Options{
+		QuietAfter: p.duration("WR_METRICS_ROOM_QUIET", metrics.DefaultQuietAfter, time.Minute, 24*time.Hour),
+		MaxRooms:   int(p.int("WR_METRICS_MAX_ROOMS", metrics.DefaultMaxRooms, 1, 1_000_000)),
+	}
 	p.connections(&c)
 	p.layer1(&c.Server)
 	p.login(&c)

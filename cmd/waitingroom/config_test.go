@@ -28,6 +28,9 @@ func TestLoadConfigDefaults(t *testing.T) {
 		r.MinSamples != 20 || c.FaultInjection {
 		t.Fatalf("adaptive defaults = %+v", c.Adaptive)
 	}
+	if m := c.Metrics; m.QuietAfter != 10*time.Minute || m.MaxRooms != 1000 {
+		t.Fatalf("metrics defaults = %+v", m)
+	}
 	if got := s.PollBands.PollAfter(57); got != time.Second {
 		t.Fatalf("poll after at 57 = %v", got)
 	}
@@ -54,6 +57,8 @@ func TestLoadConfigNamesTheBadVariable(t *testing.T) {
 		{"adaptive ceiling", "WR_ADAPTIVE_P90_CEILING", "slow"},
 		{"fault injection", "WR_FAULT_INJECTION", "maybe"},
 		{"admin token short", "WR_ADMIN_TOKEN", "dev-admin-token"}, // 15 bytes
+		{"metrics quiet too short", "WR_METRICS_ROOM_QUIET", "10s"},
+		{"metrics rooms zero", "WR_METRICS_MAX_ROOMS", "0"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
