@@ -1,7 +1,7 @@
 // Package queue owns the waiting room's Redis model: the per-room FIFO
 // queue, atomic admission, one-time entry tokens, gateway sessions, the
-// room configuration (method, opening time, pause, message) and the typed
-// events its scripts publish.
+// room configuration (method, opening time, pause, message), the paging
+// and deletion of rooms, and the typed events its scripts publish.
 //
 // Every mutation is one Lua script (scripts/*.lua, each with a header
 // naming its KEYS, ARGV and reply), so the model holds with any number of

@@ -8,3 +8,7 @@ func BatchWaiting(q *Queue) int { return q.batch.Waiting() }
 // moves, and how many runs one Open call makes (tests only: a small slice
 // makes a small opening take many runs).
 func SetOpenSlice(q *Queue, users, runsPerCall int) { q.openSlice, q.openRuns = users, runsPerCall }
+
+// ParseEventForTest reads one event as published on a room's channel
+// (tests only).
+func ParseEventForTest(payload string) (Event, error) { return parseEvent(payload) }

@@ -248,28 +248,80 @@ func (q *Queue) Room(ctx context.Context, room string) (RoomInfo, error) {
 	if !ValidRoom(room) {
 		return RoomInfo{}, ErrRoomNotFound
 	}
-	k := q.keys(room)
-	var cfg *redis.MapStringStringCmd
-	var stats *redis.SliceCmd
-	var waiting, active, pre *redis.IntCmd
+	var r roomRead
 	_, err := q.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		cfg = p.HGetAll(ctx, k.cfg)
-		stats = p.HMGet(ctx, k.stats, "rate", "serving", "entered", "admitted", "expired", "left", "abandoned",
-			"shuffle_seed", "shuffled", "opened_ms")
-		waiting = p.ZCard(ctx, k.queue)
-		pre = p.ZCard(ctx, k.prequeue)
-		active = p.ZCard(ctx, k.active)
+		r = q.readRoom(ctx, p, room)
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return RoomInfo{}, unavailable("room", err)
 	}
-	c := cfg.Val()
-	if len(c) == 0 {
+	info, ok := r.info(room)
+	if !ok {
 		return RoomInfo{}, ErrRoomNotFound
 	}
-	info := RoomInfo{Name: room, RoomConfig: parseConfig(c), Waiting: waiting.Val(), Active: active.Val(), PreQueue: pre.Val()}
-	s := stats.Val()
+	return info, nil
+}
+
+// RoomInfos returns the configuration and live figures of each of rooms
+// that exists, in their order (a missing room or an invalid name is left
+// out): one pipeline for all of them, so a page of rooms costs one round
+// trip whatever its length.
+func (q *Queue) RoomInfos(ctx context.Context, rooms []string) ([]RoomInfo, error) {
+	reads := make([]*roomRead, len(rooms))
+	_, err := q.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, room := range rooms {
+			if ValidRoom(room) {
+				r := q.readRoom(ctx, p, room)
+				reads[i] = &r
+			}
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, unavailable("rooms", err)
+	}
+	out := make([]RoomInfo, 0, len(rooms))
+	for i, r := range reads {
+		if r == nil {
+			continue
+		}
+		if info, ok := r.info(rooms[i]); ok {
+			out = append(out, info)
+		}
+	}
+	return out, nil
+}
+
+// roomRead is one room's reads queued on a pipeline (readRoom).
+type roomRead struct {
+	cfg                  *redis.MapStringStringCmd
+	stats                *redis.SliceCmd
+	waiting, active, pre *redis.IntCmd
+}
+
+// readRoom queues on p the reads of room's configuration and figures.
+func (q *Queue) readRoom(ctx context.Context, p redis.Pipeliner, room string) roomRead {
+	k := q.keys(room)
+	return roomRead{
+		cfg: p.HGetAll(ctx, k.cfg),
+		stats: p.HMGet(ctx, k.stats, "rate", "serving", "entered", "admitted", "expired", "left", "abandoned",
+			"shuffle_seed", "shuffled", "opened_ms"),
+		waiting: p.ZCard(ctx, k.queue),
+		pre:     p.ZCard(ctx, k.prequeue),
+		active:  p.ZCard(ctx, k.active),
+	}
+}
+
+// info decodes the reads of room once the pipeline ran; ok is false when
+// the room does not exist (no configuration).
+func (r roomRead) info(room string) (RoomInfo, bool) {
+	c := r.cfg.Val()
+	if len(c) == 0 {
+		return RoomInfo{}, false
+	}
+	info := RoomInfo{Name: room, RoomConfig: parseConfig(c), Waiting: r.waiting.Val(), Active: r.active.Val(), PreQueue: r.pre.Val()}
+	s := r.stats.Val()
 	num := func(i int) float64 {
 		if i < len(s) {
 			if str, ok := s[i].(string); ok {
@@ -286,14 +338,16 @@ func (q *Queue) Room(ctx context.Context, room string) (RoomInfo, error) {
 	info.Expired = int64(num(4))
 	info.Left = int64(num(5))
 	info.Abandoned = int64(num(6))
-	if seed, ok := s[7].(string); ok {
-		info.ShuffleSeed = seed
+	if len(s) > 7 {
+		if seed, ok := s[7].(string); ok {
+			info.ShuffleSeed = seed
+		}
 	}
 	info.Shuffled = int64(num(8))
 	if at := int64(num(9)); at > 0 {
 		info.OpenedAt = msTime(at)
 	}
-	return info, nil
+	return info, true
 }
 
 // ConfigOf returns room's configuration, without live figures: one read

@@ -77,6 +77,11 @@ type Deps struct {
 	Readiness  *readiness.Checks
 	// Gateway mode's parts; nil when it is off (WR_UPSTREAM unset).
 	Gateway *GatewayParts
+	// Definitions is the durable record of the rooms' definitions
+	// (pgstore.Store), which the admin API's PUT and DELETE keep;
+	// ConfiguredRooms are the rooms WR_ROOMS names, which it never deletes.
+	Definitions     admin.Definitions
+	ConfiguredRooms []string
 }
 
 // GatewayParts are gateway mode's components (gatewaymode.go).
@@ -174,7 +179,7 @@ func (d Deps) check() error {
 		{"Logins", d.Logins == nil}, {"Checkout", d.Checkout == nil}, {"Sec", d.Sec == nil},
 		{"AccessPublic", d.AccessPublic == nil}, {"AccessAdmin", d.AccessAdmin == nil},
 		{"Controller", d.Controller == nil}, {"Faults", d.Faults == nil}, {"History", d.History == nil},
-		{"Audit", d.Audit == nil}, {"Readiness", d.Readiness == nil},
+		{"Audit", d.Audit == nil}, {"Readiness", d.Readiness == nil}, {"Definitions", d.Definitions == nil},
 	}
 	for _, r := range required {
 		if r.missing {
@@ -205,6 +210,8 @@ func (s *Server) newAdminApp(d Deps) *fiber.App {
 		Faults:       d.Faults,
 		Gateway:      s.gwSettings,
 		RoomDefaults: d.Admitter.Defaults(),
+		Definitions:  d.Definitions,
+		Configured:   d.ConfiguredRooms,
 		History:      d.History,
 		Audit:        d.Audit,
 		Forecast:     s.hub.Forecast,

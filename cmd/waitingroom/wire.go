@@ -72,6 +72,10 @@ type Parts struct {
 	Gateway *server.GatewayParts
 	// pool is the database pool's figures for the order signals.
 	pool adaptive.PoolStats
+	// definitions is the rooms' durable record (Postgres), configured the
+	// rooms WR_ROOMS names: the admin API's.
+	definitions *pgstore.Store
+	configured  []string
 }
 
 // wiring is what every component is built on: the configuration, the
@@ -91,7 +95,7 @@ type wiring struct {
 // again whenever Redis has lost them.
 func wire(w wiring, m *metrics.Metrics, log *slog.Logger) (*Parts, error) {
 	w.prefix = cmp.Or(w.prefix, queue.DefaultPrefix)
-	w.p = &Parts{Metrics: m, pool: w.store}
+	w.p = &Parts{Metrics: m, pool: w.store, definitions: w.store, configured: w.cfg.Admission.Rooms}
 	// Lines logged while serving a request carry its id (api.LogHandler).
 	w.p.Log = slog.New(api.LogHandler(log.Handler()))
 	w.core()
@@ -230,7 +234,7 @@ func (p *Parts) deps() server.Deps {
 		Presence: p.Presence, Limiter: p.Limiter, Polls: p.Polls, Access: p.Access, Logins: p.Logins,
 		Checkout: p.Checkout, Sec: p.Sec, AccessPublic: p.AccessPublic, AccessAdmin: p.AccessAdmin,
 		Admitter: p.Admitter, Controller: p.Controller, Faults: p.Faults, History: p.History, Audit: p.Audit,
-		Readiness: p.Readiness, Gateway: p.Gateway,
+		Readiness: p.Readiness, Gateway: p.Gateway, Definitions: p.definitions, ConfiguredRooms: p.configured,
 	}
 }
 

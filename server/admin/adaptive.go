@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"context"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -59,7 +60,12 @@ func (a *app) adaptiveDoc(d *roomDoc, r queue.RoomInfo, st adaptive.State) {
 
 // roomDoc reads a room's adaptive state and builds its document.
 func (a *app) roomDoc(c *fiber.Ctx, r queue.RoomInfo) (roomDoc, error) {
-	st, err := a.Controller.State(c.UserContext(), r.Name)
+	return a.roomDocOf(c.UserContext(), r)
+}
+
+// roomDocOf is roomDoc outside a request's handler.
+func (a *app) roomDocOf(ctx context.Context, r queue.RoomInfo) (roomDoc, error) {
+	st, err := a.Controller.State(ctx, r.Name)
 	if err != nil {
 		return roomDoc{}, err
 	}

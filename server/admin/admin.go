@@ -51,6 +51,13 @@ type Options struct {
 	Gateway *gateway.Store
 	// RoomDefaults configure a room that PUT /admin/rooms/{room} creates.
 	RoomDefaults queue.RoomConfig
+	// Definitions is the durable record of the rooms (pgstore.Store):
+	// every PUT /admin/rooms/{room} records the room's definition there,
+	// DELETE removes it (roomdelete.go).
+	Definitions Definitions
+	// Configured are the rooms WR_ROOMS names, which every instance
+	// creates again whenever they are missing: DELETE refuses them.
+	Configured []string
 	// History is the rooms' shared history (and their longest waits);
 	// Audit the log of the changes made through the admin API.
 	History *history.History
@@ -65,6 +72,15 @@ type Options struct {
 	// ClientKey is the subject of the throttle (the client address's key);
 	// ClientIP is the client address as logged.
 	ClientKey, ClientIP func(c *fiber.Ctx) string
+}
+
+// Definitions is the durable record of room definitions the admin API
+// keeps beside Redis (pgstore.Store has it): what a room is created again
+// from when Redis lost its data.
+type Definitions interface {
+	PutRoomDefinition(ctx context.Context, room string, cfg queue.RoomConfig, u queue.RoomUpdate) error
+	DeleteRoomDefinition(ctx context.Context, room string) ([]byte, error)
+	RestoreRoomDefinition(ctx context.Context, room string, def []byte) error
 }
 
 // app is the management app's state: its options, the throttle, and the
@@ -98,6 +114,7 @@ func New(o Options) *fiber.App {
 	adm.Get("/rooms", a.rooms)
 	adm.Get("/rooms/:room", a.room)
 	adm.Put("/rooms/:room", a.putRoom)
+	adm.Delete("/rooms/:room", a.deleteRoom)
 	adm.Get("/rooms/:room/history", a.roomHistory)
 	adm.Get("/faults", a.getFaults)
 	adm.Put("/faults", a.putFaults)

@@ -16,25 +16,28 @@ import (
 )
 
 // The audit of the operators' changes (package audit keeps the log).
-// Every successful PUT under /admin — whatever its handler — is recorded
+// Every successful PUT and DELETE under /admin — whatever its handler —
+// (and a change in force whose answer is an error: inForce) is recorded
 // by recordChanges, which reads the resource's document (the GET of the
 // same path) before and after the handler, so the handlers themselves
 // know nothing of it. The two reads are not atomic with the change: a
 // change made by someone else at the same moment may show in them.
 
 // recordChanges is the /admin group's middleware that audits changes: for
-// a PUT answered 2xx it writes one INFO line "admin change" and records an
-// audit.Entry. A failure to record is logged; the change stands.
+// a PUT or DELETE answered 2xx, or marked inForce, it writes one INFO line
+// "admin change" and records an audit.Entry (a forced delete's path ends
+// in "?force=true"). A failure to record is logged; the change stands.
 func (a *app) recordChanges(c *fiber.Ctx) error {
-	if c.Method() != fiber.MethodPut {
+	if m := c.Method(); m != fiber.MethodPut && m != fiber.MethodDelete {
 		return c.Next()
 	}
 	path := strings.Clone(c.Path())
 	before := a.document(c, path)
-	if err := c.Next(); err != nil {
+	err := c.Next()
+	switch {
+	case err != nil && c.Locals(inForceKey{}) == nil:
 		return err
-	}
-	if st := c.Response().StatusCode(); st < 200 || st > 299 {
+	case err == nil && (c.Response().StatusCode() < 200 || c.Response().StatusCode() > 299):
 		return nil
 	}
 	body, cut := audit.Body(c.Body())
@@ -42,6 +45,9 @@ func (a *app) recordChanges(c *fiber.Ctx) error {
 		At: time.Now().UTC(), Token: audit.Fingerprint(api.Bearer(c)), Addr: a.ClientIP(c),
 		Method: strings.Clone(c.Method()), Path: path, Body: body, BodyTruncated: cut,
 		Before: before, After: a.document(c, path),
+	}
+	if e.Method == fiber.MethodDelete && c.QueryBool("force") {
+		e.Path += "?force=true" // what the delete removed depends on it
 	}
 	ctx := c.UserContext()
 	a.Logger.LogAttrs(ctx, slog.LevelInfo, "admin change",
@@ -52,8 +58,16 @@ func (a *app) recordChanges(c *fiber.Ctx) error {
 		a.Logger.LogAttrs(ctx, slog.LevelWarn, "admin change not recorded in the audit log",
 			slog.String("path", e.Path), slog.String("error", err.Error()))
 	}
-	return nil
+	return err
 }
+
+// inForceKey marks a request whose change is in force although its
+// answer is an error (inForce): recordChanges audits it.
+type inForceKey struct{}
+
+// inForce tells recordChanges that c's change took effect, whatever the
+// handler answers next (a PUT whose definition Postgres did not record).
+func inForce(c *fiber.Ctx) { c.Locals(inForceKey{}, true) }
 
 // document is the JSON the management app answers to GET path with c's
 // credentials (audit.Doc of it), or null when that is not a 200: a

@@ -1,9 +1,9 @@
 // Package admin owns the management app (WR_ADMIN_ADDR, never the public
 // port): /healthz, /readyz, /metrics, the profiles under /debug/pprof, the
 // operator dashboard at /admin/ (GET / leads there) and the admin API under
-// /admin (rooms and their history, faults, access, stats, the audit log),
-// with its bearer-token check and the in-memory throttle of failed
-// authentications (throttle.go).
+// /admin (rooms — paged, changed, deleted — and their history, faults,
+// access, stats, the audit log), with its bearer-token check and the
+// in-memory throttle of failed authentications (throttle.go).
 //
 // New builds the app from Options: the domain objects it reads and changes
 // (the queue, the adaptive controller and its rule, the access lists, the
@@ -14,7 +14,11 @@
 // statsDoc) and the parsing of its request bodies; the domain packages own
 // the data and their Redis keys.
 //
-// Every successful PUT under /admin is audited by one middleware
+// The rooms' definitions are recorded in Postgres beside Redis
+// (Definitions): PUT records the room's, DELETE removes it first, so a
+// room the admin API made outlives a Redis that lost its data.
+//
+// Every successful PUT and DELETE under /admin is audited by one middleware
 // (changes.go), which reads the resource's GET document before and after
 // the handler through the app's own routes; handlers know nothing of it.
 // Sub-package audit keeps the log.

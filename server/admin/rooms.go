@@ -74,28 +74,11 @@ func toRoomDoc(r queue.RoomInfo) roomDoc {
 	return d
 }
 
-func (a *app) rooms(c *fiber.Ctx) error {
-	names, err := a.Queue.Rooms(c.UserContext())
-	if err != nil {
-		return err
-	}
-	out := make([]roomDoc, 0, len(names))
-	for _, n := range names {
-		r, err := a.Queue.Room(c.UserContext(), n)
-		if errors.Is(err, queue.ErrRoomNotFound) {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		d, err := a.roomDoc(c, r)
-		if err != nil {
-			return err
-		}
-		out = append(out, d)
-	}
-	return c.JSON(fiber.Map{"rooms": out})
-}
+// errNotRecorded answers a change that is in force in Redis but whose
+// definition Postgres did not record: repeating the PUT records it.
+var errNotRecorded = &api.Error{Status: fiber.StatusServiceUnavailable, Code: "definition_not_recorded",
+	Message:    "the change is in force, but Postgres did not record the room's definition, so a Redis that lost its data would lose it: repeat the same PUT once Postgres answers",
+	RetryAfter: 1}
 
 // roomParam returns the {room} path parameter as a string of its own:
 // Fiber reuses the request's memory after the handler returns.
@@ -145,7 +128,12 @@ type roomPut struct {
 }
 
 // putRoom changes a room live (every instance's next admission run reads
-// it) or creates it with the configured defaults.
+// it) or creates it with the configured defaults, then records its
+// definition in Postgres (Definitions): the room's whole configuration the
+// first time, later only the fields the request sets, so an adaptive
+// room's recorded target stays the operator's, never the controller's.
+// Postgres unreachable, the change stays in force and the answer is 503
+// definition_not_recorded (errNotRecorded); it is audited all the same.
 func (a *app) putRoom(c *fiber.Ctx) error {
 	room, err := roomName(c)
 	if err != nil {
@@ -165,6 +153,13 @@ func (a *app) putRoom(c *fiber.Ctx) error {
 	r, err := a.Queue.UpdateRoom(c.UserContext(), room, u, true, a.RoomDefaults)
 	if err != nil {
 		return err
+	}
+	// Redis first, so that a change made while Postgres is down (a pause
+	// in an incident, say) still takes effect; the answer then says it
+	// was not recorded.
+	if err := a.Definitions.PutRoomDefinition(c.UserContext(), r.Name, r.RoomConfig, u); err != nil {
+		inForce(c)
+		return errors.Join(errNotRecorded, err)
 	}
 	a.Logger.Info("room changed by admin", "room", r.Name, "targetActive", r.Target, "entryTtl", r.EntryTTL, "paused", r.Paused,
 		"mode", r.Mode, "minActive", r.MinActive, "maxActive", r.MaxActive, "method", r.Method, "opensAt", r.OpensAt)

@@ -3,7 +3,6 @@ package admin
 import (
 	"cmp"
 	"context"
-	"errors"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -11,6 +10,7 @@ import (
 	"waitingroom/queue"
 	"waitingroom/queue/estimate"
 	"waitingroom/queue/history"
+	"waitingroom/server/api"
 )
 
 // statsDoc is GET /admin/stats: this instance's live figures (its metrics)
@@ -24,8 +24,11 @@ type statsDoc struct {
 	// (only limits that refused someone).
 	RateLimited map[string]int64 `json:"rateLimited"`
 	// PoolAcquireWait: waits for a Postgres connection since the start.
-	PoolAcquireWait poolWaitDoc    `json:"poolAcquireWait"`
-	Rooms           []roomStatsDoc `json:"rooms"`
+	PoolAcquireWait poolWaitDoc `json:"poolAcquireWait"`
+	// Rooms are one page of rooms (by default those with work: see
+	// stats); Next is the after of the next page, null on the last.
+	Rooms []roomStatsDoc `json:"rooms"`
+	Next  *string        `json:"next"`
 }
 
 // poolWaitDoc is waitingroom_db_pool_acquire_wait_seconds so far.
@@ -73,36 +76,53 @@ type estimateDoc struct {
 	RatePerSecond float64 `json:"ratePerSecond"`
 }
 
-// stats answers GET /admin/stats (statsDoc).
+// stats answers GET /admin/stats (statsDoc). Its rooms are a page, as
+// GET /admin/rooms pages them (limit, default 20 and at most 100; after;
+// prefix; busy), but only rooms with work unless busy says otherwise:
+// each costs a few reads (its figures, its longest wait, its last hour of
+// history), so the call costs its page, not every room. ?room=NAME is
+// that one room's, whatever its work. next is the cursor of the next page.
 func (a *app) stats(c *fiber.Ctx) error {
+	busy := true
+	rq, err := roomsQuery(c, statsLimit, statsMaxLimit, &busy)
+	if err != nil {
+		return err
+	}
 	d, err := a.metricStats()
 	if err != nil {
 		return err
 	}
 	ctx := c.UserContext()
-	names, err := a.Queue.Rooms(ctx)
+	var page queue.RoomPage
+	if room := c.Query("room"); room != "" {
+		if !queue.ValidRoom(room) {
+			return api.BadRequest("room must be a room name (1-64 of a-z 0-9 - _)")
+		}
+		page.Names = []string{room}
+	} else if page, err = a.Queue.ListRooms(ctx, rq); err != nil {
+		return err
+	}
+	infos, err := a.Queue.RoomInfos(ctx, page.Names)
 	if err != nil {
 		return err
+	}
+	names := make([]string, len(infos))
+	for i, r := range infos {
+		names[i] = r.Name
 	}
 	waits, err := a.History.Waits(ctx, names)
 	if err != nil {
 		return err
 	}
-	d.Rooms = make([]roomStatsDoc, 0, len(names))
-	for i, n := range names {
-		r, err := a.Queue.Room(ctx, n)
-		if errors.Is(err, queue.ErrRoomNotFound) {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		rs := roomStats(r, waits[i], a.forecast(n))
-		if rs.EtaError, err = a.etaError(ctx, n); err != nil {
+	d.Rooms = make([]roomStatsDoc, 0, len(infos))
+	for i, r := range infos {
+		rs := roomStats(r, waits[i], a.forecast(r.Name))
+		if rs.EtaError, err = a.etaError(ctx, r.Name); err != nil {
 			return err
 		}
 		d.Rooms = append(d.Rooms, rs)
 	}
+	d.Next = next(page)
 	return c.JSON(d)
 }
 

@@ -226,3 +226,15 @@ func (st *Store) Put(ctx context.Context, room string, s Settings) (Settings, er
 	}
 	return s, st.Load(ctx)
 }
+
+// Delete removes room's settings — a deleted room's, so that a room
+// created again under its name starts from the base settings and
+// WR_PROTECT's routes — and reports whether it had any; then it reloads
+// the settings here (other instances follow within RefreshEvery).
+func (st *Store) Delete(ctx context.Context, room string) (bool, error) {
+	n, err := st.rdb.HDel(ctx, st.key, room).Result()
+	if err != nil {
+		return false, err
+	}
+	return n > 0, st.Load(ctx)
+}

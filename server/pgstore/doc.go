@@ -1,6 +1,8 @@
 // Package pgstore owns the waiting room's Postgres data: the schema and its
 // embedded migrations, users (login id and BCrypt hash), products (stock) and
-// orders, and the demo seed.
+// orders, the room definitions the admin API records (roomdefs.go: the
+// record a room is created again from when Redis lost it), and the demo
+// seed.
 //
 // The seed system's key figure was how long an order holds a database
 // connection, so every method acquires its pooled connection through one

@@ -6,7 +6,10 @@
 // only) and sent only as "Authorization: Bearer" on same-origin fetches. It
 // never goes into a URL, a cookie or localStorage.
 //
-// Every second it samples GET /admin/rooms (the rooms' table, the summary,
+// Every second it samples a page of GET /admin/rooms — never every room:
+// the rooms with work first (busy=1), then idle ones by name, up to
+// LIST_LIMIT, or those whose name starts with what the search box holds,
+// and the selected room whatever its page (the rooms' table, the summary,
 // and the latency and error charts, kept in memory for an hour) and the
 // selected room's history from the server (GET …/history: the whole last
 // hour once, then only the points after the last one), so that the charts
@@ -31,6 +34,7 @@
   const SAMPLE_MS = 1000;
   const SIDE_EVERY = 3; // samples between reads of the stats, audit log and access lists
   const AUDIT_LIMIT = 20;
+  const LIST_LIMIT = 50; // rooms in the table and the list
   const SKEW_MIN_MS = 2000; // a smaller clock difference is not corrected
   const TIMEOUT_MS = 4000;
   const GAP_MS = 3 * SAMPLE_MS + TIMEOUT_MS; // samples further apart are not joined
@@ -68,6 +72,8 @@
     accessSeq: 0, // bumped by each change of the lists: older reads are dropped
     audit: null, // the entries of GET /admin/audit
     side: false, // a read of stats, audit and access under way
+    search: '', // the start of the names listed ('': the busy rooms first)
+    more: false, // the list left out rooms that match
   };
 
   // newRoom is a room's state: its latest document, the samples this tab
@@ -112,6 +118,55 @@
 
   const roomPath = (name) => '/admin/rooms/' + encodeURIComponent(name);
 
+  // busy tells whether anyone is in a room: waiting, pre-queued or admitted.
+  const busy = (d) => num(d.waiting) > 0 || num(d.active) > 0 || num(d.preQueue) > 0;
+
+  // pageOf reads one page of GET /admin/rooms; a server that does not page
+  // (no next field) answers every room, which is read as one last page.
+  async function pageOf(query) {
+    const data = await api('GET', '/admin/rooms?' + query);
+    const rooms = Array.isArray(data && data.rooms) ? data.rooms : [];
+    return { rooms, more: !!(data && typeof data.next === 'string') };
+  }
+
+  // listRooms reads the rooms to show, a page at a time and never every
+  // room: those whose name starts with the search, with work first; with
+  // no search, the rooms with work, then idle rooms by name up to
+  // LIST_LIMIT. The selected room (or the one the address names) is read
+  // on its own when the list left it out.
+  async function listRooms() {
+    const q = (extra) => 'limit=' + LIST_LIMIT + extra;
+    let docs;
+    let more;
+    if (state.search) {
+      const p = await pageOf(q('&prefix=' + encodeURIComponent(state.search)));
+      docs = p.rooms.filter((d) => busy(d)).concat(p.rooms.filter((d) => !busy(d)));
+      more = p.more;
+    } else {
+      const p = await pageOf(q('&busy=1'));
+      docs = p.rooms;
+      more = p.more;
+      if (!more && docs.length < LIST_LIMIT) {
+        const idle = await pageOf('limit=' + (LIST_LIMIT - docs.length) + '&busy=0');
+        const seen = new Set(docs.map((d) => d.room));
+        docs = docs.concat(idle.rooms.filter((d) => d && !seen.has(d.room)));
+        more = idle.more;
+      }
+    }
+    const want = state.room || roomFromHash();
+    if (want && !docs.some((d) => d && d.room === want)) {
+      try {
+        docs.push(await api('GET', roomPath(want)));
+      } catch (e) {
+        if (e.status !== 404 && e.status !== 400) throw e;
+      }
+    }
+    state.more = more;
+    return docs;
+  }
+
+  const roomFromHash = () => decodeURIComponent((location.hash.match(/^#room=([^&]+)/) || [])[1] || '');
+
   // ---- sampling ------------------------------------------------------------
 
   function start() {
@@ -129,9 +184,9 @@
     if (!state.running) return;
     const began = Date.now();
     try {
-      const data = await api('GET', '/admin/rooms');
+      const docs = await listRooms();
       if (!state.running) return;
-      record(Array.isArray(data && data.rooms) ? data.rooms : [], Date.now());
+      record(docs, Date.now());
       setConn('live');
       await pullHistory(currentRoom());
       if (!state.running) return;
@@ -312,10 +367,10 @@
     const btn = $('token-form').querySelector('button');
     btn.disabled = true;
     try {
-      const data = await api('GET', '/admin/rooms');
+      const docs = await listRooms();
       sessionStorage.setItem(TOKEN_KEY, token);
       showDashboard();
-      record(Array.isArray(data && data.rooms) ? data.rooms : [], Date.now());
+      record(docs, Date.now());
       setConn('live');
       render();
       state.running = true;
@@ -338,8 +393,7 @@
 
   function currentRoom() {
     if (!state.names.includes(state.room)) {
-      const fromHash = decodeURIComponent((location.hash.match(/^#room=([^&]+)/) || [])[1] || '');
-      state.room = [fromHash, 'default', state.names[0]].find((n) => n && state.names.includes(n)) || '';
+      state.room = [roomFromHash(), 'default', state.names[0]].find((n) => n && state.names.includes(n)) || '';
     }
     return state.room ? state.rooms.get(state.room) : null;
   }
@@ -368,6 +422,10 @@
   }
 
   function renderRooms() {
+    $('rooms-more').hidden = !state.more;
+    setText('rooms-more', state.search
+      ? 'More rooms start with “' + state.search + '” than shown: type more of the name.'
+      : 'More rooms have someone in them than shown: type the start of a name to find one.');
     const sel = $('room-select');
     const same = sel.options.length === state.names.length && state.names.every((n, i) => sel.options[i].value === n);
     if (!same) {
@@ -875,6 +933,14 @@
       $('charts-h').textContent = 'Last ' + label.replace(/^1 /, '');
       render();
     });
+    // The search lists the rooms whose name starts with what is typed,
+    // from the next sample on (within a second).
+    $('room-search').addEventListener('input', (ev) => {
+      const v = ev.target.value.trim().toLowerCase();
+      if (v && !/^[a-z0-9][a-z0-9_-]{0,63}$/.test(v)) return say('Room names are 1–64 of a–z, 0–9, - and _.', true);
+      say('');
+      state.search = v;
+    });
     $('rooms-table').addEventListener('click', (ev) => {
       const b = ev.target.closest('button[data-room]');
       if (b) selectRoom(b.dataset.room);
@@ -1205,7 +1271,10 @@
     state.side = true;
     const seq = state.accessSeq;
     try {
-      const [stats, audit, access] = await Promise.all(['/admin/stats', '/admin/audit?limit=' + AUDIT_LIMIT, '/admin/access'].map(optional));
+      // Stats of the selected room only: each room costs the server a few
+      // reads, and the panel shows one.
+      const statsPath = '/admin/stats' + (state.room ? '?room=' + encodeURIComponent(state.room) : '');
+      const [stats, audit, access] = await Promise.all([statsPath, '/admin/audit?limit=' + AUDIT_LIMIT, '/admin/access'].map(optional));
       if (!state.running) return;
       if (stats !== undefined) state.stats = stats;
       if (audit !== undefined) state.audit = audit && Array.isArray(audit.entries) ? audit.entries : null;
@@ -1355,6 +1424,7 @@
     } catch (_) {
       // a body cut at 2 KiB, or not JSON: compared below instead
     }
+    if (e.method === 'DELETE') return [e.after === null ? (String(e.path).endsWith('?force=true') ? 'deleted, with the users in it' : 'deleted') : 'not deleted'];
     const lines = e.before === null && after ? ['created'] : [];
     const paths = isObj(body) ? leaves(body, []) : differing(before, after);
     for (const p of paths) lines.push(changeOf(p, before, after));
