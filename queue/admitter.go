@@ -300,14 +300,29 @@ func (a *Admitter) sweep(ctx context.Context, now time.Time) error {
 
 // createMissing creates the configured and stored rooms absent from names
 // (the room set as read, sorted) that this instance owns, and returns them;
-// readStored: read the stored definitions again first.
+// readStored: read the stored definitions again first. A room is created
+// from a read of the definitions made after the room set was read, never
+// from an older one: a room deleted through the admin API (its definition
+// removed first, then its keys) is not brought back by a stale copy.
 func (a *Admitter) createMissing(ctx context.Context, names []string, readStored bool, now time.Time) ([]string, error) {
-	var created []string
-	for r, cfg := range a.definitions(ctx, readStored, now) {
-		if _, found := slices.BinarySearch(names, r); found || !a.owns(r) {
-			continue
+	missing := func(defs map[string]RoomConfig) []string {
+		var out []string
+		for r := range defs {
+			if _, found := slices.BinarySearch(names, r); !found && a.owns(r) {
+				out = append(out, r)
+			}
 		}
-		if err := a.create(ctx, r, cfg); err != nil {
+		return out
+	}
+	defs := a.definitions(ctx, readStored, now)
+	gone := missing(defs)
+	if len(gone) > 0 && !readStored && a.o.Stored != nil {
+		defs = a.definitions(ctx, true, now)
+		gone = missing(defs)
+	}
+	var created []string
+	for _, r := range gone {
+		if err := a.create(ctx, r, defs[r]); err != nil {
 			return created, err
 		}
 		created = append(created, r)
@@ -359,15 +374,19 @@ func (a *Admitter) create(ctx context.Context, room string, cfg RoomConfig) erro
 	return a.q.EnsureRoom(ctx, room, cfg)
 }
 
-// definition returns the configuration room is created with when missing,
-// and whether it is configured or stored at all.
-func (a *Admitter) definition(room string) (RoomConfig, bool) {
+// configured returns the configuration a configured room (WR_ROOMS) is
+// created with when missing — its stored definition when it has one, else
+// Defaults — and whether room is configured.
+func (a *Admitter) configured(room string) (RoomConfig, bool) {
+	if !slices.Contains(a.o.Rooms, room) {
+		return RoomConfig{}, false
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if cfg, ok := a.stored[room]; ok {
 		return cfg, true
 	}
-	return a.o.Defaults, slices.Contains(a.o.Rooms, room)
+	return a.o.Defaults, true
 }
 
 func (a *Admitter) release(rooms []string) {
@@ -488,8 +507,8 @@ func (a *Admitter) open(ctx context.Context, room string) error {
 
 // admitRoom runs room's admission until it has used its capacity (at most
 // maxRunsPerTick runs), opening it first when its opening is due, and
-// returns the last run's result. A configured or stored room found missing
-// is created again and run.
+// returns the last run's result. A configured room found missing is
+// created again and run; a stored one is left to the next sweep.
 func (a *Admitter) admitRoom(ctx context.Context, room string, want int) (AdmitResult, error) {
 	n := max(want, minTokens)
 	var res AdmitResult
@@ -497,12 +516,19 @@ func (a *Admitter) admitRoom(ctx context.Context, room string, want int) (AdmitR
 		var err error
 		res, err = a.q.Admit(ctx, room, n)
 		if errors.Is(err, ErrRoomNotFound) {
-			if cfg, ok := a.definition(room); ok {
-				if err := a.create(ctx, room, cfg); err != nil {
-					return res, err
-				}
-				res, err = a.q.Admit(ctx, room, n)
+			// A configured room comes back at once (it cannot be
+			// deleted); any other may have been deleted on purpose, so
+			// the next sweep decides from a fresh read of the stored
+			// definitions.
+			cfg, ok := a.configured(room)
+			if !ok {
+				a.Resweep()
+				return res, err
 			}
+			if err := a.create(ctx, room, cfg); err != nil {
+				return res, err
+			}
+			res, err = a.q.Admit(ctx, room, n)
 		}
 		if err != nil {
 			return res, err

@@ -68,7 +68,7 @@ func (m *Main) Open(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	parts, err := wire(wiring{cfg: m.Config, http: srvCfg, rdb: m.rdb, store: m.store, prefix: m.KeyPrefix}, metrics.New(reg), m.Log)
+	parts, err := wire(wiring{cfg: m.Config, http: srvCfg, rdb: m.rdb, store: m.store, prefix: m.KeyPrefix}, metrics.New(reg, m.Config.Metrics), m.Log)
 	if err != nil {
 		return err
 	}

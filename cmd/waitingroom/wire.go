@@ -144,6 +144,8 @@ func (w *wiring) admission() {
 	ao.Members = members.New(w.rdb, members.Options{Key: w.prefix + "instances", ID: randomID(),
 		Expiry: max(members.DefaultExpiry, 5*cmp.Or(ao.Interval, 100*time.Millisecond))})
 	ao.Woken = true
+	ao.Stored = w.store.RoomDefinitions // the admin API's rooms, recreated like WR_ROOMS
+	ao.OnRelease = p.Metrics.ForgetRoom // another instance runs the room now: its series are that one's
 	p.Admitter = p.Queue.NewAdmitter(ao)
 	p.Recorder = adaptive.NewRecorder(w.rdb, p.Queue, cfg.Adaptive.Window)
 	co := cfg.Checkout

@@ -17,7 +17,7 @@ import (
 // it no longer.
 func (m *Metrics) ObserveAdmission(a queue.AdmitResult) {
 	n := len(a.Admitted)
-	work := a.Waiting > 0 || a.Active > 0 || n > 0 || a.Pruned > 0 || a.Abandoned > 0 || a.Due
+	work := a.Waiting > 0 || a.Active > 0 || n > 0 || a.Pruned > 0 || a.Abandoned > 0 || a.Due || a.PreQueue > 0
 	r := m.rooms
 	r.mu.Lock()
 	defer r.mu.Unlock()
