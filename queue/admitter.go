@@ -164,15 +164,17 @@ func (a *Admitter) Running() []string {
 	return out
 }
 
-// Run ticks until ctx is done, the first time at once (the first beat and
-// sweep: the configured rooms are created before the first interval has
-// passed). While Redis is unreachable it backs off (up to 2s between tries)
-// and logs once when it goes and once when it returns.
+// Run ticks until ctx is done. It beats and sweeps at once (the configured
+// rooms are created, the rooms with work found, Running is true from the
+// start) and admits from the first tick, an interval later. While Redis is
+// unreachable it backs off (up to 2s between tries) and logs once when it
+// goes and once when it returns.
 // On the way out it leaves the live instances (Members), so the others take
 // its rooms over at their next tick.
 func (a *Admitter) Run(ctx context.Context) {
 	wait := a.o.Interval
-	loop.Paced(ctx, 0, func(ctx context.Context) time.Duration {
+	a.start(ctx)
+	loop.Paced(ctx, wait, func(ctx context.Context) time.Duration {
 		err := a.Tick(ctx)
 		switch {
 		case ctx.Err() != nil:
@@ -197,6 +199,17 @@ func (a *Admitter) Run(ctx context.Context) {
 		defer cancel()
 		_ = m.Leave(lctx)
 	}
+}
+
+// start beats and sweeps without admitting; a failure is left to the
+// first tick, which does both again.
+func (a *Admitter) start(ctx context.Context) {
+	if m := a.o.Members; m != nil {
+		if _, err := m.Beat(ctx); err != nil {
+			return
+		}
+	}
+	_ = a.sweep(ctx, time.Now())
 }
 
 // owns reports whether this instance runs room.

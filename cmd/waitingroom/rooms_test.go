@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"waitingroom/queue"
+)
+
+// TestRoomsSharedAndTakenOverWhenAnInstanceDies: two instances share the
+// rooms (each admits in its own share); one is killed with SIGKILL while
+// admission runs every 20 ms; the survivor takes its rooms over within a
+// few ticks, and no room ever holds more than its targetActive.
+func TestRoomsSharedAndTakenOverWhenAnInstanceDies(t *testing.T) {
+	e := newEnv(t)
+	a := e.start(map[string]string{"WR_ADMIT_INTERVAL": "20ms", "WR_TARGET_ACTIVE": "2"})
+	b, exited := e.startChild("1024", "WR_TARGET_ACTIVE=2", "WR_ADMIT_INTERVAL=20ms")
+	const rooms, users = 12, 6
+	names := make([]string, rooms)
+	for i := range names {
+		names[i] = fmt.Sprintf("shared%d", i)
+		if r := a.putRoom(names[i], map[string]any{"targetActive": 0}); r.status != 200 {
+			t.Fatalf("PUT %s: %d %s", names[i], r.status, r.raw)
+		}
+	}
+	for _, room := range names {
+		for u := range users {
+			a.enter(user(u+1), room)
+		}
+	}
+	// Each room admits two: by whichever instance owns it.
+	for _, room := range names {
+		a.setTarget(room, 2)
+	}
+	q := a.parts.Queue
+	ctx := context.Background()
+	check := func(want int64) bool {
+		t.Helper()
+		done := true
+		for _, room := range names {
+			info, err := q.Room(ctx, room)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if info.Active > info.Target {
+				t.Fatalf("%s: %d active, above its target %d", room, info.Active, info.Target)
+			}
+			done = done && info.Active == want
+		}
+		return done
+	}
+	waitWithin(t, 10*time.Second, "two admitted in every room", func() bool { return check(2) })
+	if n := len(a.parts.Admitter.Running()); n == 0 || n == rooms {
+		t.Fatalf("instance a runs %d of %d rooms: the rooms are not shared", n, rooms)
+	}
+	// b dies between two of its ticks or in one; then every room gets a
+	// third slot: b's share too, from a.
+	b.kill()
+	<-exited
+	for _, room := range names {
+		a.setTarget(room, 3)
+	}
+	waitWithin(t, 10*time.Second, "a third admitted in every room, b's included", func() bool { return check(3) })
+	if n := len(a.parts.Admitter.Running()); n != rooms {
+		t.Fatalf("instance a runs %d of %d rooms after b died", n, rooms)
+	}
+	check(3)
+}
+
+// TestRoomsOfTheAdminAPISurviveRedisLosingItsData: a room created and
+// changed through the admin API is recorded in Postgres; when Redis loses
+// everything, the admission loop creates it again with the same settings
+// at its next tick, and users can enter it; a room deleted is not.
+func TestRoomsOfTheAdminAPISurviveRedisLosingItsData(t *testing.T) {
+	parallel(t)
+	e := newEnv(t)
+	in := e.start(map[string]string{"WR_ADMIT_INTERVAL": "20ms"})
+	if r := in.putRoom("launch", map[string]any{"targetActive": 7, "displayName": "The launch", "message": "Doors at ten"}); r.status != 200 {
+		t.Fatalf("PUT launch: %d %s", r.status, r.raw)
+	}
+	if r := in.putRoom("dropped", map[string]any{"targetActive": 1}); r.status != 200 {
+		t.Fatalf("PUT dropped: %d %s", r.status, r.raw)
+	}
+	if r := do(t, "DELETE", in.admin+"/admin/rooms/dropped", testAdminToken, nil); r.status != 204 {
+		t.Fatalf("DELETE dropped: %d %s", r.status, r.raw)
+	}
+	ctx := context.Background()
+	keys, err := e.rdb.Keys(ctx, e.prefix+"*").Result()
+	if err != nil || len(keys) == 0 {
+		t.Fatalf("keys: %v, %v", keys, err)
+	}
+	if err := e.rdb.Del(ctx, keys...).Err(); err != nil {
+		t.Fatal(err)
+	}
+	q := in.parts.Queue
+	waitWithin(t, 10*time.Second, "launch created again", func() bool {
+		info, err := q.Room(ctx, "launch")
+		return err == nil && info.Target == 7 && info.DisplayName == "The launch" && info.Message == "Doors at ten"
+	})
+	if r := in.enter(user(1), "launch"); r.status != 200 {
+		t.Fatalf("enter launch after the data loss: %d %s", r.status, r.raw)
+	}
+	if _, err := q.Room(ctx, "dropped"); err != queue.ErrRoomNotFound {
+		t.Fatalf("the deleted room: %v, want it gone", err)
+	}
+}
