@@ -14,7 +14,9 @@
 // events; the wire format is not exported.
 //
 // Concurrency: a Queue is safe for concurrent use. The Admitter runs one
-// admission loop per instance; run as many instances as you like. Events
+// admission loop per instance; run as many instances as you like: with
+// package members they share the rooms, each room run by one of them, and
+// only while it has work (admitter.go). Events
 // runs on its caller's goroutine until its context is done.
 //
 // Each script's job, openings in slices, the bulk enter and why four

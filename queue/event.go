@@ -12,8 +12,10 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// The event contract. The admit, leave, open and schedule scripts publish
-// one event per change of a room on the room's channel
+// The event contract. The admit, leave, open, schedule and delete scripts
+// publish one event per change of a room, and the enter script one for a
+// room's first arrival (its queue or pre-queue was empty: it wakes the
+// room's admission), on the room's channel
 // (EventChannel, "<prefix>{room}:events" on database 0; EventPattern
 // matches every room's), so that
 // every instance can keep its rooms' state without a Redis read per
@@ -53,9 +55,10 @@ type EventKind string
 
 // Kinds of events.
 const (
-	// EventQueue: the queue moved — users admitted, admissions pruned or
-	// idle users dropped (admit), or a waiting user left (leave). On the
-	// wire it has no kind.
+	// EventQueue: the queue moved — users admitted, admissions pruned,
+	// idle users dropped or the waiting total changed (admit), a waiting
+	// user left (leave), a first arrival (enter) or the room was deleted
+	// (delete). On the wire it has no kind.
 	EventQueue EventKind = ""
 	// EventOpen: the pre-queue became the queue at a scheduled opening,
 	// with fresh tickets above every earlier one (open).

@@ -9,7 +9,7 @@ import (
 	"waitingroom/queue"
 )
 
-// TestRoomsSharedAndTakenOverWhenAnInstanceDies: two instances share the
+// TestRoomsSharedAndTakenOverWhenAnInstanceDies: two instances share 24
 // rooms (each admits in its own share); one is killed with SIGKILL while
 // admission runs every 20 ms; the survivor takes its rooms over within a
 // few ticks, and no room ever holds more than its targetActive.
@@ -17,7 +17,9 @@ func TestRoomsSharedAndTakenOverWhenAnInstanceDies(t *testing.T) {
 	e := newEnv(t)
 	a := e.start(map[string]string{"WR_ADMIT_INTERVAL": "20ms", "WR_TARGET_ACTIVE": "2"})
 	b, exited := e.startChild("1024", "WR_TARGET_ACTIVE=2", "WR_ADMIT_INTERVAL=20ms")
-	const rooms, users = 12, 6
+	// 24 rooms: the chance that the random instance ids hand every one
+	// to the same instance is 2 in 2^24.
+	const rooms, users = 24, 5
 	names := make([]string, rooms)
 	for i := range names {
 		names[i] = fmt.Sprintf("shared%d", i)
