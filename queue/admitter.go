@@ -87,10 +87,12 @@ type Admitter struct {
 	q *Queue
 	o AdmitterOptions
 
-	mu       sync.Mutex
-	running  map[string]*roomRun // rooms with work that this instance runs
-	woken    map[string]bool     // rooms woken since the last tick
-	resweep  bool                // a sweep is due at the next tick
+	mu      sync.Mutex
+	running map[string]*roomRun // rooms with work that this instance runs
+	woken   map[string]bool     // rooms woken since the last tick
+	resweep bool                // a sweep is due at the next tick
+	// sweepNow wakes Run's sweep loop (capacity 1): a sweep was asked for.
+	sweepNow chan struct{}
 	sweptAt  time.Time
 	stored   map[string]RoomConfig // the last read of Stored
 	storedAt time.Time             // when it was read
@@ -124,7 +126,8 @@ func (q *Queue) NewAdmitter(o AdmitterOptions) *Admitter {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	return &Admitter{q: q, o: o, running: map[string]*roomRun{}, woken: map[string]bool{}, resweep: true}
+	return &Admitter{q: q, o: o, running: map[string]*roomRun{}, woken: map[string]bool{}, resweep: true,
+		sweepNow: make(chan struct{}, 1)}
 }
 
 // Wake tells the admitter that room changed (one of its events): if this
@@ -143,6 +146,10 @@ func (a *Admitter) Resweep() {
 	a.mu.Lock()
 	a.resweep = true
 	a.mu.Unlock()
+	select {
+	case a.sweepNow <- struct{}{}:
+	default:
+	}
 }
 
 // Running returns the rooms this instance runs now (those with work, and
@@ -164,18 +171,37 @@ func (a *Admitter) Running() []string {
 	return out
 }
 
-// Run ticks until ctx is done. It beats and sweeps at once (the configured
-// rooms are created, the rooms with work found, Running is true from the
-// start) and admits from the first tick, an interval later. While Redis is
-// unreachable it backs off (up to 2s between tries) and logs once when it
-// goes and once when it returns.
-// On the way out it leaves the live instances (Members), so the others take
-// its rooms over at their next tick.
+// Run runs the admission until ctx is done, in three loops so that no
+// part waits for another: the beats (Members, one every Interval, so an
+// instance busy sweeping thousands of rooms is never taken for stopped),
+// the sweeps (every SweepEvery and when asked, at most one a second) and
+// the runs (every Interval: the rooms due). It beats and sweeps once
+// before the first run, an interval after the start: the configured rooms
+// are created and Running holds the busy rooms from the start. Without
+// wake-ups (Woken false) each run is a whole Tick instead. While Redis is
+// unreachable the runs back off (up to 2s between tries) and log once when
+// it goes and once when it returns. On the way out it leaves the live
+// instances (Members), so the others take its rooms over at their next
+// beat.
 func (a *Admitter) Run(ctx context.Context) {
-	wait := a.o.Interval
 	a.start(ctx)
+	var wg sync.WaitGroup
+	if a.o.Woken {
+		if a.o.Members != nil {
+			wg.Go(func() {
+				loop.Every(ctx, a.o.Interval, func(ctx context.Context) { _ = a.beat(ctx) })
+			})
+		}
+		wg.Go(func() { a.sweepLoop(ctx) })
+	}
+	wait := a.o.Interval
 	loop.Paced(ctx, wait, func(ctx context.Context) time.Duration {
-		err := a.Tick(ctx)
+		var err error
+		if a.o.Woken {
+			err = a.runs(ctx)
+		} else {
+			err = a.Tick(ctx)
+		}
 		switch {
 		case ctx.Err() != nil:
 			return wait // stopping: Paced returns before waiting
@@ -194,11 +220,87 @@ func (a *Admitter) Run(ctx context.Context) {
 		}
 		return wait
 	})
+	wg.Wait()
 	if m := a.o.Members; m != nil {
 		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 		defer cancel()
 		_ = m.Leave(lctx)
 	}
+}
+
+// minSweepGap is the least time between two sweeps of Run's sweep loop,
+// however often one is asked for (live instances that keep changing, a
+// subscription that keeps coming back): at 100,000 rooms a sweep is
+// 50,000 commands per instance.
+const minSweepGap = time.Second
+
+// sweepLoop sweeps every SweepEvery and whenever a sweep is asked for
+// (Resweep), at most one every minSweepGap, until ctx is done. A failed
+// sweep asks for itself again (sweep's Resweep) and is tried after the gap.
+func (a *Admitter) sweepLoop(ctx context.Context) {
+	loop.EveryOrWake(ctx, a.o.SweepEvery, a.sweepNow, func(ctx context.Context, ticked bool) {
+		a.mu.Lock()
+		due := ticked || a.resweep
+		since := time.Since(a.sweptAt)
+		a.mu.Unlock()
+		if !due {
+			return
+		}
+		if since < minSweepGap {
+			t := time.NewTimer(minSweepGap - since)
+			defer t.Stop()
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+		_ = a.sweep(ctx, time.Now())
+	})
+}
+
+// beat beats (Members): a change of the live instances asks for a sweep,
+// as this instance may own rooms it did not.
+func (a *Admitter) beat(ctx context.Context) error {
+	m := a.o.Members
+	if m == nil {
+		return nil
+	}
+	changed, err := m.Beat(ctx)
+	if err != nil {
+		return unavailable("admission beat", err)
+	}
+	if changed {
+		a.Resweep()
+	}
+	return nil
+}
+
+// runs is one step of Run's run loop: the rooms due are run; a room set
+// gone from Redis asks for a sweep at once.
+func (a *Admitter) runs(ctx context.Context) error {
+	if err := a.checkRoomSet(ctx); err != nil {
+		return err
+	}
+	return a.runDue(ctx, time.Now())
+}
+
+// checkRoomSet asks for a sweep when the room set is gone from Redis while
+// some room must exist: a Redis that lost its data lost the set with it,
+// and the configured and stored rooms must come back now, not at the next
+// sweep (their enters answer 404 meanwhile).
+func (a *Admitter) checkRoomSet(ctx context.Context) error {
+	if !a.expectsRooms() {
+		return nil
+	}
+	n, err := a.q.rdb.Exists(ctx, a.q.roomsKey()).Result()
+	if err != nil {
+		return unavailable("admission rooms", err)
+	}
+	if n == 0 {
+		a.Resweep()
+	}
+	return nil
 }
 
 // start beats and sweeps without admitting; a failure is left to the
@@ -217,34 +319,24 @@ func (a *Admitter) owns(room string) bool {
 	return a.o.Members == nil || a.o.Members.Owns(room)
 }
 
-// Tick beats (Members), sweeps when a sweep is due, and runs every room
-// that needs a run now, several at once. It is not safe for concurrent use
-// on one Admitter (run one Admitter per goroutine). It returns the first
-// error that means Redis is unreachable; other rooms are still tried.
+// Tick is one whole step, done at once on the caller's goroutine: it
+// beats (Members), sweeps when a sweep is due (asked for, SweepEvery
+// passed, the room set gone, or on every tick without wake-ups), and runs
+// every room that needs a run now, several at once. Run does the same in
+// three loops. It is not safe for concurrent use on one Admitter. It
+// returns the first error that means Redis is unreachable; other rooms
+// are still tried.
 func (a *Admitter) Tick(ctx context.Context) error {
-	if m := a.o.Members; m != nil {
-		changed, err := m.Beat(ctx)
-		if err != nil {
-			return unavailable("admission beat", err)
-		}
-		if changed {
-			a.Resweep() // this instance may own rooms it did not
-		}
+	if err := a.beat(ctx); err != nil {
+		return err
+	}
+	if err := a.checkRoomSet(ctx); err != nil {
+		return err
 	}
 	now := time.Now()
 	a.mu.Lock()
 	sweep := a.resweep || !a.o.Woken || now.Sub(a.sweptAt) >= a.o.SweepEvery
 	a.mu.Unlock()
-	if !sweep && a.expectsRooms() {
-		// A Redis that lost its data lost the room set with it: then the
-		// configured and stored rooms must come back now, not at the
-		// next sweep (their enters answer 404 meanwhile).
-		n, err := a.q.rdb.Exists(ctx, a.q.roomsKey()).Result()
-		if err != nil {
-			return unavailable("admission rooms", err)
-		}
-		sweep = n == 0
-	}
 	if sweep {
 		if err := a.sweep(ctx, now); err != nil {
 			return err
