@@ -510,6 +510,7 @@ func TestGrafanaDashboard(t *testing.T) {
 	}
 	ids := map[int]bool{}
 	var titles []string
+	queried := map[string][]string{} // panel title -> the metrics it queries
 	for _, p := range d.Panels {
 		if ids[p.ID] || p.ID == 0 {
 			t.Errorf("panel %q: id %d is zero or taken", p.Title, p.ID)
@@ -535,13 +536,35 @@ func TestGrafanaDashboard(t *testing.T) {
 				}
 			}
 			exprs = append(exprs, q.Expr)
+			queried[p.Title] = append(queried[p.Title], metricNames(q.Expr)...)
 		}
 	}
 	for _, want := range []string{"Waiting", "Active vs limit", "Admitted per second", "ETA at the back of the queue",
-		"Order latency", "Pool wait and hold", "Streams by transport", "Fan-out lag", "429s by limit", "5xx by route"} {
+		"Order latency", "Pool wait and hold", "Streams by transport", "Fan-out lag", "429s by limit", "5xx by route",
+		"Origin errors", "Origin latency", "502 and 504", "WebSocket tunnels open", "WebSocket upgrades and refusals"} {
 		if !slices.Contains(titles, want) {
 			t.Errorf("no panel %q among %q", want, titles)
 		}
+	}
+	// The panels an operator reads first rest on the series made for them:
+	// the ETA on the server's own estimate (not waiting ÷ a rate), the
+	// origin's health on the gateway's series.
+	for title, want := range map[string][]string{
+		"ETA at the back of the queue":    {"waitingroom_eta_last_in_line_seconds"},
+		"Origin errors":                   {"waitingroom_gateway_origin_responses_total", "waitingroom_gateway_requests_total"},
+		"Origin latency":                  {"waitingroom_gateway_upstream_seconds_bucket"},
+		"502 and 504":                     {"waitingroom_gateway_requests_total", "waitingroom_gateway_origin_responses_total"},
+		"WebSocket tunnels open":          {"waitingroom_gateway_tunnels"},
+		"WebSocket upgrades and refusals": {"waitingroom_gateway_requests_total", "waitingroom_gateway_tunnels_refused_total"},
+	} {
+		for _, m := range want {
+			if !slices.Contains(queried[title], m) {
+				t.Errorf("panel %q queries %v, want %s among them", title, queried[title], m)
+			}
+		}
+	}
+	if eta := queried["ETA at the back of the queue"]; slices.Contains(eta, "waitingroom_admitted_total") {
+		t.Errorf("the ETA panel divides by the admission rate (%v): want the server's estimate", eta)
 	}
 	known := liveMetricNames(t)
 	for _, expr := range exprs {
