@@ -251,6 +251,24 @@ func TestGatewayOncePass(t *testing.T) {
 	if code, _, m := call(t, c, "GET", in.base+"/checkout/cart", ""); code != 403 || m["error"] != "pass_required" {
 		t.Fatalf("second request: %d %v, want 403 pass_required (the pass is spent)", code, m)
 	}
+	// The origin's own answers by class, the gateway's 502 and 504 apart.
+	for _, want := range []struct {
+		name   string
+		labels []string
+		n      float64
+	}{
+		{"waitingroom_gateway_origin_responses_total", []string{"kind=protected", "class=5xx"}, 1},
+		{"waitingroom_gateway_origin_responses_total", []string{"kind=protected", "class=2xx"}, 2},
+		{"waitingroom_gateway_origin_responses_total", []string{"kind=protected"}, 3},
+		{"waitingroom_gateway_requests_total", []string{"kind=protected", "outcome=forwarded"}, 3},
+		{"waitingroom_gateway_requests_total", []string{"kind=protected", "outcome=timeout"}, 1},
+		{"waitingroom_gateway_requests_total", []string{"kind=protected", "outcome=bad_gateway"}, 2},
+		{"waitingroom_gateway_requests_total", []string{"kind=protected", "outcome=no_pass"}, 1},
+	} {
+		if got := in.metricWhere(want.name, want.labels...); got != want.n {
+			t.Errorf("%s%v = %v, want %v", want.name, want.labels, got, want.n)
+		}
+	}
 	// Another visitor's forged cookie gets nothing.
 	other := visitor(t)
 	if code, _, _ := call(t, other, "GET", in.base+"/checkout/cart", "", "Cookie", "wr_entry_sale=forged; wr_queue=forged"); code != 403 {

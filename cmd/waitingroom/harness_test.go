@@ -357,6 +357,44 @@ func (in *instance) metric(name string) float64 {
 	return sum
 }
 
+// metricWhere returns the sum of the series of name whose labels include
+// every "label=value" given.
+func (in *instance) metricWhere(name string, labels ...string) float64 {
+	in.t.Helper()
+	mfs, err := in.parts.Metrics.Registry.Gather()
+	if err != nil {
+		in.t.Fatal(err)
+	}
+	var sum float64
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	next:
+		for _, m := range mf.GetMetric() {
+			have := map[string]string{}
+			for _, l := range m.GetLabel() {
+				have[l.GetName()] = l.GetValue()
+			}
+			for _, kv := range labels {
+				k, v, _ := strings.Cut(kv, "=")
+				if have[k] != v {
+					continue next
+				}
+			}
+			switch {
+			case m.Counter != nil:
+				sum += m.Counter.GetValue()
+			case m.Histogram != nil:
+				sum += float64(m.Histogram.GetSampleCount())
+			case m.Gauge != nil:
+				sum += m.Gauge.GetValue()
+			}
+		}
+	}
+	return sum
+}
+
 // waitFor polls cond until it holds or 10 s pass (the shared helper).
 var waitFor = queuetest.WaitFor
 

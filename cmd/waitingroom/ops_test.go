@@ -293,7 +293,8 @@ func TestAlertRulesCoverTheIssue(t *testing.T) {
 	rules := alertRules(t)
 	for _, name := range []string{"WaitingroomRedisUnreachable", "WaitingroomAdmissionStalled", "WaitingroomPoolAcquireWaitHigh",
 		"WaitingroomOrderErrorRate", "WaitingroomStreamsDropped", "WaitingroomConnectionCeilingNear",
-		"WaitingroomRateLimitingSurge", "WaitingroomInstanceNotReady", "WaitingroomETAErrorHigh"} {
+		"WaitingroomRateLimitingSurge", "WaitingroomInstanceNotReady", "WaitingroomETAErrorHigh",
+		"WaitingroomOriginErrors", "WaitingroomOriginSlow", "WaitingroomTunnelsAtCap"} {
 		if rules[name] == "" {
 			t.Errorf("alert %s is missing", name)
 		}
@@ -318,11 +319,8 @@ func TestAlertRulesUseLiveMetrics(t *testing.T) {
 }
 
 // liveMetricNames starts an instance, lets its loops run and serves a
-// little traffic, then returns every series name its /metrics can hold:
-// each sample's name and, for a histogram, its _bucket, _sum and _count
-// (from the live text), plus the families registered but without a sample
-// yet (a vector no label value has been used with: read from the
-// registry's descriptions, as they are not in the text).
+// little traffic, then returns every series name its /metrics can hold,
+// with those of an instance in gateway mode that forwarded a request.
 func liveMetricNames(t *testing.T) map[string]bool {
 	t.Helper()
 	e := newEnv(t)
@@ -338,6 +336,28 @@ func liveMetricNames(t *testing.T) map[string]bool {
 			strings.Contains(text, `waitingroom_room_paused{room="default"} 0`)
 	})
 	names := map[string]bool{}
+	seriesNames(t, in, names)
+	if !names["waitingroom_queue_waiting"] || !names["process_open_fds"] {
+		t.Fatalf("the live /metrics lacks the basics: %v", names)
+	}
+	gw := gatewayInstance(t, startOrigin(t), nil)
+	if code, _, _ := call(t, visitor(t), "GET", gw.base+"/big", ""); code != 200 {
+		t.Fatalf("an unprotected request through the gateway: %d", code)
+	}
+	seriesNames(t, gw, names)
+	if !names["waitingroom_gateway_upstream_seconds_bucket"] || !names["waitingroom_gateway_tunnels_refused_total"] {
+		t.Fatalf("the gateway's /metrics lacks its own series: %v", names)
+	}
+	return names
+}
+
+// seriesNames adds to names every series name in's /metrics can hold:
+// each sample's name and, for a histogram, its _bucket, _sum and _count
+// (from the live text), plus the families registered but without a
+// sample yet (a vector no label value has been used with: read from the
+// registry's descriptions, as they are not in the text).
+func seriesNames(t *testing.T, in *instance, names map[string]bool) {
+	t.Helper()
 	for line := range strings.Lines(scrape(t, in)) {
 		line = strings.TrimSpace(line)
 		if typ, ok := strings.CutPrefix(line, "# TYPE "); ok {
@@ -354,9 +374,6 @@ func liveMetricNames(t *testing.T) map[string]bool {
 		}
 		names[strings.FieldsFunc(line, func(r rune) bool { return r == '{' || r == ' ' })[0]] = true
 	}
-	if !names["waitingroom_queue_waiting"] || !names["process_open_fds"] {
-		t.Fatalf("the live /metrics lacks the basics: %v", names)
-	}
 	ch := make(chan *prometheus.Desc)
 	go func() {
 		in.parts.Metrics.Registry.Describe(ch)
@@ -368,7 +385,6 @@ func liveMetricNames(t *testing.T) map[string]bool {
 			names[m[1]] = true
 		}
 	}
-	return names
 }
 
 // scrape is the instance's /metrics as text.
@@ -494,6 +510,7 @@ func TestGrafanaDashboard(t *testing.T) {
 	}
 	ids := map[int]bool{}
 	var titles []string
+	queried := map[string][]string{} // panel title -> the metrics it queries
 	for _, p := range d.Panels {
 		if ids[p.ID] || p.ID == 0 {
 			t.Errorf("panel %q: id %d is zero or taken", p.Title, p.ID)
@@ -519,13 +536,35 @@ func TestGrafanaDashboard(t *testing.T) {
 				}
 			}
 			exprs = append(exprs, q.Expr)
+			queried[p.Title] = append(queried[p.Title], metricNames(q.Expr)...)
 		}
 	}
 	for _, want := range []string{"Waiting", "Active vs limit", "Admitted per second", "ETA at the back of the queue",
-		"Order latency", "Pool wait and hold", "Streams by transport", "Fan-out lag", "429s by limit", "5xx by route"} {
+		"Order latency", "Pool wait and hold", "Streams by transport", "Fan-out lag", "429s by limit", "5xx by route",
+		"Origin errors", "Origin latency", "502 and 504", "WebSocket tunnels open", "WebSocket upgrades and refusals"} {
 		if !slices.Contains(titles, want) {
 			t.Errorf("no panel %q among %q", want, titles)
 		}
+	}
+	// The panels an operator reads first rest on the series made for them:
+	// the ETA on the server's own estimate (not waiting ÷ a rate), the
+	// origin's health on the gateway's series.
+	for title, want := range map[string][]string{
+		"ETA at the back of the queue":    {"waitingroom_eta_last_in_line_seconds"},
+		"Origin errors":                   {"waitingroom_gateway_origin_responses_total", "waitingroom_gateway_requests_total"},
+		"Origin latency":                  {"waitingroom_gateway_upstream_seconds_bucket"},
+		"502 and 504":                     {"waitingroom_gateway_requests_total", "waitingroom_gateway_origin_responses_total"},
+		"WebSocket tunnels open":          {"waitingroom_gateway_tunnels"},
+		"WebSocket upgrades and refusals": {"waitingroom_gateway_requests_total", "waitingroom_gateway_tunnels_refused_total"},
+	} {
+		for _, m := range want {
+			if !slices.Contains(queried[title], m) {
+				t.Errorf("panel %q queries %v, want %s among them", title, queried[title], m)
+			}
+		}
+	}
+	if eta := queried["ETA at the back of the queue"]; slices.Contains(eta, "waitingroom_admitted_total") {
+		t.Errorf("the ETA panel divides by the admission rate (%v): want the server's estimate", eta)
 	}
 	known := liveMetricNames(t)
 	for _, expr := range exprs {

@@ -168,7 +168,7 @@ func (w *wiring) streams() {
 	p.Hub = stream.New(ho)
 	p.Presence = presence.New(p.Queue, p.Hub, cfg.Queue.IdleTimeout)
 	p.History = history.New(w.rdb, p.Queue, p.Log).WithForecasts(p.Hub.Forecast).WithJudge(p.Metrics.JudgedETA).
-		WithRunning(p.Admitter.Running)
+		WithShown(p.Metrics.ShownETA).WithRunning(p.Admitter.Running)
 }
 
 // edge builds what the ports keep beside the handlers: the access logs,

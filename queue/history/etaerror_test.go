@@ -48,10 +48,18 @@ func TestETAErrors(t *testing.T) {
 
 // TestRecordsTheETAShown: with the hub's forecasts, each point records the
 // ETA the last in line is shown (JSON "etaLast"); withheld, it is null.
+// WithShown hears that ETA once per point recorded (-1 when withheld),
+// never for a second another caller had claimed.
 func TestRecordsTheETAShown(t *testing.T) {
 	q, rdb := queuetest.Queue(t, 10, time.Minute)
 	var fc estimate.Forecast // unknown until set below
-	h := history.New(rdb, q, nil).WithForecasts(func(string) estimate.Forecast { return fc })
+	var shown []int64
+	h := history.New(rdb, q, nil).WithForecasts(func(string) estimate.Forecast { return fc }).
+		WithShown(func(room string, eta int64) {
+			if room == "r1" {
+				shown = append(shown, eta)
+			}
+		})
 	for _, u := range []string{"u1", "u2", "u3", "u4"} {
 		mustEnter(t, q, u)
 	}
@@ -75,6 +83,9 @@ func TestRecordsTheETAShown(t *testing.T) {
 	// u1 left: u2, u3, u4 (tickets 2–4) wait; the middle one is u3.
 	if last.ETA != want || last.Seq != 4 || last.Head != 2 || last.ETAMid != wantMid || last.MidTicket != 3 {
 		t.Fatalf("point %+v, want ETA %d, seq 4, head 2, middle ETA %d at ticket 3", last, want, wantMid)
+	}
+	if len(shown) != len(pts) || shown[0] != -1 || shown[len(shown)-1] != want {
+		t.Fatalf("shown %v for %d points, want one per point: -1 first, %d last", shown, len(pts), want)
 	}
 	b, _ := json.Marshal(last)
 	var arr []any

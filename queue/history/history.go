@@ -61,6 +61,7 @@ type History struct {
 	log      *slog.Logger
 	forecast func(room string) estimate.Forecast
 	judged   func(room string, e ETAError)
+	shownTo  func(room string, eta int64)
 	running  func() []string
 }
 
@@ -87,6 +88,14 @@ func (h *History) WithForecasts(forecast func(room string) estimate.Forecast) *H
 // metric). Call it before Run; it returns h.
 func (h *History) WithJudge(judged func(room string, e ETAError)) *History {
 	h.judged = judged
+	return h
+}
+
+// WithShown hands the ETA each recorded point holds for the room's last
+// in line (WithForecasts; -1: withheld, or nobody waits) to shown (a
+// metric), once the point is appended. Call it before Run; it returns h.
+func (h *History) WithShown(shown func(room string, eta int64)) *History {
+	h.shownTo = shown
 	return h
 }
 
@@ -200,6 +209,9 @@ func (h *History) Record(ctx context.Context, room string) (recorded bool, err e
 		Keep, clockKeep, int64(lifetime.Seconds()), eta, etaMid, ticketAt(snaps[0], mid)).Int64()
 	if err != nil {
 		return false, unavailable("append", err)
+	}
+	if n == 1 && h.shownTo != nil {
+		h.shownTo(room, eta)
 	}
 	return n == 1, nil
 }

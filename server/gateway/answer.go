@@ -167,7 +167,14 @@ func acceptsHTML(accept []byte) bool {
 type gatewayMetrics struct {
 	requests *prometheus.CounterVec
 	upstream *prometheus.HistogramVec
+	answers  *prometheus.CounterVec
 }
+
+// Request kinds, as the metrics label them.
+const (
+	kindProtected   = "protected"
+	kindUnprotected = "unprotected"
+)
 
 func newGatewayMetrics(reg prometheus.Registerer) gatewayMetrics {
 	m := gatewayMetrics{
@@ -177,9 +184,36 @@ func newGatewayMetrics(reg prometheus.Registerer) gatewayMetrics {
 		upstream: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "waitingroom_gateway_upstream_seconds",
 			Help:    "Time the origin took to answer a forwarded request (failures included), by kind.",
 			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}}, []string{"kind"}),
+		answers: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "waitingroom_gateway_origin_responses_total",
+			Help: "Answers of the origin relayed to visitors (the forwarded requests of waitingroom_gateway_requests_total), by kind and status class (1xx to 5xx, other); the gateway's own 502 and 504 are not among them."},
+			[]string{"kind", "class"}),
+	}
+	// The failures the alert rules watch are there at 0 from the start,
+	// so that a first failure is a rise, which rate() sees, not a new
+	// series, which it does not.
+	for _, kind := range []string{kindProtected, kindUnprotected} {
+		for _, outcome := range []string{"timeout", "bad_gateway"} {
+			m.requests.WithLabelValues(kind, outcome)
+		}
+		m.answers.WithLabelValues(kind, "5xx")
 	}
 	if reg != nil {
-		reg.MustRegister(m.requests, m.upstream)
+		reg.MustRegister(m.requests, m.upstream, m.answers)
 	}
 	return m
+}
+
+// answered counts the origin's answer with status code.
+func (m gatewayMetrics) answered(kind string, code int) {
+	m.requests.WithLabelValues(kind, "forwarded").Inc()
+	m.answers.WithLabelValues(kind, statusClass(code)).Inc()
+}
+
+// statusClass is the class of an origin's status code (100 to 999, as
+// response.go reads it): "1xx" to "5xx", else "other".
+func statusClass(code int) string {
+	if code < 100 || code >= 600 {
+		return "other"
+	}
+	return strconv.Itoa(code/100) + "xx"
 }

@@ -132,7 +132,7 @@ func (g *Gateway) Handle(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	if !protected {
-		g.forward(ctx, "unprotected", "")
+		g.forward(ctx, kindUnprotected, "")
 		return
 	}
 	st := g.o.Settings.Get(room)
@@ -143,7 +143,7 @@ func (g *Gateway) Handle(ctx *fasthttp.RequestCtx) {
 		done = g.once(ctx, room)
 	}
 	if !done {
-		g.m.requests.WithLabelValues("protected", "no_pass").Inc()
+		g.m.requests.WithLabelValues(kindProtected, "no_pass").Inc()
 		g.refuse(ctx, room)
 	}
 	if stale && !done { // done: a new session's cookie replaced it
@@ -172,7 +172,7 @@ func (g *Gateway) forward(ctx *fasthttp.RequestCtx, kind, p string) (failed bool
 			g.m.requests.WithLabelValues(kind, "upgraded").Inc()
 			return false, -1
 		case err == nil:
-			g.m.requests.WithLabelValues(kind, "forwarded").Inc()
+			g.m.answered(kind, ctx.Response.StatusCode())
 			return ctx.Response.StatusCode() >= 500, -1
 		}
 		g.failed(ctx, kind, err)
@@ -188,7 +188,7 @@ func (g *Gateway) forward(ctx *fasthttp.RequestCtx, kind, p string) (failed bool
 		}
 		return true, latency
 	}
-	g.m.requests.WithLabelValues(kind, "forwarded").Inc()
+	g.m.answered(kind, ctx.Response.StatusCode())
 	return ctx.Response.StatusCode() >= 500, latency
 }
 

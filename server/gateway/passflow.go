@@ -80,7 +80,7 @@ func (g *Gateway) once(ctx *fasthttp.RequestCtx, room string) bool {
 		g.settle(ctx, claim, true)
 		return true
 	}
-	failed, latency := g.forward(ctx, "protected", p)
+	failed, latency := g.forward(ctx, kindProtected, p)
 	g.record(room, claim.User, latency, failed)
 	if !g.settle(ctx, claim, failed) && cookie {
 		expireCookie(ctx, EntryCookie(room), g.secure(ctx))
@@ -228,14 +228,14 @@ func (g *Gateway) openSession(ctx *fasthttp.RequestCtx, room string, st Settings
 // forwardSession forwards a request of a session: the origin's failures
 // end nothing (the session holds its slot until it ends or goes idle).
 func (g *Gateway) forwardSession(ctx *fasthttp.RequestCtx, room, user, p string) {
-	failed, latency := g.forward(ctx, "protected", p)
+	failed, latency := g.forward(ctx, kindProtected, p)
 	g.record(room, user, latency, failed)
 }
 
 // limited answers a session's request over its limits: 429 rate_limited
 // with the time to wait. The session is kept.
 func (g *Gateway) limited(ctx *fasthttp.RequestCtx, wait time.Duration) {
-	g.m.requests.WithLabelValues("protected", "rate_limited").Inc()
+	g.m.requests.WithLabelValues(kindProtected, "rate_limited").Inc()
 	writeJSON(ctx, fasthttp.StatusTooManyRequests, max(int(math.Ceil(wait.Seconds())), 1), map[string]string{"error": "rate_limited",
 		"message": "too many requests for one session: slow down and retry after Retry-After seconds"})
 }

@@ -87,6 +87,24 @@ func (m *Metrics) JudgedETA(room string, e history.ETAError) {
 	r.etaJudged.WithLabelValues(room).Set(float64(e.Count))
 }
 
+// ShownETA records the ETA room's last in line is shown, in seconds (-1:
+// withheld, or nobody waits: the series is removed), from the room's
+// history point (history.WithShown), for a room with series only: the
+// history records the rooms on a schedule, so a point is no activity.
+func (m *Metrics) ShownETA(room string, seconds int64) {
+	r := m.rooms
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.labelledLocked(room) {
+		return
+	}
+	if seconds < 0 {
+		r.etaLast.DeleteLabelValues(room)
+		return
+	}
+	r.etaLast.WithLabelValues(room).Set(float64(seconds))
+}
+
 // ObserveStep sets the adaptive metrics of room after a controller step
 // (adaptive.Options.OnStep), for a room with series only: the
 // controller steps rooms on a schedule, so a step is no activity.

@@ -25,8 +25,8 @@ type Options struct {
 const (
 	// DefaultQuietAfter is Options.QuietAfter's default.
 	DefaultQuietAfter = 10 * time.Minute
-	// DefaultMaxRooms is Options.MaxRooms's default: about 17 series a
-	// room, so at most some 17,000 room series per instance.
+	// DefaultMaxRooms is Options.MaxRooms's default: about 18 series a
+	// room, so at most some 18,000 room series per instance.
 	DefaultMaxRooms = 1000
 )
 
@@ -57,7 +57,7 @@ type rooms struct {
 	// The rooms' series (labelled by room).
 	waiting, active, target, paused, limit *prometheus.GaugeVec
 	admitted, entered, expired, abandoned  *prometheus.CounterVec
-	etaError, etaJudged                    *prometheus.GaugeVec
+	etaError, etaJudged, etaLast           *prometheus.GaugeVec
 	sigOrders, sigErrorRate, sigP90        *prometheus.GaugeVec
 	sigBaseline, sigPoolWait               *prometheus.GaugeVec
 	limitChanges                           *prometheus.CounterVec
@@ -128,6 +128,8 @@ func newRooms(o Options) *rooms {
 	r.etaError = gv("waitingroom_eta_error_ratio",
 		"Median |ETA − wait| ÷ wait of the estimates shown to the room's last in line and to the one in the middle over the last hour, judged once they had their turn (0 until one is: see waitingroom_eta_judged).")
 	r.etaJudged = gv("waitingroom_eta_judged", "Estimates judged for waitingroom_eta_error_ratio (the last hour's, recorded once a second).")
+	r.etaLast = gv("waitingroom_eta_last_in_line_seconds",
+		"The ETA the room's last in line is shown now: the server's own estimate (the one polls and streams carry), as recorded in the room's history once a second by the instance that runs it; absent while the estimate is withheld (paused, closed, measuring) or nobody waits.")
 	r.limit = gv("waitingroom_admission_limit", "The admission limit in force (targetActive), set by the operator or, in adaptive mode, by the limit controller.")
 	r.sigOrders = gv("waitingroom_adaptive_window_orders", "Orders finished in the last evaluated signals window, all instances.")
 	r.sigErrorRate = gv("waitingroom_adaptive_error_ratio", "Share of the last window's orders that failed for an infrastructure reason (DB down, timeout).")

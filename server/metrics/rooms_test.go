@@ -117,6 +117,7 @@ func observeAll(m *metrics.Metrics, room string) {
 	m.ObserveAdmission(queue.AdmitResult{Room: room, Waiting: 5, Active: 2, Admitted: []string{"u1"}, Pruned: 1, Abandoned: 1, Target: 20})
 	m.ObserveEnter(room, true)
 	m.JudgedETA(room, history.ETAError{MedianPct: 12, Count: 40})
+	m.ShownETA(room, 42)
 	m.ObserveStep(room, adaptive.State{Signals: adaptive.Signals{Orders: 9, P90: time.Second}}, 20)
 	m.ObserveLimitChange(room, adaptive.Step{Reason: "increase"})
 }
@@ -137,6 +138,7 @@ var roomFamilies = []string{
 	"waitingroom_entry_expired_total",
 	"waitingroom_eta_error_ratio",
 	"waitingroom_eta_judged",
+	"waitingroom_eta_last_in_line_seconds",
 	"waitingroom_queue_waiting",
 	"waitingroom_room_paused",
 	"waitingroom_target_active",
@@ -190,13 +192,14 @@ func TestRoomSeriesGoWhenQuiet(t *testing.T) {
 }
 
 // TestIdleRoomsCostNothing: runs that find no work and the schedules'
-// visits (judge, controller) give a room not seen lately no series.
+// visits (judge, history, controller) give a room not seen lately no series.
 func TestIdleRoomsCostNothing(t *testing.T) {
 	m := metrics.New(nil, metrics.Options{Now: newClock().now})
 	for i := range 5000 {
 		room := fmt.Sprintf("r%d", i)
 		m.ObserveAdmission(queue.AdmitResult{Room: room, Target: 20})
 		m.JudgedETA(room, history.ETAError{MedianPct: 50, Count: 3})
+		m.ShownETA(room, 30)
 		m.ObserveStep(room, adaptive.State{}, 20)
 		m.ObserveLimitChange(room, adaptive.Step{Reason: "decrease"})
 	}
@@ -206,6 +209,26 @@ func TestIdleRoomsCostNothing(t *testing.T) {
 	}
 	if v := mustValue(t, got, "waitingroom_rooms_with_series") + mustValue(t, got, "waitingroom_rooms_left_out"); v != 0 {
 		t.Fatalf("idle rooms kept: %v", v)
+	}
+}
+
+// TestShownETA: the ETA shown to the last in line is the gauge's value;
+// withheld (-1), the series goes, and it comes back with the next known
+// one.
+func TestShownETA(t *testing.T) {
+	m := metrics.New(nil, metrics.Options{Now: newClock().now})
+	m.ObserveAdmission(busy("sale", 40, 20))
+	const name = "waitingroom_eta_last_in_line_seconds"
+	for _, step := range []struct {
+		shown int64
+		want  float64
+		there bool
+	}{{95, 95, true}, {-1, 0, false}, {0, 0, true}, {-1, 0, false}, {120, 120, true}} {
+		m.ShownETA("sale", step.shown)
+		got, there := value(mustScrape(t, m.Registry), name, "room=sale")
+		if there != step.there || got != step.want {
+			t.Fatalf("after ShownETA(sale, %d): %s = %v (there: %v), want %v (there: %v)", step.shown, name, got, there, step.want, step.there)
+		}
 	}
 }
 
