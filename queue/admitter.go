@@ -93,6 +93,7 @@ type Admitter struct {
 	resweep bool                // a sweep is due at the next tick
 	// sweepNow wakes Run's sweep loop (capacity 1): a sweep was asked for.
 	sweepNow chan struct{}
+	prepared bool // Prepare was called
 	sweptAt  time.Time
 	stored   map[string]RoomConfig // the last read of Stored
 	storedAt time.Time             // when it was read
@@ -303,15 +304,32 @@ func (a *Admitter) checkRoomSet(ctx context.Context) error {
 	return nil
 }
 
-// start beats and sweeps without admitting; a failure is left to the
-// first tick, which does both again.
-func (a *Admitter) start(ctx context.Context) {
+// Prepare beats and sweeps once, without admitting: the configured and
+// stored rooms are created and the rooms with work found, so that an
+// instance serves with its rooms there (Main calls it before serving). Run
+// calls it first unless it was called. A failure (Redis unreachable) is
+// left to the loops, which beat and sweep again.
+func (a *Admitter) Prepare(ctx context.Context) {
+	a.mu.Lock()
+	a.prepared = true
+	a.mu.Unlock()
 	if m := a.o.Members; m != nil {
 		if _, err := m.Beat(ctx); err != nil {
+			a.Resweep()
 			return
 		}
 	}
 	_ = a.sweep(ctx, time.Now())
+}
+
+// start is Run's Prepare, unless Prepare was called already.
+func (a *Admitter) start(ctx context.Context) {
+	a.mu.Lock()
+	done := a.prepared
+	a.mu.Unlock()
+	if !done {
+		a.Prepare(ctx)
+	}
 }
 
 // owns reports whether this instance runs room.

@@ -77,6 +77,12 @@ func (m *Main) Open(ctx context.Context) error {
 		return err
 	}
 	m.parts, m.srv = parts, srv
+	// The configured and stored rooms exist before the loops start and
+	// the server serves (a Redis that cannot be reached yet: the loops
+	// try again).
+	pctx, pcancel := context.WithTimeout(ctx, 2*time.Second)
+	parts.Admitter.Prepare(pctx)
+	pcancel()
 	m.stopLoops = loop.Start(parts.loops())
 	return nil
 }
