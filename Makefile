@@ -3,6 +3,9 @@
 #   make run            build, find or start Redis + Postgres, seed demo data, serve,
 #                       reset the demo room and start a crowd of simulated shoppers
 #                       (CROWD=0: without it; KEEP_ROOMS=1: keep the room's settings)
+#   make run-gateway    the gateway demo: the demo shop as the origin, the waiting
+#                       room in front of it on Redis alone, a crowd of anonymous
+#                       visitors through it (CROWD=0, KEEP_ROOMS=1 as for run)
 #   make test           go vet, gofmt check, go test -race against real services
 #   make test-short     go test -short: no browser, no extra processes (about a minute)
 #   make bench          Go benchmarks against the same services
@@ -34,7 +37,7 @@ services = svc="$$(deploy/dev-services.sh up --db $(1))"; eval "$$svc"
 test_env = $(call services,postgres); \
 	export WR_TEST_REDIS_URL="$$REDIS_URL" WR_TEST_DATABASE_URL="$$DATABASE_URL"
 
-.PHONY: build run test test-short bench loadtest services services-stop clean image
+.PHONY: build run run-gateway test test-short bench loadtest services services-stop clean image
 
 build:
 	$(GO) build -o $(BIN) ./cmd/waitingroom
@@ -115,6 +118,91 @@ run: build
 	rc=0; wait "$$srv" || rc=$$?; \
 	trap - INT TERM; \
 	if [[ -n $$helper ]]; then kill -INT -- "-$$helper" 2>/dev/null || true; wait "$$helper" || true; fi; \
+	exit "$$rc"
+
+# run-gateway: the gateway demo, in the processes run has, plus the origin.
+# The demo shop (deploy/origin, served by deploy/demo-shop on SHOP_ADDR, every
+# request it gets logged in .run/shop.log) is the origin; the waiting room runs
+# in gateway mode in front of it on Redis alone (Postgres only when DATABASE_URL
+# is set: then room definitions are recorded there), protecting GET /checkout/*
+# with room sale; the crowd (go run ./loadtest crowd -h, --gateway) is anonymous
+# visitors who enter under /_wr/ and, once admitted, GET /checkout/. No demo
+# users, no seed, no login. Ctrl-C stops the crowd, then the server, then the
+# shop. The proof of work is off unless WR_GATEWAY_CHALLENGE=pow (the crowd
+# solves it too, at a CPU cost the demo machine may not want); the limit on new
+# places per network is raised, as the whole crowd comes from 127.1.0.0/23 while
+# a real one comes from many networks.
+SHOP_ADDR ?= 127.0.0.1:8090
+run-gateway: build
+	@$(GO) build -o bin/loadtest ./loadtest; \
+	$(GO) build -o bin/demo-shop ./deploy/demo-shop; \
+	svc="$$(deploy/dev-services.sh up --no-db)"; eval "$$svc"; \
+	export WR_DEV="$${WR_DEV:-1}"; \
+	export WR_ADMIN_TOKEN="$${WR_ADMIN_TOKEN:-dev-admin-token-local}"; \
+	export WR_UPSTREAM="http://$(SHOP_ADDR)" WR_ROOMS=sale WR_PROTECT="GET /checkout/*=sale"; \
+	export WR_GATEWAY_CHALLENGE="$${WR_GATEWAY_CHALLENGE:-off}"; \
+	export WR_LIMIT_ENTER_NEW_NET="$${WR_LIMIT_ENTER_NEW_NET:-6000/1m:600}"; \
+	url() { \
+		local addr="$$1" host port; \
+		port="$${addr##*:}"; host="$${addr%:*}"; \
+		[[ $$addr == *:* ]] || host=""; \
+		case "$$host" in ""|0.0.0.0|"[::]"|::) host=localhost ;; esac; \
+		echo "http://$$host:$$port/"; \
+	}; \
+	page="$$(url "$${WR_HTTP_ADDR:-:8080}")"; \
+	admin="$$(url "$${WR_ADMIN_ADDR:-127.0.0.1:8081}")"; \
+	postgres="none: Redis alone (rooms made through the admin API are not recorded)"; \
+	[[ -z $${DATABASE_URL:-} ]] || postgres="DATABASE_URL (room definitions recorded there)"; \
+	mkdir -p .run; log=.run/crowd.log; shoplog=.run/shop.log; : >"$$log"; : >"$$shoplog"; \
+	echo; \
+	echo "=================================================================="; \
+	echo "  The shop, through the gateway: $$page  (the origin, $$WR_UPSTREAM)"; \
+	echo "  Its checkout, protected:       $${page}checkout/  (queues you in room sale)"; \
+	echo "  Waiting-room page and API:     $${page}_wr/rooms/sale  and  $${page}_wr/api/v1/"; \
+	echo "  What reached the shop:         $$shoplog  (one line a request, with or without a pass)"; \
+	echo "  Management:                    $$admin  (metrics, healthz, readyz, admin/rooms)"; \
+	echo "  Operator dashboard:            $${admin}admin/  (asks for the admin token)"; \
+	echo "  Admin token:                   $$WR_ADMIN_TOKEN"; \
+	echo "  Postgres:                      $$postgres"; \
+	echo "  Stop with Ctrl-C; Redis keeps running (make services-stop)."; \
+	echo "=================================================================="; \
+	echo; \
+	tool=(bin/loadtest --base "$${page%/}" --admin "$${admin%/}" --room sale); \
+	tool=("$${tool[@]/localhost/127.0.0.1}"); \
+	set -m; \
+	bin/demo-shop --listen "$(SHOP_ADDR)" --dir deploy/origin --log "$$shoplog" & shop=$$!; \
+	$(BIN) serve & srv=$$!; helper=""; \
+	if [[ "$(KEEP_ROOMS)" != 1 || "$(CROWD)" != 0 ]]; then \
+		( \
+			if [[ "$(KEEP_ROOMS)" != 1 ]]; then \
+				if line="$$("$${tool[0]}" reset-room "$${tool[@]:1}" --wait-ready 60s 2>>"$$log")"; then \
+					echo "==> $$line (make run-gateway KEEP_ROOMS=1 keeps an earlier run's settings)"; \
+				else \
+					echo "warning: could not reset room sale (see $$log)" >&2; \
+				fi; \
+			fi; \
+			kill -0 "$$srv" 2>/dev/null || exit 0; \
+			if [[ "$(CROWD)" != 0 ]]; then \
+				echo "==> simulated crowd: 300 anonymous visitors kept waiting in room sale, each admitted one then GETs /checkout/ (log $$log); make run-gateway CROWD=0 runs without"; \
+				exec "$${tool[0]}" crowd "$${tool[@]:1}" --gateway "GET /checkout/" --waiting 300 --wait-ready 60s >>"$$log" 2>&1; \
+			fi \
+		) & helper=$$!; \
+	fi; \
+	set +m; \
+	stop() { \
+		trap 'kill -KILL $$srv $$shop $${helper:+-$$helper} 2>/dev/null' INT TERM; \
+		if [[ -n $$helper ]] && kill -0 "$$helper" 2>/dev/null; then \
+			[[ "$(CROWD)" == 0 ]] || echo "==> stopping the simulated crowd (its visitors leave the queue), then the server and the shop"; \
+			kill -INT -- "-$$helper" 2>/dev/null || true; wait "$$helper" || true; \
+		fi; \
+		kill -TERM "$$srv" 2>/dev/null || true; rc=0; wait "$$srv" || rc=$$?; \
+		kill -TERM "$$shop" 2>/dev/null || true; wait "$$shop" || true; \
+	}; \
+	trap 'stop; exit "$$rc"' INT TERM; \
+	rc=0; wait "$$srv" || rc=$$?; \
+	trap - INT TERM; \
+	if [[ -n $$helper ]]; then kill -INT -- "-$$helper" 2>/dev/null || true; wait "$$helper" || true; fi; \
+	kill -TERM "$$shop" 2>/dev/null || true; wait "$$shop" || true; \
 	exit "$$rc"
 
 # test: everything CI runs (deploy/dev-test.sh says what, and times each

@@ -4,6 +4,7 @@
 #
 # Usage:
 #   deploy/dev-services.sh [up] [--db NAME]  print `export` lines (default command)
+#   deploy/dev-services.sh up --no-db        the same for Redis alone
 #   deploy/dev-services.sh stop              stop the throwaway instances started here
 #   deploy/dev-services.sh status            say what is running (stderr only)
 #
@@ -31,7 +32,9 @@
 #
 # With --db NAME (default: waitingroom) DATABASE_URL names that database, created
 # when missing on servers chosen in steps 2 and 3. `--db postgres` suits the
-# tests, whose helpers create a fresh database each.
+# tests, whose helpers create a fresh database each. With --no-db no PostgreSQL
+# is looked for or started (make run-gateway: a gateway on Redis alone); a
+# DATABASE_URL already set is still checked and printed.
 #
 # Knobs: WR_DEV_FORCE_LOCAL=1, WR_DEV_REDIS_PORT (56379), WR_DEV_PG_PORT (55432),
 # WR_DEV_RUN_DIR (<repo>/.run). Every wait is bounded; running `up` twice
@@ -461,7 +464,7 @@ cmd_up() {
 	local db=$1
 	check_explicit
 	resolve_redis
-	resolve_pg "$db"
+	[[ -z $db ]] || resolve_pg "$db" # --no-db: Redis alone
 }
 
 cmd_status() {
@@ -485,6 +488,7 @@ cmd_status() {
 usage() {
 	cat >&2 <<-EOF
 		usage: $0 [up] [--db NAME]   print export lines for REDIS_URL and DATABASE_URL
+		       $0 up --no-db         Redis alone (DATABASE_URL only when set, checked)
 		       $0 stop               stop the throwaway instances started under .run/
 		       $0 status             tell what runs (stderr)
 	EOF
@@ -502,12 +506,13 @@ main() {
 			shift
 			;;
 		--db=*) db=${1#--db=} ;;
+		--no-db) db="" ;;
 		-h | --help) usage ;;
 		*) usage ;;
 		esac
 		shift
 	done
-	[[ $db =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] || die "bad database name: $db"
+	[[ -z $db || $db =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] || die "bad database name: $db"
 	case $cmd in
 	up) cmd_up "$db" ;;
 	stop)
@@ -526,5 +531,5 @@ CMD=""
 main "$@" >&2
 if [[ $CMD == up ]]; then
 	printf 'export REDIS_URL=%s\n' "$(shquote "$REDIS_URL")"
-	printf 'export DATABASE_URL=%s\n' "$(shquote "$DATABASE_URL")"
+	[[ -z ${DATABASE_URL:-} ]] || printf 'export DATABASE_URL=%s\n' "$(shquote "$DATABASE_URL")"
 fi

@@ -18,6 +18,11 @@ import (
 var (
 	errInvalidCreds = &api.Error{Status: fiber.StatusUnauthorized, Code: "invalid_credentials", Message: "login id or password is wrong"}
 	errWrongRoom    = &api.Error{Status: fiber.StatusForbidden, Code: "wrong_room", Message: "this queue token belongs to another room"}
+	// errNoDatabase answers the built-in login and the demo order API on an
+	// instance without Postgres (gateway mode without DATABASE_URL): they
+	// are not there, as any unknown path is not.
+	errNoDatabase = &api.Error{Status: fiber.StatusNotFound, Code: "not_found",
+		Message: "this gateway runs without a database (DATABASE_URL unset): it has no built-in login, products or orders; visitors enter anonymously"}
 )
 
 // checkoutError is the answer to checkout.Place's errors that carry a

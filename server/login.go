@@ -23,6 +23,9 @@ type loginRequest struct {
 // credentials, BCrypt in a bounded slot). A malformed request is refused
 // here, before any limit and before any database call.
 func (s *Server) login(c *fiber.Ctx) error {
+	if s.logins == nil {
+		return errNoDatabase
+	}
 	var req loginRequest
 	if err := api.Decode(c, &req); err != nil {
 		return err

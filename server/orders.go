@@ -24,6 +24,9 @@ type orderRequest struct {
 // checkout.Place (limits, product check, consume, place, release or
 // restore); this handler decodes, validates, calls it and maps the result.
 func (s *Server) order(c *fiber.Ctx) error {
+	if s.checkout == nil {
+		return errNoDatabase
+	}
 	claims, err := s.queueClaims(c, "")
 	if err != nil {
 		return err
@@ -80,6 +83,9 @@ func toOrderDoc(o pgstore.Order) orderDoc {
 // room (access token), newest first, at most checkout.MaxOrdersRead — so a
 // page can show an order's result after a reload.
 func (s *Server) orders(c *fiber.Ctx) error {
+	if s.checkout == nil {
+		return errNoDatabase
+	}
 	claims, err := s.accessClaims(c)
 	if err != nil {
 		return err
@@ -105,6 +111,9 @@ func (s *Server) orders(c *fiber.Ctx) error {
 
 // product returns one product.
 func (s *Server) product(c *fiber.Ctx) error {
+	if s.checkout == nil {
+		return errNoDatabase
+	}
 	id, err := strconv.ParseInt(c.Params("id"), 10, 64)
 	if err != nil || id <= 0 {
 		return api.BadRequest("the product id must be a positive integer")

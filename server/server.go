@@ -46,7 +46,8 @@ import (
 // Deps are the components the HTTP adapters call, each built and
 // configured by the composition root (cmd/waitingroom), which also runs
 // their background loops. Every one is required, except those of gateway
-// mode (Gateway: nil when it is off).
+// mode (Gateway: nil when it is off) and those that need Postgres, which an
+// instance without it lacks (Logins, Checkout, Definitions: nil).
 type Deps struct {
 	// Logger is the instance's; lines logged while serving a request carry
 	// its id when it wraps api.LogHandler.
@@ -60,8 +61,8 @@ type Deps struct {
 	Limiter  *ratelimit.Limiter // layer 1's shared limits
 	Polls    *local.Limiter     // the poll pace, in this instance's memory
 	Access   *access.Lists      // deny, allow and bypass lists
-	Logins   *login.Login       // the login use case
-	Checkout *checkout.Checkout // the order use case
+	Logins   *login.Login       // the login use case; nil: off (no Postgres)
+	Checkout *checkout.Checkout // the order use case; nil: off (no Postgres)
 	Sec      *seclog.Log        // security events
 	// AccessPublic and AccessAdmin are the two ports' access logs.
 	AccessPublic, AccessAdmin *accesslog.Log
@@ -78,8 +79,9 @@ type Deps struct {
 	// Gateway mode's parts; nil when it is off (WR_UPSTREAM unset).
 	Gateway *GatewayParts
 	// Definitions is the durable record of the rooms' definitions
-	// (pgstore.Store), which the admin API's PUT and DELETE keep;
-	// ConfiguredRooms are the rooms WR_ROOMS names, which it never deletes.
+	// (pgstore.Store), which the admin API's PUT and DELETE keep (nil: none,
+	// the rooms live in Redis alone); ConfiguredRooms are the rooms
+	// WR_ROOMS names, which it never deletes.
 	Definitions     admin.Definitions
 	ConfiguredRooms []string
 }
@@ -176,10 +178,10 @@ func (d Deps) check() error {
 		{"Logger", d.Logger == nil}, {"Metrics", d.Metrics == nil}, {"Tokens", d.Tokens == nil},
 		{"Queue", d.Queue == nil}, {"Hub", d.Hub == nil}, {"Presence", d.Presence == nil},
 		{"Limiter", d.Limiter == nil}, {"Polls", d.Polls == nil}, {"Access", d.Access == nil},
-		{"Logins", d.Logins == nil}, {"Checkout", d.Checkout == nil}, {"Sec", d.Sec == nil},
+		{"Sec", d.Sec == nil},
 		{"AccessPublic", d.AccessPublic == nil}, {"AccessAdmin", d.AccessAdmin == nil},
 		{"Controller", d.Controller == nil}, {"Faults", d.Faults == nil}, {"History", d.History == nil},
-		{"Audit", d.Audit == nil}, {"Readiness", d.Readiness == nil}, {"Definitions", d.Definitions == nil},
+		{"Audit", d.Audit == nil}, {"Readiness", d.Readiness == nil},
 	}
 	for _, r := range required {
 		if r.missing {
@@ -195,6 +197,10 @@ func (d Deps) check() error {
 // newAdminApp builds the management app (package admin) over d's queue,
 // controller, lists, faults, history, audit log and readiness checks.
 func (s *Server) newAdminApp(d Deps) *fiber.App {
+	var pingPostgres func(context.Context) error // none: not checked
+	if d.Readiness.UsesPostgres() {
+		pingPostgres = d.Readiness.Postgres
+	}
 	return admin.New(admin.Options{
 		Token:        s.cfg.AdminToken,
 		BodyLimit:    s.cfg.BodyLimit,
@@ -216,7 +222,7 @@ func (s *Server) newAdminApp(d Deps) *fiber.App {
 		Audit:        d.Audit,
 		Forecast:     s.hub.Forecast,
 		PingRedis:    d.Readiness.Redis,
-		PingPostgres: d.Readiness.Postgres,
+		PingPostgres: pingPostgres,
 		CheckRooms:   d.Readiness.Rooms,
 		ClientKey:    s.clientKey,
 		ClientIP:     s.clientIP,

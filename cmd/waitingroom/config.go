@@ -36,10 +36,13 @@ import (
 type Config struct {
 	RedisURL string // REDIS_URL, default "redis://127.0.0.1:6379/0"
 	// Redis is the topology OpenRedis connects to; see RedisTopology.
-	Redis       RedisTopology
-	DatabaseURL string // DATABASE_URL, default "postgres://postgres@127.0.0.1:5432/waitingroom?sslmode=disable"
-	DBPool      int32  // WR_DB_POOL (40)
-	Dev         bool   // WR_DEV=1: generated JWT secret and admin token, with a warning
+	Redis RedisTopology
+	// DatabaseURL is DATABASE_URL, by default the local demo database
+	// (defaultDatabaseURL) — except in gateway mode, where DATABASE_URL
+	// unset is "": the instance runs on Redis alone (UsesPostgres).
+	DatabaseURL string
+	DBPool      int32 // WR_DB_POOL (40)
+	Dev         bool  // WR_DEV=1: generated JWT secret and admin token, with a warning
 	Log         LogConfig
 	Server      server.Config
 
@@ -83,6 +86,16 @@ type GatewayConfig struct {
 
 // Enabled reports whether gateway mode is on.
 func (g GatewayConfig) Enabled() bool { return g.Upstream.URL != "" }
+
+// UsesPostgres reports whether the instance opens Postgres: always, but
+// in gateway mode with DATABASE_URL unset. Postgres holds the built-in
+// login's users, the demo order API's products and orders, the pool
+// figures of the adaptive signals and the room definitions the admin API
+// records; a gateway without it has no login and no orders (its visitors
+// are anonymous, its orders the origin's), and its rooms live in Redis
+// alone: those of WR_ROOMS are created again after a Redis data loss,
+// those made through the admin API are not.
+func (c Config) UsesPostgres() bool { return c.DatabaseURL != "" }
 
 // defaultDatabaseURL is DATABASE_URL's default: the local demo database.
 const defaultDatabaseURL = "postgres://postgres@127.0.0.1:5432/waitingroom?sslmode=disable"
@@ -153,6 +166,9 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	p.admission(&c)
 	p.adaptive(&c)
 	p.gateway(&c)
+	if c.Gateway.Enabled() && strings.TrimSpace(getenv("DATABASE_URL")) == "" {
+		c.DatabaseURL = "" // a pure gateway: Redis alone (UsesPostgres)
+	}
 	p.secrets(&c)
 	return c, p.err
 }

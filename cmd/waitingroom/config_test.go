@@ -255,3 +255,43 @@ func TestProtectConfig(t *testing.T) {
 		t.Error("gateway mode without WR_PASS_KEY (and not WR_DEV) was accepted")
 	}
 }
+
+// TestDatabaseURLInGatewayMode: DATABASE_URL unset means the local demo
+// database outside gateway mode (as it always did) and no Postgres at all
+// in gateway mode; set, it is used in both.
+func TestDatabaseURLInGatewayMode(t *testing.T) {
+	gw := map[string]string{"WR_JWT_SECRET": testSecret, "WR_DEV": "1", "WR_UPSTREAM": "http://127.0.0.1:9", "WR_ROOMS": "sale",
+		"WR_PROTECT": "GET /checkout/*=sale"}
+	const url = "postgres://x@y/z"
+	for _, tc := range []struct {
+		name    string
+		vars    map[string]string
+		want    string
+		postgre bool
+	}{
+		{"classic, unset", map[string]string{"WR_JWT_SECRET": testSecret}, defaultDatabaseURL, true},
+		{"classic, set", map[string]string{"WR_JWT_SECRET": testSecret, "DATABASE_URL": url}, url, true},
+		{"gateway, unset", gw, "", false},
+		{"gateway, blank", merged(gw, "DATABASE_URL", "  "), "", false},
+		{"gateway, set", merged(gw, "DATABASE_URL", url), url, true},
+	} {
+		c, err := LoadConfig(envOf(tc.vars))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if got := c.DatabaseURL; got != tc.want || c.UsesPostgres() != tc.postgre {
+			t.Errorf("%s: DatabaseURL %q, UsesPostgres %v; want %q, %v", tc.name, got, c.UsesPostgres(), tc.want, tc.postgre)
+		}
+	}
+}
+
+// merged is m with k set to v (m itself unchanged).
+func merged(m map[string]string, k, v string) map[string]string {
+	out := map[string]string{k: v}
+	for kk, vv := range m {
+		if kk != k {
+			out[kk] = vv
+		}
+	}
+	return out
+}

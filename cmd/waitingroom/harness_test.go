@@ -69,6 +69,15 @@ func newEnvOwnDatabase(t testing.TB) *env {
 	return newEnvAt(t, pgtest.DatabaseURL(t))
 }
 
+// newRedisOnlyEnv is an env without a database: Redis alone, for an
+// instance that opens no Postgres (gateway mode without DATABASE_URL).
+func newRedisOnlyEnv(t testing.TB) *env {
+	t.Helper()
+	quickBeside(t)
+	rdb, prefix := queuetest.Redis(t)
+	return &env{t: t, rdb: rdb, prefix: prefix}
+}
+
 func newEnvAt(t testing.TB, dbURL string) *env {
 	t.Helper()
 	quickBeside(t)
@@ -176,7 +185,9 @@ func (e *env) start(vars map[string]string) *instance {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.DatabaseURL = e.dbURL
+	if e.dbURL != "" { // else: the configuration's (none in gateway mode)
+		cfg.DatabaseURL = e.dbURL
+	}
 	logs := &syncBuffer{}
 	log := newLogger(logs, cfg.Log, true) // text unless WR_LOG_FORMAT=json
 	// The instance as the command composes it (Main), on e's Redis client

@@ -42,7 +42,8 @@ type Main struct {
 	stopLoops func(context.Context) error
 }
 
-// Open connects Redis and Postgres (within 30 s), builds the components
+// Open connects Redis and Postgres (within 30 s; Postgres only when
+// Config.UsesPostgres), builds the components
 // and the server, and starts the loops. After an error, Close releases
 // what was opened.
 func (m *Main) Open(ctx context.Context) error {
@@ -58,12 +59,18 @@ func (m *Main) Open(ctx context.Context) error {
 	octx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	reg := prometheus.NewRegistry()
-	store, err := pgstore.Open(octx, m.Config.DatabaseURL, pgstore.Options{PoolSize: m.Config.DBPool, Logger: m.Log, Registerer: reg})
-	if err != nil {
-		return fmt.Errorf("DATABASE_URL: %w", err)
+	if m.Config.UsesPostgres() {
+		store, err := pgstore.Open(octx, m.Config.DatabaseURL, pgstore.Options{PoolSize: m.Config.DBPool, Logger: m.Log, Registerer: reg})
+		if err != nil {
+			return fmt.Errorf("DATABASE_URL: %w", err)
+		}
+		m.store = store
+		m.Log.LogAttrs(ctx, slog.LevelInfo, "connected", slog.String("redis", m.Config.Redis.Kind()), slog.Int("dbPool", int(m.Config.DBPool)))
+	} else {
+		m.Log.LogAttrs(ctx, slog.LevelInfo, "connected", slog.String("redis", m.Config.Redis.Kind()), slog.String("postgres", "off"))
+		m.Log.LogAttrs(ctx, slog.LevelWarn, "gateway mode without DATABASE_URL: Redis alone, no built-in login or order API; "+
+			"rooms made or changed through the admin API are not recorded, so after a Redis data loss only the WR_ROOMS rooms come back, with the configured defaults")
 	}
-	m.store = store
-	m.Log.LogAttrs(ctx, slog.LevelInfo, "connected", slog.String("redis", m.Config.Redis.Kind()), slog.Int("dbPool", int(m.Config.DBPool)))
 	srvCfg, err := m.serverConfig()
 	if err != nil {
 		return err
@@ -128,7 +135,11 @@ func (m *Main) Close() error {
 func (m *Main) serverConfig() (server.Config, error) {
 	c := m.Config.Server
 	if c.Listener.MaxConns == 0 {
-		ceiling, err := listener.Ceiling(int(m.Config.DBPool) + m.Config.Redis.descriptors() + 16)
+		db := 0
+		if m.Config.UsesPostgres() {
+			db = int(m.Config.DBPool)
+		}
+		ceiling, err := listener.Ceiling(db + m.Config.Redis.descriptors() + 16)
 		if err != nil {
 			return c, err
 		}

@@ -21,6 +21,7 @@ import (
 	"waitingroom/server"
 	"waitingroom/server/access"
 	"waitingroom/server/accesslog"
+	"waitingroom/server/admin"
 	"waitingroom/server/admin/audit"
 	"waitingroom/server/api"
 	"waitingroom/server/checkout"
@@ -52,10 +53,12 @@ type Parts struct {
 	Queue   *queue.Queue
 	// Limiter shares the queue's batch runner: the decisions and enters
 	// of concurrent requests share round trips.
-	Limiter    *ratelimit.Limiter
-	Polls      *local.Limiter
-	Access     *access.Lists
-	Faults     *faults.Faults
+	Limiter *ratelimit.Limiter
+	Polls   *local.Limiter
+	Access  *access.Lists
+	Faults  *faults.Faults
+	// Logins and Checkout are the built-in login and the demo order API;
+	// nil without Postgres (Config.UsesPostgres).
 	Logins     *login.Login
 	Admitter   *queue.Admitter
 	Recorder   *adaptive.Recorder // order signals for adaptive admission
@@ -70,10 +73,11 @@ type Parts struct {
 	AccessPublic, AccessAdmin *accesslog.Log
 	// Gateway is gateway mode's parts; nil when it is off.
 	Gateway *server.GatewayParts
-	// pool is the database pool's figures for the order signals.
+	// pool is the database pool's figures for the order signals; nil
+	// without Postgres (never a nil *pgstore.Store in the interface).
 	pool adaptive.PoolStats
 	// definitions is the rooms' durable record (Postgres), configured the
-	// rooms WR_ROOMS names: the admin API's.
+	// rooms WR_ROOMS names: the admin API's. Nil without Postgres.
 	definitions *pgstore.Store
 	configured  []string
 }
@@ -85,7 +89,7 @@ type wiring struct {
 	cfg    Config
 	http   server.Config // the HTTP adapters' (Main.serverConfig)
 	rdb    redis.UniversalClient
-	store  *pgstore.Store
+	store  *pgstore.Store // nil without Postgres (Config.UsesPostgres)
 	prefix string
 	p      *Parts
 }
@@ -95,7 +99,10 @@ type wiring struct {
 // again whenever Redis has lost them.
 func wire(w wiring, m *metrics.Metrics, log *slog.Logger) (*Parts, error) {
 	w.prefix = cmp.Or(w.prefix, queue.DefaultPrefix)
-	w.p = &Parts{Metrics: m, pool: w.store, definitions: w.store, configured: w.cfg.Admission.Rooms}
+	w.p = &Parts{Metrics: m, definitions: w.store, configured: w.cfg.Admission.Rooms}
+	if w.store != nil {
+		w.p.pool = w.store
+	}
 	// Lines logged while serving a request carry its id (api.LogHandler).
 	w.p.Log = slog.New(api.LogHandler(log.Handler()))
 	w.core()
@@ -108,7 +115,8 @@ func wire(w wiring, m *metrics.Metrics, log *slog.Logger) (*Parts, error) {
 	return w.p, nil
 }
 
-// core builds the queue, the tokens, the limits and the lists.
+// core builds the queue, the tokens, the limits, the lists and, with
+// Postgres, the built-in login.
 func (w *wiring) core() {
 	p, cfg := w.p, w.cfg
 	p.Sec = seclog.New(p.Log, p.Metrics.SecEvents)
@@ -124,6 +132,9 @@ func (w *wiring) core() {
 	p.Faults = faults.New(w.rdb, w.prefix, cfg.FaultInjection)
 	p.Limiter = ratelimit.NewOn(scripts, w.prefix)
 	p.Polls = local.New(local.Options{})
+	if w.store == nil {
+		return // no users to log in
+	}
 	p.Logins = login.New(login.Options{
 		Config: cfg.Login, Store: w.store, Limiter: p.Limiter, Logger: p.Log,
 		OnVerify: func(d time.Duration) { p.Metrics.Bcrypt.Observe(d.Seconds()) },
@@ -131,8 +142,8 @@ func (w *wiring) core() {
 	})
 }
 
-// admission builds the admission loop, the order use case and adaptive
-// admission (its signals and its controller).
+// admission builds the admission loop, the order use case (with
+// Postgres) and adaptive admission (its signals and its controller).
 func (w *wiring) admission() {
 	p, cfg := w.p, w.cfg
 	ao := cfg.Admission
@@ -144,13 +155,17 @@ func (w *wiring) admission() {
 	ao.Members = members.New(w.rdb, members.Options{Key: w.prefix + "instances", ID: randomID(),
 		Expiry: max(members.DefaultExpiry, 5*cmp.Or(ao.Interval, 100*time.Millisecond))})
 	ao.Woken = true
-	ao.Stored = w.store.RoomDefinitions // the admin API's rooms, recreated like WR_ROOMS
+	if w.store != nil {
+		ao.Stored = w.store.RoomDefinitions // the admin API's rooms, recreated like WR_ROOMS
+	}
 	ao.OnRelease = p.Metrics.ForgetRoom // another instance runs the room now: its series are that one's
 	p.Admitter = p.Queue.NewAdmitter(ao)
 	p.Recorder = adaptive.NewRecorder(w.rdb, p.Queue, cfg.Adaptive.Window)
-	co := cfg.Checkout
-	co.Store, co.Slots, co.Recorder, co.Delay, co.Logger = w.store, p.Queue, p.Recorder, p.Faults.OrderDelay, p.Log
-	p.Checkout = checkout.New(co)
+	if w.store != nil {
+		co := cfg.Checkout
+		co.Store, co.Slots, co.Recorder, co.Delay, co.Logger = w.store, p.Queue, p.Recorder, p.Faults.OrderDelay, p.Log
+		p.Checkout = checkout.New(co)
+	}
 	ad := cfg.Adaptive
 	ad.Owner = randomID() // the controller's lease owner: must not collide
 	ad.OnStep, ad.OnChange, ad.Logger = p.Metrics.ObserveStep, p.Metrics.ObserveLimitChange, p.Log
@@ -185,9 +200,13 @@ func (w *wiring) edge() {
 	p.AccessAdmin = accesslog.New(p.Log, adminMode)
 	p.Audit = audit.New(w.rdb, w.prefix)
 	rdb := w.rdb
+	var pingPostgres func(context.Context) error // none without Postgres
+	if w.store != nil {
+		pingPostgres = w.store.Ping
+	}
 	p.Readiness = readiness.New(readiness.Options{
 		Redis:    func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
-		Postgres: w.store.Ping,
+		Postgres: pingPostgres,
 		Queue:    p.Queue, Rooms: w.cfg.Admission.Rooms,
 		OnDependency: func(name string, up bool) {
 			p.Metrics.DependencyUp.WithLabelValues(name).Set(map[bool]float64{true: 1}[up])
@@ -231,12 +250,16 @@ func (w *wiring) gateway() error {
 
 // deps are the components the HTTP adapters call.
 func (p *Parts) deps() server.Deps {
+	var defs admin.Definitions // none without Postgres: a nil interface
+	if p.definitions != nil {
+		defs = p.definitions
+	}
 	return server.Deps{
 		Logger: p.Log, Metrics: p.Metrics, Tokens: p.Tokens, Queue: p.Queue, Hub: p.Hub,
 		Presence: p.Presence, Limiter: p.Limiter, Polls: p.Polls, Access: p.Access, Logins: p.Logins,
 		Checkout: p.Checkout, Sec: p.Sec, AccessPublic: p.AccessPublic, AccessAdmin: p.AccessAdmin,
 		Admitter: p.Admitter, Controller: p.Controller, Faults: p.Faults, History: p.History, Audit: p.Audit,
-		Readiness: p.Readiness, Gateway: p.Gateway, Definitions: p.definitions, ConfiguredRooms: p.configured,
+		Readiness: p.Readiness, Gateway: p.Gateway, Definitions: defs, ConfiguredRooms: p.configured,
 	}
 }
 
@@ -255,7 +278,8 @@ func (p *Parts) deps() server.Deps {
 //	faults      reloads the injected faults twice a second
 //	history     records a point of the shared history every second for
 //	            each room this instance runs
-//	readiness   checks Redis and Postgres every 5 s (waitingroom_dependency_up)
+//	readiness   checks Redis and Postgres (when used) every 5 s
+//	            (waitingroom_dependency_up)
 //	gateway     reloads the rooms' gateway settings every second (gateway mode)
 func (p *Parts) loops() []loop.Loop {
 	loops := []loop.Loop{

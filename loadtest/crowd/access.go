@@ -37,7 +37,10 @@ func newAccessSource(mt *mint.Minter, first int, password string, conns int) *ac
 
 // kind says where the tokens come from, for the start line and the report.
 func (s *accessSource) kind() string {
-	if s.mt != nil {
+	switch {
+	case s == nil:
+		return "anonymous visitors (gateway mode)"
+	case s.mt != nil:
 		return "minted"
 	}
 	return "logged in once per user"

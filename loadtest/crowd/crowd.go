@@ -30,6 +30,10 @@ type crowdConfig struct {
 	leave                                                float64
 	transport, password                                  string
 	mt                                                   *mint.Minter
+	// gateway is --gateway: "" for the classic crowd (logins, orders at
+	// /api/v1), else the protected request ("GET /checkout/") an admitted
+	// anonymous visitor makes through a gateway-mode server.
+	gateway *gatewayVisit
 }
 
 // crowdFlags registers the crowd's flags on fs; the returned func, called
@@ -53,7 +57,15 @@ func crowdFlags(fs *flag.FlagSet) func() (crowdConfig, error) {
 	fs.StringVar(&c.password, "password", "demo-pass", "password of the demo users, without --mint-tokens (each logs in once; its token is kept)")
 	fs.IntVar(&c.loginConns, "login-conns", 2, "logins at a time without --mint-tokens (BCrypt is the server's CPU)")
 	fs.DurationVar(&c.idle, "idle", 45*time.Second, "a stream silent this long counts as dropped (the shopper then polls)")
+	gateway := fs.String("gateway", "", `gateway mode: shoppers are anonymous visitors who enter under /_wr/ (solving the proof of work when asked) and, once admitted, make this protected request through the gateway instead of an order, e.g. "GET /checkout/"`)
 	return func() (crowdConfig, error) {
+		if *gateway != "" {
+			v, err := parseGatewayVisit(*gateway)
+			if err != nil {
+				return c, err
+			}
+			c.gateway = v
+		}
 		if c.waiting < 1 || c.first < 1 || c.users < c.waiting || c.products < 1 || c.loginConns < 1 || c.idle <= 0 {
 			return c, errors.New("--waiting, --first-user, --products, --login-conns and --idle must be positive, --users at least --waiting")
 		}
@@ -114,7 +126,7 @@ type crowdRun struct {
 	start  time.Time
 	crowd  *crowdnet.Crowd // clients by source address, user index i → crowd.of(i)
 	adm    *client.Admin   // room state for the progress line (when a token is given)
-	tokens *accessSource   // minted or logged-in access tokens
+	tokens *accessSource   // minted or logged-in access tokens; nil in gateway mode
 	pool   chan int        // free user indexes, least recently used first
 	wg     sync.WaitGroup  // every shopper's goroutine
 	cnt    crowdCounters
@@ -126,13 +138,15 @@ type crowdRun struct {
 
 func newCrowdRun(o *scenario.Options, cfg crowdConfig) (*crowdRun, error) {
 	rec := measure.NewRecorder()
-	c, err := crowdnet.New(o.Base, o.Room, o.Timeout, cfg.idle, cfg.users, cfg.perAddr, rec)
+	c, err := crowdnet.New(cfg.apiBase(o.Base), o.Room, o.Timeout, cfg.idle, cfg.users, cfg.perAddr, rec)
 	if err != nil {
 		return nil, err
 	}
 	r := &crowdRun{o: o, cfg: cfg, crowd: c, pool: make(chan int, cfg.users), waits: newWaitSample(2048),
-		why: newTally(), rec: rec, codes: newCodeTotals(),
-		tokens: newAccessSource(cfg.mt, cfg.first, cfg.password, cfg.loginConns)}
+		why: newTally(), rec: rec, codes: newCodeTotals()}
+	if cfg.gateway == nil { // gateway mode's visitors are anonymous: no tokens
+		r.tokens = newAccessSource(cfg.mt, cfg.first, cfg.password, cfg.loginConns)
+	}
 	if o.AdminToken != "" {
 		r.adm = &client.Admin{Base: o.Admin, Token: o.AdminToken, Room: o.Room, HTTP: client.New(2, o.Timeout)}
 	}
@@ -219,7 +233,9 @@ func (r *crowdRun) watchServer(cancel context.CancelCauseFunc) {
 	hc := &http.Client{Timeout: 2 * time.Second}
 	lastOK := time.Now()
 	loop.Every(r.ctx, time.Second, func(ctx context.Context) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.o.Base+"/", nil)
+		// In gateway mode the waiting room's own page: the origin's would
+		// send the origin a request a second that no visitor made.
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.cfg.apiBase(r.o.Base)+"/", nil)
 		if err != nil {
 			return
 		}

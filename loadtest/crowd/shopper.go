@@ -86,7 +86,10 @@ const enterTimeout = 10 * time.Second
 // enter gets the shopper an access token and enters the room, retried on
 // 429, 503 or no answer (enter is idempotent).
 func (r *crowdRun) enter(s *shopper) (client.QueueStatus, bool) {
-	access, err := r.tokens.token(r.ctx, s.idx, s.g.API)
+	access, err := "", error(nil) // anonymous in gateway mode
+	if r.cfg.gateway == nil {
+		access, err = r.tokens.token(r.ctx, s.idx, s.g.API)
+	}
 	if err != nil {
 		if r.ctx.Err() == nil {
 			r.cnt.enterFailed.Add(1)
@@ -103,7 +106,11 @@ func (r *crowdRun) enter(s *shopper) (client.QueueStatus, bool) {
 		defer cancel()
 		var code int
 		var err error
-		st, code, err = s.g.API.Enter(ctx, access)
+		if r.cfg.gateway != nil {
+			st, code, err = r.cfg.gateway.enter(ctx, s.g.API)
+		} else {
+			st, code, err = s.g.API.Enter(ctx, access)
+		}
 		return code, err
 	})
 	if err == nil && code != http.StatusOK {
@@ -208,10 +215,14 @@ func (r *crowdRun) checkout(s *shopper, entryToken string) {
 	think := r.cfg.think/2 + rand.N(r.cfg.think+1)
 	code, err := measure.NoResponse, error(nil)
 	if pace.Sleep(r.ctx, think) {
-		code, err = r.order(s, entryToken)
+		if r.cfg.gateway != nil {
+			code, err = r.cfg.gateway.visit(r.ctx, *s.g.API, r.o.Base, s.qtok, entryToken)
+		} else {
+			code, err = r.order(s, entryToken)
+		}
 	}
 	switch {
-	case code == http.StatusCreated:
+	case code == http.StatusCreated, r.cfg.gateway != nil && code/100 == 2:
 		r.cnt.ordered.Add(1)
 		r.free(s.idx)
 	case r.ctx.Err() != nil:

@@ -53,7 +53,8 @@ type Options struct {
 	RoomDefaults queue.RoomConfig
 	// Definitions is the durable record of the rooms (pgstore.Store):
 	// every PUT /admin/rooms/{room} records the room's definition there,
-	// DELETE removes it (roomdelete.go).
+	// DELETE removes it (roomdelete.go). Nil on an instance without
+	// Postgres: the rooms live in Redis alone (HeaderDefinition).
 	Definitions Definitions
 	// Configured are the rooms WR_ROOMS names, which every instance
 	// creates again whenever they are missing: DELETE refuses them.
@@ -65,9 +66,10 @@ type Options struct {
 	// Forecast is a room's wait forecast on this instance (the stream
 	// hub's; see queue/estimate).
 	Forecast func(room string) estimate.Forecast
-	// PingRedis and PingPostgres are /readyz's checks of the dependencies;
-	// CheckRooms its check that the configured rooms exist in Redis (nil:
-	// none to check, it passes).
+	// PingRedis and PingPostgres are /readyz's checks of the dependencies
+	// (PingPostgres nil: the instance has no Postgres, and /readyz names
+	// no postgres check); CheckRooms its check that the configured rooms
+	// exist in Redis (nil: none to check, it passes).
 	PingRedis, PingPostgres, CheckRooms func(ctx context.Context) error
 	// ClientKey is the subject of the throttle (the client address's key);
 	// ClientIP is the client address as logged.
@@ -125,11 +127,11 @@ func New(o Options) *fiber.App {
 	return f
 }
 
-// readyz is 200 when Redis and Postgres each answer within a second and
-// every configured room exists ("rooms": an instance whose Redis answers
-// but lost the rooms would answer every enter 404). The checks run in
-// parallel, a second each, so one slow check does not fail another; each
-// is named in the body, "ok" or its error.
+// readyz is 200 when Redis and Postgres (when the instance uses it) each
+// answer within a second and every configured room exists ("rooms": an
+// instance whose Redis answers but lost the rooms would answer every enter
+// 404). The checks run in parallel, a second each, so one slow check does
+// not fail another; each is named in the body, "ok" or its error.
 func (a *app) readyz(c *fiber.Ctx) error {
 	check := func(run func(context.Context) error) <-chan string {
 		out := make(chan string, 1)
@@ -148,8 +150,15 @@ func (a *app) readyz(c *fiber.Ctx) error {
 		}()
 		return out
 	}
-	rc, pc, roc := check(a.PingRedis), check(a.PingPostgres), check(a.CheckRooms)
-	checks := fiber.Map{"redis": <-rc, "postgres": <-pc, "rooms": <-roc}
+	rc, roc := check(a.PingRedis), check(a.CheckRooms)
+	var pc <-chan string
+	if a.PingPostgres != nil {
+		pc = check(a.PingPostgres)
+	}
+	checks := fiber.Map{"redis": <-rc, "rooms": <-roc}
+	if pc != nil {
+		checks["postgres"] = <-pc
+	}
 	for _, v := range checks {
 		if v != "ok" {
 			return c.Status(fiber.StatusServiceUnavailable).JSON(fiber.Map{"status": "unavailable", "checks": checks})

@@ -16,7 +16,9 @@
 //
 // The rooms' definitions are recorded in Postgres beside Redis
 // (Definitions): PUT records the room's, DELETE removes it first, so a
-// room the admin API made outlives a Redis that lost its data.
+// room the admin API made outlives a Redis that lost its data. An instance
+// without Postgres has none: its changes are made in Redis alone, and PUT
+// says so in a header (HeaderDefinition).
 //
 // Every successful PUT and DELETE under /admin is audited by one middleware
 // (changes.go), which reads the resource's GET document before and after

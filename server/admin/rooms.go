@@ -74,6 +74,16 @@ func toRoomDoc(r queue.RoomInfo) roomDoc {
 	return d
 }
 
+// HeaderDefinition is the header of a PUT /admin/rooms/{room} answer on an
+// instance that records no room definitions (no Postgres: gateway mode
+// without DATABASE_URL); its value is NotRecorded. The change is in force
+// in Redis, but a Redis that lost its data loses it: a room WR_ROOMS names
+// comes back with the configured defaults, any other does not come back.
+const (
+	HeaderDefinition = "Waitingroom-Definition"
+	NotRecorded      = "not-recorded; no Postgres (DATABASE_URL unset): after a Redis data loss only WR_ROOMS rooms come back, with the configured defaults"
+)
+
 // errNotRecorded answers a change that is in force in Redis but whose
 // definition Postgres did not record: repeating the PUT records it.
 var errNotRecorded = &api.Error{Status: fiber.StatusServiceUnavailable, Code: "definition_not_recorded",
@@ -134,6 +144,7 @@ type roomPut struct {
 // room's recorded target stays the operator's, never the controller's.
 // Postgres unreachable, the change stays in force and the answer is 503
 // definition_not_recorded (errNotRecorded); it is audited all the same.
+// Without Definitions the change is made in Redis alone (HeaderDefinition).
 func (a *app) putRoom(c *fiber.Ctx) error {
 	room, err := roomName(c)
 	if err != nil {
@@ -156,8 +167,11 @@ func (a *app) putRoom(c *fiber.Ctx) error {
 	}
 	// Redis first, so that a change made while Postgres is down (a pause
 	// in an incident, say) still takes effect; the answer then says it
-	// was not recorded.
-	if err := a.Definitions.PutRoomDefinition(c.UserContext(), r.Name, r.RoomConfig, u); err != nil {
+	// was not recorded. Without a record at all the change is made in
+	// Redis alone, and the answer's header says so.
+	if a.Definitions == nil {
+		c.Set(HeaderDefinition, NotRecorded)
+	} else if err := a.Definitions.PutRoomDefinition(c.UserContext(), r.Name, r.RoomConfig, u); err != nil {
 		inForce(c)
 		return errors.Join(errNotRecorded, err)
 	}

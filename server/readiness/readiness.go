@@ -20,7 +20,9 @@ type Rooms interface {
 
 // Options are the checks' parts.
 type Options struct {
-	// Redis and Postgres ping the dependencies.
+	// Redis and Postgres ping the dependencies; Postgres is nil on an
+	// instance without it (gateway mode without DATABASE_URL), which is
+	// then neither checked nor reported.
 	Redis, Postgres func(ctx context.Context) error
 	// Queue and Rooms are the rooms check: the configured rooms
 	// (WR_ROOMS) must exist in the queue.
@@ -49,16 +51,28 @@ func New(o Options) *Checks {
 // Redis pings Redis.
 func (c *Checks) Redis(ctx context.Context) error { return c.o.Redis(ctx) }
 
-// Postgres pings Postgres.
-func (c *Checks) Postgres(ctx context.Context) error { return c.o.Postgres(ctx) }
+// Postgres pings Postgres; nil when the instance has none (UsesPostgres).
+func (c *Checks) Postgres(ctx context.Context) error {
+	if c.o.Postgres == nil {
+		return nil
+	}
+	return c.o.Postgres(ctx)
+}
+
+// UsesPostgres reports whether Postgres is one of the checked dependencies.
+func (c *Checks) UsesPostgres() bool { return c.o.Postgres != nil }
 
 // Run is the readiness loop: every Every it runs the checks of GET
 // /readyz (in parallel, a second each) and reports the pings of Redis and
 // Postgres (waitingroom_dependency_up{dependency}) and the rooms check's
 // count (waitingroom_rooms_missing), so an alert sees an instance that is
-// not ready without probing /readyz itself.
+// not ready without probing /readyz itself. An instance without Postgres
+// reports no postgres series at all.
 func (c *Checks) Run(ctx context.Context) {
-	deps := map[string]func(context.Context) error{"redis": c.o.Redis, "postgres": c.o.Postgres}
+	deps := map[string]func(context.Context) error{"redis": c.o.Redis}
+	if c.o.Postgres != nil {
+		deps["postgres"] = c.o.Postgres
+	}
 	loop.NowAndEvery(ctx, Every, func(ctx context.Context) {
 		var wg sync.WaitGroup
 		for name, ping := range deps {

@@ -30,10 +30,11 @@ const (
 )
 
 // Server is one running server: its public and management base
-// URLs, the URLs of its Redis (its own) and database, and its process id.
+// URLs, the URLs of its Redis (its own) and database ("" for none), its
+// room ("" for default) and its process id.
 type Server struct {
-	Base, Admin, Redis, DB string
-	PID                    int
+	Base, Admin, Redis, DB, Room string
+	PID                          int
 }
 
 // Start starts a server over a database seeded with Users users.
@@ -69,7 +70,24 @@ func StartInstances(t *testing.T, n, users int, env map[string]string) []Server 
 	return ss
 }
 
-// startOn starts one instance on the Redis and database given.
+// StartGateway starts a server in gateway mode in front of upstream, on a
+// Redis of its own and no database: DATABASE_URL unset, as a shop's first
+// try has it. WR_ROOMS is sale unless env says otherwise, and WR_PROTECT
+// "GET /checkout/*=sale"; env's variables replace or add to the defaults.
+func StartGateway(t *testing.T, upstream string, env map[string]string) Server {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: no extra processes")
+	}
+	commandPath(t)
+	vars := map[string]string{"WR_UPSTREAM": upstream, "WR_ROOMS": "sale", "WR_PROTECT": "GET /checkout/*=sale",
+		"WR_PASS_KEY": "c21va2UtcGFzcy1rZXktc21va2UtcGFzcy1rZXktMDE="}
+	maps.Copy(vars, env)
+	return startOn(t, queuetest.Server(t), "", vars)
+}
+
+// startOn starts one instance on the Redis and database given (dbURL "":
+// none, DATABASE_URL unset).
 func startOn(t *testing.T, redisURL, dbURL string, env map[string]string) Server {
 	t.Helper()
 	vars := map[string]string{
@@ -87,8 +105,12 @@ func startOn(t *testing.T, redisURL, dbURL string, env map[string]string) Server
 	maps.Copy(vars, env)
 	pub, adm := FreeAddr(t), FreeAddr(t)
 	vars["WR_HTTP_ADDR"], vars["WR_ADMIN_ADDR"] = pub, adm
-	vars["REDIS_URL"], vars["DATABASE_URL"] = redisURL, dbURL
-	s := Server{Base: "http://" + pub, Admin: "http://" + adm, Redis: redisURL, DB: dbURL}
+	vars["REDIS_URL"] = redisURL
+	if dbURL != "" {
+		vars["DATABASE_URL"] = dbURL
+	}
+	room, _, _ := strings.Cut(vars["WR_ROOMS"], ",")
+	s := Server{Base: "http://" + pub, Admin: "http://" + adm, Redis: redisURL, DB: dbURL, Room: strings.TrimSpace(room)}
 	s.PID = startChild(t, vars, s)
 	return s
 }
@@ -114,9 +136,14 @@ func (s Server) Args(extra ...string) []string {
 	return append([]string{"--base", s.Base, "--admin", s.Admin, "--admin-token", AdminToken, "--timeout", "60s"}, extra...)
 }
 
-// RoomState reads the default room through the server's admin API.
+// RoomState reads the server's room (default unless Room says) through
+// its admin API.
 func (s Server) RoomState(t *testing.T) (client.RoomState, error) {
-	return (&client.Admin{Base: s.Admin, Token: AdminToken, Room: "default", HTTP: http.DefaultClient}).RoomState(t.Context())
+	room := s.Room
+	if room == "" {
+		room = "default"
+	}
+	return (&client.Admin{Base: s.Admin, Token: AdminToken, Room: room, HTTP: http.DefaultClient}).RoomState(t.Context())
 }
 
 // LogOnFailure logs the printed report r when the test has failed.

@@ -246,7 +246,7 @@ func (c *sseConn) Close()          { c.once.Do(func() { c.nc.Close() }) }
 func (d *Dialer) openWS(ctx context.Context, queueToken string) (Conn, error) {
 	u := *d.base
 	u.Scheme = map[string]string{"http": "ws", "https": "wss"}[u.Scheme]
-	u.Path = d.path("ws")
+	u.Path = strings.TrimRight(d.base.Path, "/") + d.path("ws") // under the base's path: /_wr in gateway mode
 	u.RawQuery = url.Values{"token": {queueToken}}.Encode()
 	wc, resp, err := d.ws.DialContext(ctx, u.String(), nil)
 	if err != nil {
