@@ -345,27 +345,7 @@ func (in *instance) adminRoom(room string) response {
 // all label values, read from /metrics.
 func (in *instance) metric(name string) float64 {
 	in.t.Helper()
-	mfs, err := in.parts.Metrics.Registry.Gather()
-	if err != nil {
-		in.t.Fatal(err)
-	}
-	var sum float64
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			switch {
-			case m.Counter != nil:
-				sum += m.Counter.GetValue()
-			case m.Histogram != nil:
-				sum += float64(m.Histogram.GetSampleCount())
-			case m.Gauge != nil:
-				sum += m.Gauge.GetValue()
-			}
-		}
-	}
-	return sum
+	return in.metricWhere(name)
 }
 
 // metricWhere returns the sum of the series of name whose labels include
