@@ -64,10 +64,13 @@ func (r *Recorder) Order(room string, latency time.Duration, failed bool, now ti
 
 // PoolWait records database pool acquires and their total wait since the
 // last call. The pool is shared by the instance's rooms: the figures count
-// for every room with orders in the current window.
-func (r *Recorder) PoolWait(acquires int64, wait time.Duration, now time.Time) {
+// for every room with orders recorded since the last flush in the current
+// window. taken is false when there was none (or no acquire): the caller
+// keeps the figures for the next call (Run does, within one window), as
+// an order's acquire may come a flush before its end is recorded.
+func (r *Recorder) PoolWait(acquires int64, wait time.Duration, now time.Time) (taken bool) {
 	if acquires <= 0 {
-		return
+		return false
 	}
 	w := windowOf(now, r.window)
 	r.mu.Lock()
@@ -75,9 +78,11 @@ func (r *Recorder) PoolWait(acquires int64, wait time.Duration, now time.Time) {
 		if k.window == w {
 			a.acquires += acquires
 			a.waitUs += wait.Microseconds()
+			taken = true
 		}
 	}
 	r.mu.Unlock()
+	return taken
 }
 
 // Flush writes the gathered signals to Redis in one pipeline and forgets
@@ -134,14 +139,20 @@ func (r *Recorder) flushEvery() time.Duration { return min(time.Second, r.window
 func (r *Recorder) Run(ctx context.Context, pool PoolStats) {
 	var lastN int64
 	var lastWait time.Duration
+	lastWin := windowOf(time.Now(), r.window)
 	if pool != nil {
 		lastN, lastWait = pool.AcquireStats()
 	}
 	flush := func(ctx context.Context) {
 		if pool != nil {
+			now := time.Now()
 			n, w := pool.AcquireStats()
-			r.PoolWait(n-lastN, w-lastWait, time.Now())
-			lastN, lastWait = n, w
+			// Acquires no room's orders took yet wait for the next
+			// flush, within their window: an order's acquire and its
+			// end may fall on either side of a flush.
+			if win := windowOf(now, r.window); r.PoolWait(n-lastN, w-lastWait, now) || win != lastWin {
+				lastN, lastWait, lastWin = n, w, win
+			}
 		}
 		_ = r.Flush(ctx) // a lost flush only thins a window
 	}

@@ -16,6 +16,7 @@ type poolFake struct {
 	mu       sync.Mutex
 	acquires int64
 	wait     time.Duration
+	reads    int // AcquireStats calls: Run's start, then one per flush
 	once     sync.Once
 	started  chan struct{}
 }
@@ -24,7 +25,14 @@ func (p *poolFake) AcquireStats() (int64, time.Duration) {
 	p.once.Do(func() { close(p.started) })
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.reads++
 	return p.acquires, p.wait
+}
+
+func (p *poolFake) readCount() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.reads
 }
 
 func (p *poolFake) add(n int64, wait time.Duration) {
@@ -65,5 +73,40 @@ func TestRecorderRun(t *testing.T) {
 	}
 	if ttl := rdb.PTTL(t.Context(), key).Val(); ttl <= 0 || ttl > 10*win {
 		t.Errorf("signals TTL = %v, want within 10 windows", ttl)
+	}
+}
+
+// TestRecorderKeepsAcquiresUntilAnOrderTakesThem: acquires made before any
+// order of the window was recorded (an order's acquire comes before its
+// end) are not dropped by the flush that found no order to give them to:
+// the next flush with orders, in the same window, takes them.
+func TestRecorderKeepsAcquiresUntilAnOrderTakesThem(t *testing.T) {
+	q, rdb := mustQueue(t, 5, time.Minute)
+	const win = 24 * time.Hour
+	r := adaptive.NewRecorder(rdb, q, win)
+	pool := &poolFake{started: make(chan struct{})}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { r.Run(ctx, pool); close(done) }()
+	<-pool.started
+	pool.add(3, 45*time.Millisecond)
+	// One periodic flush (about a second) with nobody's orders recorded.
+	for pool.readCount() < 2 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	now := time.Now()
+	r.Order("r1", 5*time.Millisecond, false, now)
+	cancel()
+	<-done
+	key := q.RoomKey("r1", "sig:"+strconv.FormatInt(now.UnixMilli()/win.Milliseconds(), 10))
+	got, err := rdb.HGetAll(t.Context(), key).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got["orders"] != "1" || got["acquires"] != "3" || got["wait_us"] != "45000" {
+		t.Fatalf("signals %v: want the order with the 3 acquires made before it (45 ms)", got)
+	}
+	if r.PoolWait(2, time.Millisecond, time.Now()) {
+		t.Fatal("PoolWait with no order recorded since the flush: taken")
 	}
 }
