@@ -55,10 +55,12 @@ func TestRecorderRun(t *testing.T) {
 	done := make(chan struct{})
 	go func() { r.Run(ctx, pool); close(done) }()
 	<-pool.started
+	// The orders' acquires, then their ends (as an order goes): a
+	// periodic flush anywhere in between loses nothing.
+	pool.add(2, 30*time.Millisecond)
 	now := time.Now()
 	r.Order("r1", 5*time.Millisecond, false, now)
 	r.Order("r1", 5*time.Millisecond, true, now)
-	pool.add(2, 30*time.Millisecond)
 	cancel()
 	<-done
 	key := q.RoomKey("r1", "sig:"+strconv.FormatInt(now.UnixMilli()/win.Milliseconds(), 10))
