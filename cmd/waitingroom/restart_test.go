@@ -61,11 +61,13 @@ func ownRedisEnv(t *testing.T) (*env, *redisProc) {
 	_, port, _ := net.SplitHostPort(freePort(t))
 	rp := startRedis(t, t.TempDir(), port)
 	// A killed Redis is noticed at once (refused, reset), not by timeouts;
-	// these are the server's own (cmd/waitingroom/redis.go) and more, so
-	// that on a loaded machine a slow fsync (appendfsync always) is not
-	// taken for an outage (it was: enter answered 503 to a page test).
+	// these are far above the server's own (cmd/waitingroom/redis.go), so
+	// that on a loaded machine a slow fsync (appendfsync always: every
+	// write waits for the disk) is not taken for an outage. It was, at
+	// 2 s: enter answered 503 to a page test, and a PUT right after the
+	// restart to TestRedisRestartMidStream with two suites side by side.
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + port, DialTimeout: 2 * time.Second,
-		ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second, MaxRetries: 1})
+		ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second, MaxRetries: 1})
 	t.Cleanup(func() { rdb.Close() })
 	base := newEnv(t) // the database (and a shared-Redis prefix not used)
 	return &env{t: t, dbURL: base.dbURL, rdb: rdb, prefix: queuetest.Prefix()}, rp
