@@ -186,7 +186,7 @@
     try {
       const docs = await listRooms();
       if (!state.running) return;
-      record(docs, Date.now());
+      record(docs, Date.now(), began);
       setConn('live');
       await pullHistory(currentRoom());
       if (!state.running) return;
@@ -206,7 +206,10 @@
 
   // record adds one sample per room. Admitted per second is the change of
   // the admitted counter over the time between two consecutive samples.
-  function record(docs, t) {
+  // A sample read before a change this tab saved must not put the room's
+  // old document back over the one the change answered (the question a
+  // limit of 0 asks, say, reads it): began is when the sample was asked for.
+  function record(docs, t, began = 0) {
     state.names = [];
     for (const doc of docs) {
       if (!doc || typeof doc.room !== 'string') continue;
@@ -224,7 +227,7 @@
       }
       const sig = doc.signals && typeof doc.signals === 'object' ? doc.signals : null;
       const errorRate = sig ? num(sig.errorRate) : null;
-      r.doc = doc;
+      if (!(r.savedAt > began)) r.doc = doc;
       r.samples.push({
         t,
         waiting: num(doc.waiting),
@@ -822,7 +825,10 @@
       const doc = await api('PUT', roomPath(room), body);
       for (const id of inputs) state.dirty.delete(id);
       const r = state.rooms.get(room);
-      if (r && doc && doc.room === room) r.doc = doc;
+      if (r && doc && doc.room === room) {
+        r.doc = doc;
+        r.savedAt = Date.now();
+      }
       say('Saved ' + room + ': ' + saved(body) + '.', false, msg);
       render();
       pullSide();
