@@ -7,7 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
+	"waitingroom/queue"
 	"waitingroom/queue/adaptive"
+	"waitingroom/queue/queuetest"
 )
 
 // poolFake counts acquires the way pgstore.Store does; started is closed at
@@ -63,11 +67,7 @@ func TestRecorderRun(t *testing.T) {
 	r.Order("r1", 5*time.Millisecond, true, now)
 	cancel()
 	<-done
-	key := q.RoomKey("r1", "sig:"+strconv.FormatInt(now.UnixMilli()/win.Milliseconds(), 10))
-	got, err := rdb.HGetAll(t.Context(), key).Result()
-	if err != nil {
-		t.Fatal(err)
-	}
+	key, got := signalsOf(t, q, rdb, "r1", now, win)
 	for field, want := range map[string]string{"orders": "2", "errors": "1", "acquires": "2", "wait_us": "30000"} {
 		if got[field] != want {
 			t.Errorf("%s = %q, want %q (hash %v)", field, got[field], want, got)
@@ -93,22 +93,28 @@ func TestRecorderKeepsAcquiresUntilAnOrderTakesThem(t *testing.T) {
 	<-pool.started
 	pool.add(3, 45*time.Millisecond)
 	// One periodic flush (about a second) with nobody's orders recorded.
-	for pool.readCount() < 2 {
-		time.Sleep(10 * time.Millisecond)
-	}
+	queuetest.WaitFor(t, "a periodic flush", func() bool { return pool.readCount() >= 2 })
 	now := time.Now()
 	r.Order("r1", 5*time.Millisecond, false, now)
 	cancel()
 	<-done
-	key := q.RoomKey("r1", "sig:"+strconv.FormatInt(now.UnixMilli()/win.Milliseconds(), 10))
-	got, err := rdb.HGetAll(t.Context(), key).Result()
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, got := signalsOf(t, q, rdb, "r1", now, win)
 	if got["orders"] != "1" || got["acquires"] != "3" || got["wait_us"] != "45000" {
 		t.Fatalf("signals %v: want the order with the 3 acquires made before it (45 ms)", got)
 	}
 	if r.PoolWait(2, time.Millisecond, time.Now()) {
 		t.Fatal("PoolWait with no order recorded since the flush: taken")
 	}
+}
+
+// signalsOf reads room's signals hash of the window holding now: its key
+// and its fields.
+func signalsOf(t *testing.T, q *queue.Queue, rdb *redis.Client, room string, now time.Time, win time.Duration) (string, map[string]string) {
+	t.Helper()
+	key := q.RoomKey(room, "sig:"+strconv.FormatInt(now.UnixMilli()/win.Milliseconds(), 10))
+	got, err := rdb.HGetAll(t.Context(), key).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return key, got
 }
