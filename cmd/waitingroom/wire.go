@@ -147,7 +147,14 @@ func (w *wiring) core() {
 func (w *wiring) admission() {
 	p, cfg := w.p, w.cfg
 	ao := cfg.Admission
-	ao.OnAdmit, ao.Logger = p.Metrics.ObserveAdmission, p.Log
+	p.Recorder = adaptive.NewRecorder(w.rdb, p.Queue, cfg.Adaptive.Window)
+	// Each run feeds the adaptive signals the room's active count: the
+	// instance that runs a room records its concurrency for the controller.
+	ao.OnAdmit = func(res queue.AdmitResult) {
+		p.Metrics.ObserveAdmission(res)
+		p.Recorder.Admission(res.Room, res.Active, res.Waiting, time.Now())
+	}
+	ao.Logger = p.Log
 	// The rooms are shared among the live instances, each run by one;
 	// the hub's subscription wakes a room's runner (streams below).
 	// An instance is taken for stopped after five missed beats (one a
@@ -160,7 +167,6 @@ func (w *wiring) admission() {
 	}
 	ao.OnRelease = p.Metrics.ForgetRoom // another instance runs the room now: its series are that one's
 	p.Admitter = p.Queue.NewAdmitter(ao)
-	p.Recorder = adaptive.NewRecorder(w.rdb, p.Queue, cfg.Adaptive.Window)
 	if w.store != nil {
 		co := cfg.Checkout
 		co.Store, co.Slots, co.Recorder, co.Delay, co.Logger = w.store, p.Queue, p.Recorder, p.Faults.OrderDelay, p.Log

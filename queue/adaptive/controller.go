@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"strconv"
 	"time"
 
@@ -226,7 +227,9 @@ func (c *Controller) changed(ctx context.Context, room string, st Step) {
 		slog.String("reason", st.Reason), slog.Int64("window", st.Window),
 		slog.Int64("orders", s.Orders), slog.Float64("errorRate", s.ErrorRate()),
 		slog.Duration("p90", s.P90), slog.Duration("baselineP90", s.Baseline),
-		slog.Duration("poolWait", s.PoolWait))
+		slog.Duration("poolWait", s.PoolWait), slog.Float64("utilization", round2(s.Utilization)),
+		slog.Float64("poolQueue", round2(s.Queue)), slog.Float64("meanActive", round2(s.Active)),
+		slog.Float64("bound", round2(s.Bound)))
 	if c.o.OnChange != nil {
 		c.o.OnChange(room, st)
 	}
@@ -246,3 +249,6 @@ func (c *Controller) observe(ctx context.Context, room string, st Step) {
 	}
 	c.o.OnStep(room, state, limit)
 }
+
+// round2 rounds x to two decimals, for logs.
+func round2(x float64) float64 { return math.Round(x*100) / 100 }

@@ -60,7 +60,7 @@ func TestControllerCutsOnSlowWindow(t *testing.T) {
 		}
 		r.Order("r1", 10*time.Millisecond, false, t0.Add(time.Duration(i)*time.Millisecond))
 	}
-	a.PoolWait(10, 10*time.Millisecond, t0)
+	a.Pool(adaptive.PoolUse{Acquires: 10, Wait: 10 * time.Millisecond}, t0)
 	for _, r := range []*adaptive.Recorder{a, b} {
 		if err := r.Flush(ctx); err != nil {
 			t.Fatal(err)
@@ -88,7 +88,7 @@ func TestControllerCutsOnSlowWindow(t *testing.T) {
 	for range 20 {
 		a.Order("r1", 300*time.Millisecond, false, t1)
 	}
-	a.PoolWait(20, 20*80*time.Millisecond, t1)
+	a.Pool(adaptive.PoolUse{Acquires: 20, Wait: 20 * 80 * time.Millisecond}, t1)
 	if err := a.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -171,5 +171,52 @@ func TestModeFixedKeepsTarget(t *testing.T) {
 	state, _ := ctl.State(ctx, "r1")
 	if info.Target != 7 || info.Mode != queue.ModeFixed || state.Signals.Orders != 1 || state.Signals.Baseline == 0 {
 		t.Fatalf("room %+v, state %+v", info, state)
+	}
+}
+
+// TestControllerCapacity: the admission runs and the pool's use recorded
+// by the instance that runs the room reach the window's signals; a window
+// whose pool was full with acquires queued cuts the limit to the capacity
+// at once, and one whose pool was mostly idle while users waited grows it.
+func TestControllerCapacity(t *testing.T) {
+	q, rdb := mustQueue(t, 40, time.Minute)
+	ctx := context.Background()
+	mustAdaptive(t, q, 40)
+	const win = time.Second
+	ctl := adaptive.NewController(rdb, q, adaptive.Options{Window: win, Rule: adaptive.Rule{Min: 2, Max: 100, MinSamples: 10}, Owner: "a"})
+	r := adaptive.NewRecorder(rdb, q, win)
+	t0 := time.UnixMilli(4_000_000 * win.Milliseconds())
+	window := func(at time.Time, held time.Duration, queued float64) adaptive.Step {
+		t.Helper()
+		for i := range 20 {
+			r.Admission("r1", 40, 100, at.Add(time.Duration(i)*10*time.Millisecond))
+			r.Order("r1", 300*time.Millisecond, false, at)
+		}
+		r.Pool(adaptive.PoolUse{Acquires: 20, Wait: time.Duration(queued * float64(win)), Held: held, Capacity: 4 * win}, at)
+		if err := r.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		st, err := ctl.Step(ctx, "r1", at.Add(win+win/2))
+		if err != nil || !st.Leader {
+			t.Fatalf("step = %v, %v", st, err)
+		}
+		return st
+	}
+	// Pool of 4 busy all the window, 10 acquires waiting on average:
+	// 0.95 × (40 − 10) ÷ 1 = 28.5.
+	st := window(t0, 4*win, 10)
+	if s := st.Signals; s.Utilization != 1 || s.Queue != 10 || s.Active != 40 || s.Bound != 1 {
+		t.Fatalf("signals = %+v", s)
+	}
+	if !st.Changed || st.Next != 28 || st.Reason != adaptive.ReasonPoolWait {
+		t.Fatalf("full pool step = %v", st)
+	}
+	// Busy a fifth of the time: 0.95 × 40 ÷ 0.2 = 190, at most ×2 of 28.
+	st = window(t0.Add(win), 4*win/5, 0)
+	if !st.Changed || st.Next != 56 || st.Reason != adaptive.ReasonCapacity {
+		t.Fatalf("idle pool step = %v", st)
+	}
+	if info, _ := q.Room(ctx, "r1"); info.Target != 56 {
+		t.Fatalf("target = %d, want 56", info.Target)
 	}
 }

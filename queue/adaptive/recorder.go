@@ -16,6 +16,8 @@ import (
 // orderAcc is one room's orders of one window not yet flushed.
 type orderAcc struct {
 	orders, errors, acquires, waitUs int64
+	heldUs, capUs                    int64 // pool connection time used and available
+	runs, activeSum, bound           int64 // admission runs, their active counts, runs with users left waiting
 	buckets                          [len(latencyBuckets) + 1]int64
 }
 
@@ -62,27 +64,58 @@ func (r *Recorder) Order(room string, latency time.Duration, failed bool, now ti
 	r.mu.Unlock()
 }
 
-// PoolWait records database pool acquires and their total wait since the
-// last call. The pool is shared by the instance's rooms: the figures count
-// for every room with orders recorded since the last flush in the current
-// window. taken is false when there was none (or no acquire): the caller
-// keeps the figures for the next call (Run does, within one window), as
-// an order's acquire may come a flush before its end is recorded.
-func (r *Recorder) PoolWait(acquires int64, wait time.Duration, now time.Time) (taken bool) {
-	if acquires <= 0 {
+// PoolUse is what an instance's database pool did over a period: its
+// acquires and their total wait, the connections' total hold and the
+// connection time it had (pool size × the period).
+type PoolUse struct {
+	Acquires       int64
+	Wait           time.Duration
+	Held, Capacity time.Duration
+}
+
+// Pool records the pool's use since the last call. The pool is shared by
+// the instance's rooms: the figures count for every room with orders
+// recorded since the last flush in the current window. taken is false
+// when there was none (or no acquire): the caller keeps the figures for
+// the next call (Run does, within one window), as an order's acquire may
+// come a flush before its end is recorded.
+func (r *Recorder) Pool(u PoolUse, now time.Time) (taken bool) {
+	if u.Acquires <= 0 {
 		return false
 	}
 	w := windowOf(now, r.window)
 	r.mu.Lock()
 	for k, a := range r.acc {
-		if k.window == w {
-			a.acquires += acquires
-			a.waitUs += wait.Microseconds()
+		if k.window == w && a.orders > 0 {
+			a.acquires += u.Acquires
+			a.waitUs += u.Wait.Microseconds()
+			a.heldUs += u.Held.Microseconds()
+			a.capUs += u.Capacity.Microseconds()
 			taken = true
 		}
 	}
 	r.mu.Unlock()
 	return taken
+}
+
+// Admission records one admission run of room on the instance that runs
+// it: the active count after the run and whether users were left waiting
+// (the limit bound). The window's mean active count is the concurrency
+// the limit allowed (Little's law reads the capacity off it).
+func (r *Recorder) Admission(room string, active, waiting int64, now time.Time) {
+	k := accKey{room, windowOf(now, r.window)}
+	r.mu.Lock()
+	a := r.acc[k]
+	if a == nil {
+		a = &orderAcc{}
+		r.acc[k] = a
+	}
+	a.runs++
+	a.activeSum += active
+	if waiting > 0 {
+		a.bound++
+	}
+	r.mu.Unlock()
 }
 
 // Flush writes the gathered signals to Redis in one pipeline and forgets
@@ -100,13 +133,24 @@ func (r *Recorder) Flush(ctx context.Context) error {
 	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for k, a := range acc {
 			key := keysOf(r.rooms, k.room).signals(k.window)
-			p.HIncrBy(ctx, key, "orders", a.orders)
+			if a.orders > 0 {
+				p.HIncrBy(ctx, key, "orders", a.orders)
+			}
+			if a.runs > 0 {
+				p.HIncrBy(ctx, key, "runs", a.runs)
+				p.HIncrBy(ctx, key, "active_sum", a.activeSum)
+				p.HIncrBy(ctx, key, "bound", a.bound)
+			}
 			if a.errors > 0 {
 				p.HIncrBy(ctx, key, "errors", a.errors)
 			}
 			if a.acquires > 0 {
 				p.HIncrBy(ctx, key, "acquires", a.acquires)
 				p.HIncrBy(ctx, key, "wait_us", a.waitUs)
+			}
+			if a.capUs > 0 {
+				p.HIncrBy(ctx, key, "held_us", a.heldUs)
+				p.HIncrBy(ctx, key, "cap_us", a.capUs)
 			}
 			for i, c := range a.buckets {
 				if c > 0 {
@@ -124,9 +168,11 @@ func (r *Recorder) Flush(ctx context.Context) error {
 }
 
 // PoolStats is what the signals need from the database pool: its
-// cumulative acquires and their total wait (pgstore.Store has it).
+// cumulative acquires and their total wait, the connections' cumulative
+// hold and the pool's size (pgstore.Store has it).
 type PoolStats interface {
 	AcquireStats() (acquires int64, wait time.Duration)
+	HoldStats() (held time.Duration, size int)
 }
 
 // flushEvery is how often Run flushes: a second, or a quarter window when
@@ -134,24 +180,30 @@ type PoolStats interface {
 func (r *Recorder) flushEvery() time.Duration { return min(time.Second, r.window/4) }
 
 // Run flushes this instance's order signals about once a second, with the
-// pool's acquire wait since the last flush (pool may be nil: no pool
-// figures), until ctx is done, and once more at the end.
+// pool's use since the last flush (pool may be nil: no pool figures),
+// until ctx is done, and once more at the end.
 func (r *Recorder) Run(ctx context.Context, pool PoolStats) {
-	var lastN int64
-	var lastWait time.Duration
-	lastWin := windowOf(time.Now(), r.window)
+	var last PoolUse
+	lastAt, lastWin := time.Now(), windowOf(time.Now(), r.window)
+	read := func(now time.Time) PoolUse {
+		n, w := pool.AcquireStats()
+		held, size := pool.HoldStats()
+		return PoolUse{Acquires: n, Wait: w, Held: held, Capacity: time.Duration(size) * now.Sub(lastAt)}
+	}
 	if pool != nil {
-		lastN, lastWait = pool.AcquireStats()
+		last = read(lastAt)
 	}
 	flush := func(ctx context.Context) {
 		if pool != nil {
 			now := time.Now()
-			n, w := pool.AcquireStats()
+			cur := read(now)
+			d := PoolUse{Acquires: cur.Acquires - last.Acquires, Wait: cur.Wait - last.Wait, Held: cur.Held - last.Held, Capacity: cur.Capacity}
 			// Acquires no room's orders took yet wait for the next
 			// flush, within their window: an order's acquire and its
-			// end may fall on either side of a flush.
-			if win := windowOf(now, r.window); r.PoolWait(n-lastN, w-lastWait, now) || win != lastWin {
-				lastN, lastWait, lastWin = n, w, win
+			// end may fall on either side of a flush. The connection
+			// time available accrues with them.
+			if win := windowOf(now, r.window); r.Pool(d, now) || win != lastWin {
+				last, lastAt, lastWin = cur, now, win
 			}
 		}
 		_ = r.Flush(ctx) // a lost flush only thins a window

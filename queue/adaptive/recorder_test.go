@@ -20,6 +20,7 @@ type poolFake struct {
 	mu       sync.Mutex
 	acquires int64
 	wait     time.Duration
+	held     time.Duration
 	reads    int // AcquireStats calls: Run's start, then one per flush
 	once     sync.Once
 	started  chan struct{}
@@ -33,6 +34,12 @@ func (p *poolFake) AcquireStats() (int64, time.Duration) {
 	return p.acquires, p.wait
 }
 
+func (p *poolFake) HoldStats() (time.Duration, int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.held, 4
+}
+
 func (p *poolFake) readCount() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -43,6 +50,7 @@ func (p *poolFake) add(n int64, wait time.Duration) {
 	p.mu.Lock()
 	p.acquires += n
 	p.wait += wait
+	p.held += 10 * time.Millisecond * time.Duration(n)
 	p.mu.Unlock()
 }
 
@@ -68,10 +76,13 @@ func TestRecorderRun(t *testing.T) {
 	cancel()
 	<-done
 	key, got := signalsOf(t, q, rdb, "r1", now, win)
-	for field, want := range map[string]string{"orders": "2", "errors": "1", "acquires": "2", "wait_us": "30000"} {
+	for field, want := range map[string]string{"orders": "2", "errors": "1", "acquires": "2", "wait_us": "30000", "held_us": "20000"} {
 		if got[field] != want {
 			t.Errorf("%s = %q, want %q (hash %v)", field, got[field], want, got)
 		}
+	}
+	if c, _ := strconv.ParseInt(got["cap_us"], 10, 64); c <= 0 {
+		t.Errorf("cap_us = %q, want the pool's connection time since Run started", got["cap_us"])
 	}
 	if ttl := rdb.PTTL(t.Context(), key).Val(); ttl <= 0 || ttl > 10*win {
 		t.Errorf("signals TTL = %v, want within 10 windows", ttl)
@@ -102,8 +113,8 @@ func TestRecorderKeepsAcquiresUntilAnOrderTakesThem(t *testing.T) {
 	if got["orders"] != "1" || got["acquires"] != "3" || got["wait_us"] != "45000" {
 		t.Fatalf("signals %v: want the order with the 3 acquires made before it (45 ms)", got)
 	}
-	if r.PoolWait(2, time.Millisecond, time.Now()) {
-		t.Fatal("PoolWait with no order recorded since the flush: taken")
+	if r.Pool(adaptive.PoolUse{Acquires: 2, Wait: time.Millisecond}, time.Now()) {
+		t.Fatal("Pool with no order recorded since the flush: taken")
 	}
 }
 

@@ -31,13 +31,15 @@ func (r Rule) WithBounds(minActive, maxActive int64) Rule {
 const (
 	ReasonBounds     = "bounds"      // moved into [min, max]
 	ReasonErrors     = "errors"      // cut: error rate above 2 %
-	ReasonPoolWait   = "pool_wait"   // cut: pool acquire wait above 50 ms
+	ReasonPoolWait   = "pool_wait"   // cut: acquires queued for the pool (to the capacity), or waited above 50 ms (without pool figures)
 	ReasonCeiling    = "p90_ceiling" // cut: p90 above the hard ceiling
-	ReasonGradient   = "gradient"    // moved toward gradient × limit + √limit
+	ReasonCapacity   = "capacity"    // moved to what the pool sustains (Little's law)
+	ReasonGradient   = "gradient"    // moved toward gradient × limit + √limit (without pool figures)
 	ReasonStale      = "stale"       // hold: no report for the window
 	ReasonFewSamples = "few_samples" // hold
-	ReasonUnderused  = "underused"   // hold: active < limit/2, no evidence for growth
+	ReasonUnderused  = "underused"   // hold: the limit did not bind, no evidence for growth
 	ReasonSteady     = "steady"      // hold: the rule asks for no change
+	ReasonStopped    = "stopped"     // hold: the operator set targetActive 0
 )
 
 // Thresholds of the stress cut.
@@ -46,23 +48,52 @@ const (
 	stressPoolWait  = 50 * time.Millisecond
 	cutFactor       = 0.8
 	// smoothing weights the new gradient target against the current
-	// limit, as Gradient2's smoothing does.
+	// limit.
 	smoothing = 0.2
-	// maxGrowth caps growth per window (at least +1, so small limits can
-	// grow at all).
+	// maxGrowth caps the gradient's growth per window (at least +1, so
+	// small limits can grow at all).
 	maxGrowth = 0.10
+)
+
+// The capacity rule's constants.
+const (
+	// targetUtilization is the pool's busy share the limit aims at: close
+	// enough to 1 to keep the pool's throughput, far enough below it that
+	// acquires seldom queue.
+	targetUtilization = 0.95
+	// deadband: a capacity within ±5 % of the limit holds it.
+	deadband = 0.05
+	// capacityGrowth caps growth per window (×2, at least +2): from a
+	// limit far too low, five windows cover a factor of 32.
+	capacityGrowth = 2
+	// boundShare: growth needs the limit to have bound (users left
+	// waiting) in at least this share of the window's admission runs.
+	boundShare = 0.5
+	// queuedCut: a cut with at least this many acquires waiting on
+	// average is a pool_wait cut (else a capacity one).
+	queuedCut = 0.5
 )
 
 // NextLimit is the admission limit controller, a pure function of the
 // current limit, the active count and one window's signals. In order:
 //
+//  0. a limit of 0 is the operator's stop: it holds (ReasonStopped);
 //  1. a limit outside [Min, Max] moves inside (ReasonBounds);
 //  2. stale or too few samples: hold;
-//  3. stress — error rate > 2 %, mean pool acquire wait > 50 ms or p90 >
-//     Ceiling — cuts the limit ×0.8 (rounded down, at least −1). Stress
-//     cuts even when the limit is underused: the downstream is hurting;
-//  4. active < limit/2: hold (an unused limit says nothing about more);
-//  5. otherwise, as in Gradient2: gradient = clamp(baseline ÷ p90, 0.5, 1),
+//  3. stress — error rate > 2 % or p90 > Ceiling — cuts the limit ×0.8
+//     (rounded down, at least −1), even when the limit is underused: the
+//     downstream is hurting;
+//  4. with the pool's figures (Signals.HasPool), the capacity rule:
+//     capacity = 0.95 × (Active − Queue) ÷ Utilization, the slots that
+//     keep the pool 95 % busy with nobody queued for it (doc.go argues
+//     it). Below the limit by more than 5 %, or below it at all while
+//     acquires wait, the limit is cut to it at once; above it by more
+//     than 5 %, and the limit bound in at least half the window's
+//     admission runs, the limit grows to it, at most ×2 (at least +2) a
+//     window; else it holds;
+//  5. without them (gateway mode: only the origin's latency is known):
+//     mean pool wait > 50 ms cuts ×0.8; active < limit/2 holds; else a
+//     gradient on latency: gradient = clamp(baseline ÷ p90, 0.5, 1),
 //     target = gradient × limit + √limit, and the limit moves a fifth of
 //     the way there, growth capped at +10 % (at least +1) per window.
 //
@@ -70,6 +101,9 @@ const (
 func NextLimit(limit, active int64, s Signals, r Rule) (next int64, reason string) {
 	lo, hi := max(r.Min, 1), max(r.Max, r.Min, 1)
 	clamp := func(n int64) int64 { return min(max(n, lo), hi) }
+	if limit == 0 {
+		return 0, ReasonStopped
+	}
 	if limit < lo || limit > hi {
 		return clamp(limit), ReasonBounds
 	}
@@ -80,8 +114,14 @@ func NextLimit(limit, active int64, s Signals, r Rule) (next int64, reason strin
 		return limit, ReasonFewSamples
 	}
 	if stress := stressOf(s, r); stress != "" {
-		cut := min(int64(math.Floor(float64(limit)*cutFactor)), limit-1)
-		return clamp(cut), stress
+		return clamp(cut(limit)), stress
+	}
+	if s.HasPool() {
+		n, reason := capacityStep(limit, s)
+		return clamp(n), reason
+	}
+	if s.PoolWait > stressPoolWait {
+		return clamp(cut(limit)), ReasonPoolWait
 	}
 	if 2*active < limit {
 		return limit, ReasonUnderused
@@ -93,20 +133,53 @@ func NextLimit(limit, active int64, s Signals, r Rule) (next int64, reason strin
 	return n, ReasonGradient
 }
 
+// Capacity is the capacity rule's estimate of the limit that keeps the
+// pool at its target utilization with nobody queued for it: 0.95 ×
+// (Active − Queue) ÷ Utilization (Active − Queue at least 1). It is +Inf
+// without pool figures.
+func Capacity(s Signals) float64 {
+	if !s.HasPool() {
+		return math.Inf(1)
+	}
+	return targetUtilization * max(s.Active-s.Queue, 1) / s.Utilization
+}
+
+// capacityStep is step 4 of NextLimit, before the bounds.
+func capacityStep(limit int64, s Signals) (int64, string) {
+	want, l := Capacity(s), float64(limit)
+	switch {
+	case want < l*(1-deadband) || (want < l && s.Queue >= queuedCut):
+		n := min(int64(math.Floor(want)), limit-1)
+		if s.Queue >= queuedCut {
+			return n, ReasonPoolWait
+		}
+		return n, ReasonCapacity
+	case want > l*(1+deadband):
+		if s.Bound < boundShare {
+			return limit, ReasonUnderused
+		}
+		return min(int64(math.Ceil(want)), max(capacityGrowth*limit, limit+2)), ReasonCapacity
+	}
+	return limit, ReasonSteady
+}
+
+// cut is a stress cut: ×0.8, rounded down, at least −1.
+func cut(limit int64) int64 {
+	return min(int64(math.Floor(float64(limit)*cutFactor)), limit-1)
+}
+
 // stressOf returns the reason the window shows stress, or "".
 func stressOf(s Signals, r Rule) string {
 	switch {
 	case s.ErrorRate() > stressErrorRate:
 		return ReasonErrors
-	case s.PoolWait > stressPoolWait:
-		return ReasonPoolWait
 	case r.Ceiling > 0 && s.P90 > r.Ceiling:
 		return ReasonCeiling
 	}
 	return ""
 }
 
-// gradientStep is step 5 of NextLimit, before the bounds.
+// gradientStep is step 5's gradient, before the bounds.
 func gradientStep(limit int64, s Signals) int64 {
 	gradient := 1.0
 	if s.P90 > 0 && s.Baseline > 0 {

@@ -15,7 +15,23 @@ type Signals struct {
 	Baseline time.Duration // long-run p90: an EWMA of past windows' p90s
 	PoolWait time.Duration // mean DB pool acquire wait per acquire
 	Stale    bool          // no instance reported the window
+
+	// The pool and the room over the window (Little's law's terms):
+	// Utilization is the pool's busy share, connection time held ÷
+	// connection time available (0: no pool figures, as in gateway mode);
+	// Queue is the mean number of acquires waiting for a connection (their
+	// total wait ÷ the window); Active is the room's mean active count
+	// over its admission runs, and Bound the share of those runs that left
+	// users waiting (the limit, not the arrivals, bound the room).
+	Utilization float64
+	Queue       float64
+	Active      float64
+	Bound       float64
 }
+
+// HasPool reports whether the window has the pool's figures and the
+// room's admission runs: what the capacity rule needs.
+func (s Signals) HasPool() bool { return s.Utilization > 0 && s.Active > 0 }
 
 // ErrorRate is Errors ÷ Orders (0 without orders).
 func (s Signals) ErrorRate() float64 {
@@ -36,6 +52,16 @@ func windowSignals(m map[string]string, window time.Duration) Signals {
 	s := Signals{Window: window, Orders: num("orders"), Errors: num("errors"), Stale: len(m) == 0}
 	if acq := num("acquires"); acq > 0 {
 		s.PoolWait = time.Duration(num("wait_us")/acq) * time.Microsecond
+	}
+	if c := num("cap_us"); c > 0 {
+		s.Utilization = min(float64(num("held_us"))/float64(c), 1)
+	}
+	if us := window.Microseconds(); us > 0 {
+		s.Queue = float64(num("wait_us")) / float64(us)
+	}
+	if runs := num("runs"); runs > 0 {
+		s.Active = float64(num("active_sum")) / float64(runs)
+		s.Bound = float64(num("bound")) / float64(runs)
 	}
 	counts := make([]int64, len(latencyBuckets)+1)
 	for i := range counts {

@@ -51,6 +51,8 @@ type Store struct {
 
 	acquires atomic.Int64 // pool acquires, all time
 	waitNs   atomic.Int64 // their total wait
+	heldNs   atomic.Int64 // connections' total hold, acquire to release
+	size     int          // the pool's size (WR_DB_POOL)
 }
 
 // AcquireStats returns the pool acquires made so far and their total wait,
@@ -58,6 +60,14 @@ type Store struct {
 // controller's pool wait signal).
 func (s *Store) AcquireStats() (acquires int64, wait time.Duration) {
 	return s.acquires.Load(), time.Duration(s.waitNs.Load())
+}
+
+// HoldStats returns the connections' total hold time so far (acquire to
+// release, counted at release) and the pool's size: differenced over a
+// period, held ÷ (size × period) is the pool's utilization, the admission
+// limit controller's capacity signal.
+func (s *Store) HoldStats() (held time.Duration, size int) {
+	return time.Duration(s.heldNs.Load()), s.size
 }
 
 // Open connects to databaseURL, checks the connection and applies pending
@@ -81,7 +91,7 @@ func Open(ctx context.Context, databaseURL string, opts Options) (*Store, error)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: create pool: %w", err)
 	}
-	s := &Store{pool: pool, metrics: newMetrics(pool), log: opts.Logger}
+	s := &Store{pool: pool, metrics: newMetrics(pool), log: opts.Logger, size: int(opts.PoolSize)}
 	if err := s.metrics.register(opts.Registerer); err != nil {
 		pool.Close()
 		return nil, err
@@ -141,6 +151,7 @@ func (s *Store) acquire(ctx context.Context) (*pgxpool.Conn, func(), error) {
 		released = true
 		held := time.Since(acquired)
 		conn.Release()
+		s.heldNs.Add(int64(held))
 		s.metrics.hold.Observe(held.Seconds())
 	}
 	return conn, release, nil
