@@ -2,23 +2,53 @@
 // instance records, the per-room windows of them in Redis, the limit rule
 // and the controller that sets an adaptive room's targetActive from them.
 //
-// Every instance records its orders in memory (Recorder) and flushes them
-// about once a second (Recorder.Run) into per-room, per-window hashes, one
-// pipeline per flush, so the order path never waits on Redis for it. Half
-// a window after each window ends, every instance's Controller tries to
-// take the room's lease for that window; the one that gets it reads the
-// window and, when the room is adaptive, writes the new targetActive into
-// the room's configuration (scripts/adapt.lua). The rule itself
-// (NextLimit, NextBaseline) is a pure function. The package owns the sig,
-// lease and adaptive keys, built in keys.go by queue.RoomKey under the
-// room's hash tag.
+// Every instance records its orders and its database pool's use in memory
+// (Recorder), and the instance that runs a room (queue.Admitter) records
+// each admission run's active count; Recorder.Run flushes them about once
+// a second into per-room, per-window hashes, one pipeline per flush, so
+// the order path never waits on Redis for it. Half a window after each
+// window ends, the instance running the room (Options.Running) takes the
+// room's lease for that window, reads the window and, when the room is
+// adaptive, writes the new targetActive (scripts/adapt.lua, which leaves
+// an operator's change made meanwhile alone). The rule (NextLimit) is a
+// pure function. Keys are built in keys.go under the room's hash tag.
+//
+// The rule converges on the downstream's capacity. By Little's law a
+// pool of P connections each held h per order sustains P ÷ h orders a
+// second, and an admitted user holds a slot for the time outside the
+// database (being told, thinking) plus the order. Per window the signals
+// give the pool's utilization U (connection time held ÷ available), the
+// mean number of acquires queued Q (their total wait ÷ the window) and
+// the room's mean active count A. A − Q slots did useful work and kept
+// the pool U busy, so 0.95 × (A − Q) ÷ U slots keep it 95 % busy with
+// nobody queued: what the limit moves to. This needs no memory of a
+// healthy latency, so it follows the database both ways. Cuts are taken
+// at once; growth is at most ×2 a window and only while the limit bound
+// (users were left waiting), since an unused limit says nothing.
+//
+// Failure modes: a slow database raises h, so U is 1 and Q grows; the
+// next window cuts to the pool's capacity (not to a latency ratio). A
+// dead one fails orders fast and looks idle: an error rate above 2 %
+// cuts ×0.8 before the capacity is read, and the limit does not grow
+// while errors last. A cold cache is a slow database that speeds up: U
+// falls as it warms and the limit regrows ×2 a window, with no baseline
+// of the cold period to unlearn. A hot row makes h grow with concurrency
+// (orders hold connections while waiting for the row's lock): more slots
+// raise U, not throughput, and growth stops where the pool is 95 % busy,
+// before acquires queue. A p90 above the ceiling cuts ×0.8 too. Without
+// pool figures (gateway mode, where only the origin's latency is known)
+// the rule falls back to a gradient on latency against a long-run
+// baseline. Limits: a pool shared by several rooms counts whole for each
+// of them, and stock sold out ends orders fast as healthy answers.
+//
+// The operator stays in charge: a fixed room's target never moves (its
+// signals are still kept), a room's minActive/maxActive bound the rule,
+// a limit of 0 holds, and every change is logged and counted by reason.
 //
 // Concurrency: a Recorder and a Controller are safe for concurrent use.
 // Recorder.Run and Controller.Run are the package's two loops; each runs
 // on the caller's goroutine until its context is done (the caller owns it
-// and waits for it). Any number of instances run both: the lease lets one
-// of them act per room and window.
-//
-// The windows, the lease and the keys in detail: see docs/design.md,
-// "Adaptive admission: signals and the lease".
+// and waits for it). The lease lets one instance act per room and window.
+// The windows, the lease and the keys: docs/design.md, "Adaptive
+// admission: signals and the lease".
 package adaptive
