@@ -109,6 +109,9 @@ func (rep *Report) collectUsers(r *surgeRun, tl *timeline) {
 	}
 	if rep.Ready > 0 {
 		rep.DrainSeconds = t.lastReady.Seconds()
+		if rep.DrainSeconds > 0 {
+			rep.OrdersPerSecond = float64(rep.Ordered) / rep.DrainSeconds
+		}
 		if span := (t.lastReady - t.firstEnter).Seconds(); span > 0 {
 			rep.AdmitPerSecond = float64(rep.Ready) / span
 		}

@@ -52,11 +52,14 @@ type Report struct {
 	// pool's acquires during the run and their mean wait (server-side).
 	SlowdownMs        float64 `json:"slowdownMs,omitempty"`
 	SlowdownAtSeconds float64 `json:"slowdownAtSeconds,omitempty"`
+	// --slowdown-until: when the delay was removed (0: at the end).
+	SlowdownUntilSeconds float64 `json:"slowdownUntilSeconds,omitempty"`
 	// --limit-change: targetActive LimitChangeTo from LimitChangeAtSeconds.
 	LimitChangeTo        int64           `json:"limitChangeTo,omitempty"`
 	LimitChangeAtSeconds float64         `json:"limitChangeAtSeconds,omitempty"`
 	PoolAcquires         int64           `json:"poolAcquires"`
 	PoolWaitMeanMs       float64         `json:"poolWaitMeanMs"`
+	PoolWaitP99Ms        float64         `json:"poolWaitP99Ms"` // from the acquire-wait histogram's buckets
 	Gone                 int             `json:"toldWhy"`
 	GoneWhy              map[string]int  `json:"toldWhyCounts,omitempty"`
 	NoShows              int             `json:"noShows"`   // READY, never ordered (the model's no-shows)
@@ -75,6 +78,7 @@ type Report struct {
 
 	DrainSeconds     float64 `json:"drainSeconds"`      // first arrival → last READY received
 	AdmitPerSecond   float64 `json:"admittedPerSecond"` // READY ÷ (last READY − first enter)
+	OrdersPerSecond  float64 `json:"ordersPerSecond"`   // ordered ÷ drain time: the throughput a limit gave
 	MaxActive        int64   `json:"maxActive"`
 	MaxActiveTarget  int64   `json:"maxActiveTargetActive"` // targetActive at that sample
 	RoomSamples      int     `json:"roomSamples"`
@@ -184,13 +188,13 @@ func (r *Report) rows() [][2]string {
 		{"enter requests", r.Enter.CodesString() + " (retries of 429/503 included)"},
 		{"READY / ordered", fmt.Sprintf("%s / %s (order failures %d%s; codes %s)", report.Commas(r.Ready), report.Commas(r.Ordered), r.OrderFailed, report.Counts(r.OrderFailures), r.Orders.CodesString())},
 		{"order latency", fmt.Sprintf("p50 %s  p99 %s  max %s", report.Ms(r.Orders.P50), report.Ms(r.Orders.P99), report.Ms(r.Orders.Max))},
-		{"pool acquire wait", fmt.Sprintf("mean %.1f ms over %s acquires; injected order delay %.0f ms from %.1f s", r.PoolWaitMeanMs, report.Commas(int(r.PoolAcquires)), r.SlowdownMs, r.SlowdownAtSeconds)},
+		{"pool acquire wait", fmt.Sprintf("mean %.1f ms, p99 %.1f ms over %s acquires; injected order delay %.0f ms from %.1f s%s", r.PoolWaitMeanMs, r.PoolWaitP99Ms, report.Commas(int(r.PoolAcquires)), r.SlowdownMs, r.SlowdownAtSeconds, r.untilString())},
 		{"told why (gone / 404)", fmt.Sprintf("%d%s", r.Gone, report.Counts(r.GoneWhy))},
 		{"lost", fmt.Sprintf("%d%s; of them still waiting at the end: %d", r.Lost, report.Counts(r.LostWhy), r.LostAtEnd)},
 		{"errors", fmt.Sprintf("%d (enter %d, order %d, poll %d); requests answered 429/5xx or not at all, retries included: %s; stream drops (then re-opened or polled) %d",
 			r.ErrorCount, r.EnterFailed, r.OrderFailed, r.PollErrors, report.Commas(r.AttemptErrors), r.Drops)},
 		{"polls", fmt.Sprintf("%s (codes %s)", report.Commas(r.Polls), r.Position.CodesString())},
-		{"queue drained", fmt.Sprintf("%.1f s after the first arrival (last READY); %.0f admitted/s", r.DrainSeconds, r.AdmitPerSecond)},
+		{"queue drained", fmt.Sprintf("%.1f s after the first arrival (last READY); %.0f admitted/s; throughput %.1f orders/s (ordered ÷ drain time)", r.DrainSeconds, r.AdmitPerSecond, r.OrdersPerSecond)},
 		{"max active (sampled)", fmt.Sprintf("%d (targetActive %d); %s samples, %d over target, %d failed reads", r.MaxActive, r.MaxActiveTarget, report.Commas(r.RoomSamples), r.SamplesOverLimit, r.RoomSampleErrs)},
 		{"FIFO inversions", fmt.Sprintf("%d among %s admissions (ticket order vs entryExpiresAt − entryTtl); %d READY without a time", r.Inversions, report.Commas(r.Admissions), r.NoAdmitTime)},
 		{"shoppers", fmt.Sprintf("%s; no-shows %s, abandoned %s, reloaded %s", r.Shoppers, report.Commas(r.NoShows), report.Commas(r.Abandoned), report.Commas(r.Reloads))},
@@ -216,6 +220,14 @@ func (r *Report) rows() [][2]string {
 			r.LoadAvgStart, r.LoadAvgEnd, r.CPUs, r.CPUs)})
 	}
 	return rows
+}
+
+// untilString says when the injected delay was removed, if before the end.
+func (r *Report) untilString() string {
+	if r.SlowdownUntilSeconds == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" to %.1f s", r.SlowdownUntilSeconds)
 }
 
 // addrString says where the crowd's connections came from.

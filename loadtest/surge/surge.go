@@ -106,6 +106,7 @@ type Config struct {
 	Over, maxDur, sampleEvery, slowdown time.Duration
 	Idle                                time.Duration
 	slowAt                              time.Duration // after the start
+	slowUntil                           time.Duration // --slowdown-until: the delay removed then (0: at the end)
 	limitTo                             int64         // --limit-change: targetActive…
 	limitAt                             time.Duration // …from this long after the start
 	Transport, Password                 string
@@ -134,6 +135,7 @@ func Flags(fs *flag.FlagSet, perAddr int, shop shopperModel) func() (Config, err
 	fs.DurationVar(&c.sampleEvery, "sample-every", 100*time.Millisecond, "how often the admin API is read (active, waiting)")
 	fs.DurationVar(&c.slowdown, "slowdown", 0, "inject this order-path delay (PUT /admin/faults; the server needs WR_FAULT_INJECTION=on) during the run; removed at the end")
 	slowAt := fs.String("slowdown-at", "50%", "when --slowdown starts: a share of --over (50%) or a time after the start (120s)")
+	fs.DurationVar(&c.slowUntil, "slowdown-until", 0, "remove --slowdown this long after the start (0: at the end of the run), e.g. 45s: the downstream recovers")
 	limit := fs.String("limit-change", "", "change targetActive to N at time T after the start, N@T (e.g. 50@150s); the original is restored at the end")
 	fs.DurationVar(&c.Idle, "idle", 45*time.Second, "a stream silent this long counts as dropped (the user then polls)")
 	return func() (Config, error) {
@@ -143,6 +145,9 @@ func Flags(fs *flag.FlagSet, perAddr int, shop shopperModel) func() (Config, err
 		var err error
 		if c.slowAt, err = shareOrTime(*slowAt, c.Over); err != nil || c.slowdown < 0 {
 			return c, fmt.Errorf("--slowdown-at %q: want a share of --over like 50%% or a time like 120s (and --slowdown not negative)", *slowAt)
+		}
+		if c.slowUntil != 0 && (c.slowUntil < 0 || c.slowUntil <= c.slowAt) {
+			return c, fmt.Errorf("--slowdown-until %v: want a time after --slowdown-at (%v)", c.slowUntil, c.slowAt)
 		}
 		if c.limitTo, c.limitAt, err = parseLimitChange(*limit); err != nil {
 			return c, err
@@ -372,6 +377,7 @@ func (s *Surge) poolWait(ctx, cleanup context.Context, rep *Report) func() {
 			d := after.Sub(before)
 			rep.PoolAcquires = int64(d.Count)
 			rep.PoolWaitMeanMs = d.Mean() * 1000
+			rep.PoolWaitP99Ms = d.Quantile(0.99) * 1000
 		}
 	}
 }
@@ -385,6 +391,11 @@ func (s *Surge) injectSlowdown(run, cleanup context.Context, start time.Time, re
 	rep.SlowdownAtSeconds = cfg.slowAt.Seconds()
 	go atTime(run, start, cfg.slowAt, fmt.Sprintf("order delay %v", cfg.slowdown),
 		func(ctx context.Context) error { return adm.SetOrderDelay(ctx, cfg.slowdown) })
+	if cfg.slowUntil > 0 {
+		rep.SlowdownUntilSeconds = cfg.slowUntil.Seconds()
+		go atTime(run, start, cfg.slowUntil, "order delay 0s",
+			func(ctx context.Context) error { return adm.SetOrderDelay(ctx, 0) })
+	}
 	return func() {
 		cctx, cancel := context.WithTimeout(cleanup, 10*time.Second)
 		defer cancel()

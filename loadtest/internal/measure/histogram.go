@@ -55,3 +55,28 @@ func (h Histogram) MaxBucket() (lo, hi float64, ok bool) {
 	}
 	return lo, math.Inf(1), true
 }
+
+// Quantile estimates the q-quantile (0 < q ≤ 1) of the observations,
+// interpolating linearly inside the bucket that holds it (from 0 for the
+// first); above every finite bound it is the highest finite bound. 0
+// without observations.
+func (h Histogram) Quantile(q float64) float64 {
+	if h.Count <= 0 {
+		return 0
+	}
+	rank := q * h.Count
+	lo, prev := 0.0, 0.0
+	for _, b := range h.Buckets {
+		if b.Count >= rank {
+			if math.IsInf(b.LE, 1) {
+				return lo
+			}
+			if b.Count == prev {
+				return b.LE
+			}
+			return lo + (b.LE-lo)*(rank-prev)/(b.Count-prev)
+		}
+		lo, prev = b.LE, b.Count
+	}
+	return lo
+}

@@ -43,3 +43,17 @@ func TestSubMissingBuckets(t *testing.T) {
 		t.Errorf("Mean = %v, want 1", got.Mean())
 	}
 }
+
+func TestHistogramQuantile(t *testing.T) {
+	h := Histogram{Count: 100, Buckets: []Bucket{{LE: 0.001, Count: 50}, {LE: 0.01, Count: 90}, {LE: 0.1, Count: 99}, {LE: math.Inf(1), Count: 100}}}
+	for _, tt := range []struct{ q, want float64 }{
+		{0.5, 0.001}, {0.25, 0.0005}, {0.9, 0.01}, {0.95, 0.01 + 0.09*5/9}, {1, 0.1},
+	} {
+		if got := h.Quantile(tt.q); math.Abs(got-tt.want) > 1e-12 {
+			t.Errorf("Quantile(%v) = %v, want %v", tt.q, got, tt.want)
+		}
+	}
+	if got := (Histogram{}).Quantile(0.99); got != 0 {
+		t.Errorf("Quantile of nothing = %v", got)
+	}
+}
