@@ -170,6 +170,7 @@ func (w *wiring) admission() {
 	if w.store != nil {
 		co := cfg.Checkout
 		co.Store, co.Slots, co.Recorder, co.Delay, co.Logger = w.store, p.Queue, p.Recorder, p.Faults.OrderDelay, p.Log
+		co.RowDelay = p.Faults.RowDelay
 		p.Checkout = checkout.New(co)
 	}
 	ad := cfg.Adaptive

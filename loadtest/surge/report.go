@@ -54,6 +54,8 @@ type Report struct {
 	SlowdownAtSeconds float64 `json:"slowdownAtSeconds,omitempty"`
 	// --slowdown-until: when the delay was removed (0: at the end).
 	SlowdownUntilSeconds float64 `json:"slowdownUntilSeconds,omitempty"`
+	// --row-delay: slept inside each order's row lock over the run.
+	RowDelayMs float64 `json:"rowDelayMs,omitempty"`
 	// --limit-change: targetActive LimitChangeTo from LimitChangeAtSeconds.
 	LimitChangeTo        int64           `json:"limitChangeTo,omitempty"`
 	LimitChangeAtSeconds float64         `json:"limitChangeAtSeconds,omitempty"`
@@ -189,6 +191,7 @@ func (r *Report) rows() [][2]string {
 		{"READY / ordered", fmt.Sprintf("%s / %s (order failures %d%s; codes %s)", report.Commas(r.Ready), report.Commas(r.Ordered), r.OrderFailed, report.Counts(r.OrderFailures), r.Orders.CodesString())},
 		{"order latency", fmt.Sprintf("p50 %s  p99 %s  max %s", report.Ms(r.Orders.P50), report.Ms(r.Orders.P99), report.Ms(r.Orders.Max))},
 		{"pool acquire wait", fmt.Sprintf("mean %.1f ms, p99 %.1f ms over %s acquires; injected order delay %.0f ms from %.1f s%s", r.PoolWaitMeanMs, r.PoolWaitP99Ms, report.Commas(int(r.PoolAcquires)), r.SlowdownMs, r.SlowdownAtSeconds, r.untilString())},
+		{"row-lock delay", fmt.Sprintf("%.0f ms inside each order's row lock", r.RowDelayMs)},
 		{"told why (gone / 404)", fmt.Sprintf("%d%s", r.Gone, report.Counts(r.GoneWhy))},
 		{"lost", fmt.Sprintf("%d%s; of them still waiting at the end: %d", r.Lost, report.Counts(r.LostWhy), r.LostAtEnd)},
 		{"errors", fmt.Sprintf("%d (enter %d, order %d, poll %d); requests answered 429/5xx or not at all, retries included: %s; stream drops (then re-opened or polled) %d",

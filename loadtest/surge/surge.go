@@ -107,6 +107,7 @@ type Config struct {
 	Idle                                time.Duration
 	slowAt                              time.Duration // after the start
 	slowUntil                           time.Duration // --slowdown-until: the delay removed then (0: at the end)
+	rowDelay                            time.Duration // --row-delay: in force over the whole run
 	limitTo                             int64         // --limit-change: targetActive…
 	limitAt                             time.Duration // …from this long after the start
 	Transport, Password                 string
@@ -136,6 +137,7 @@ func Flags(fs *flag.FlagSet, perAddr int, shop shopperModel) func() (Config, err
 	fs.DurationVar(&c.slowdown, "slowdown", 0, "inject this order-path delay (PUT /admin/faults; the server needs WR_FAULT_INJECTION=on) during the run; removed at the end")
 	slowAt := fs.String("slowdown-at", "50%", "when --slowdown starts: a share of --over (50%) or a time after the start (120s)")
 	fs.DurationVar(&c.slowUntil, "slowdown-until", 0, "remove --slowdown this long after the start (0: at the end of the run), e.g. 45s: the downstream recovers")
+	fs.DurationVar(&c.rowDelay, "row-delay", 0, "inject this delay inside each order's row lock (PUT /admin/faults rowDelay) over the whole run: orders of one product serialize on it, a hot row; removed at the end")
 	limit := fs.String("limit-change", "", "change targetActive to N at time T after the start, N@T (e.g. 50@150s); the original is restored at the end")
 	fs.DurationVar(&c.Idle, "idle", 45*time.Second, "a stream silent this long counts as dropped (the user then polls)")
 	return func() (Config, error) {
@@ -145,6 +147,9 @@ func Flags(fs *flag.FlagSet, perAddr int, shop shopperModel) func() (Config, err
 		var err error
 		if c.slowAt, err = shareOrTime(*slowAt, c.Over); err != nil || c.slowdown < 0 {
 			return c, fmt.Errorf("--slowdown-at %q: want a share of --over like 50%% or a time like 120s (and --slowdown not negative)", *slowAt)
+		}
+		if c.rowDelay < 0 {
+			return c, errors.New("--row-delay must not be negative")
 		}
 		if c.slowUntil != 0 && (c.slowUntil < 0 || c.slowUntil <= c.slowAt) {
 			return c, fmt.Errorf("--slowdown-until %v: want a time after --slowdown-at (%v)", c.slowUntil, c.slowAt)
@@ -303,6 +308,9 @@ func (s *Surge) Run(ctx context.Context, side sideFunc) *Report {
 	if cfg.slowdown > 0 {
 		defer s.injectSlowdown(run, cleanup, r.start, rep)()
 	}
+	if cfg.rowDelay > 0 {
+		defer s.injectRowDelay(run, cleanup, rep)()
+	}
 	if cfg.limitTo > 0 {
 		s.changeLimit(run, r.start, rep)
 	}
@@ -401,6 +409,22 @@ func (s *Surge) injectSlowdown(run, cleanup context.Context, start time.Time, re
 		defer cancel()
 		if err := adm.SetOrderDelay(cctx, 0); err != nil {
 			fmt.Fprintf(os.Stderr, "surge: could not remove the order delay: %v\n", err)
+		}
+	}
+}
+
+// injectRowDelay sets the server's row-lock delay to --row-delay now; the
+// returned func (deferred to the run's end) removes it.
+func (s *Surge) injectRowDelay(run, cleanup context.Context, rep *Report) func() {
+	rep.RowDelayMs = float64(s.cfg.rowDelay.Milliseconds())
+	if err := s.Adm.SetRowDelay(run, s.cfg.rowDelay); err != nil {
+		fmt.Fprintf(os.Stderr, "surge: could not set the row delay: %v\n", err)
+	}
+	return func() {
+		cctx, cancel := context.WithTimeout(cleanup, 10*time.Second)
+		defer cancel()
+		if err := s.Adm.SetRowDelay(cctx, 0); err != nil {
+			fmt.Fprintf(os.Stderr, "surge: could not remove the row delay: %v\n", err)
 		}
 	}
 }

@@ -36,7 +36,7 @@ func TestParseDurationField(t *testing.T) {
 			t.Errorf("parseTTL(%s) error %v; want %q", raw, err, msg)
 		}
 	}
-	if _, err := parseDelay(json.RawMessage(`-1`)); err == nil {
+	if _, err := parseDelay(json.RawMessage(`-1`), "orderDelay"); err == nil {
 		t.Error("parseDelay(-1) accepted")
 	}
 }

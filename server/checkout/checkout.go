@@ -51,8 +51,11 @@ type Options struct {
 	// consumed token is in flight for at most twice as long.
 	Timeout time.Duration
 	// Delay, when set, is the injected order delay now (faults.OrderDelay).
-	Delay  func() time.Duration
-	Logger *slog.Logger
+	Delay func() time.Duration
+	// RowDelay, when set, is the injected delay inside the order's row
+	// lock now (faults.RowDelay).
+	RowDelay func() time.Duration
+	Logger   *slog.Logger
 }
 
 // Checkout places orders.
@@ -65,6 +68,9 @@ type Checkout struct {
 func New(o Options) *Checkout {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
+	}
+	if o.RowDelay == nil {
+		o.RowDelay = func() time.Duration { return 0 }
 	}
 	if o.Delay == nil {
 		o.Delay = func() time.Duration { return 0 }
@@ -157,7 +163,7 @@ func (c *Checkout) placeOrder(ctx context.Context, r Request) (pgstore.Order, er
 	began := time.Now()
 	o, err := c.o.Store.PlaceOrder(octx, pgstore.OrderRequest{
 		UserID: uid, ProductID: r.ProductID, Quantity: r.Quantity, Room: r.Room,
-		Delay: c.o.Delay(),
+		Delay: c.o.Delay(), RowDelay: c.o.RowDelay(),
 	})
 	cancel()
 	if c.o.Recorder != nil {

@@ -27,6 +27,7 @@ type Faults struct {
 	key     string
 	enabled bool
 	delay   loop.Latest[time.Duration] // order delay in force here
+	row     loop.Latest[time.Duration] // row-lock delay in force here
 }
 
 // New returns the faults stored under prefix (the server's key prefix);
@@ -50,6 +51,30 @@ func (f *Faults) OrderDelay() time.Duration {
 	return 0
 }
 
+// RowDelay is the delay this instance applies inside an order's row lock
+// now (slept after the stock update, before the commit, so concurrent
+// orders of one product wait for it: a hot row): 0 when fault injection
+// is off.
+func (f *Faults) RowDelay() time.Duration {
+	if !f.enabled {
+		return 0
+	}
+	if d := f.row.Get(); d != nil {
+		return *d
+	}
+	return 0
+}
+
+// ReadRow returns the row-lock delay in force cluster-wide, from Redis (0
+// when none was set).
+func (f *Faults) ReadRow(ctx context.Context) (time.Duration, error) {
+	ms, err := f.rdb.HGet(ctx, f.key, rowDelayField).Int64()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	return time.Duration(ms) * time.Millisecond, err
+}
+
 // Read returns the order delay in force cluster-wide, from Redis (0 when
 // none was set).
 func (f *Faults) Read(ctx context.Context) (time.Duration, error) {
@@ -64,12 +89,17 @@ func (f *Faults) Read(ctx context.Context) (time.Duration, error) {
 // that began after it (loop.Latest), so a change set here is not undone
 // by the periodic read under way meanwhile.
 func (f *Faults) Load(ctx context.Context) error {
-	read := f.delay.Begin()
+	read, readRow := f.delay.Begin(), f.row.Begin()
 	d, err := f.Read(ctx)
 	if err != nil {
 		return err
 	}
+	r, err := f.ReadRow(ctx)
+	if err != nil {
+		return err
+	}
 	f.delay.Put(read, &d)
+	f.row.Put(readRow, &r)
 	return nil
 }
 
@@ -97,5 +127,21 @@ func (f *Faults) SetOrderDelay(ctx context.Context, d time.Duration) error {
 		return err
 	}
 	f.delay.Put(f.delay.Begin(), &d) // as a read made now would find
+	return nil
+}
+
+// SetRowDelay sets the row-lock delay cluster-wide (0 removes it) and at
+// once on this instance, as SetOrderDelay does the order delay.
+func (f *Faults) SetRowDelay(ctx context.Context, d time.Duration) error {
+	if !f.enabled {
+		return ErrDisabled
+	}
+	if d < 0 || d > MaxOrderDelay {
+		return fmt.Errorf("faults: row delay %v outside 0…%v", d, MaxOrderDelay)
+	}
+	if err := f.rdb.HSet(ctx, f.key, rowDelayField, d.Milliseconds()).Err(); err != nil {
+		return err
+	}
+	f.row.Put(f.row.Begin(), &d)
 	return nil
 }

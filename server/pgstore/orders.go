@@ -28,6 +28,10 @@ type OrderRequest struct {
 	// Delay, when positive, is slept inside the transaction (pg_sleep),
 	// holding the connection: the fault injection for tests and demos.
 	Delay time.Duration
+	// RowDelay, when positive, is slept after the stock update, inside
+	// the product's row lock: concurrent orders of the product wait for
+	// it (a hot row). Fault injection too.
+	RowDelay time.Duration
 }
 
 // Order is a placed order. ProductName and UnitPrice (cents) are the
@@ -105,6 +109,11 @@ func (s *Store) PlaceOrder(ctx context.Context, r OrderRequest) (Order, error) {
 	}
 	if err != nil {
 		return Order{}, mapErr("place order: update stock", err)
+	}
+	if r.RowDelay > 0 {
+		if _, err := tx.Exec(ctx, `SELECT pg_sleep($1)`, r.RowDelay.Seconds()); err != nil {
+			return Order{}, fmt.Errorf("pgstore: place order: injected row delay: %w", err)
+		}
 	}
 
 	err = tx.QueryRow(ctx,

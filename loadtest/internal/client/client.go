@@ -238,6 +238,12 @@ func (m *Admin) SetOrderDelay(ctx context.Context, d time.Duration) error {
 	return m.doPath(ctx, http.MethodPut, "/admin/faults", map[string]string{"orderDelay": d.String()}, nil)
 }
 
+// SetRowDelay injects (or, with 0, removes) the server's delay inside an
+// order's row lock through PUT /admin/faults.
+func (m *Admin) SetRowDelay(ctx context.Context, d time.Duration) error {
+	return m.doPath(ctx, http.MethodPut, "/admin/faults", map[string]string{"rowDelay": d.String()}, nil)
+}
+
 // Do sends method with body (JSON, nil: none) to the room's admin path and
 // decodes a 200 answer into out when out is non-nil; an answer other than
 // 200 or 204 is an *AdminError.
