@@ -174,7 +174,8 @@ func (w *wiring) admission() {
 		p.Checkout = checkout.New(co)
 	}
 	ad := cfg.Adaptive
-	ad.Owner = randomID() // the controller's lease owner: must not collide
+	ad.Rule.Pool = w.store != nil // the capacity rule reads the pool's figures
+	ad.Owner = randomID()         // the controller's lease owner: must not collide
 	ad.OnStep, ad.OnChange, ad.Logger = p.Metrics.ObserveStep, p.Metrics.ObserveLimitChange, p.Log
 	ad.Running = p.Admitter.Running // the rooms this instance runs
 	p.Controller = adaptive.NewController(w.rdb, p.Queue, ad)

@@ -140,7 +140,7 @@ func TestCapacityCutsAtOnce(t *testing.T) {
 }
 
 func TestNextLimitCapacity(t *testing.T) {
-	rule := adaptive.Rule{Min: 2, Max: 100, MinSamples: 10, Ceiling: time.Second}
+	rule := adaptive.Rule{Min: 2, Max: 100, MinSamples: 10, Ceiling: time.Second, Pool: true}
 	// A saturated room at limit 40 whose pool is 50 % busy.
 	half := adaptive.Signals{Orders: 100, P90: 20 * time.Millisecond, Utilization: 0.5, Active: 40, Bound: 1}
 	with := func(f func(*adaptive.Signals)) adaptive.Signals { s := half; f(&s); return s }
@@ -174,6 +174,11 @@ func TestNextLimitCapacity(t *testing.T) {
 		{"the ceiling cuts", 40, 40, with(func(s *adaptive.Signals) { s.P90 = 2 * time.Second }), 32, adaptive.ReasonCeiling},
 		{"few samples hold", 40, 40, with(func(s *adaptive.Signals) { s.Orders = 3 }), 40, adaptive.ReasonFewSamples},
 		{"stale holds", 40, 40, with(func(s *adaptive.Signals) { s.Stale = true }), 40, adaptive.ReasonStale},
+		{"no pool figures with a pool hold", 40, 40, with(func(s *adaptive.Signals) {
+			s.Utilization = 0
+			s.P90 = 900 * time.Millisecond
+			s.Baseline = 10 * time.Millisecond
+		}), 40, adaptive.ReasonFewSamples},
 		// The operator's overrides.
 		{"a limit of 0 holds", 0, 0, half, 0, adaptive.ReasonStopped},
 		{"a limit of 0 holds under errors", 0, 0, with(func(s *adaptive.Signals) { s.Errors = 90 }), 0, adaptive.ReasonStopped},

@@ -12,6 +12,11 @@ type Rule struct {
 	MinSamples int64
 	// Ceiling: a p90 above it is stress whatever the baseline says.
 	Ceiling time.Duration
+	// Pool: the instances record their database pool's figures (server
+	// mode), so a window without them (too few acquires to tell) holds
+	// rather than falling back to the latency gradient, which is for
+	// gateway mode, where no pool is seen.
+	Pool bool
 }
 
 // WithBounds returns r with a room's own bounds; 0 keeps r's (the
@@ -91,7 +96,8 @@ const (
 //     than 5 %, and the limit bound in at least half the window's
 //     admission runs, the limit grows to it, at most ×2 (at least +2) a
 //     window; else it holds;
-//  5. without them (gateway mode: only the origin's latency is known):
+//  5. a window without them holds when Rule.Pool says there is a pool;
+//     without a pool (gateway mode: only the origin's latency is known):
 //     mean pool wait > 50 ms cuts ×0.8; active < limit/2 holds; else a
 //     gradient on latency: gradient = clamp(baseline ÷ p90, 0.5, 1),
 //     target = gradient × limit + √limit, and the limit moves a fifth of
@@ -119,6 +125,9 @@ func NextLimit(limit, active int64, s Signals, r Rule) (next int64, reason strin
 	if s.HasPool() {
 		n, reason := capacityStep(limit, s)
 		return clamp(n), reason
+	}
+	if r.Pool {
+		return limit, ReasonFewSamples
 	}
 	if s.PoolWait > stressPoolWait {
 		return clamp(cut(limit)), ReasonPoolWait
