@@ -51,3 +51,29 @@ func TestOrderDelay(t *testing.T) {
 		t.Fatalf("refused sets changed the delay to %v", d)
 	}
 }
+
+// TestRowDelay: the row-lock delay travels like the order delay, and
+// setting one leaves the other.
+func TestRowDelay(t *testing.T) {
+	rdb, prefix := queuetest.Redis(t)
+	ctx := t.Context()
+	on, other := faults.New(rdb, prefix, true), faults.New(rdb, prefix, true)
+	if err := on.SetOrderDelay(ctx, 300*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if err := on.SetRowDelay(ctx, 10*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := other.RowDelay(), 10*time.Millisecond; got != want {
+		t.Fatalf("other's RowDelay = %v, want %v", got, want)
+	}
+	if got := other.OrderDelay(); got != 300*time.Millisecond {
+		t.Fatalf("other's OrderDelay = %v, want 300ms", got)
+	}
+	if err := faults.New(rdb, prefix, false).SetRowDelay(ctx, time.Millisecond); !errors.Is(err, faults.ErrDisabled) {
+		t.Fatalf("disabled SetRowDelay: %v", err)
+	}
+}
