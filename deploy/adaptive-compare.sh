@@ -12,7 +12,8 @@
 #   hotrow   6,000 over 30 s, every order holding the one product's row
 #            lock 10 ms longer (--row-delay 10ms); adaptive from 100
 # LIMIT… overrides the sweep of fixed limits. The JSON reports and the
-# server logs stay in $OUT (a new temporary directory by default).
+# server logs stay in $OUT (a new temporary directory by default); with
+# OUT=DIR of an earlier sweep, the runs whose report is there are kept.
 #
 # Each run: a throwaway redis-server on a spare port, a fresh database
 # wr_compare (dropped and re-created; psql with trust auth), one
@@ -35,7 +36,7 @@ flags=()
 case $scenario in
 slow) sweep=(30 40 50 60 100) flags=(--slowdown 300ms --slowdown-at 15s) ;;
 recover) n=12000 over=60s sweep=(40 50 60 100 150) flags=(--slowdown 300ms --slowdown-at 15s --slowdown-until 45s) ;;
-low) sweep=(5 10 20 40 100) start=5 ;;
+low) sweep=(10 20 40 100) start=5 ;;
 hotrow) sweep=(10 20 40 60 100) flags=(--row-delay 10ms) ;;
 *) echo "unknown scenario $scenario" >&2; exit 2 ;;
 esac
@@ -54,6 +55,10 @@ stop_stack() {
 # run MODE LIMIT writes $out/$scenario-MODE-LIMIT.json (and .log).
 run() {
   local mode=$1 limit=$2 name=$scenario-$1-$2
+  if [[ -s $out/$name.json ]]; then
+    echo "== $name: kept from $out" >&2 # OUT=DIR resumes a sweep
+    return
+  fi
   echo "== $name" >&2
   start_redis
   fresh_db wr_compare
@@ -64,7 +69,7 @@ run() {
   "$bin/lt" surge -n "$n" --over "$over" --transport mix --instant --mint-tokens --base http://127.0.0.1:18080 \
     --admin http://127.0.0.1:18081 --admin-token throwaway-admin-token --max-duration 4m \
     --out "$out/$name.json" "${flags[@]}" >"$out/$name.txt" 2>&1 || true
-  grep 'admission limit changed' "$dir/server.log" | sed 's/.*from=\([0-9]*\) to=\([0-9]*\) reason=\([a-z_0-9]*\).*/\1→\2 (\3)/' |
+  { grep 'admission limit changed' "$dir/server.log" || true; } | sed 's/.*from=\([0-9]*\) to=\([0-9]*\) reason=\([a-z_0-9]*\).*/\1→\2 (\3)/' |
     tr '\n' ' ' >"$out/$name.changes"
   cp "$dir/server.log" "$out/$name.log"
   stop_stack
