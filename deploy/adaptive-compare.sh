@@ -36,7 +36,7 @@ flags=()
 case $scenario in
 slow) sweep=(30 40 50 60 100) flags=(--slowdown 300ms --slowdown-at 15s) ;;
 recover) n=12000 over=60s sweep=(40 50 60 100 150) flags=(--slowdown 300ms --slowdown-at 15s --slowdown-until 45s) ;;
-low) sweep=(10 20 40 100) start=5 ;;
+low) sweep=(40 100 200) start=5 ;;
 hotrow) sweep=(10 20 40 60 100) flags=(--row-delay 10ms) ;;
 *) echo "unknown scenario $scenario" >&2; exit 2 ;;
 esac
@@ -69,8 +69,8 @@ run() {
   "$bin/lt" surge -n "$n" --over "$over" --transport mix --instant --mint-tokens --base http://127.0.0.1:18080 \
     --admin http://127.0.0.1:18081 --admin-token throwaway-admin-token --max-duration 4m \
     --out "$out/$name.json" "${flags[@]}" >"$out/$name.txt" 2>&1 || true
-  { grep 'admission limit changed' "$dir/server.log" || true; } | sed 's/.*from=\([0-9]*\) to=\([0-9]*\) reason=\([a-z_0-9]*\).*/\1→\2 (\3)/' |
-    tr '\n' ' ' >"$out/$name.changes"
+  { grep 'admission limit changed' "$dir/server.log" || true; } |
+    jq -rj '"\(.from)→\(.to) (\(.reason)) "' >"$out/$name.changes"  # the server logs JSON
   cp "$dir/server.log" "$out/$name.log"
   stop_stack
 }

@@ -100,7 +100,7 @@ func TestCapacityConverges(t *testing.T) {
 		{"hot row", model{pool: 40, outside: 0.08, hold: 0.01, rowRate: 100}, 100, 2},
 		// A cold cache warming: holds of 50 ms (the start), the limit
 		// follows the pool, not a latency remembered from then.
-		{"cold cache", model{pool: 40, outside: 0.1, hold: 0.05}, 20, 3},
+		{"cold cache", model{pool: 40, outside: 0.1, hold: 0.05}, 20, 4},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			m := tt.m
@@ -151,8 +151,12 @@ func TestNextLimitCapacity(t *testing.T) {
 		want          int64
 		reason        string
 	}{
-		// 0.95 × 40 ÷ 0.5 = 76
-		{"grows to the capacity", 40, 40, half, 76, adaptive.ReasonCapacity},
+		// 0.95 × 40 ÷ 0.5 = 76, but the pool is over half its target
+		// busy: at most ×1.25
+		{"grows toward the capacity", 40, 40, half, 50, adaptive.ReasonCapacity},
+		// 0.95 × 40 ÷ 0.4 = 95, at most ×2 of a mostly idle pool
+		{"grows fast while the pool is mostly idle", 40, 40, with(func(s *adaptive.Signals) { s.Utilization = 0.4 }), 80, adaptive.ReasonCapacity},
+		{"no growth while acquires queue", 40, 40, with(func(s *adaptive.Signals) { s.Utilization = 0.4; s.Queue = 1 }), 40, adaptive.ReasonSteady},
 		{"growth at most ×2", 40, 40, with(func(s *adaptive.Signals) { s.Utilization = 0.01 }), 80, adaptive.ReasonCapacity},
 		{"growth of a small limit", 2, 2, with(func(s *adaptive.Signals) { s.Active = 2; s.Utilization = 0.01 }), 4, adaptive.ReasonCapacity},
 		{"growth stops at max", 80, 80, with(func(s *adaptive.Signals) { s.Active = 80; s.Utilization = 0.01 }), 100, adaptive.ReasonCapacity},

@@ -68,9 +68,13 @@ const (
 	targetUtilization = 0.95
 	// deadband: a capacity within ±5 % of the limit holds it.
 	deadband = 0.05
-	// capacityGrowth caps growth per window (×2, at least +2): from a
-	// limit far too low, five windows cover a factor of 32.
+	// capacityGrowth caps growth per window (×2, at least +2) while the
+	// pool is mostly idle (busy under half the target): from a limit far
+	// too low, five windows cover a factor of 32. Nearer the target,
+	// growth is capped at ×1.25 (busyGrowth): the users a step admits at
+	// once reach the pool in a burst, and a doubling's burst queues.
 	capacityGrowth = 2
+	busyGrowth     = 1.25
 	// boundShare: growth needs the limit to have bound (users left
 	// waiting) in at least this share of the window's admission runs.
 	boundShare = 0.5
@@ -93,9 +97,10 @@ const (
 //     keep the pool 95 % busy with nobody queued for it (doc.go argues
 //     it). Below the limit by more than 5 %, or below it at all while
 //     acquires wait, the limit is cut to it at once; above it by more
-//     than 5 %, and the limit bound in at least half the window's
-//     admission runs, the limit grows to it, at most ×2 (at least +2) a
-//     window; else it holds;
+//     than 5 %, the limit bound in at least half the window's admission
+//     runs and no acquires queued, the limit grows to it, at most ×2 (at
+//     least +2) a window while the pool is under half its target busy
+//     and ×1.25 (at least +1) above; else it holds;
 //  5. a window without them holds when Rule.Pool says there is a pool;
 //     without a pool (gateway mode: only the origin's latency is known):
 //     mean pool wait > 50 ms cuts ×0.8; active < limit/2 holds; else a
@@ -164,10 +169,17 @@ func capacityStep(limit int64, s Signals) (int64, string) {
 		}
 		return n, ReasonCapacity
 	case want > l*(1+deadband):
-		if s.Bound < boundShare {
+		switch {
+		case s.Bound < boundShare:
 			return limit, ReasonUnderused
+		case s.Queue >= queuedCut:
+			return limit, ReasonSteady // acquires queue: no growth, whatever a mixed window says
 		}
-		return min(int64(math.Ceil(want)), max(capacityGrowth*limit, limit+2)), ReasonCapacity
+		grow := max(capacityGrowth*limit, limit+2)
+		if s.Utilization >= targetUtilization/2 {
+			grow = max(int64(math.Floor(busyGrowth*l)), limit+1)
+		}
+		return min(int64(math.Ceil(want)), grow), ReasonCapacity
 	}
 	return limit, ReasonSteady
 }
