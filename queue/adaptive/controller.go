@@ -134,7 +134,7 @@ func (c *Controller) Step(ctx context.Context, room string, now time.Time) (Step
 	if err != nil {
 		return st, unavailable("adaptive read", err)
 	}
-	st.Signals, st.Next, st.Reason = c.decide(info, windowSignals(sig.Val(), c.o.Window), decodeState(prev.Val()))
+	st.Signals, st.Next, st.Reason = c.decide(info, windowSignals(sig.Val(), c.o.Window), decodeState(prev.Val()), now)
 	st.Limit = info.Target
 	to := ""
 	if st.Next != st.Limit {
@@ -152,7 +152,7 @@ func (c *Controller) Step(ctx context.Context, room string, now time.Time) (Step
 // decide applies the rule to a room (an adaptive one moves; a fixed one
 // holds with no reason) and folds the window into the baseline: the
 // window's signals with the new baseline, the next limit and the reason.
-func (c *Controller) decide(info queue.RoomInfo, s Signals, old State) (Signals, int64, string) {
+func (c *Controller) decide(info queue.RoomInfo, s Signals, old State, now time.Time) (Signals, int64, string) {
 	rule := c.o.Rule
 	// The gradient compares with the baseline before this window joins it.
 	s.Baseline = old.Signals.Baseline
@@ -160,11 +160,27 @@ func (c *Controller) decide(info queue.RoomInfo, s Signals, old State) (Signals,
 	if info.Mode == queue.ModeAdaptive {
 		rule = rule.WithBounds(info.MinActive, info.MaxActive)
 		next, reason = NextLimit(info.Target, info.Active, s, rule)
+		next = belowQueued(next, info.Target, reason, old.LastChange, now, c.o.Window)
 	}
 	// A stressed window does not raise the baseline: the baseline is what
 	// the downstream does when healthy.
 	s.Baseline = NextBaseline(old.Signals.Baseline, s.P90, s.Orders >= max(rule.MinSamples, 1) && !stressed(reason))
 	return s, next, reason
+}
+
+// recentQueue is how long a pool_wait cut caps the growth after it.
+const recentQueue = 5
+
+// belowQueued caps a capacity growth below the limit that a pool_wait cut
+// came from within the last recentQueue windows: the capacity is read off
+// one limit, and where holds grow with concurrency (a hot row, a machine
+// whose CPU the database shares) the limit that queued queues again.
+func belowQueued(next, limit int64, reason string, last *LimitChange, now time.Time, window time.Duration) int64 {
+	if reason != ReasonCapacity || next <= limit || last == nil || last.Reason != ReasonPoolWait ||
+		now.Sub(last.At) > recentQueue*window {
+		return next
+	}
+	return max(min(next, last.From-1), limit)
 }
 
 // Run steps every room (Options.Running: those this instance runs) half a

@@ -177,7 +177,8 @@ func TestModeFixedKeepsTarget(t *testing.T) {
 // TestControllerCapacity: the admission runs and the pool's use recorded
 // by the instance that runs the room reach the window's signals; a window
 // whose pool was full with acquires queued cuts the limit to the capacity
-// at once, and one whose pool was mostly idle while users waited grows it.
+// at once, and one whose pool was mostly idle while users waited grows it,
+// for a few windows only to below the limit that queued.
 func TestControllerCapacity(t *testing.T) {
 	q, rdb := mustQueue(t, 40, time.Minute)
 	ctx := context.Background()
@@ -211,12 +212,19 @@ func TestControllerCapacity(t *testing.T) {
 	if !st.Changed || st.Next != 28 || st.Reason != adaptive.ReasonPoolWait {
 		t.Fatalf("full pool step = %v", st)
 	}
-	// Busy a fifth of the time: 0.95 × 40 ÷ 0.2 = 190, at most ×2 of 28.
+	// Busy a fifth of the time: 0.95 × 40 ÷ 0.2 = 190, at most ×2 of 28
+	// (56), but below the 40 that queued a window ago: 39.
 	st = window(t0.Add(win), 4*win/5, 0)
-	if !st.Changed || st.Next != 56 || st.Reason != adaptive.ReasonCapacity {
+	if !st.Changed || st.Next != 39 || st.Reason != adaptive.ReasonCapacity {
 		t.Fatalf("idle pool step = %v", st)
 	}
-	if info, _ := q.Room(ctx, "r1"); info.Target != 56 {
-		t.Fatalf("target = %d, want 56", info.Target)
+	// Five windows on, the cap is gone: ×2 of 39.
+	st = window(t0.Add(7*win), 4*win/5, 0)
+	if !st.Changed || st.Next != 78 || st.Reason != adaptive.ReasonCapacity {
+		t.Fatalf("idle pool step later = %v", st)
+	}
+	if info, _ := q.Room(ctx, "r1"); info.Target != 78 {
+		t.Fatalf("target = %d, want 78", info.Target)
 	}
 }
+
