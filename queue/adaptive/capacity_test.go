@@ -12,24 +12,27 @@ import (
 // tests: L admitted users each spend outside seconds between admission
 // and their order's acquire (the push or poll that tells them, think
 // time), then hold a connection hold seconds. The pool sustains at most
-// pool ÷ hold orders a second, a hot row at most rowRate (every order
-// waits for the row's lock while holding its connection), and users
-// arrive at most demand a second (0: a backlog that never ends).
+// pool ÷ hold orders a second, the database itself at most dbRate (a hot
+// row: every order waits for the row's lock while holding its
+// connection; or a CPU the database shares and the machine saturates),
+// and users arrive at most demand a second (0: a backlog that never
+// ends). Past dbRate the hold grows with concurrency: connections held ÷
+// throughput.
 type model struct {
 	pool                   float64
 	outside, hold          float64 // seconds
-	rowRate, demand        float64 // orders a second (0: no bound)
+	dbRate, demand         float64 // orders a second (0: no bound)
 	window                 time.Duration
 	errorRate              float64
 	throughput, queue, use float64 // of the last window
 }
 
-// window is what a window at limit shows: Little's law on each station.
+// signals is what a window at limit shows: Little's law on each station.
 func (m *model) signals(limit int64) adaptive.Signals {
 	l := float64(limit)
 	x := l / (m.outside + m.hold) // the limit's bound
 	bound := 1.0
-	for _, c := range []float64{m.pool / m.hold, m.rowRate, m.demand} {
+	for _, c := range []float64{m.pool / m.hold, m.dbRate, m.demand} {
 		if c > 0 && c < x {
 			x = c
 			if c == m.demand {
@@ -45,19 +48,21 @@ func (m *model) signals(limit int64) adaptive.Signals {
 	busy := min(inDB, m.pool)
 	m.throughput, m.queue, m.use = x, inDB-busy, busy/m.pool
 	orders := int64(x * m.window.Seconds())
-	wait := time.Duration(0)
+	wait, hold := time.Duration(0), m.hold
 	if x > 0 {
 		wait = time.Duration(m.queue / x * float64(time.Second))
+		hold = max(hold, busy/x)
 	}
+	h := time.Duration(hold * float64(time.Second))
 	return adaptive.Signals{Window: m.window, Orders: orders, Errors: int64(m.errorRate * float64(orders)),
-		P90: time.Duration((m.hold)*float64(time.Second)) + wait, PoolWait: wait,
+		P90: h + wait, PoolWait: wait, Hold: h,
 		Utilization: m.use, Queue: m.queue, Active: active, Bound: bound}
 }
 
 // best is the highest throughput any limit reaches in the model.
 func (m *model) best() float64 {
 	b := m.pool / m.hold
-	for _, c := range []float64{m.rowRate, m.demand} {
+	for _, c := range []float64{m.dbRate, m.demand} {
 		if c > 0 {
 			b = min(b, c)
 		}
@@ -65,14 +70,26 @@ func (m *model) best() float64 {
 	return b
 }
 
-// run steps the rule from limit for n windows and returns the limits.
-func (m *model) run(limit int64, n int, r adaptive.Rule) []int64 {
-	out := []int64{limit}
+// run steps the controller from limit for n windows as Controller.Step
+// does (NextLimit, then Guard with the state the last step stored) and
+// returns the limits and the reasons.
+func (m *model) run(limit int64, n int, r adaptive.Rule) ([]int64, []string) {
+	out, why := []int64{limit}, []string{"start"}
+	var prev adaptive.State
+	now := time.UnixMilli(1_000_000 * m.window.Milliseconds())
 	for range n {
-		limit, _ = adaptive.NextLimit(limit, limit, m.signals(limit), r)
-		out = append(out, limit)
+		now = now.Add(m.window)
+		s := m.signals(limit)
+		next, reason := adaptive.NextLimit(limit, limit, s, r)
+		next, reason, ceil := adaptive.Guard(limit, next, reason, s, prev, now)
+		prev.Signals, prev.Ceiling = s, ceil
+		if next != limit {
+			prev.LastChange = &adaptive.LimitChange{At: now, From: limit, To: next, Reason: reason}
+		}
+		limit = next
+		out, why = append(out, limit), append(why, reason)
 	}
-	return out
+	return out, why
 }
 
 // TestCapacityConverges: in each scenario of the issue, from a wrong
@@ -97,7 +114,21 @@ func TestCapacityConverges(t *testing.T) {
 		{"too low", model{pool: 40, outside: 0.25, hold: 0.003, demand: 200}, 5, 4},
 		// A hot row: every order holds its connection while it waits
 		// for the row, 100 orders/s at most, whatever the concurrency.
-		{"hot row", model{pool: 40, outside: 0.08, hold: 0.01, rowRate: 100}, 100, 2},
+		{"hot row", model{pool: 40, outside: 0.08, hold: 0.01, dbRate: 100}, 100, 2},
+		// The same from a low start: the limit doubles into the row's
+		// bound, the hold grows with it (0.12 s to 0.32 s), and the limit
+		// goes back to the one where the hold was flat.
+		{"hot row from low", model{pool: 40, outside: 0.08, hold: 0.01, dbRate: 100}, 20, 2},
+		// A fast database on a saturated CPU: 250 orders/s whatever the
+		// concurrency. The idle pool doubles the limit to 200, the
+		// holds grow from 3 ms to 160 ms and 60 acquires queue; the
+		// limit returns to 100 and stays, rather than swinging between a
+		// cut and a regrowth.
+		{"saturated CPU", model{pool: 40, outside: 0.4, hold: 0.003, dbRate: 250}, 100, 2},
+		// The same just below the bound (the capacity rule alone swings
+		// 133 ↔ 154 there, 14 acquires queued at 154): the growth to 150
+		// raises the hold and goes back.
+		{"saturated CPU from 120", model{pool: 40, outside: 0.4, hold: 0.003, dbRate: 250}, 120, 2},
 		// A cold cache warming: holds of 50 ms (the start), the limit
 		// follows the pool, not a latency remembered from then.
 		{"cold cache", model{pool: 40, outside: 0.1, hold: 0.05}, 20, 4},
@@ -105,17 +136,18 @@ func TestCapacityConverges(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			m := tt.m
 			m.window = win
-			limits := m.run(tt.from, 12, rule)
+			limits, why := m.run(tt.from, 12, rule)
 			for w := tt.windows; w < len(limits); w++ {
 				m.signals(limits[w])
 				if m.throughput < 0.9*m.best() || m.queue > 1 {
-					t.Fatalf("window %d at limit %d: %.0f orders/s of %.0f, %.1f queued for the pool; limits %v",
-						w, limits[w], m.throughput, m.best(), m.queue, limits)
+					t.Fatalf("window %d at limit %d: %.0f orders/s of %.0f, %.1f queued for the pool; limits %v %v",
+						w, limits[w], m.throughput, m.best(), m.queue, limits, why)
 				}
 				if w > tt.windows+2 && limits[w] != limits[w-1] {
-					t.Fatalf("still moving after window %d: limits %v", w-1, limits)
+					t.Fatalf("still moving after window %d: limits %v %v", w-1, limits, why)
 				}
 			}
+			t.Logf("limits %v %v", limits, why)
 		})
 	}
 }
@@ -202,5 +234,69 @@ func TestNextLimitCapacity(t *testing.T) {
 	}
 	if got, _ := adaptive.NextLimit(12, 12, with(func(s *adaptive.Signals) { s.Active = 12; s.Utilization = 1; s.Queue = 8 }), r); got != 10 {
 		t.Fatalf("cut above the room's min 10 = %d", got)
+	}
+}
+
+// TestGuard: what the step before showed tempers the rule's answer.
+func TestGuard(t *testing.T) {
+	const win = 2 * time.Second
+	now := time.UnixMilli(1_000_000 * win.Milliseconds())
+	ago := func(windows float64) time.Time { return now.Add(-time.Duration(windows * float64(win))) }
+	grew := &adaptive.LimitChange{At: ago(1), From: 50, To: 100, Reason: adaptive.ReasonCapacity}
+	cutTo := &adaptive.LimitChange{At: ago(1), From: 100, To: 50, Reason: adaptive.ReasonPoolWait}
+	held := func(d time.Duration) adaptive.Signals { return adaptive.Signals{Window: win, Hold: d} }
+	state := func(h time.Duration, lc *adaptive.LimitChange, c adaptive.Ceiling) adaptive.State {
+		return adaptive.State{Signals: held(h), LastChange: lc, Ceiling: c}
+	}
+	for _, tt := range []struct {
+		name         string
+		limit, next  int64
+		reason       string
+		s            adaptive.Signals
+		prev         adaptive.State
+		want         int64
+		wantReason   string
+		wantCeiling  int64
+		ceilingUntil time.Time
+	}{
+		// ×2 growth, hold 3 ms → 9 ms: back to 50, capped there.
+		{"a growth that raised the hold goes back", 100, 200, adaptive.ReasonCapacity, held(9 * time.Millisecond),
+			state(3*time.Millisecond, grew, adaptive.Ceiling{}), 50, adaptive.ReasonHoldGrowth, 50, now.Add(15 * win)},
+		{"so does one the rule would hold", 100, 100, adaptive.ReasonSteady, held(9 * time.Millisecond),
+			state(3*time.Millisecond, grew, adaptive.Ceiling{}), 50, adaptive.ReasonHoldGrowth, 50, now.Add(15 * win)},
+		{"a pool_wait cut below the level goes there", 100, 40, adaptive.ReasonPoolWait, held(300 * time.Millisecond),
+			state(3*time.Millisecond, grew, adaptive.Ceiling{}), 40, adaptive.ReasonHoldGrowth, 50, now.Add(15 * win)},
+		// ×1.4 after a ×2: under the ×1.5 a doubling allows.
+		{"a hold that grew less than half the growth", 100, 200, adaptive.ReasonCapacity, held(14 * time.Millisecond),
+			state(10*time.Millisecond, grew, adaptive.Ceiling{}), 200, adaptive.ReasonCapacity, 0, time.Time{}},
+		{"sub-millisecond noise", 100, 200, adaptive.ReasonCapacity, held(1500 * time.Microsecond),
+			state(500*time.Microsecond, grew, adaptive.Ceiling{}), 200, adaptive.ReasonCapacity, 0, time.Time{}},
+		{"a growth two windows ago is not judged", 100, 200, adaptive.ReasonCapacity, held(9 * time.Millisecond),
+			state(3*time.Millisecond, &adaptive.LimitChange{At: ago(2), From: 50, To: 100}, adaptive.Ceiling{}), 200, adaptive.ReasonCapacity, 0, time.Time{}},
+		{"errors cut whatever the hold", 100, 80, adaptive.ReasonErrors, held(9 * time.Millisecond),
+			state(3*time.Millisecond, grew, adaptive.Ceiling{}), 80, adaptive.ReasonErrors, 0, time.Time{}},
+		// The drain window after a cut looks idle.
+		{"no growth right after a cut", 50, 100, adaptive.ReasonCapacity, held(time.Millisecond),
+			state(time.Millisecond, cutTo, adaptive.Ceiling{}), 50, adaptive.ReasonSettling, 0, time.Time{}},
+		{"a second cut right after a cut", 50, 40, adaptive.ReasonPoolWait, held(time.Millisecond),
+			state(time.Millisecond, cutTo, adaptive.Ceiling{}), 40, adaptive.ReasonPoolWait, 49, now.Add(5 * win)},
+		{"a pool_wait cut caps below the limit", 100, 60, adaptive.ReasonPoolWait, held(time.Millisecond),
+			state(time.Millisecond, nil, adaptive.Ceiling{}), 60, adaptive.ReasonPoolWait, 99, now.Add(5 * win)},
+		{"a lower ceiling stays", 100, 60, adaptive.ReasonPoolWait, held(time.Millisecond),
+			state(time.Millisecond, nil, adaptive.Ceiling{Limit: 80, Until: now.Add(win)}), 60, adaptive.ReasonPoolWait, 80, now.Add(win)},
+		{"growth up to the ceiling", 60, 120, adaptive.ReasonCapacity, held(time.Millisecond),
+			state(time.Millisecond, nil, adaptive.Ceiling{Limit: 80, Until: now.Add(win)}), 80, adaptive.ReasonCapacity, 80, now.Add(win)},
+		{"growth stops at the ceiling", 80, 120, adaptive.ReasonCapacity, held(time.Millisecond),
+			state(time.Millisecond, nil, adaptive.Ceiling{Limit: 80, Until: now.Add(win)}), 80, adaptive.ReasonCapped, 80, now.Add(win)},
+		{"an expired ceiling", 80, 120, adaptive.ReasonCapacity, held(time.Millisecond),
+			state(time.Millisecond, nil, adaptive.Ceiling{Limit: 80, Until: now}), 120, adaptive.ReasonCapacity, 0, time.Time{}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, reason, c := adaptive.Guard(tt.limit, tt.next, tt.reason, tt.s, tt.prev, now)
+			if got != tt.want || reason != tt.wantReason || c.Limit != tt.wantCeiling || (c.Limit > 0 && !c.Until.Equal(tt.ceilingUntil)) {
+				t.Fatalf("Guard(%d, %d, %s) = %d %s %+v, want %d %s ceiling %d until %v",
+					tt.limit, tt.next, tt.reason, got, reason, c, tt.want, tt.wantReason, tt.wantCeiling, tt.ceilingUntil)
+			}
+		})
 	}
 }

@@ -134,13 +134,14 @@ func (c *Controller) Step(ctx context.Context, room string, now time.Time) (Step
 	if err != nil {
 		return st, unavailable("adaptive read", err)
 	}
-	st.Signals, st.Next, st.Reason = c.decide(info, windowSignals(sig.Val(), c.o.Window), decodeState(prev.Val()), now)
+	var ceil Ceiling
+	st.Signals, st.Next, st.Reason, ceil = c.decide(info, windowSignals(sig.Val(), c.o.Window), decodeState(prev.Val()), now)
 	st.Limit = info.Target
 	to := ""
 	if st.Next != st.Limit {
 		to = strconv.FormatInt(st.Next, 10)
 	}
-	args := append([]any{st.Limit, to, st.Reason, now.UnixMilli()}, stateFields(st.Signals, c.o.Window, now)...)
+	args := append([]any{st.Limit, to, st.Reason, now.UnixMilli()}, stateFields(st.Signals, ceil, c.o.Window, now)...)
 	n, err := adaptScript.Run(ctx, c.rdb, []string{k.cfg, k.adaptive}, args...).Int64()
 	if err != nil {
 		return st, unavailable("adapt", err)
@@ -150,37 +151,23 @@ func (c *Controller) Step(ctx context.Context, room string, now time.Time) (Step
 }
 
 // decide applies the rule to a room (an adaptive one moves; a fixed one
-// holds with no reason) and folds the window into the baseline: the
-// window's signals with the new baseline, the next limit and the reason.
-func (c *Controller) decide(info queue.RoomInfo, s Signals, old State, now time.Time) (Signals, int64, string) {
+// holds with no reason), tempered by Guard, and folds the window into the
+// baseline: the window's signals with the new baseline, the next limit,
+// the reason and the growth ceiling to keep.
+func (c *Controller) decide(info queue.RoomInfo, s Signals, old State, now time.Time) (Signals, int64, string, Ceiling) {
 	rule := c.o.Rule
 	// The gradient compares with the baseline before this window joins it.
 	s.Baseline = old.Signals.Baseline
-	next, reason := info.Target, ""
+	next, reason, ceil := info.Target, "", Ceiling{}
 	if info.Mode == queue.ModeAdaptive {
 		rule = rule.WithBounds(info.MinActive, info.MaxActive)
 		next, reason = NextLimit(info.Target, info.Active, s, rule)
-		next = belowQueued(next, info.Target, reason, old.LastChange, now, c.o.Window)
+		next, reason, ceil = Guard(info.Target, next, reason, s, old, now)
 	}
 	// A stressed window does not raise the baseline: the baseline is what
 	// the downstream does when healthy.
 	s.Baseline = NextBaseline(old.Signals.Baseline, s.P90, s.Orders >= max(rule.MinSamples, 1) && !stressed(reason))
-	return s, next, reason
-}
-
-// recentQueue is how long a pool_wait cut caps the growth after it.
-const recentQueue = 5
-
-// belowQueued caps a capacity growth below the limit that a pool_wait cut
-// came from within the last recentQueue windows: the capacity is read off
-// one limit, and where holds grow with concurrency (a hot row, a machine
-// whose CPU the database shares) the limit that queued queues again.
-func belowQueued(next, limit int64, reason string, last *LimitChange, now time.Time, window time.Duration) int64 {
-	if reason != ReasonCapacity || next <= limit || last == nil || last.Reason != ReasonPoolWait ||
-		now.Sub(last.At) > recentQueue*window {
-		return next
-	}
-	return max(min(next, last.From-1), limit)
+	return s, next, reason, ceil
 }
 
 // Run steps every room (Options.Running: those this instance runs) half a

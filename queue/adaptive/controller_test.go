@@ -177,8 +177,9 @@ func TestModeFixedKeepsTarget(t *testing.T) {
 // TestControllerCapacity: the admission runs and the pool's use recorded
 // by the instance that runs the room reach the window's signals; a window
 // whose pool was full with acquires queued cuts the limit to the capacity
-// at once, and one whose pool was mostly idle while users waited grows it,
-// for a few windows only to below the limit that queued.
+// at once; the next window holds (users admitted before the cut drain),
+// and one whose pool was mostly idle while users waited grows it, for a
+// few windows only to below the limit that queued.
 func TestControllerCapacity(t *testing.T) {
 	q, rdb := mustQueue(t, 40, time.Minute)
 	ctx := context.Background()
@@ -212,11 +213,20 @@ func TestControllerCapacity(t *testing.T) {
 	if !st.Changed || st.Next != 28 || st.Reason != adaptive.ReasonPoolWait {
 		t.Fatalf("full pool step = %v", st)
 	}
-	// Busy a fifth of the time: 0.95 × 40 ÷ 0.2 = 190, at most ×2 of 28
-	// (56), but below the 40 that queued a window ago: 39.
+	// Busy a fifth of the time, read while the users admitted before
+	// the cut drained: it holds.
 	st = window(t0.Add(win), 4*win/5, 0)
+	if st.Changed || st.Next != 28 || st.Reason != adaptive.ReasonSettling {
+		t.Fatalf("idle pool step after the cut = %v", st)
+	}
+	// Again: 0.95 × 40 ÷ 0.2 = 190, at most ×2 of 28 (56), but below the
+	// 40 that queued two windows ago: 39.
+	st = window(t0.Add(2*win), 4*win/5, 0)
 	if !st.Changed || st.Next != 39 || st.Reason != adaptive.ReasonCapacity {
 		t.Fatalf("idle pool step = %v", st)
+	}
+	if state, _ := ctl.State(ctx, "r1"); state.Ceiling.Limit != 39 || state.Signals.Hold != 40*time.Millisecond {
+		t.Fatalf("state = %+v, want the ceiling 39 and a 40 ms hold", state)
 	}
 	// Five windows on, the cap is gone: ×2 of 39.
 	st = window(t0.Add(7*win), 4*win/5, 0)
@@ -227,4 +237,3 @@ func TestControllerCapacity(t *testing.T) {
 		t.Fatalf("target = %d, want 78", info.Target)
 	}
 }
-

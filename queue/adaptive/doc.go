@@ -32,10 +32,15 @@
 // cuts ×0.8 before the capacity is read, and the limit does not grow
 // while errors last. A cold cache is a slow database that speeds up: U
 // falls as it warms and the limit regrows ×2 a window, with no baseline
-// of the cold period to unlearn. A hot row makes h grow with concurrency
-// (orders hold connections while waiting for the row's lock): more slots
-// raise U, not throughput, and growth stops where the pool is 95 % busy,
-// before acquires queue. A p90 above the ceiling cuts ×0.8 too. Without
+// of the cold period to unlearn. A hot row, or a database on a saturated
+// CPU, makes h grow with concurrency (orders hold connections while
+// waiting for the row's lock or the CPU): more slots raise U and the
+// queue, not throughput, and one window's capacity overshoots. Guard
+// remembers the step before: a growth after which the mean hold rose by
+// half the growth's ratio goes back and caps growth there for 15
+// windows; a pool_wait cut caps it below the limit that queued for 5;
+// and the window right after a cut, read while the users admitted before
+// it drain, grows nothing. A p90 above the ceiling cuts ×0.8 too. Without
 // pool figures (gateway mode, where only the origin's latency is known)
 // the rule falls back to a gradient on latency against a long-run
 // baseline. Limits: a pool shared by several rooms counts whole for each

@@ -14,6 +14,7 @@ type Signals struct {
 	P90      time.Duration // order latency, 90th percentile of the window
 	Baseline time.Duration // long-run p90: an EWMA of past windows' p90s
 	PoolWait time.Duration // mean DB pool acquire wait per acquire
+	Hold     time.Duration // mean time a connection was held per acquire
 	Stale    bool          // no instance reported the window
 
 	// The pool and the room over the window (Little's law's terms):
@@ -52,6 +53,7 @@ func windowSignals(m map[string]string, window time.Duration) Signals {
 	s := Signals{Window: window, Orders: num("orders"), Errors: num("errors"), Stale: len(m) == 0}
 	if acq := num("acquires"); acq > 0 {
 		s.PoolWait = time.Duration(num("wait_us")/acq) * time.Microsecond
+		s.Hold = time.Duration(num("held_us")/acq) * time.Microsecond
 	}
 	if c := num("cap_us"); c > 0 {
 		s.Utilization = min(float64(num("held_us"))/float64(c), 1)

@@ -23,6 +23,8 @@ type State struct {
 	// At is when the signals were computed (zero: never).
 	At         time.Time
 	LastChange *LimitChange
+	// Ceiling caps the room's growth (Guard).
+	Ceiling Ceiling
 }
 
 // Fresh reports whether the state is recent: computed within the last
@@ -55,7 +57,10 @@ func decodeState(m map[string]string) State {
 		Window: time.Duration(num("win_ms")) * time.Millisecond,
 		Orders: num("orders"), Errors: num("errors"),
 		P90: us("p90_us"), Baseline: us("base_us"), PoolWait: us("wait_us"),
-		Stale: m["stale"] == "1",
+		Hold: us("hold_us"), Stale: m["stale"] == "1",
+	}
+	if c := num("cap"); c > 0 {
+		st.Ceiling = Ceiling{Limit: c, Until: msTime(num("cap_until"))}
 	}
 	if lc := num("lc_at"); lc > 0 {
 		st.LastChange = &LimitChange{At: msTime(lc), From: num("lc_from"), To: num("lc_to"), Reason: m["lc_reason"]}
@@ -63,11 +68,18 @@ func decodeState(m map[string]string) State {
 	return st
 }
 
-// stateFields are the fields adapt.lua stores for a step's signals.
-func stateFields(s Signals, window time.Duration, now time.Time) []any {
+// stateFields are the fields adapt.lua stores for a step's signals and
+// the ceiling it keeps (cap 0: none).
+func stateFields(s Signals, c Ceiling, window time.Duration, now time.Time) []any {
+	until := int64(0)
+	if c.Limit > 0 {
+		until = c.Until.UnixMilli()
+	}
 	return []any{"at", now.UnixMilli(), "win_ms", window.Milliseconds(),
 		"orders", s.Orders, "errors", s.Errors, "p90_us", s.P90.Microseconds(),
-		"base_us", s.Baseline.Microseconds(), "wait_us", s.PoolWait.Microseconds(), "stale", boolField(s.Stale)}
+		"base_us", s.Baseline.Microseconds(), "wait_us", s.PoolWait.Microseconds(),
+		"hold_us", s.Hold.Microseconds(), "stale", boolField(s.Stale),
+		"cap", c.Limit, "cap_until", until}
 }
 
 func msTime(ms int64) time.Time { return time.UnixMilli(ms).UTC() }

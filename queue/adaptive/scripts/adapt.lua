@@ -5,7 +5,9 @@
 -- KEYS[1] cfg       HASH  target, mode
 -- KEYS[2] adaptive  HASH  the last window's signals and the last change
 --                         (at, win_ms, orders, errors, p90_us, base_us,
---                         wait_us, stale; lc_at, lc_from, lc_to, lc_reason)
+--                         wait_us, hold_us, stale), the growth ceiling
+--                         (cap, cap_until) and the last change (lc_at,
+--                         lc_from, lc_to, lc_reason)
 -- ARGV[1] the limit the decision was made from
 -- ARGV[2] the new limit, or "" for no change
 -- ARGV[3] the reason of the change

@@ -1,0 +1,87 @@
+package adaptive
+
+import "time"
+
+// More reasons, those of Guard.
+const (
+	ReasonHoldGrowth = "hold_growth" // back to the limit before a growth that raised the hold time
+	ReasonSettling   = "settling"    // hold: the window after a cut, read while admitted users drained
+	ReasonCapped     = "capped"      // hold: growth stopped at the ceiling a recent step set
+)
+
+// The guard's constants.
+const (
+	// holdRiseMin: a growth raised the hold time when the mean hold after
+	// it grew by at least half the growth's ratio (×1.5 after a ×2) and
+	// by this much, which sets sub-millisecond noise apart.
+	holdRiseMin = 2 * time.Millisecond
+	// queuedFor is how many windows a pool_wait cut caps growth below
+	// the limit that queued; heldFor, how many a hold_growth one caps it
+	// at the limit where the hold was flat (the database or its machine,
+	// not the pool, bound, and that lasts).
+	queuedFor = 5
+	heldFor   = 15
+)
+
+// Ceiling caps an adaptive room's growth until a time (Limit 0: none).
+type Ceiling struct {
+	Limit int64
+	Until time.Time
+}
+
+// Guard tempers NextLimit's answer (next, reason) for a room at limit
+// with what the step before showed (prev: the stored state, its Signals
+// those of the window the last step read). The capacity rule reads one
+// window as if the hold time did not depend on the limit; where it grows
+// with concurrency (a hot row, a database sharing a saturated CPU) more
+// slots raise the hold and the queue, not throughput. In order:
+//
+//  1. a stop, a bounds move or a stress cut stands;
+//  2. when the last step grew the limit to the current one and this
+//     window's mean hold rose by half the growth's ratio or more (at
+//     least 2 ms), the limit goes back to where it grew from, or to
+//     next if lower (ReasonHoldGrowth), and growth is capped there for
+//     heldFor windows;
+//  3. a pool_wait cut stands and caps growth below the limit that queued
+//     for queuedFor windows (a lower ceiling still in force stays);
+//  4. a growth right after a cut holds (ReasonSettling): the window was
+//     read while the users admitted before the cut drained;
+//  5. a growth stops at the ceiling (ReasonCapped when it stops it).
+//
+// It returns the limit, the reason and the ceiling to keep.
+func Guard(limit, next int64, reason string, s Signals, prev State, now time.Time) (int64, string, Ceiling) {
+	ceil, win := prev.Ceiling, s.Window
+	if !now.Before(ceil.Until) {
+		ceil = Ceiling{}
+	}
+	if reason != ReasonCapacity && reason != ReasonSteady && reason != ReasonUnderused && reason != ReasonPoolWait {
+		return next, reason, ceil
+	}
+	last := prev.LastChange
+	recent := last != nil && win > 0 && now.Sub(last.At) <= win*3/2
+	if recent && last.To > last.From && last.To == limit && holdRose(prev.Signals.Hold, s.Hold, float64(last.To)/float64(last.From)) {
+		return min(next, last.From), ReasonHoldGrowth, Ceiling{Limit: last.From, Until: now.Add(heldFor * win)}
+	}
+	switch {
+	case reason == ReasonPoolWait && next < limit:
+		if ceil.Limit == 0 || ceil.Limit >= limit {
+			ceil = Ceiling{Limit: limit - 1, Until: now.Add(queuedFor * win)}
+		}
+		return next, reason, ceil
+	case next <= limit:
+		return next, reason, ceil
+	case recent && last.To < last.From:
+		return limit, ReasonSettling, ceil
+	case ceil.Limit > 0 && next > ceil.Limit:
+		if next = max(ceil.Limit, limit); next == limit {
+			return limit, ReasonCapped, ceil
+		}
+	}
+	return next, reason, ceil
+}
+
+// holdRose reports whether the mean hold went from before to after by at
+// least half of a growth by ratio, and by holdRiseMin.
+func holdRose(before, after time.Duration, ratio float64) bool {
+	return before > 0 && after-before >= holdRiseMin && float64(after) >= (1+(ratio-1)/2)*float64(before)
+}
