@@ -193,6 +193,10 @@ func TestNextLimitCapacity(t *testing.T) {
 		{"growth of a small limit", 2, 2, with(func(s *adaptive.Signals) { s.Active = 2; s.Utilization = 0.01 }), 4, adaptive.ReasonCapacity},
 		{"growth stops at max", 80, 80, with(func(s *adaptive.Signals) { s.Active = 80; s.Utilization = 0.01 }), 100, adaptive.ReasonCapacity},
 		{"no growth when the limit did not bind", 40, 20, with(func(s *adaptive.Signals) { s.Active = 20; s.Bound = 0.3; s.Utilization = 0.2 }), 40, adaptive.ReasonUnderused},
+		// Bursts bound the limit in most runs, but the room filled 30 of
+		// its 40 on average: the slack would burst on a slowing pool.
+		{"no growth of a limit the room does not fill", 40, 30, with(func(s *adaptive.Signals) { s.Active = 30; s.Bound = 0.9; s.Utilization = 0.03 }), 40, adaptive.ReasonUnderused},
+		{"growth of a limit the room fills to 0.8", 40, 32, with(func(s *adaptive.Signals) { s.Active = 32; s.Bound = 0.9; s.Utilization = 0.03 }), 80, adaptive.ReasonCapacity},
 		// 0.95 × 40 ÷ 0.93 = 40.9: within 5 %
 		{"holds near the target utilization", 40, 40, with(func(s *adaptive.Signals) { s.Utilization = 0.93 }), 40, adaptive.ReasonSteady},
 		// 0.95 × (40 − 10) ÷ 1 = 28.5

@@ -230,7 +230,7 @@ func (c *Controller) changed(ctx context.Context, room string, st Step) {
 		slog.String("reason", st.Reason), slog.Int64("window", st.Window),
 		slog.Int64("orders", s.Orders), slog.Float64("errorRate", s.ErrorRate()),
 		slog.Duration("p90", s.P90), slog.Duration("baselineP90", s.Baseline),
-		slog.Duration("poolWait", s.PoolWait), slog.Float64("utilization", round2(s.Utilization)),
+		slog.Duration("poolWait", s.PoolWait), slog.Duration("hold", s.Hold), slog.Float64("utilization", round2(s.Utilization)),
 		slog.Float64("poolQueue", round2(s.Queue)), slog.Float64("meanActive", round2(s.Active)),
 		slog.Float64("bound", round2(s.Bound)))
 	if c.o.OnChange != nil {
