@@ -248,7 +248,7 @@ func TestGuard(t *testing.T) {
 	ago := func(windows float64) time.Time { return now.Add(-time.Duration(windows * float64(win))) }
 	grew := &adaptive.LimitChange{At: ago(1), From: 50, To: 100, Reason: adaptive.ReasonCapacity}
 	cutTo := &adaptive.LimitChange{At: ago(1), From: 100, To: 50, Reason: adaptive.ReasonPoolWait}
-	held := func(d time.Duration) adaptive.Signals { return adaptive.Signals{Window: win, Hold: d} }
+	held := func(d time.Duration) adaptive.Signals { return adaptive.Signals{Window: win, Orders: 400, Hold: d} }
 	state := func(h time.Duration, lc *adaptive.LimitChange, c adaptive.Ceiling) adaptive.State {
 		return adaptive.State{Signals: held(h), LastChange: lc, Ceiling: c}
 	}
@@ -270,6 +270,10 @@ func TestGuard(t *testing.T) {
 			state(3*time.Millisecond, grew, adaptive.Ceiling{}), 50, adaptive.ReasonHoldGrowth, 50, now.Add(15 * win)},
 		{"a pool_wait cut below the level goes there", 100, 40, adaptive.ReasonPoolWait, held(300 * time.Millisecond),
 			state(3*time.Millisecond, grew, adaptive.Ceiling{}), 40, adaptive.ReasonHoldGrowth, 50, now.Add(15 * win)},
+		// The window before mixed fast acquires in (256 ms then 304 ms at
+		// a 300 ms delay); the orders doubled with the limit.
+		{"a growth that served more orders stands", 100, 110, adaptive.ReasonCapacity, adaptive.Signals{Window: win, Orders: 800, Hold: 304 * time.Millisecond},
+			state(256*time.Millisecond, grew, adaptive.Ceiling{}), 110, adaptive.ReasonCapacity, 0, time.Time{}},
 		// ×1.4 after a ×2: under the ×1.5 a doubling allows.
 		{"a hold that grew less than half the growth", 100, 200, adaptive.ReasonCapacity, held(14 * time.Millisecond),
 			state(10*time.Millisecond, grew, adaptive.Ceiling{}), 200, adaptive.ReasonCapacity, 0, time.Time{}},

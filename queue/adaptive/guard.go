@@ -39,9 +39,10 @@ type Ceiling struct {
 //  1. a stop, a bounds move or a stress cut stands;
 //  2. when the last step grew the limit to the current one and this
 //     window's mean hold rose by half the growth's ratio or more (at
-//     least 2 ms), the limit goes back to where it grew from, or to
-//     next if lower (ReasonHoldGrowth), and growth is capped there for
-//     heldFor windows;
+//     least 2 ms) while its orders rose by less than half of it, the
+//     limit goes back to where it grew from, or to next if lower
+//     (ReasonHoldGrowth), and growth is capped there for heldFor
+//     windows;
 //  3. a pool_wait cut stands and caps growth below the limit that queued
 //     for queuedFor windows (a lower ceiling still in force stays);
 //  4. a growth right after a cut holds (ReasonSettling): the window was
@@ -59,7 +60,7 @@ func Guard(limit, next int64, reason string, s Signals, prev State, now time.Tim
 	}
 	last := prev.LastChange
 	recent := last != nil && win > 0 && now.Sub(last.At) <= win*3/2
-	if recent && last.To > last.From && last.To == limit && holdRose(prev.Signals.Hold, s.Hold, float64(last.To)/float64(last.From)) {
+	if recent && last.To > last.From && last.To == limit && heldNotServed(prev.Signals, s, float64(last.To)/float64(last.From)) {
 		return min(next, last.From), ReasonHoldGrowth, Ceiling{Limit: last.From, Until: now.Add(heldFor * win)}
 	}
 	switch {
@@ -80,8 +81,14 @@ func Guard(limit, next int64, reason string, s Signals, prev State, now time.Tim
 	return next, reason, ceil
 }
 
-// holdRose reports whether the mean hold went from before to after by at
-// least half of a growth by ratio, and by holdRiseMin.
-func holdRose(before, after time.Duration, ratio float64) bool {
-	return before > 0 && after-before >= holdRiseMin && float64(after) >= (1+(ratio-1)/2)*float64(before)
+// heldNotServed reports whether a growth by ratio went into holding
+// connections rather than serving orders: from the window before to the
+// one after, the mean hold rose by at least half the ratio and by
+// holdRiseMin, and the orders by less than half of it (a hold that rises
+// because the window before mixed in fast acquires, with orders rising
+// with the limit, is not the database slowing with concurrency).
+func heldNotServed(before, after Signals, ratio float64) bool {
+	half := 1 + (ratio-1)/2
+	return before.Hold > 0 && after.Hold-before.Hold >= holdRiseMin && float64(after.Hold) >= half*float64(before.Hold) &&
+		float64(after.Orders) < half*float64(before.Orders)
 }
