@@ -193,10 +193,6 @@ func TestNextLimitCapacity(t *testing.T) {
 		{"growth of a small limit", 2, 2, with(func(s *adaptive.Signals) { s.Active = 2; s.Utilization = 0.01 }), 4, adaptive.ReasonCapacity},
 		{"growth stops at max", 80, 80, with(func(s *adaptive.Signals) { s.Active = 80; s.Utilization = 0.01 }), 100, adaptive.ReasonCapacity},
 		{"no growth when the limit did not bind", 40, 20, with(func(s *adaptive.Signals) { s.Active = 20; s.Bound = 0.3; s.Utilization = 0.2 }), 40, adaptive.ReasonUnderused},
-		// Bursts bound the limit in most runs, but the room filled 30 of
-		// its 40 on average: the slack would burst on a slowing pool.
-		{"no growth of a limit the room does not fill", 40, 30, with(func(s *adaptive.Signals) { s.Active = 30; s.Bound = 0.9; s.Utilization = 0.03 }), 40, adaptive.ReasonUnderused},
-		{"growth of a limit the room fills to 0.8", 40, 32, with(func(s *adaptive.Signals) { s.Active = 32; s.Bound = 0.9; s.Utilization = 0.03 }), 80, adaptive.ReasonCapacity},
 		// 0.95 × 40 ÷ 0.93 = 40.9: within 5 %
 		{"holds near the target utilization", 40, 40, with(func(s *adaptive.Signals) { s.Utilization = 0.93 }), 40, adaptive.ReasonSteady},
 		// 0.95 × (40 − 10) ÷ 1 = 28.5
@@ -248,7 +244,12 @@ func TestGuard(t *testing.T) {
 	ago := func(windows float64) time.Time { return now.Add(-time.Duration(windows * float64(win))) }
 	grew := &adaptive.LimitChange{At: ago(1), From: 50, To: 100, Reason: adaptive.ReasonCapacity}
 	cutTo := &adaptive.LimitChange{At: ago(1), From: 100, To: 50, Reason: adaptive.ReasonPoolWait}
-	held := func(d time.Duration) adaptive.Signals { return adaptive.Signals{Window: win, Orders: 400, Hold: d} }
+	held := func(d time.Duration) adaptive.Signals {
+		return adaptive.Signals{Window: win, Orders: 400, Hold: d, Active: 100}
+	}
+	filled := func(a float64) adaptive.Signals {
+		return adaptive.Signals{Window: win, Orders: 400, Hold: time.Millisecond, Active: a}
+	}
 	state := func(h time.Duration, lc *adaptive.LimitChange, c adaptive.Ceiling) adaptive.State {
 		return adaptive.State{Signals: held(h), LastChange: lc, Ceiling: c}
 	}
@@ -272,7 +273,7 @@ func TestGuard(t *testing.T) {
 			state(3*time.Millisecond, grew, adaptive.Ceiling{}), 40, adaptive.ReasonHoldGrowth, 50, now.Add(15 * win)},
 		// The window before mixed fast acquires in (256 ms then 304 ms at
 		// a 300 ms delay); the orders doubled with the limit.
-		{"a growth that served more orders stands", 100, 110, adaptive.ReasonCapacity, adaptive.Signals{Window: win, Orders: 800, Hold: 304 * time.Millisecond},
+		{"a growth that served more orders stands", 100, 110, adaptive.ReasonCapacity, adaptive.Signals{Window: win, Orders: 800, Hold: 304 * time.Millisecond, Active: 100},
 			state(256*time.Millisecond, grew, adaptive.Ceiling{}), 110, adaptive.ReasonCapacity, 0, time.Time{}},
 		// ×1.4 after a ×2: under the ×1.5 a doubling allows.
 		{"a hold that grew less than half the growth", 100, 200, adaptive.ReasonCapacity, held(14 * time.Millisecond),
@@ -296,6 +297,15 @@ func TestGuard(t *testing.T) {
 			state(time.Millisecond, nil, adaptive.Ceiling{Limit: 80, Until: now.Add(win)}), 80, adaptive.ReasonCapacity, 80, now.Add(win)},
 		{"growth stops at the ceiling", 80, 120, adaptive.ReasonCapacity, held(time.Millisecond),
 			state(time.Millisecond, nil, adaptive.Ceiling{Limit: 80, Until: now.Add(win)}), 80, adaptive.ReasonCapped, 80, now.Add(win)},
+		// Bursts bound the limit in most runs, but the room filled 70 of
+		// its 100 on average: the slack would burst on a slowing pool.
+		{"no growth of a limit the room does not fill", 100, 200, adaptive.ReasonCapacity, filled(70),
+			state(time.Millisecond, nil, adaptive.Ceiling{}), 100, adaptive.ReasonUnderused, 0, time.Time{}},
+		{"growth of a limit the room fills to 0.8", 100, 200, adaptive.ReasonCapacity, filled(80),
+			state(time.Millisecond, nil, adaptive.Ceiling{}), 200, adaptive.ReasonCapacity, 0, time.Time{}},
+		// The limit doubled halfway through the window: 75 on average.
+		{"the window after a doubling fills its mean limit", 100, 200, adaptive.ReasonCapacity, filled(60),
+			state(time.Millisecond, grew, adaptive.Ceiling{}), 200, adaptive.ReasonCapacity, 0, time.Time{}},
 		{"an expired ceiling", 80, 120, adaptive.ReasonCapacity, held(time.Millisecond),
 			state(time.Millisecond, nil, adaptive.Ceiling{Limit: 80, Until: now}), 120, adaptive.ReasonCapacity, 0, time.Time{}},
 	} {

@@ -21,6 +21,12 @@ const (
 	// not the pool, bound, and that lasts).
 	queuedFor = 5
 	heldFor   = 15
+	// fillShare: growth needs the room's mean active count to fill at
+	// least this share of the window's limit: bursts of arrivals bind a
+	// limit the room does not fill, and the slack above the mean becomes
+	// a burst on the pool when the database slows (a limit of 200 filled
+	// to 55 queued 120 acquires at a 300 ms delay's onset).
+	fillShare = 0.8
 )
 
 // Ceiling caps an adaptive room's growth until a time (Limit 0: none).
@@ -47,7 +53,10 @@ type Ceiling struct {
 //     for queuedFor windows (a lower ceiling still in force stays);
 //  4. a growth right after a cut holds (ReasonSettling): the window was
 //     read while the users admitted before the cut drained;
-//  5. a growth stops at the ceiling (ReasonCapped when it stops it).
+//  5. a growth of a limit the room's mean active count filled to less
+//     than 0.8 holds (ReasonUnderused); after a growth at the last step
+//     the window's limit is the mean of the two, as it changed halfway;
+//  6. a growth stops at the ceiling (ReasonCapped when it stops it).
 //
 // It returns the limit, the reason and the ceiling to keep.
 func Guard(limit, next int64, reason string, s Signals, prev State, now time.Time) (int64, string, Ceiling) {
@@ -73,6 +82,8 @@ func Guard(limit, next int64, reason string, s Signals, prev State, now time.Tim
 		return next, reason, ceil
 	case recent && last.To < last.From:
 		return limit, ReasonSettling, ceil
+	case s.Active < fillShare*windowLimit(limit, last, recent):
+		return limit, ReasonUnderused, ceil
 	case ceil.Limit > 0 && next > ceil.Limit:
 		if next = max(ceil.Limit, limit); next == limit {
 			return limit, ReasonCapped, ceil
@@ -91,4 +102,13 @@ func heldNotServed(before, after Signals, ratio float64) bool {
 	half := 1 + (ratio-1)/2
 	return before.Hold > 0 && after.Hold-before.Hold >= holdRiseMin && float64(after.Hold) >= half*float64(before.Hold) &&
 		float64(after.Orders) < half*float64(before.Orders)
+}
+
+// windowLimit is the limit over the window a step reads: the step before
+// changed it halfway through (recent: last is that step's change).
+func windowLimit(limit int64, last *LimitChange, recent bool) float64 {
+	if recent && last.To == limit {
+		return float64(last.From+last.To) / 2
+	}
+	return float64(limit)
 }

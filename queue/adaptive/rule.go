@@ -76,14 +76,8 @@ const (
 	capacityGrowth = 2
 	busyGrowth     = 1.25
 	// boundShare: growth needs the limit to have bound (users left
-	// waiting) in at least this share of the window's admission runs,
-	// and the room's mean active count to fill at least fillShare of
-	// it: bursts of arrivals bind a limit the room does not fill, and
-	// the slack above the mean becomes a burst on the pool when the
-	// database slows (a limit of 200 filled to 55 queued 120 acquires
-	// at a 300 ms delay's onset).
+	// waiting) in at least this share of the window's admission runs.
 	boundShare = 0.5
-	fillShare  = 0.8
 	// queuedCut: a cut with at least this many acquires waiting on
 	// average is a pool_wait cut (else a capacity one).
 	queuedCut = 0.5
@@ -104,8 +98,7 @@ const (
 //     it). Below the limit by more than 5 %, or below it at all while
 //     acquires wait, the limit is cut to it at once; above it by more
 //     than 5 %, the limit bound in at least half the window's admission
-//     runs, the mean active count at least 0.8 × the limit and no
-//     acquires queued, the limit grows to it, at most ×2 (at
+//     runs and no acquires queued, the limit grows to it, at most ×2 (at
 //     least +2) a window while the pool is under half its target busy
 //     and ×1.25 (at least +1) above; else it holds;
 //  5. a window without them holds when Rule.Pool says there is a pool;
@@ -177,7 +170,7 @@ func capacityStep(limit int64, s Signals) (int64, string) {
 		return n, ReasonCapacity
 	case want > l*(1+deadband):
 		switch {
-		case s.Bound < boundShare || s.Active < fillShare*l:
+		case s.Bound < boundShare:
 			return limit, ReasonUnderused
 		case s.Queue >= queuedCut:
 			return limit, ReasonSteady // acquires queue: no growth, whatever a mixed window says
