@@ -293,8 +293,11 @@ func TestGuard(t *testing.T) {
 			state(time.Millisecond, nil, adaptive.Ceiling{}), 60, adaptive.ReasonPoolWait, 99, now.Add(5 * win)},
 		{"a lower ceiling stays", 100, 60, adaptive.ReasonPoolWait, held(time.Millisecond),
 			state(time.Millisecond, nil, adaptive.Ceiling{Limit: 80, Until: now.Add(win)}), 60, adaptive.ReasonPoolWait, 80, now.Add(win)},
-		{"growth up to the ceiling", 60, 120, adaptive.ReasonCapacity, held(time.Millisecond),
+		{"growth up to the ceiling", 70, 140, adaptive.ReasonCapacity, held(time.Millisecond),
 			state(time.Millisecond, nil, adaptive.Ceiling{Limit: 80, Until: now.Add(win)}), 80, adaptive.ReasonCapacity, 80, now.Add(win)},
+		// 56 after a pool_wait cut from 80, the pool idle a window: ×1.25.
+		{"growth under a ceiling at most ×1.25", 56, 112, adaptive.ReasonCapacity, held(time.Millisecond),
+			state(time.Millisecond, nil, adaptive.Ceiling{Limit: 79, Until: now.Add(win)}), 70, adaptive.ReasonCapacity, 79, now.Add(win)},
 		{"growth stops at the ceiling", 80, 120, adaptive.ReasonCapacity, held(time.Millisecond),
 			state(time.Millisecond, nil, adaptive.Ceiling{Limit: 80, Until: now.Add(win)}), 80, adaptive.ReasonCapped, 80, now.Add(win)},
 		// Bursts bound the limit in most runs, but the room filled 70 of

@@ -219,21 +219,22 @@ func TestControllerCapacity(t *testing.T) {
 	if st.Changed || st.Next != 28 || st.Reason != adaptive.ReasonSettling {
 		t.Fatalf("idle pool step after the cut = %v", st)
 	}
-	// Again: 0.95 × 40 ÷ 0.2 = 190, at most ×2 of 28 (56), but below the
-	// 40 that queued two windows ago: 39.
+	// Again: 0.95 × 40 ÷ 0.2 = 190, at most ×2 of 28 (56), but while
+	// growth is capped below the 40 that queued two windows ago, at most
+	// ×1.25: 35.
 	st = window(t0.Add(2*win), 4*win/5, 0)
-	if !st.Changed || st.Next != 39 || st.Reason != adaptive.ReasonCapacity {
+	if !st.Changed || st.Next != 35 || st.Reason != adaptive.ReasonCapacity {
 		t.Fatalf("idle pool step = %v", st)
 	}
 	if state, _ := ctl.State(ctx, "r1"); state.Ceiling.Limit != 39 || state.Signals.Hold != 40*time.Millisecond {
 		t.Fatalf("state = %+v, want the ceiling 39 and a 40 ms hold", state)
 	}
-	// Five windows on, the cap is gone: ×2 of 39.
+	// Five windows on, the cap is gone: ×2 of 35.
 	st = window(t0.Add(7*win), 4*win/5, 0)
-	if !st.Changed || st.Next != 78 || st.Reason != adaptive.ReasonCapacity {
+	if !st.Changed || st.Next != 70 || st.Reason != adaptive.ReasonCapacity {
 		t.Fatalf("idle pool step later = %v", st)
 	}
-	if info, _ := q.Room(ctx, "r1"); info.Target != 78 {
-		t.Fatalf("target = %d, want 78", info.Target)
+	if info, _ := q.Room(ctx, "r1"); info.Target != 70 {
+		t.Fatalf("target = %d, want 70", info.Target)
 	}
 }

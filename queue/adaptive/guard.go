@@ -1,6 +1,9 @@
 package adaptive
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // More reasons, those of Guard.
 const (
@@ -56,7 +59,10 @@ type Ceiling struct {
 //  5. a growth of a limit the room's mean active count filled to less
 //     than 0.8 holds (ReasonUnderused); after a growth at the last step
 //     the window's limit is the mean of the two, as it changed halfway;
-//  6. a growth stops at the ceiling (ReasonCapped when it stops it).
+//  6. a growth stops at the ceiling (ReasonCapped when it stops it), and
+//     while a ceiling is in force it is at most ×1.25 (at least +1): a
+//     pool that queued recently looked idle in a window of clumped
+//     orders, not in the steady state that the ×2 of an idle pool is for.
 //
 // It returns the limit, the reason and the ceiling to keep.
 func Guard(limit, next int64, reason string, s Signals, prev State, now time.Time) (int64, string, Ceiling) {
@@ -84,9 +90,12 @@ func Guard(limit, next int64, reason string, s Signals, prev State, now time.Tim
 		return limit, ReasonSettling, ceil
 	case s.Active < fillShare*windowLimit(limit, last, recent):
 		return limit, ReasonUnderused, ceil
-	case ceil.Limit > 0 && next > ceil.Limit:
-		if next = max(ceil.Limit, limit); next == limit {
-			return limit, ReasonCapped, ceil
+	case ceil.Limit > 0:
+		next = min(next, max(int64(math.Floor(busyGrowth*float64(limit))), limit+1))
+		if next > ceil.Limit {
+			if next = max(ceil.Limit, limit); next == limit {
+				return limit, ReasonCapped, ceil
+			}
 		}
 	}
 	return next, reason, ceil
