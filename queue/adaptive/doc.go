@@ -38,12 +38,14 @@
 // queue, not throughput, and one window's capacity overshoots. Guard
 // remembers the step before: a growth after which the mean hold rose by
 // half the growth's ratio, and the orders did not, goes back and caps
-// growth there for 15 windows; a pool_wait cut caps it below the limit that queued for 5;
-// and the window right after a cut, read while the users admitted before
-// it drain, grows nothing. A p90 above the ceiling cuts ×0.8 too. Without
-// pool figures (gateway mode, where only the origin's latency is known)
-// the rule falls back to a gradient on latency against a long-run
-// baseline. Limits: a pool shared by several rooms counts whole for each
+// growth there for 15 windows; a pool_wait cut caps it below the limit
+// that queued for 5, and under a cap growth is at most ×1.25; the window
+// right after a cut, read while the users admitted before it drain,
+// grows nothing; and a limit the room fills to less than 0.8 does not
+// grow (its slack is what bursts onto the pool when the database slows).
+// A p90 above the ceiling cuts ×0.8 too. Without pool figures (gateway
+// mode, where only the origin's latency is known) the rule falls back to
+// a gradient on latency against a long-run baseline. Limits: a pool shared by several rooms counts whole for each
 // of them, and stock sold out ends orders fast as healthy answers.
 //
 // The operator stays in charge: a fixed room's target never moves (its
