@@ -275,6 +275,10 @@ func TestGuard(t *testing.T) {
 		// a 300 ms delay); the orders doubled with the limit.
 		{"a growth that served more orders stands", 100, 110, adaptive.ReasonCapacity, adaptive.Signals{Window: win, Orders: 800, Hold: 304 * time.Millisecond, Active: 100},
 			state(256*time.Millisecond, grew, adaptive.Ceiling{}), 110, adaptive.ReasonCapacity, 0, time.Time{}},
+		// A doubling on a busy machine: the hold 13 → 26 ms, but the
+		// orders ×1.27 in a window half at the old limit.
+		{"a growth that served a quarter more orders stands", 160, 200, adaptive.ReasonCapacity, adaptive.Signals{Window: win, Orders: 508, Hold: 26 * time.Millisecond, Active: 109},
+			state(13*time.Millisecond, &adaptive.LimitChange{At: ago(1), From: 80, To: 160}, adaptive.Ceiling{}), 200, adaptive.ReasonCapacity, 0, time.Time{}},
 		// ×1.4 after a ×2: under the ×1.5 a doubling allows.
 		{"a hold that grew less than half the growth", 100, 200, adaptive.ReasonCapacity, held(14 * time.Millisecond),
 			state(10*time.Millisecond, grew, adaptive.Ceiling{}), 200, adaptive.ReasonCapacity, 0, time.Time{}},

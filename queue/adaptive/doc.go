@@ -37,7 +37,7 @@
 // waiting for the row's lock or the CPU): more slots raise U and the
 // queue, not throughput, and one window's capacity overshoots. Guard
 // remembers the step before: a growth after which the mean hold rose by
-// half the growth's ratio, and the orders did not, goes back and caps
+// half the growth's ratio, and the orders barely, goes back and caps
 // growth there for 15 windows; a pool_wait cut caps it below the limit
 // that queued for 5, and under a cap growth is at most ×1.25; the window
 // right after a cut, read while the users admitted before it drain,

@@ -48,7 +48,7 @@ type Ceiling struct {
 //  1. a stop, a bounds move or a stress cut stands;
 //  2. when the last step grew the limit to the current one and this
 //     window's mean hold rose by half the growth's ratio or more (at
-//     least 2 ms) while its orders rose by less than half of it, the
+//     least 2 ms) while its orders rose by less than a quarter, the
 //     limit goes back to where it grew from, or to next if lower
 //     (ReasonHoldGrowth), and growth is capped there for heldFor
 //     windows;
@@ -104,13 +104,14 @@ func Guard(limit, next int64, reason string, s Signals, prev State, now time.Tim
 // heldNotServed reports whether a growth by ratio went into holding
 // connections rather than serving orders: from the window before to the
 // one after, the mean hold rose by at least half the ratio and by
-// holdRiseMin, and the orders by less than half of it (a hold that rises
-// because the window before mixed in fast acquires, with orders rising
-// with the limit, is not the database slowing with concurrency).
+// holdRiseMin, and the orders by less than a quarter of it (the window
+// after runs half at the old limit; a hold that rises because the window
+// before mixed in fast acquires, with orders rising with the limit, is
+// not the database slowing with concurrency).
 func heldNotServed(before, after Signals, ratio float64) bool {
-	half := 1 + (ratio-1)/2
+	half, quarter := 1+(ratio-1)/2, 1+(ratio-1)/4
 	return before.Hold > 0 && after.Hold-before.Hold >= holdRiseMin && float64(after.Hold) >= half*float64(before.Hold) &&
-		float64(after.Orders) < half*float64(before.Orders)
+		float64(after.Orders) < quarter*float64(before.Orders)
 }
 
 // windowLimit is the limit over the window a step reads: the step before
