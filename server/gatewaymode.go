@@ -74,7 +74,7 @@ func (g gatewayIdentity) QueueUser(ctx *fasthttp.RequestCtx, room string) string
 // (under either name). An origin's own cookies pass, whatever their name.
 func (gatewayIdentity) OwnCookie(name []byte) bool {
 	name = bytes.TrimPrefix(name, []byte("__Host-"))
-	for _, own := range [...]string{queueCookie, "wr_entry_", "wr_session_", visitorCookie} {
+	for _, own := range [...]string{queueCookie, "wr_entry_", "wr_visit_", "wr_session_", visitorCookie} {
 		if bytes.HasPrefix(name, []byte(own)) {
 			return true
 		}

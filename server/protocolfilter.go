@@ -7,6 +7,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"waitingroom/server/api"
+	"waitingroom/server/gateway"
 	"waitingroom/server/protocol"
 )
 
@@ -35,13 +36,20 @@ func (s *Server) guard(app *fiber.App, gatewayMode bool) {
 		defer ctx.Response.Header.Set(api.RequestIDHeader, id)
 		defer protocol.CloseIfUnread(ctx)
 		toOrigin := gatewayMode && !ownPath(ctx.Path())
-		defer s.logAccess(ctx, srv, toOrigin, time.Now())
-		if r := protocol.Check(&ctx.Request.Header, toOrigin); r != nil {
+		// Forward auth's question carries the original request's headers
+		// (a Content-Encoding among them): checked as the origin's are.
+		auth := gatewayMode && s.gw.ForwardAuth() && string(ctx.Path()) == gateway.AuthPath
+		defer s.logAccess(ctx, srv, toOrigin || auth, time.Now())
+		if r := protocol.Check(&ctx.Request.Header, toOrigin || auth); r != nil {
 			s.m.ProtocolRefused.WithLabelValues(r.Reason()).Inc()
 			r.Write(ctx)
 			return
 		}
 		switch {
+		case auth:
+			s.authorize(ctx)
+		case toOrigin && s.gw.ForwardAuth():
+			notForwarded.Write(ctx)
 		case toOrigin:
 			s.toOrigin(ctx)
 		case ctx.Request.IsBodyStream():
@@ -54,6 +62,17 @@ func (s *Server) guard(app *fiber.App, gatewayMode bool) {
 			next(ctx)
 		}
 	}
+}
+
+// notForwarded answers a path outside gateway.Prefix in forward auth,
+// where the site's own proxy routes the origin's paths.
+var notForwarded = protocol.NotFound("forward auth (WR_FORWARD_AUTH=on): this port serves " + gateway.Prefix + "/ only; the site's proxy routes the rest and asks " + gateway.AuthPath)
+
+// authorize answers forward auth's question (gateway.Authorize), from a
+// trusted proxy only.
+func (s *Server) authorize(ctx *fasthttp.RequestCtx) {
+	d := &s.acl.Current().Deny
+	s.gw.Authorize(ctx, s.clients.ViaProxy(ctx), d.HasNets() && d.HasIP(s.clients.Addr(ctx)))
 }
 
 // toOrigin hands a request for the origin to the gateway, unless its

@@ -27,7 +27,7 @@ func (s *Server) newPublicApp() *fiber.App {
 	cfg := api.FiberConfig("waitingroom", bodyLimit, s.log)
 	// Gateway mode streams request bodies (protocolfilter.go): a body for
 	// the origin is never held whole, one refused is never read.
-	cfg.StreamRequestBody = s.gw != nil
+	cfg.StreamRequestBody = s.gw != nil && !s.gw.ForwardAuth()
 	app := fiber.New(cfg)
 	s.guardPublic(app) // first: nothing in Fiber runs before it
 	app.Use(api.RequestContext, s.observe, api.SecurityHeaders)

@@ -61,8 +61,9 @@ type Config struct {
 	// WR_ADAPTIVE_MAX, WR_ADAPTIVE_MIN_SAMPLES, WR_ADAPTIVE_P90_CEILING.
 	Adaptive       adaptive.Options
 	FaultInjection bool // WR_FAULT_INJECTION: PUT /admin/faults allowed
-	// Gateway: WR_UPSTREAM (off when empty), WR_UPSTREAM_CONNECT_TIMEOUT,
-	// WR_UPSTREAM_TIMEOUT, WR_UPSTREAM_BODY_LIMIT, WR_PROTECT, WR_PASS_KEY,
+	// Gateway: WR_UPSTREAM (off when empty) or WR_FORWARD_AUTH,
+	// WR_UPSTREAM_CONNECT_TIMEOUT, WR_UPSTREAM_TIMEOUT,
+	// WR_UPSTREAM_BODY_LIMIT, WR_PROTECT, WR_PASS_KEY,
 	// WR_PASS_KEY_PREVIOUS, WR_GATEWAY_CHALLENGE, WR_POW_DIFFICULTY.
 	Gateway GatewayConfig
 	// AccessLog (WR_ACCESS_LOG): which requests get an access line; the
@@ -73,19 +74,25 @@ type Config struct {
 	Metrics metrics.Options
 }
 
-// GatewayConfig is gateway mode's configuration; Upstream.URL empty: off.
+// GatewayConfig is gateway mode's configuration; Upstream.URL empty and
+// ForwardAuth false: off.
 type GatewayConfig struct {
 	Upstream gateway.UpstreamConfig
-	Protect  []gateway.Route // WR_PROTECT
-	Passes   pass.Config     // WR_PASS_KEY, WR_PASS_KEY_PREVIOUS
+	// ForwardAuth (WR_FORWARD_AUTH=on): the site's own proxy asks
+	// /_wr/auth about each request and the instance forwards nothing
+	// (package gateway, forwardauth.go); it excludes WR_UPSTREAM.
+	ForwardAuth bool
+	Protect     []gateway.Route // WR_PROTECT
+	Passes      pass.Config     // WR_PASS_KEY, WR_PASS_KEY_PREVIOUS
 	// Challenge and Difficulty (WR_GATEWAY_CHALLENGE, WR_POW_DIFFICULTY)
 	// are the proof of work of a room whose settings nobody changed.
 	Challenge  string
 	Difficulty int
 }
 
-// Enabled reports whether gateway mode is on.
-func (g GatewayConfig) Enabled() bool { return g.Upstream.URL != "" }
+// Enabled reports whether gateway mode is on: as the origin's reverse
+// proxy (WR_UPSTREAM) or as its proxy's forward auth.
+func (g GatewayConfig) Enabled() bool { return g.Upstream.URL != "" || g.ForwardAuth }
 
 // UsesPostgres reports whether the instance opens Postgres: always, but
 // in gateway mode with DATABASE_URL unset. Postgres holds the built-in
@@ -368,13 +375,20 @@ func (p *envParser) gateway(c *Config) {
 			p.fail("WR_UPSTREAM", g.Upstream.URL, err.Error())
 		}
 	}
+	g.ForwardAuth = p.onOff("WR_FORWARD_AUTH", false)
+	switch {
+	case g.ForwardAuth && g.Upstream.URL != "":
+		p.fail("WR_FORWARD_AUTH", "on", "the site's proxy forwards in forward auth: unset WR_UPSTREAM (or turn WR_FORWARD_AUTH off to be the proxy)")
+	case g.ForwardAuth && len(c.Server.TrustedProxies) == 0:
+		p.fail("WR_FORWARD_AUTH", "on", "/_wr/auth answers only the site's proxy: set WR_TRUSTED_PROXIES to its address")
+	}
 	protect := p.str("WR_PROTECT", "")
 	routes, err := gateway.ParseRoutes(protect)
 	switch {
 	case err != nil:
 		p.fail("WR_PROTECT", protect, err.Error()+`; want e.g. "POST /api/orders=sale, GET /checkout/*=sale"`)
-	case len(routes) > 0 && g.Upstream.URL == "":
-		p.fail("WR_PROTECT", protect, "protects routes of an origin: set WR_UPSTREAM too")
+	case len(routes) > 0 && !g.Enabled():
+		p.fail("WR_PROTECT", protect, "protects routes of an origin: set WR_UPSTREAM (or WR_FORWARD_AUTH=on) too")
 	}
 	for _, r := range routes {
 		// A route to a room nobody creates would send every visitor to a
@@ -399,7 +413,7 @@ func (p *envParser) passKeys(cfg *Config) {
 		raw = pass.GenerateKey()
 	}
 	if raw == "" {
-		p.fail("WR_PASS_KEY", "", "required with WR_UPSTREAM: the base64 of 32 random bytes (openssl rand -base64 32); or set WR_DEV=1 for a generated one")
+		p.fail("WR_PASS_KEY", "", "required with WR_UPSTREAM or WR_FORWARD_AUTH: the base64 of 32 random bytes (openssl rand -base64 32); or set WR_DEV=1 for a generated one")
 		return
 	}
 	key, err := pass.ParseKey(raw)

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/fasthttp/websocket"
 
+	"waitingroom/server/gateway"
 	"waitingroom/server/pass"
 	"waitingroom/server/pass/passcheck"
 	"waitingroom/server/pow"
@@ -71,17 +73,17 @@ func (o *origin) serve(w http.ResponseWriter, r *http.Request) {
 		conn.Close()
 		return
 	}
-	room, subject := "", ""
+	room, subject, jti := "", "", ""
 	if raw := r.Header.Get(passcheck.HeaderName); raw != "" && o.check != nil {
 		c, err := o.check.Verify(raw)
 		if err != nil {
 			http.Error(w, "bad pass: "+err.Error(), http.StatusForbidden)
 			return
 		}
-		room, subject = c.Room, c.Subject+"/"+c.Mode
+		room, subject, jti = c.Room, c.Subject+"/"+c.Mode, c.PassID
 	}
 	_ = json.NewEncoder(w).Encode(map[string]any{"method": r.Method, "uri": r.URL.RequestURI(), "len": len(body),
-		"room": room, "subject": subject, "xff": r.Header.Get("X-Forwarded-For"), "cookie": r.Header.Get("Cookie"),
+		"room": room, "subject": subject, "jti": jti, "xff": r.Header.Get("X-Forwarded-For"), "cookie": r.Header.Get("Cookie"),
 		"foo": r.Header.Get("X-Foo"), "encoding": r.Header.Get("Content-Encoding"), "fwd": r.Header.Get("Forwarded")})
 }
 
@@ -221,9 +223,10 @@ func TestGatewayWithoutAPass(t *testing.T) {
 }
 
 // TestGatewayOncePass: an admitted visitor's first protected request
-// carries a pass the origin verifies; the pass is then spent. An origin
-// that fails or times out does not spend it (up to gateway.MaxRestores
-// times: TestGatewayOncePassRestoredAtMost).
+// carries a pass the origin verifies; the entry token is then spent, and
+// the visit it opened lets the visitor's next protected requests through
+// with the same pass id. An origin that fails or times out does not spend
+// it (up to gateway.MaxRestores times: TestGatewayOncePassRestoredAtMost).
 func TestGatewayOncePass(t *testing.T) {
 	longScenario(t)
 	o := startOrigin(t)
@@ -242,14 +245,33 @@ func TestGatewayOncePass(t *testing.T) {
 			t.Fatalf("%s: %d %v, want 502", path, code, m)
 		}
 	}
+	site, _ := url.Parse(in.base)
+	var spent []*http.Cookie // c's cookies as the first pass found them
+	for _, c := range c.Jar.Cookies(site) {
+		if c.Name != gateway.VisitCookie("sale") {
+			spent = append(spent, c)
+		}
+	}
+	jti := map[*http.Client]any{}
 	for _, v := range []*http.Client{c, d} {
 		code, _, m := call(t, v, "GET", in.base+"/checkout/cart", "")
 		if code != 200 || m["room"] != "sale" || !strings.HasSuffix(m["subject"].(string), "/once") || !strings.HasPrefix(m["subject"].(string), "v-") {
 			t.Fatalf("with the pass (kept after the failures): %d %v", code, m)
 		}
+		jti[v] = m["jti"]
 	}
-	if code, _, m := call(t, c, "GET", in.base+"/checkout/cart", ""); code != 403 || m["error"] != "pass_required" {
-		t.Fatalf("second request: %d %v, want 403 pass_required (the pass is spent)", code, m)
+	if jti[c] == jti[d] || jti[c] == "" {
+		t.Fatalf("two visitors' pass ids: %v and %v", jti[c], jti[d])
+	}
+	// The visit: the same pass id, for the page's other requests.
+	if code, _, m := call(t, c, "GET", in.base+"/checkout/style.css", ""); code != 200 || m["jti"] != jti[c] || !strings.HasSuffix(m["subject"].(string), "/once") {
+		t.Fatalf("second request, in the visit: %d %v, want 200 with pass id %v", code, m, jti[c])
+	}
+	// The entry token alone is spent.
+	bare := visitor(t)
+	bare.Jar.SetCookies(site, spent)
+	if code, _, m := call(t, bare, "GET", in.base+"/checkout/cart", ""); code != 403 || m["error"] != "pass_required" {
+		t.Fatalf("the spent entry token without the visit: %d %v, want 403 pass_required", code, m)
 	}
 	// The origin's own answers by class, the gateway's 502 and 504 apart.
 	for _, want := range []struct {
@@ -258,9 +280,9 @@ func TestGatewayOncePass(t *testing.T) {
 		n      float64
 	}{
 		{"waitingroom_gateway_origin_responses_total", []string{"kind=protected", "class=5xx"}, 1},
-		{"waitingroom_gateway_origin_responses_total", []string{"kind=protected", "class=2xx"}, 2},
-		{"waitingroom_gateway_origin_responses_total", []string{"kind=protected"}, 3},
-		{"waitingroom_gateway_requests_total", []string{"kind=protected", "outcome=forwarded"}, 3},
+		{"waitingroom_gateway_origin_responses_total", []string{"kind=protected", "class=2xx"}, 3},
+		{"waitingroom_gateway_origin_responses_total", []string{"kind=protected"}, 4},
+		{"waitingroom_gateway_requests_total", []string{"kind=protected", "outcome=forwarded"}, 4},
 		{"waitingroom_gateway_requests_total", []string{"kind=protected", "outcome=timeout"}, 1},
 		{"waitingroom_gateway_requests_total", []string{"kind=protected", "outcome=bad_gateway"}, 2},
 		{"waitingroom_gateway_requests_total", []string{"kind=protected", "outcome=no_pass"}, 1},

@@ -221,9 +221,12 @@ func (w *wiring) gateway() error {
 	if !g.Enabled() {
 		return nil
 	}
-	up, err := gateway.NewUpstream(g.Upstream)
-	if err != nil {
-		return err
+	var up *gateway.Upstream // none in forward auth
+	if g.Upstream.URL != "" {
+		var err error
+		if up, err = gateway.NewUpstream(g.Upstream); err != nil {
+			return err
+		}
 	}
 	passes, err := pass.New(g.Passes)
 	if err != nil {

@@ -20,6 +20,8 @@ type gatewayDoc struct {
 	Challenge            string   `json:"challenge"`
 	Difficulty           int      `json:"difficulty"`
 	Pass                 string   `json:"pass"`
+	VisitTTL             string   `json:"visitTtl"`
+	VisitTTLSeconds      float64  `json:"visitTtlSeconds"`
 	SessionTTL           string   `json:"sessionTtl"`
 	SessionTTLSeconds    float64  `json:"sessionTtlSeconds"`
 	SessionMaxTTL        string   `json:"sessionMaxTtl"`
@@ -41,6 +43,7 @@ type gatewayPut struct {
 	Challenge     *string         `json:"challenge"`
 	Difficulty    *int            `json:"difficulty"`
 	Pass          *string         `json:"pass"`
+	VisitTTL      json.RawMessage `json:"visitTtl"`      // "5m" or seconds
 	SessionTTL    json.RawMessage `json:"sessionTtl"`    // "10m" or seconds
 	SessionMaxTTL json.RawMessage `json:"sessionMaxTtl"` // "1h" or seconds
 	// A session's limits (gateway.Settings): requests a second, at once
@@ -60,6 +63,7 @@ func (a *app) gatewayDocOf(room string) *gatewayDoc {
 	}
 	s := a.Gateway.Get(room)
 	d := &gatewayDoc{Challenge: s.Challenge, Difficulty: s.Difficulty, Pass: s.Pass,
+		VisitTTL: fmtDuration(s.VisitTTL), VisitTTLSeconds: s.VisitTTL.Seconds(),
 		SessionTTL: fmtDuration(s.SessionTTL), SessionTTLSeconds: s.SessionTTL.Seconds(),
 		SessionMaxTTL: fmtDuration(s.SessionMax), SessionMaxTTLSeconds: s.SessionMax.Seconds(),
 		SessionRate: s.SessionRate, SessionBurst: s.SessionBurst, SessionInFlight: s.SessionInFlight, SessionNetwork: s.SessionNetwork,
@@ -121,22 +125,29 @@ func (a *app) putGateway(c *fiber.Ctx, room string, req *gatewayPut) error {
 		return errors.Join(api.ErrUnavailable, err)
 	}
 	a.Logger.Info("gateway settings changed by admin", "room", room, "challenge", s.Challenge, "difficulty", s.Difficulty,
-		"pass", s.Pass, "sessionTtl", s.SessionTTL, "sessionMaxTtl", s.SessionMax, "sessionRate", s.SessionRate,
+		"pass", s.Pass, "visitTtl", s.VisitTTL, "sessionTtl", s.SessionTTL, "sessionMaxTtl", s.SessionMax, "sessionRate", s.SessionRate,
 		"sessionBurst", s.SessionBurst, "sessionInFlight", s.SessionInFlight, "sessionNetwork", s.SessionNetwork, "protect", s.Protect)
 	return nil
 }
 
-// sessionTTLs reads sessionTtl and sessionMaxTtl (10s to 7 days).
+// sessionTTLs reads visitTtl (10s to 1 day), sessionTtl and sessionMaxTtl
+// (10s to 7 days).
 func sessionTTLs(req *gatewayPut, s *gateway.Settings) error {
 	for _, f := range []struct {
-		raw  json.RawMessage
-		name string
-		dst  *time.Duration
-	}{{req.SessionTTL, "sessionTtl", &s.SessionTTL}, {req.SessionMaxTTL, "sessionMaxTtl", &s.SessionMax}} {
+		raw     json.RawMessage
+		name    string
+		example string
+		most    time.Duration
+		dst     *time.Duration
+	}{
+		{req.VisitTTL, "visitTtl", "5m", 24 * time.Hour, &s.VisitTTL},
+		{req.SessionTTL, "sessionTtl", "10m", 7 * 24 * time.Hour, &s.SessionTTL},
+		{req.SessionMaxTTL, "sessionMaxTtl", "1h", 7 * 24 * time.Hour, &s.SessionMax},
+	} {
 		if len(f.raw) == 0 {
 			continue
 		}
-		d, err := parseDurationField(f.raw, f.name, "10m", time.Second, 10*time.Second, 7*24*time.Hour)
+		d, err := parseDurationField(f.raw, f.name, f.example, time.Second, 10*time.Second, f.most)
 		if err != nil {
 			return err
 		}

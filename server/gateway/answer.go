@@ -14,11 +14,15 @@ import (
 
 // The cookies of gateway mode, per room: the entry token of an admitted
 // visitor (set by the waiting room's API when it answers READY, spent by
-// the first protected request in mode "once") and the session of mode
-// "session". Both are HttpOnly, SameSite=Lax, Path=/ (the origin's paths
+// the first protected request in mode "once"), the visit that request
+// opens, and the session of mode "session". All are HttpOnly, SameSite=Lax, Path=/ (the origin's paths
 // need them), Secure over HTTPS; the origin never sees them.
 func EntryCookie(room string) string   { return "wr_entry_" + room }
 func SessionCookie(room string) string { return "wr_session_" + room }
+
+// VisitCookie holds the visit a once pass opened (token.KindVisit): the
+// room's protected requests pass with it until the visit ends.
+func VisitCookie(room string) string { return "wr_visit_" + room }
 
 // entryToken is the request's entry token for room: X-Entry-Token (API
 // clients), else the entry cookie.

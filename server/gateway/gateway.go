@@ -57,6 +57,8 @@ type Identity interface {
 
 // Options are a Gateway's parts.
 type Options struct {
+	// Upstream is the origin; nil in forward auth (forwardauth.go), where
+	// the gateway only judges requests a proxy asks about.
 	Upstream *Upstream
 	Settings *Store
 	Slots    Slots
@@ -73,6 +75,7 @@ type Options struct {
 // forwards unprotected ones at once, and protected ones with a pass.
 type Gateway struct {
 	o       Options
+	auth    bool // forward auth: no Upstream, nothing forwarded
 	m       gatewayMetrics
 	gate    sessionGate // sessions' limits, this instance's part
 	samples sampler     // the adaptive signals, one visitor at a time
@@ -83,10 +86,10 @@ func New(o Options) *Gateway {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	if o.Registerer != nil {
+	if o.Registerer != nil && o.Upstream != nil {
 		o.Upstream.Register(o.Registerer)
 	}
-	return &Gateway{o: o, m: newGatewayMetrics(o.Registerer), samples: sampler{rec: o.Recorder}}
+	return &Gateway{o: o, auth: o.Upstream == nil, m: newGatewayMetrics(o.Registerer), samples: sampler{rec: o.Recorder}}
 }
 
 // routedMethod is the method to match a request's routes with: its own,
@@ -117,15 +120,37 @@ func routedMethod(ctx *fasthttp.RequestCtx) string {
 
 // Close closes the idle connections to the origin (after the public
 // port's shutdown).
-func (g *Gateway) Close() { g.o.Upstream.Close() }
+func (g *Gateway) Close() {
+	if !g.auth {
+		g.o.Upstream.Close()
+	}
+}
 
 // BodyLimit is the largest request body forwarded to the origin
-// (WR_UPSTREAM_BODY_LIMIT): the public port reads no more.
-func (g *Gateway) BodyLimit() int { return int(g.o.Upstream.bodyLimit) }
+// (WR_UPSTREAM_BODY_LIMIT): the public port reads no more. 0 in forward
+// auth, which forwards nothing.
+func (g *Gateway) BodyLimit() int {
+	if g.auth {
+		return 0
+	}
+	return int(g.o.Upstream.bodyLimit)
+}
+
+// ForwardAuth reports whether the gateway only judges (forward auth).
+func (g *Gateway) ForwardAuth() bool { return g.auth }
 
 // Handle answers one request: the fasthttp handler of the origin's paths.
-func (g *Gateway) Handle(ctx *fasthttp.RequestCtx) {
-	room, protected, err := g.o.Settings.Routes().Match(routedMethod(ctx), string(ctx.Path()), string(ctx.URI().PathOriginal()))
+func (g *Gateway) Handle(ctx *fasthttp.RequestCtx) { g.judge(ctx, false) }
+
+// judge serves a request for the origin: forwards it, or in forward auth
+// answers whether it may pass. anyMethod: judge it by every route of its
+// path (it names a method override).
+func (g *Gateway) judge(ctx *fasthttp.RequestCtx, anyMethod bool) {
+	method := routedMethod(ctx)
+	if anyMethod {
+		method = AnyMethod
+	}
+	room, protected, err := g.o.Settings.Routes().Match(method, string(ctx.Path()), string(ctx.URI().PathOriginal()))
 	if err != nil {
 		g.m.requests.WithLabelValues("unknown", "invalid_path").Inc()
 		writeError(ctx, failure{status: fasthttp.StatusBadRequest, code: "invalid_request", msg: err.Error()})
@@ -137,17 +162,19 @@ func (g *Gateway) Handle(ctx *fasthttp.RequestCtx) {
 	}
 	st := g.o.Settings.Get(room)
 	var done, stale bool
+	cookie := VisitCookie(room)
 	if st.Pass == PassSession {
 		done, stale = g.session(ctx, room, st)
+		cookie = SessionCookie(room)
 	} else {
-		done = g.once(ctx, room)
+		done, stale = g.once(ctx, room, st)
 	}
 	if !done {
 		g.m.requests.WithLabelValues(kindProtected, "no_pass").Inc()
 		g.refuse(ctx, room)
 	}
-	if stale && !done { // done: a new session's cookie replaced it
-		expireCookie(ctx, SessionCookie(room), g.secure(ctx))
+	if stale && !done { // done: a new session's or visit's cookie replaced it
+		expireCookie(ctx, cookie, g.secure(ctx))
 	}
 }
 
@@ -159,6 +186,11 @@ func (g *Gateway) Handle(ctx *fasthttp.RequestCtx) {
 // switches (tunnel.go); its latency is reported as -1: nothing to learn
 // about the origin's speed.
 func (g *Gateway) forward(ctx *fasthttp.RequestCtx, kind, p string) (failed bool, latency time.Duration) {
+	if g.auth {
+		allow(ctx, p)
+		g.m.requests.WithLabelValues(kind, "allowed").Inc()
+		return false, -1
+	}
 	upgrade := isUpgrade(&ctx.Request.Header)
 	f := g.o.Identity.Forwarded(ctx)
 	prepareRequest(&ctx.Request, f, g.o.Identity.OwnCookie)

@@ -57,35 +57,91 @@ const settleTimeout = time.Second
 // second order.
 const MaxRestores = 2
 
-// oncePassTTL is how long a once pass stays valid at the origin after its
-// entry window ends: it proves one request, made within the window.
-const oncePassTTL = time.Minute
-
-// once serves a protected request in pass mode "once": the entry token
-// (cookie or X-Entry-Token) is consumed atomically before the request is
-// forwarded; the slot is released when the origin answers anything but a
-// 5xx, and the token restored when it fails or times out, at most
-// MaxRestores times, so the visitor can retry. It returns false when the
-// request carries no usable pass.
-func (g *Gateway) once(ctx *fasthttp.RequestCtx, room string) bool {
-	cookie := len(ctx.Request.Header.Cookie(EntryCookie(room))) > 0 // read before forwarding drops it
-	claim, ok, answered := g.consumeEntry(ctx, room, 2*g.o.Upstream.timeout, "", "")
-	if !ok {
-		return answered
+// once serves a protected request in pass mode "once". A visit cookie
+// of the room still valid lets it through with the visit's pass, with no
+// Redis call (visit). Else the entry token (cookie or X-Entry-Token) is
+// consumed atomically before the request is forwarded; the slot is
+// released when the origin answers anything but a 5xx, and the answer
+// opens the visit; the token is restored when the origin fails or times
+// out, at most MaxRestores times, so the visitor can retry. It returns
+// false when the request carries no usable pass; stale: the visit cookie
+// is to be cleared (whatever the answer).
+func (g *Gateway) once(ctx *fasthttp.RequestCtx, room string, st Settings) (done, stale bool) {
+	if raw := ctx.Request.Header.Cookie(VisitCookie(room)); len(raw) > 0 {
+		if g.visit(ctx, room, st, string(raw)) {
+			return true, false
+		}
+		stale = true
 	}
-	now := time.Now()
-	p := g.sign(ctx, pass.Claims{Room: room, Subject: claim.User, PassID: oncePassID(claim), Mode: pass.ModeOnce,
-		IssuedAt: now, Expiry: claim.Deadline.Add(oncePassTTL)})
+	cookie := len(ctx.Request.Header.Cookie(EntryCookie(room))) > 0 // read before forwarding drops it
+	claim, ok, answered := g.consumeEntry(ctx, room, g.inFlight(), "", "")
+	if !ok {
+		return answered, stale
+	}
+	now, id, end := time.Now(), oncePassID(claim), claim.Deadline.Add(st.VisitTTL)
+	p := g.sign(ctx, pass.Claims{Room: room, Subject: claim.User, PassID: id, Mode: pass.ModeOnce, IssuedAt: now, Expiry: end})
 	if p == "" {
 		g.settle(ctx, claim, true)
-		return true
+		return true, false
+	}
+	visit, err := g.o.Tokens.IssueVisit(claim.User, room, id, end)
+	if err != nil {
+		g.settle(ctx, claim, true)
+		g.unavailable(ctx, "issuing a visit", err)
+		return true, false
 	}
 	failed, latency := g.forward(ctx, kindProtected, p)
 	g.record(room, claim.User, latency, failed)
-	if !g.settle(ctx, claim, failed) && cookie {
-		expireCookie(ctx, EntryCookie(room), g.secure(ctx))
+	if g.settle(ctx, claim, failed) {
+		return true, false // kept for a retry: no visit yet
 	}
+	secure := g.secure(ctx)
+	if !failed {
+		setCookie(ctx, VisitCookie(room), visit, time.Until(end), secure)
+	}
+	// Forward auth relays one Set-Cookie at most (nginx's auth_request_set
+	// reads the first): the spent entry cookie ages out by itself there,
+	// and costs nothing while the visit cookie is checked first.
+	if cookie && (failed || !g.auth) {
+		expireCookie(ctx, EntryCookie(room), secure)
+	}
+	return true, false
+}
+
+// visit serves a protected request with the visit cookie raw: the
+// visit's own pass (its id, the same as the pass that opened it; its end),
+// within the room's in-flight limit per visit on this instance. It
+// returns false when raw is no visit of room's (expired, forged, another
+// room's).
+func (g *Gateway) visit(ctx *fasthttp.RequestCtx, room string, st Settings, raw string) bool {
+	c, err := g.o.Tokens.Parse(raw, token.KindVisit)
+	if err != nil || c.Room != room {
+		return false
+	}
+	now := time.Now()
+	release, wait, ok := g.gate.acquire(room+"\x00v"+c.ID, st.SessionInFlight, now)
+	if !ok {
+		g.limited(ctx, wait)
+		return true
+	}
+	defer release()
+	p := g.sign(ctx, pass.Claims{Room: room, Subject: c.Subject, PassID: c.ID, Mode: pass.ModeOnce, IssuedAt: now, Expiry: c.ExpiresAt.Time})
+	if p == "" {
+		return true
+	}
+	failed, latency := g.forward(ctx, kindProtected, p)
+	g.record(room, c.Subject, latency, failed)
 	return true
+}
+
+// inFlight is how long a consumed entry token keeps its slot before it
+// is settled: twice the origin's timeout, or a second in forward auth
+// (settled at once).
+func (g *Gateway) inFlight() time.Duration {
+	if g.auth {
+		return time.Second
+	}
+	return 2 * g.o.Upstream.timeout
 }
 
 // oncePassID is a once pass's id: the same for every retry of one entry
@@ -219,7 +275,7 @@ func (g *Gateway) openSession(ctx *fasthttp.RequestCtx, room string, st Settings
 	g.forwardSession(ctx, room, user, p)
 	secure := g.secure(ctx)
 	setCookie(ctx, SessionCookie(room), session, st.SessionMax, secure)
-	if cookie {
+	if cookie && !g.auth { // one Set-Cookie at most in forward auth (once)
 		expireCookie(ctx, EntryCookie(room), secure)
 	}
 	return true

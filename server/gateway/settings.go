@@ -29,9 +29,11 @@ type Settings struct {
 	Challenge  string `json:"challenge"`
 	Difficulty int    `json:"difficulty"`
 	// Pass: PassOnce (the first protected request consumes the entry
-	// token) or PassSession (protected requests for SessionTTL after the
-	// last one, up to SessionMax after the first).
+	// token and opens a visit: the room's protected requests for VisitTTL
+	// after it) or PassSession (protected requests for SessionTTL after
+	// the last one, up to SessionMax after the first).
 	Pass       string        `json:"pass"`
+	VisitTTL   time.Duration `json:"visitTtl"`
 	SessionTTL time.Duration `json:"sessionTtl"`
 	SessionMax time.Duration `json:"sessionMaxTtl"`
 	// What one session may do, so that a shared cookie serves no crowd:
@@ -55,6 +57,7 @@ const (
 	MaxDifficulty = 32
 	minSession    = 10 * time.Second
 	maxSession    = 7 * 24 * time.Hour
+	maxVisit      = 24 * time.Hour
 	// MaxSessionRate is the highest sessionRate (requests a second): the
 	// rate is kept in whole milliseconds between requests.
 	MaxSessionRate  = 1000
@@ -67,6 +70,9 @@ const (
 // it opens at most 6 connections to a host over HTTP/1.1, more through an
 // HTTP/2 front.
 const (
+	// DefaultVisitTTL is how long a once pass's visit lasts: long enough
+	// for a checkout page, its calls and the order it places.
+	DefaultVisitTTL        = 5 * time.Minute
 	DefaultSessionRate     = 10
 	DefaultSessionBurst    = 60
 	DefaultSessionInFlight = 16
@@ -78,7 +84,7 @@ const (
 // passes. Anonymous enters are free to make; the proof is what each costs
 // a bot (docs/security.md, "Queue stuffing by anonymous visitors").
 func Default(difficulty int) Settings {
-	return Settings{Challenge: ChallengePoW, Difficulty: difficulty, Pass: PassOnce,
+	return Settings{Challenge: ChallengePoW, Difficulty: difficulty, Pass: PassOnce, VisitTTL: DefaultVisitTTL,
 		SessionTTL: 10 * time.Minute, SessionMax: time.Hour,
 		SessionRate: DefaultSessionRate, SessionBurst: DefaultSessionBurst, SessionInFlight: DefaultSessionInFlight}
 }
@@ -92,6 +98,8 @@ func (s Settings) Check(room string) ([]Route, error) {
 		return nil, fmt.Errorf("difficulty must be %d to %d (leading zero bits)", MinDifficulty, MaxDifficulty)
 	case s.Pass != PassOnce && s.Pass != PassSession:
 		return nil, errors.New("pass must be once or session")
+	case s.VisitTTL < minSession || s.VisitTTL > maxVisit:
+		return nil, fmt.Errorf("visitTtl must be %v to %v", minSession, maxVisit)
 	case s.SessionTTL < minSession || s.SessionTTL > maxSession:
 		return nil, fmt.Errorf("sessionTtl must be %v to %v", minSession, maxSession)
 	case s.SessionMax < s.SessionTTL || s.SessionMax > maxSession:

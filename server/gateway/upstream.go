@@ -416,6 +416,9 @@ func (u *Upstream) answer(ctx *fasthttp.RequestCtx, c *originConn, head *originH
 	resp := &ctx.Response
 	resp.Reset()
 	copyHead(resp, head, own)
+	if loc := resp.Header.Peek("Location"); len(loc) > 0 {
+		resp.Header.SetBytesV("Location", u.localLocation(loc, ctx.Host()))
+	}
 	b := &originBody{u: u, c: c, kind: head.body(ctx.IsHead()), left: head.length, idle: u.timeout, reuse: !head.close}
 	switch b.kind {
 	case bodyNone:
@@ -477,6 +480,51 @@ func copyHead(resp *fasthttp.Response, head *originHead, own func([]byte) bool) 
 		}
 		h.AddBytesKV(f.name, f.value)
 	}
+}
+
+// localLocation is an origin's Location made to send the visitor back
+// through the gateway: an absolute URL naming the origin itself — its
+// address in WR_UPSTREAM, or the visitor's host name at the origin's
+// port, as an origin that builds redirects from Host and its own port
+// (nginx's default) does — becomes the same path on the gateway (a
+// path-absolute reference, resolved against the host the visitor used).
+// Any other Location is kept as it is.
+func (u *Upstream) localLocation(loc, reqHost []byte) []byte {
+	l, err := url.Parse(string(loc))
+	if err != nil || l.Host == "" || (l.Scheme != "" && l.Scheme != "http" && l.Scheme != "https") || l.User != nil {
+		return loc
+	}
+	scheme := l.Scheme
+	if scheme == "" { // //host/path: the scheme the origin was asked in
+		scheme = map[bool]string{false: "http", true: "https"}[u.tls]
+	}
+	port := l.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[scheme]
+	}
+	originHost, originPort, _ := net.SplitHostPort(u.addr)
+	visitorHost := string(reqHost)
+	if h, _, err := net.SplitHostPort(visitorHost); err == nil {
+		visitorHost = h
+	}
+	host := strings.Trim(l.Hostname(), "[]")
+	if port != originPort || !(strings.EqualFold(host, originHost) || strings.EqualFold(host, visitorHost)) {
+		return loc
+	}
+	out := l.EscapedPath()
+	if out == "" {
+		out = "/"
+	}
+	if strings.HasPrefix(out, "//") { // a path-absolute reference may not start with //
+		out = "/" + strings.TrimLeft(out, "/")
+	}
+	if l.RawQuery != "" || l.ForceQuery {
+		out += "?" + l.RawQuery
+	}
+	if l.Fragment != "" {
+		out += "#" + l.EscapedFragment()
+	}
+	return []byte(out)
 }
 
 // cookieName is the name a Set-Cookie value sets.

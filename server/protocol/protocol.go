@@ -116,6 +116,9 @@ var (
 	Denied = newRefusal("", fiber.StatusForbidden, "denied", "access denied", false)
 )
 
+// NotFound is a 404 not_found refusal saying msg.
+func NotFound(msg string) *Refusal { return newRefusal("", fiber.StatusNotFound, "not_found", msg, false) }
+
 // Write answers ctx's request with r.
 func (r *Refusal) Write(ctx *fasthttp.RequestCtx) {
 	ctx.Response.Reset()

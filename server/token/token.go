@@ -12,13 +12,15 @@ import (
 
 // Token kinds: a token of one kind is refused where another is required.
 // Access (from login) and queue (from enter) are the API's; visitor (an
-// anonymous visitor's identity) and session (a gateway pass in mode
-// "session") are gateway mode's, carried in HttpOnly cookies.
+// anonymous visitor's identity), session (a gateway pass in mode
+// "session") and visit (the page visit a once pass opened) are gateway
+// mode's, carried in HttpOnly cookies.
 const (
 	KindAccess  = "access"
 	KindQueue   = "queue"
 	KindVisitor = "visitor"
 	KindSession = "session"
+	KindVisit   = "visit"
 )
 
 const (
@@ -143,6 +145,15 @@ func (t *Issuer) IssueSession(user, room, id string, start, end time.Time) (stri
 	return t.sign(c)
 }
 
+// IssueVisit returns the token of the page visit user's once pass opened
+// in room: id is the pass id, the visit lasts until end.
+func (t *Issuer) IssueVisit(user, room, id string, end time.Time) (string, error) {
+	c := t.claims(KindVisit, user, 0)
+	c.Room, c.ID = room, id
+	c.ExpiresAt = jwt.NewNumericDate(end)
+	return t.sign(c)
+}
+
 // Parse verifies raw as a token of kind: HS256 only, a known kid, exp
 // required, iat not in the future, issuer, audience and kind checked.
 // The returned claims are shared and must not be modified.
@@ -171,7 +182,7 @@ func (t *Issuer) Parse(raw, kind string) (*Claims, error) {
 	if c.Kind != kind {
 		return nil, fmt.Errorf("%w: %w: kind %q, want %q", ErrInvalid, errWrongKind, c.Kind, kind)
 	}
-	if (kind == KindQueue || kind == KindSession) && c.Room == "" {
+	if (kind == KindQueue || kind == KindSession || kind == KindVisit) && c.Room == "" {
 		return nil, fmt.Errorf("%w: %w: %s token without room", ErrInvalid, errWrongKind, kind)
 	}
 	return c, nil

@@ -1,0 +1,216 @@
+package gateway
+
+import (
+	"bytes"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/valyala/fasthttp"
+
+	"waitingroom/server/pass"
+)
+
+// Forward auth (WR_FORWARD_AUTH=on): the site keeps its own reverse proxy
+// (nginx, Caddy, Traefik, Envoy), which asks AuthPath about each request
+// before it forwards it, and the gateway forwards nothing. The question
+// is the original request, told in headers by a proxy of
+// WR_TRUSTED_PROXIES (only those are believed: anyone else is refused),
+// in one of two conventions:
+//
+//   - X-Forwarded-Method and X-Forwarded-Uri (Caddy's forward_auth,
+//     Traefik's ForwardAuth, Envoy's ext_authz with those headers set): the
+//     answer is meant for the visitor as it is. 200 lets the request
+//     through; 303 sends a page navigation to the waiting page; 403
+//     pass_required, 429, 503 and 400 are the contract's JSON.
+//   - X-Original-Method and X-Original-URI (nginx's auth_request, which
+//     takes 2xx, 401 and 403 only): 200 lets it through; a navigation to
+//     the waiting page is 401 with the Location for the proxy to send as a
+//     303; any other refusal is 403 carrying the real status in
+//     Waitingroom-Status and the JSON body in Waitingroom-Answer, for the
+//     proxy to answer (deploy/forward-auth/nginx.conf.template).
+//
+// A request naming both conventions is 400: a proxy that sets one and
+// passes a client's other would otherwise be judged on what the client
+// wrote. The original request is judged exactly as the gateway judges the
+// requests it forwards: the same routes, canonical matching, passes and
+// visits (once() and session()), with one difference each:
+//
+//   - The origin's answer is never seen. A once pass is spent when the
+//     answer is given, and cannot be restored if the origin then fails;
+//     the visit it opens is what lets the visitor retry.
+//   - A 200 carries the pass in Waitingroom-Pass, for the proxy to hand to
+//     the origin, and at most one Set-Cookie (the visit's or the
+//     session's), for the proxy to hand to the visitor: nginx's
+//     auth_request_set reads only the first.
+//   - Requests in flight are not counted (the end of a request is not
+//     seen), and adaptive admission learns no latency from the origin.
+//   - A request naming a method override (X-HTTP-Method-Override and the
+//     like, which the shipped configurations remove before the origin) is
+//     judged by every route of its path, as a form POST is.
+
+// AuthPath is forward auth's decision endpoint.
+const AuthPath = Prefix + "/auth"
+
+// Authorize answers one request of AuthPath; trusted: its peer is one of
+// WR_TRUSTED_PROXIES; denied: its client (as the proxy tells it) is on the
+// deny list.
+func (g *Gateway) Authorize(ctx *fasthttp.RequestCtx, trusted, denied bool) {
+	if !trusted {
+		g.m.requests.WithLabelValues("unknown", "untrusted_proxy").Inc()
+		writeJSON(ctx, fasthttp.StatusForbidden, 0, map[string]string{"error": "untrusted_proxy",
+			"message": "this endpoint answers the proxies of WR_TRUSTED_PROXIES only; add this proxy's address there"})
+		return
+	}
+	h := &ctx.Request.Header
+	fm, fu := h.Peek("X-Forwarded-Method"), h.Peek("X-Forwarded-Uri")
+	om, ou := h.Peek("X-Original-Method"), h.Peek("X-Original-URI")
+	nginx, relay := len(om) > 0 || len(ou) > 0, len(fm) > 0 || len(fu) > 0
+	var method, uri []byte
+	switch {
+	case nginx && relay:
+		g.authRefused(ctx, nginx, "both X-Original-* and X-Forwarded-Method/-Uri are set: the proxy must send one convention and clear the other's headers")
+		return
+	case nginx:
+		method, uri = om, ou
+	case relay:
+		method, uri = fm, fu
+	default:
+		g.authRefused(ctx, false, "no original request: the proxy must send X-Forwarded-Method and X-Forwarded-Uri, or X-Original-Method and X-Original-URI")
+		return
+	}
+	if !validMethod(method) {
+		g.authRefused(ctx, nginx, "the original method is missing or not an upper-case token")
+		return
+	}
+	if !validTarget(uri) {
+		g.authRefused(ctx, nginx, "the original URI is missing or not a path with its query (origin form)")
+		return
+	}
+	if denied {
+		writeJSON(ctx, fasthttp.StatusForbidden, 0, map[string]string{"error": "denied", "message": "access denied"})
+		if nginx {
+			forNginx(ctx)
+		}
+		return
+	}
+	override := overridden(h)
+	h.SetMethodBytes(method)
+	ctx.Request.SetRequestURIBytes(uri)
+	g.judge(ctx, override)
+	if nginx {
+		forNginx(ctx)
+	}
+}
+
+// authRefused answers a question AuthPath cannot judge: 400.
+func (g *Gateway) authRefused(ctx *fasthttp.RequestCtx, nginx bool, msg string) {
+	g.m.requests.WithLabelValues("unknown", "bad_request").Inc()
+	writeError(ctx, failure{status: fasthttp.StatusBadRequest, code: "invalid_request", msg: msg})
+	if nginx {
+		forNginx(ctx)
+	}
+}
+
+// allow is forward auth's yes: 200, with the pass for the origin when the
+// request is protected.
+func allow(ctx *fasthttp.RequestCtx, p string) {
+	ctx.Response.Reset()
+	ctx.SetStatusCode(fasthttp.StatusOK)
+	ctx.Response.Header.Set("Cache-Control", "no-store")
+	if p != "" {
+		ctx.Response.Header.Set(pass.HeaderName, p)
+	}
+}
+
+// forNginx turns an answer into the statuses auth_request takes: a 303 to
+// the waiting page becomes 401 (Location kept), any other refusal 403
+// with the real status and body in Waitingroom-Status and
+// Waitingroom-Answer (ASCII, one line).
+func forNginx(ctx *fasthttp.RequestCtx) {
+	code := ctx.Response.StatusCode()
+	switch {
+	case code < 300:
+	case code == fasthttp.StatusSeeOther:
+		ctx.SetStatusCode(fasthttp.StatusUnauthorized)
+	default:
+		ctx.Response.Header.Set("Waitingroom-Status", strconv.Itoa(code))
+		ctx.Response.Header.SetBytesV("Waitingroom-Answer", asciiJSON(ctx.Response.Body()))
+		ctx.SetStatusCode(fasthttp.StatusForbidden)
+	}
+}
+
+// asciiJSON is JSON text with every byte outside printable ASCII escaped
+// (\uXXXX): fit for a header value. json.Marshal already escapes control
+// characters; this escapes the rest.
+func asciiJSON(b []byte) []byte {
+	out := make([]byte, 0, len(b))
+	for len(b) > 0 {
+		r, n := utf8.DecodeRune(b)
+		switch {
+		case r < 0x80 && r >= 0x20 && r != 0x7f:
+			out = append(out, byte(r))
+		case r == utf8.RuneError && n == 1:
+			out = append(out, `\ufffd`...)
+		default:
+			for _, u := range utf16Units(r) {
+				out = append(out, `\u`...)
+				out = append(out, "0123456789abcdef"[u>>12], "0123456789abcdef"[u>>8&15], "0123456789abcdef"[u>>4&15], "0123456789abcdef"[u&15])
+			}
+		}
+		b = b[n:]
+	}
+	return out
+}
+
+func utf16Units(r rune) []uint16 {
+	if r < 0x10000 {
+		return []uint16{uint16(r)}
+	}
+	r -= 0x10000
+	return []uint16{uint16(0xd800 + r>>10), uint16(0xdc00 + r&0x3ff)}
+}
+
+// validMethod: an upper-case token, as the public port takes methods.
+func validMethod(m []byte) bool {
+	if len(m) == 0 || len(m) > 32 {
+		return false
+	}
+	for _, c := range m {
+		if !isTokenChar(c) || (c >= 'a' && c <= 'z') {
+			return false
+		}
+	}
+	return true
+}
+
+// validTarget: a request target in origin form (a path and its query),
+// without spaces or control characters.
+func validTarget(u []byte) bool {
+	if len(u) == 0 || u[0] != '/' || len(u) > 8<<10 {
+		return false
+	}
+	for _, c := range u {
+		if c <= ' ' || c >= 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// overridden reports whether a request names one of rerouteHeaders
+// (Expect aside), in either spelling: they ask an origin's framework for
+// another method or path than the request line's. The gateway removes
+// them before the origin (prepareRequest); in forward auth the proxy is
+// to, and a request naming one is judged by every route of its path.
+func overridden(h *fasthttp.RequestHeader) bool {
+	found := false
+	h.VisitAll(func(k, _ []byte) {
+		k = bytes.ReplaceAll(k, []byte{'_'}, []byte{'-'})
+		for _, n := range rerouteHeaders {
+			if n != "Expect" && bytes.EqualFold(k, []byte(n)) {
+				found = true
+			}
+		}
+	})
+	return found
+}
