@@ -20,7 +20,9 @@ import (
 // client sends: "status" (the status script), "gcra" (a rate-limit
 // script), "enter" (a script on a room's ticket counter: the enter script,
 // guarded or not), "limited enter" (one that also carries rate-limit keys:
-// the enter limits decided inside it), "ev" (the reads of a room's event
+// the enter limits decided inside it), "pass" (the scripts that spend,
+// settle or hold a gateway pass: consume, release, restore, hold), "ev"
+// (the reads of a room's event
 // number that exact polls wait for) and "trips" (round trips: one per
 // command sent alone, one per pipeline).
 type redisCounter struct {
@@ -38,6 +40,10 @@ func countRedis(t *testing.T, e *env) *redisCounter {
 	for kind, paths := range map[string][]string{
 		"status": {"../../queue/scripts/status.lua"},
 		"gcra":   {"../../server/ratelimit/gcra_lib.lua", "../../server/ratelimit/gcra.lua"},
+		"pass/0": {"../../queue/scripts/consume.lua"},
+		"pass/1": {"../../queue/scripts/release.lua"},
+		"pass/2": {"../../queue/scripts/restore.lua"},
+		"pass/3": {"../../queue/scripts/hold.lua"},
 	} {
 		var src []byte
 		for _, path := range paths {
@@ -48,6 +54,7 @@ func countRedis(t *testing.T, e *env) *redisCounter {
 			src = append(src, b...)
 		}
 		sum := sha1.Sum(src)
+		kind, _, _ = strings.Cut(kind, "/")
 		c.scripts[hex.EncodeToString(sum[:])] = kind
 	}
 	e.rdb.AddHook(c)

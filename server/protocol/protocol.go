@@ -117,7 +117,9 @@ var (
 )
 
 // NotFound is a 404 not_found refusal saying msg.
-func NotFound(msg string) *Refusal { return newRefusal("", fiber.StatusNotFound, "not_found", msg, false) }
+func NotFound(msg string) *Refusal {
+	return newRefusal("", fiber.StatusNotFound, "not_found", msg, false)
+}
 
 // Write answers ctx's request with r.
 func (r *Refusal) Write(ctx *fasthttp.RequestCtx) {

@@ -1,0 +1,210 @@
+package main
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"waitingroom/server/gateway"
+	"waitingroom/server/pass"
+	"waitingroom/server/pass/passcheck"
+)
+
+// The decisions of /_wr/auth as a proxy asks them (the proxy's side, through
+// real nginx and Caddy, is in the proxy tests). The test client plays the
+// proxy: 127.0.0.1 is WR_TRUSTED_PROXIES.
+
+// forwardAuthInstance starts a forward-auth instance on Redis alone
+// protecting the README's routes for room "sale", with no proof of work.
+func forwardAuthInstance(t *testing.T, vars map[string]string) *instance {
+	t.Helper()
+	v := map[string]string{"WR_FORWARD_AUTH": "on", "WR_TRUSTED_PROXIES": "127.0.0.1",
+		"WR_PROTECT": "POST /api/orders=sale, GET /checkout/*=sale", "WR_PASS_KEY": pass.GenerateKey(),
+		"WR_ROOMS": "sale", "WR_ADMIT_INTERVAL": "20ms", "WR_GATEWAY_CHALLENGE": "off"}
+	for k, val := range vars {
+		v[k] = val
+	}
+	return newRedisOnlyEnv(t).start(v)
+}
+
+// ask asks in's /_wr/auth about method and uri the way nginx does
+// (X-Original-*) or Caddy does (X-Forwarded-*), with c's cookies for the
+// site.
+func ask(t *testing.T, in *instance, c *http.Client, nginx bool, method, uri string, headers ...string) (int, http.Header, map[string]any) {
+	t.Helper()
+	h := []string{"X-Forwarded-Method", method, "X-Forwarded-Uri", uri}
+	if nginx {
+		h = []string{"X-Original-Method", method, "X-Original-URI", uri}
+	}
+	return call(t, c, "GET", in.base+gateway.AuthPath, "", append(h, headers...)...)
+}
+
+// TestForwardAuthDecisions: unprotected requests pass with no Redis call;
+// a protected one without a pass is sent to the waiting page (nginx: 401
+// with the Location) or refused with pass_required (nginx: 403 with the
+// real status and body in headers); once admitted, the first protected
+// request spends the entry token and opens a visit, whose later requests
+// pass with the same pass id and no Redis call.
+func TestForwardAuthDecisions(t *testing.T) {
+	for _, nginx := range []bool{true, false} {
+		t.Run(map[bool]string{true: "nginx", false: "forwarded"}[nginx], func(t *testing.T) {
+			in := forwardAuthInstance(t, nil)
+			counter := countRedis(t, in.env)
+			check, err := passcheck.New(passcheck.Options{JWKSURL: in.base + "/_wr/.well-known/jwks.json", Rooms: []string{"sale"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := visitor(t)
+			before := counter.snapshot()
+			for _, uri := range []string{"/", "/public?x=1", "/api/orders", "/checkoutx"} {
+				if code, h, _ := ask(t, in, c, nginx, "GET", uri); code != 200 || h.Get("Waitingroom-Pass") != "" || h.Get("Set-Cookie") != "" {
+					t.Fatalf("unprotected GET %s: %d %v", uri, code, h)
+				}
+			}
+			if n := counter.since(before)["pass"]; n != 0 {
+				t.Fatalf("unprotected decisions ran %d pass scripts", n)
+			}
+
+			code, h, _ := ask(t, in, c, nginx, "GET", "/checkout/cart?step=2", "Accept", "text/html")
+			page := "/_wr/rooms/sale?return=%2Fcheckout%2Fcart%3Fstep%3D2"
+			if want := map[bool]int{true: 401, false: 303}[nginx]; code != want || h.Get("Location") != page {
+				t.Fatalf("navigation without a pass: %d %v, want %d to %s", code, h, want, page)
+			}
+			code, h, m := ask(t, in, c, nginx, "POST", "/api/orders")
+			if code != 403 || m["error"] != "pass_required" || m["room"] != "sale" {
+				t.Fatalf("API request without a pass: %d %v", code, m)
+			}
+			if nginx && (h.Get("Waitingroom-Status") != "403" || !strings.Contains(h.Get("Waitingroom-Answer"), `"error":"pass_required"`)) {
+				t.Fatalf("nginx's refusal headers: %v", h)
+			}
+
+			admitted(t, in, c, "sale")
+			before = counter.snapshot()
+			code, h, _ = ask(t, in, c, nginx, "GET", "/checkout/", "Accept", "text/html")
+			if code != 200 || len(h.Values("Set-Cookie")) != 1 || !strings.HasPrefix(h.Get("Set-Cookie"), gateway.VisitCookie("sale")+"=") {
+				t.Fatalf("admitted navigation: %d %v, want 200 with one Set-Cookie, the visit's", code, h)
+			}
+			first, err := check.Verify(h.Get("Waitingroom-Pass"))
+			if err != nil || first.Mode != pass.ModeOnce || !strings.HasPrefix(first.Subject, "v-") {
+				t.Fatalf("the pass: %+v %v", first, err)
+			}
+			if n := counter.since(before)["pass"]; n != 2 { // consume, release
+				t.Fatalf("spending the entry token ran %d pass scripts, want 2", n)
+			}
+			before = counter.snapshot()
+			for _, r := range [][2]string{{"GET", "/checkout/style.css"}, {"GET", "/checkout/logo.svg"}, {"POST", "/api/orders"}} {
+				code, h, _ := ask(t, in, c, nginx, r[0], r[1])
+				p, err := check.Verify(h.Get("Waitingroom-Pass"))
+				if code != 200 || err != nil || p.PassID != first.PassID || h.Get("Set-Cookie") != "" {
+					t.Fatalf("%s %s in the visit: %d %v %v", r[0], r[1], code, err, h)
+				}
+			}
+			if n := counter.since(before)["pass"]; n != 0 {
+				t.Fatalf("the visit's requests ran %d pass scripts", n)
+			}
+			// The entry token is spent: without the visit cookie, nothing.
+			site, _ := url.Parse(in.base)
+			bare := visitor(t)
+			for _, k := range c.Jar.Cookies(site) {
+				if k.Name != gateway.VisitCookie("sale") {
+					bare.Jar.SetCookies(site, []*http.Cookie{k})
+				}
+			}
+			if code, _, m := ask(t, in, bare, nginx, "POST", "/api/orders"); code != 403 || m["error"] != "pass_required" {
+				t.Fatalf("the spent entry token: %d %v", code, m)
+			}
+			if got := in.metricWhere("waitingroom_gateway_requests_total", "kind=protected", "outcome=allowed"); got != 4 {
+				t.Fatalf("allowed protected decisions: %v, want 4", got)
+			}
+		})
+	}
+}
+
+// TestForwardAuthRefusesWhatItCannotJudge: a question from an untrusted
+// peer, in both conventions at once, or with no original request, and a
+// path outside /_wr/; each in the contract's JSON.
+func TestForwardAuthRefusesWhatItCannotJudge(t *testing.T) {
+	in := forwardAuthInstance(t, nil)
+	c := visitor(t)
+	for _, tc := range []struct {
+		name    string
+		headers []string
+		status  int
+		nginx   string // Waitingroom-Status, for nginx's questions
+	}{
+		{"both conventions", []string{"X-Original-URI", "/public", "X-Original-Method", "GET", "X-Forwarded-Uri", "/checkout/x", "X-Forwarded-Method", "GET"}, 403, "400"},
+		{"no original request", nil, 400, ""},
+		{"a method in lower case", []string{"X-Forwarded-Method", "get", "X-Forwarded-Uri", "/checkout/x"}, 400, ""},
+		{"no method", []string{"X-Forwarded-Uri", "/checkout/x"}, 400, ""},
+		{"an absolute URI", []string{"X-Forwarded-Method", "GET", "X-Forwarded-Uri", "http://shop/checkout/x"}, 400, ""},
+		{"a malformed escape", []string{"X-Original-Method", "GET", "X-Original-URI", "/checkout/%zz"}, 403, "400"},
+		{"a NUL", []string{"X-Forwarded-Method", "GET", "X-Forwarded-Uri", "/checkout/%00"}, 400, ""},
+	} {
+		code, h, m := call(t, c, "GET", in.base+gateway.AuthPath, "", tc.headers...)
+		if code != tc.status || (tc.nginx == "" && m["error"] != "invalid_request") || h.Get("Waitingroom-Status") != tc.nginx {
+			t.Errorf("%s: %d %v %v, want %d (Waitingroom-Status %q)", tc.name, code, m, h, tc.status, tc.nginx)
+		}
+	}
+	if code, _, m := call(t, c, "GET", in.base+"/checkout/x", ""); code != 404 || m["error"] != "not_found" {
+		t.Errorf("a path outside /_wr/: %d %v, want 404 not_found", code, m)
+	}
+	// The same routes as the gateway's, read canonically: no spelling of
+	// a protected path passes without a pass.
+	for _, uri := range []string{"/CHECKOUT/x", "/%63heckout/x", "/public/../checkout/x", "//checkout/x", "/checkout/%2e%2e/checkout/x",
+		"/Api/Orders/", "/api/orders;x=1", "/api/orders.json", "/api%2Forders"} {
+		method := "GET"
+		if strings.Contains(strings.ToLower(uri), "orders") {
+			method = "POST"
+		}
+		if code, _, m := ask(t, in, c, false, method, uri); code != 403 || m["error"] != "pass_required" {
+			t.Errorf("%s %s: %d %v, want 403 pass_required", method, uri, code, m)
+		}
+	}
+	// A method override sent on to the origin could turn a GET into the
+	// protected POST: such a question is judged by every route.
+	if code, _, m := ask(t, in, c, false, "GET", "/api/orders", "X-HTTP-Method-Override", "POST"); code != 403 || m["error"] != "pass_required" {
+		t.Errorf("GET /api/orders with X-HTTP-Method-Override: %d %v, want 403", code, m)
+	}
+
+	untrusted := forwardAuthInstance(t, map[string]string{"WR_TRUSTED_PROXIES": "192.0.2.1"})
+	code, _, m := ask(t, untrusted, c, false, "GET", "/public")
+	if code != 403 || m["error"] != "untrusted_proxy" {
+		t.Fatalf("a question from a peer outside WR_TRUSTED_PROXIES: %d %v", code, m)
+	}
+	// The page and API are served to anyone.
+	if code, _, m := call(t, c, "POST", untrusted.base+"/_wr/api/v1/rooms/sale/enter", ""); code != 200 || m["status"] == nil {
+		t.Fatalf("enter from an untrusted peer: %d %v", code, m)
+	}
+}
+
+// TestForwardAuthConfig: forward auth needs its proxy named, and is not
+// also the origin's proxy.
+func TestForwardAuthConfig(t *testing.T) {
+	base := map[string]string{"WR_FORWARD_AUTH": "on", "WR_TRUSTED_PROXIES": "127.0.0.1", "WR_DEV": "1", "WR_ROOMS": "sale", "WR_PROTECT": "GET /checkout/*=sale"}
+	for _, tc := range []struct {
+		change map[string]string
+		want   string
+	}{
+		{map[string]string{"WR_TRUSTED_PROXIES": ""}, "WR_FORWARD_AUTH"},
+		{map[string]string{"WR_UPSTREAM": "http://127.0.0.1:9"}, "WR_FORWARD_AUTH"},
+		{map[string]string{"WR_FORWARD_AUTH": "maybe"}, "WR_FORWARD_AUTH"},
+		{map[string]string{"WR_FORWARD_AUTH": "off"}, "WR_PROTECT"},
+	} {
+		env := map[string]string{}
+		for k, v := range base {
+			env[k] = v
+		}
+		for k, v := range tc.change {
+			env[k] = v
+		}
+		_, err := LoadConfig(func(k string) string { return env[k] })
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want an error naming %s", tc.change, err, tc.want)
+		}
+	}
+	cfg, err := LoadConfig(func(k string) string { return base[k] })
+	if err != nil || !cfg.Gateway.ForwardAuth || cfg.UsesPostgres() {
+		t.Fatalf("forward auth on Redis alone: %+v %v", cfg.Gateway, err)
+	}
+}

@@ -1,0 +1,117 @@
+package gateway
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/valyala/fasthttp"
+)
+
+// TestLocalLocation: an origin's redirect naming the origin itself comes
+// back through the gateway; any other is left alone.
+func TestLocalLocation(t *testing.T) {
+	u := &Upstream{addr: "127.0.0.1:8000"}
+	for _, tc := range []struct{ loc, host, want string }{
+		{"http://127.0.0.1:8000/checkout/", "shop.example", "/checkout/"},
+		{"http://127.0.0.1:8000", "shop.example", "/"},
+		{"http://127.0.0.1:8000/a?b=1#c", "shop.example", "/a?b=1#c"},
+		{"//127.0.0.1:8000/checkout/", "shop.example", "/checkout/"},
+		// nginx's default: the visitor's host name at the origin's port.
+		{"http://localhost:8000/checkout/", "localhost:8080", "/checkout/"},
+		{"http://LOCALHOST:8000/x", "localhost", "/x"},
+		// A path that would read as a host is not made of one.
+		{"http://127.0.0.1:8000//evil.example/x", "shop.example", "/evil.example/x"},
+		// Not the origin: kept.
+		{"http://localhost:8080/checkout/", "localhost:8080", "http://localhost:8080/checkout/"},
+		{"https://pay.example/x", "shop.example", "https://pay.example/x"},
+		{"http://127.0.0.1:8001/x", "shop.example", "http://127.0.0.1:8001/x"},
+		{"http://127.0.0.1/x", "shop.example", "http://127.0.0.1/x"},
+		{"/checkout/", "shop.example", "/checkout/"},
+		{"checkout/", "shop.example", "checkout/"},
+		{"ftp://127.0.0.1:8000/x", "shop.example", "ftp://127.0.0.1:8000/x"},
+		{"http://user@127.0.0.1:8000/x", "shop.example", "http://user@127.0.0.1:8000/x"},
+		{"http://%zz", "shop.example", "http://%zz"},
+	} {
+		if got := string(u.localLocation([]byte(tc.loc), []byte(tc.host))); got != tc.want {
+			t.Errorf("Location %q (Host %q) = %q, want %q", tc.loc, tc.host, got, tc.want)
+		}
+	}
+	tls := &Upstream{addr: "shop.internal:443", tls: true}
+	if got := string(tls.localLocation([]byte("https://shop.internal/cart"), []byte("shop.example"))); got != "/cart" {
+		t.Errorf("https origin, default port: %q, want /cart", got)
+	}
+}
+
+// TestAsciiJSON: a body fit for a header value reads back as the same JSON.
+func TestAsciiJSON(t *testing.T) {
+	in, _ := json.Marshal(map[string]string{"message": "é \u2028 😀 \x01 \"q\""})
+	out := asciiJSON(append(in, 0xff))
+	for _, c := range out {
+		if c < 0x20 || c >= 0x7f {
+			t.Fatalf("byte %#x in %q", c, out)
+		}
+	}
+	var m map[string]string
+	if err := json.Unmarshal(asciiJSON(in), &m); err != nil || m["message"] != "é \u2028 😀 \x01 \"q\"" {
+		t.Fatalf("%q read back as %v (%v)", asciiJSON(in), m, err)
+	}
+}
+
+// TestForNginx: auth_request takes 2xx, 401 and 403: the waiting page's
+// 303 becomes 401, any other refusal 403 with the real status and body.
+func TestForNginx(t *testing.T) {
+	var ctx fasthttp.RequestCtx
+	ctx.Response.Header.Set("Location", "/_wr/rooms/sale?return=%2F")
+	ctx.SetStatusCode(fasthttp.StatusSeeOther)
+	forNginx(&ctx)
+	if ctx.Response.StatusCode() != 401 || string(ctx.Response.Header.Peek("Location")) != "/_wr/rooms/sale?return=%2F" {
+		t.Fatalf("303: %d %q", ctx.Response.StatusCode(), ctx.Response.Header.Peek("Location"))
+	}
+	ctx.Response.Reset()
+	writeJSON(&ctx, fasthttp.StatusTooManyRequests, 3, map[string]string{"error": "rate_limited"})
+	forNginx(&ctx)
+	h := &ctx.Response.Header
+	if ctx.Response.StatusCode() != 403 || string(h.Peek("Waitingroom-Status")) != "429" ||
+		string(h.Peek("Waitingroom-Answer")) != `{"error":"rate_limited"}` || string(h.Peek("Retry-After")) != "3" {
+		t.Fatalf("429: %d %s", ctx.Response.StatusCode(), h.String())
+	}
+	ctx.Response.Reset()
+	allow(&ctx, "p")
+	forNginx(&ctx)
+	if ctx.Response.StatusCode() != 200 || string(ctx.Response.Header.Peek("Waitingroom-Pass")) != "p" {
+		t.Fatalf("200: %d", ctx.Response.StatusCode())
+	}
+}
+
+// TestAuthTargets: what the endpoint takes as the original request.
+func TestAuthTargets(t *testing.T) {
+	for _, tc := range []struct {
+		v  string
+		ok bool
+	}{
+		{"/", true}, {"/checkout/x?a=1&b=%20", true}, {"/%zz", true}, // %zz: the routes refuse it
+		{"", false}, {"checkout", false}, {"http://x/checkout", false}, {"/a b", false}, {"/a\x00", false}, {"/\xc3\xa9", false}, {"*", false},
+	} {
+		if got := validTarget([]byte(tc.v)); got != tc.ok {
+			t.Errorf("target %q: %v, want %v", tc.v, got, tc.ok)
+		}
+	}
+	for _, tc := range []struct {
+		v  string
+		ok bool
+	}{{"GET", true}, {"PROPFIND", true}, {"get", false}, {"", false}, {"G T", false}, {"GET\r\n", false}} {
+		if got := validMethod([]byte(tc.v)); got != tc.ok {
+			t.Errorf("method %q: %v, want %v", tc.v, got, tc.ok)
+		}
+	}
+	var h fasthttp.RequestHeader
+	h.Set("X-Http-Method_Override", "POST")
+	if !overridden(&h) {
+		t.Error("an override spelled with _ was not seen")
+	}
+	h.Reset()
+	h.Set("Expect", "100-continue")
+	if overridden(&h) {
+		t.Error("Expect read as an override")
+	}
+}
