@@ -51,7 +51,15 @@ const sends = (name, type, body) => (req, res) => {
 };
 
 // The README's example: WR_PROTECT="POST /api/orders=sale, GET /checkout/*=sale".
-app.post('/api/orders', reached('orders'));
+// The order says how many bytes of body it got.
+app.post('/api/orders', (req, res) => {
+  let bytes = 0;
+  req.on('data', (chunk) => { bytes += chunk.length; });
+  req.on('end', () => {
+    res.locals.entry.handler = 'orders';
+    res.status(201).json({ handler: 'orders', pass: res.locals.entry.pass, bytes });
+  });
+});
 // A checkout page and what it loads under the protected prefix: its
 // stylesheet, an image, a call.
 app.get('/checkout/page', sends('page', 'html',
