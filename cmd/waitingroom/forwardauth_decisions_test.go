@@ -208,3 +208,38 @@ func TestForwardAuthConfig(t *testing.T) {
 		t.Fatalf("forward auth on Redis alone: %+v %v", cfg.Gateway, err)
 	}
 }
+
+// TestForwardAuthSession: in pass mode session the first protected
+// question opens the session (its one cookie in the answer), and later
+// ones hold its slot with the same pass id; the visitor's short visit
+// setting plays no part.
+func TestForwardAuthSession(t *testing.T) {
+	in := forwardAuthInstance(t, nil)
+	setGateway(t, in, "sale", map[string]any{"pass": "session", "sessionTtl": "1m", "visitTtl": "10s"})
+	counter := countRedis(t, in.env)
+	check, err := passcheck.New(passcheck.Options{JWKSURL: in.base + "/_wr/.well-known/jwks.json", Rooms: []string{"sale"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := visitor(t)
+	admitted(t, in, c, "sale")
+	code, h, _ := ask(t, in, c, true, "GET", "/checkout/")
+	if code != 200 || len(h.Values("Set-Cookie")) != 1 || !strings.HasPrefix(h.Get("Set-Cookie"), gateway.SessionCookie("sale")+"=") {
+		t.Fatalf("opening the session: %d %v, want 200 with one Set-Cookie, the session's", code, h)
+	}
+	first, err := check.Verify(h.Get("Waitingroom-Pass"))
+	if err != nil || first.Mode != pass.ModeSession {
+		t.Fatalf("the session's pass: %+v %v", first, err)
+	}
+	before := counter.snapshot()
+	for range 3 {
+		code, h, _ := ask(t, in, c, true, "POST", "/api/orders")
+		p, err := check.Verify(h.Get("Waitingroom-Pass"))
+		if code != 200 || err != nil || p.PassID != first.PassID {
+			t.Fatalf("a request of the session: %d %v %v", code, err, h)
+		}
+	}
+	if n := counter.since(before)["pass"]; n != 3 {
+		t.Fatalf("three requests of a session ran %d pass scripts, want 3 (a hold each)", n)
+	}
+}
