@@ -144,6 +144,9 @@ func runProxy(t *testing.T, p frontProxy, bin, dir, listen string) (string, erro
 	cmd.Env = append(withoutEnv(os.Environ(), "HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME"), "HOME="+dir)
 	out := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
+	// A group of its own: if it must be killed, its workers (nginx's)
+	// go with it, and with them the pipe Wait reads to its end.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	endWithTest(cmd)
 	started, exited := make(chan error, 1), make(chan error, 1)
 	go func() {
@@ -171,7 +174,7 @@ func runProxy(t *testing.T, p frontProxy, bin, dir, listen string) (string, erro
 		select {
 		case <-exited:
 		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 			<-exited
 		}
 	}

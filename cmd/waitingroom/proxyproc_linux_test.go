@@ -11,5 +11,8 @@ import (
 // cmd must be started and waited for by one goroutine locked to its
 // thread (runProxy).
 func endWithTest(cmd *exec.Cmd) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGTERM
 }
