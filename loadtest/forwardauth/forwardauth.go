@@ -155,6 +155,10 @@ func Run(ctx context.Context, o *scenario.Options, args []string) (_ report.Repo
 		}
 		fmt.Fprintf(os.Stderr, "forward-auth: %s: %d conns, %v warm-up + %v\n", s.name, c.conns, c.warm, c.dur)
 		*s.dst = p.measure(ctx, hc, s.name, target{url: s.url, headers: hs, passed: s.passed}, c.conns, c.warm, c.dur)
+		if err := st.alive(); err != nil {
+			rep.finish()
+			return rep, fmt.Errorf("forward-auth: %s: %w", s.name, err)
+		}
 	}
 	rep.Interrupted = ctx.Err() != nil
 	rep.LoadAfter = loadAverage()

@@ -25,6 +25,10 @@ type proc struct {
 	log    string
 	exited chan struct{}
 	err    error // the exit status, once exited is closed
+	// children are the pids of the process's children seen by
+	// noteChildren (an nginx master's workers): stop ends those that
+	// outlive it, as workers do when their master is killed.
+	children map[int]bool
 }
 
 // startProc runs bin with args and env (nil: this process's), its output
@@ -61,9 +65,22 @@ func (p *proc) running() error {
 	}
 }
 
+// noteChildren remembers the process's children alive now.
+func (p *proc) noteChildren() {
+	if p.children == nil {
+		p.children = map[int]bool{}
+	}
+	for _, c := range childrenOf(p.pid()) {
+		p.children[c] = true
+	}
+}
+
 // stop sends SIGTERM and waits for the exit, at most stopGrace, then kills
 // the process. An exit other than the one SIGTERM asks for is an error.
+// Then the children noteChildren saw that are still alive, now orphans,
+// get SIGTERM.
 func (p *proc) stop() error {
+	defer p.endOrphans()
 	select {
 	case <-p.exited:
 		return fmt.Errorf("%s exited before the end of the run (%v):\n%s", p.name, p.err, p.tail())
@@ -81,6 +98,16 @@ func (p *proc) stop() error {
 		_ = p.cmd.Process.Kill()
 		<-p.exited
 		return fmt.Errorf("%s did not exit within %v of SIGTERM: killed", p.name, stopGrace)
+	}
+}
+
+// endOrphans sends SIGTERM to each remembered child that is still alive
+// and whose parent is gone (it has been handed to init): one of ours.
+func (p *proc) endOrphans() {
+	for c := range p.children {
+		if _, ppid, err := statTicks(c); err == nil && ppid == 1 {
+			_ = syscall.Kill(c, syscall.SIGTERM)
+		}
 	}
 }
 

@@ -226,6 +226,7 @@ func (s *stack) startNginx(bin string) error {
 				return p, err
 			}
 		}
+		p.noteChildren()
 		return p, nil
 	}
 	var err error
@@ -267,6 +268,20 @@ func (s *stack) close() error {
 		errs = append(errs, os.RemoveAll(s.dir))
 	}
 	return errors.Join(errs...)
+}
+
+// alive is nil while every process runs, else names the first that
+// exited (its output comes with close's error). It notes the nginx
+// workers running now.
+func (s *stack) alive() error {
+	for _, p := range []*proc{s.server, s.origin, s.prx} {
+		if p.running() != nil {
+			return fmt.Errorf("%s exited during the run", p.name)
+		}
+	}
+	s.origin.noteChildren()
+	s.prx.noteChildren()
+	return nil
 }
 
 // cpuSources are the processes whose CPU time each phase reads: the
