@@ -208,3 +208,59 @@ func TestForwardAuthConfig(t *testing.T) {
 		t.Fatalf("forward auth on Redis alone: %+v %v", cfg.Gateway, err)
 	}
 }
+
+// TestForwardAuthSession: in pass mode session the first protected
+// question opens the session (its one cookie in the answer), and later
+// ones hold its slot with the same pass id; the visitor's short visit
+// setting plays no part.
+func TestForwardAuthSession(t *testing.T) {
+	in := forwardAuthInstance(t, nil)
+	setGateway(t, in, "sale", map[string]any{"pass": "session", "sessionTtl": "1m", "visitTtl": "10s"})
+	counter := countRedis(t, in.env)
+	check, err := passcheck.New(passcheck.Options{JWKSURL: in.base + "/_wr/.well-known/jwks.json", Rooms: []string{"sale"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := visitor(t)
+	admitted(t, in, c, "sale")
+	code, h, _ := ask(t, in, c, true, "GET", "/checkout/")
+	if code != 200 || len(h.Values("Set-Cookie")) != 1 || !strings.HasPrefix(h.Get("Set-Cookie"), gateway.SessionCookie("sale")+"=") {
+		t.Fatalf("opening the session: %d %v, want 200 with one Set-Cookie, the session's", code, h)
+	}
+	first, err := check.Verify(h.Get("Waitingroom-Pass"))
+	if err != nil || first.Mode != pass.ModeSession {
+		t.Fatalf("the session's pass: %+v %v", first, err)
+	}
+	before := counter.snapshot()
+	for range 3 {
+		code, h, _ := ask(t, in, c, true, "POST", "/api/orders")
+		p, err := check.Verify(h.Get("Waitingroom-Pass"))
+		if code != 200 || err != nil || p.PassID != first.PassID {
+			t.Fatalf("a request of the session: %d %v %v", code, err, h)
+		}
+	}
+	if n := counter.since(before)["pass"]; n != 3 {
+		t.Fatalf("three requests of a session ran %d pass scripts, want 3 (a hold each)", n)
+	}
+}
+
+// TestForwardAuthHeadAndSubpaths: a question about a HEAD is answered
+// with its body (the proxy asked with GET and reads it), and a question
+// asked below /_wr/auth (a proxy that appends the request's path) is
+// judged from the headers alike.
+func TestForwardAuthHeadAndSubpaths(t *testing.T) {
+	in := forwardAuthInstance(t, nil)
+	c := visitor(t)
+	code, _, m := ask(t, in, c, false, "HEAD", "/checkout/x")
+	if code != 403 || m["error"] != "pass_required" {
+		t.Fatalf("HEAD /checkout/x: %d %v, want 403 pass_required with its body", code, m)
+	}
+	code, _, m = call(t, c, "GET", in.base+gateway.AuthPath+"/checkout/x", "", "X-Forwarded-Method", "GET", "X-Forwarded-Uri", "/checkout/x")
+	if code != 403 || m["error"] != "pass_required" {
+		t.Fatalf("asked at %s/checkout/x: %d %v, want 403 pass_required", gateway.AuthPath, code, m)
+	}
+	code, _, m = call(t, c, "GET", in.base+gateway.AuthPath+"x", "", "X-Forwarded-Method", "GET", "X-Forwarded-Uri", "/public")
+	if code != 404 {
+		t.Fatalf("%sx is no question: %d %v, want 404", gateway.AuthPath, code, m)
+	}
+}

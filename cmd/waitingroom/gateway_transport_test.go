@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -362,8 +363,8 @@ func bigAnswer(framing string, size int64, blocked, done chan<- int64) rawAnswer
 // and the whole body arrives once the visitor reads.
 func TestGatewayResponseBackPressure(t *testing.T) {
 	longScenario(t)
-	const size = 64 << 20
-	const bound = 32 << 20 // the sockets' buffers on loopback are a few MiB each
+	bound := socketBuffers(t)
+	size := max(int64(64<<20), 2*bound) // more than the buffers hold, or the test would prove nothing
 	blocked, done := make(chan int64, 3), make(chan int64, 3)
 	raw := startRawOrigin(t, map[string]rawAnswer{
 		"/length": bigAnswer("length", size, blocked, done), "/chunked": bigAnswer("chunked", size, blocked, done),
@@ -373,6 +374,31 @@ func TestGatewayResponseBackPressure(t *testing.T) {
 	for _, path := range []string{"/length", "/chunked", "/close"} {
 		t.Run(path[1:], func(t *testing.T) { backPressure(t, in, path, size, bound, blocked, done) })
 	}
+}
+
+// socketBuffers bounds what the sockets between an origin and a visitor
+// who reads nothing can hold on this machine, besides the gateway: the
+// origin's send buffer and the gateway's receive buffer (origin side),
+// the gateway's send buffer (visitor side; the visitor's receive buffer
+// is set to 64 KiB), each at most the kernel's autotuning maximum
+// (tcp_wmem, tcp_rmem), plus 1 MiB for the gateway's own and the
+// visitor's buffers. On loopback these are the kernel's settings, which
+// differ from machine to machine (4 to 32 MiB for tcp_rmem seen here).
+func socketBuffers(t *testing.T) int64 {
+	t.Helper()
+	most := func(name string) int64 {
+		raw, err := os.ReadFile("/proc/sys/net/ipv4/" + name)
+		f := strings.Fields(string(raw))
+		if err != nil || len(f) != 3 {
+			t.Fatalf("reading %s: %q %v", name, raw, err)
+		}
+		n, err := strconv.ParseInt(f[2], 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	return most("tcp_rmem") + 2*most("tcp_wmem") + 1<<20
 }
 
 // backPressure asks for path without reading, then reads it whole.

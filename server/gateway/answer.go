@@ -183,7 +183,7 @@ const (
 func newGatewayMetrics(reg prometheus.Registerer) gatewayMetrics {
 	m := gatewayMetrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "waitingroom_gateway_requests_total",
-			Help: "Requests for the origin, by kind (protected, unprotected; unknown before a route matched) and outcome (forwarded, upgraded, no_pass, rate_limited, timeout, bad_gateway, invalid_path, too_large, bad_request, tunnels_per_address, tunnels_total)."},
+			Help: "Requests for the origin, by kind (protected, unprotected; unknown before a route matched) and outcome (forwarded, upgraded, no_pass, rate_limited, timeout, bad_gateway, invalid_path, too_large, bad_request, tunnels_per_address, tunnels_total; in forward auth allowed, untrusted_proxy)."},
 			[]string{"kind", "outcome"}),
 		upstream: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "waitingroom_gateway_upstream_seconds",
 			Help:    "Time the origin took to answer a forwarded request (failures included), by kind.",
