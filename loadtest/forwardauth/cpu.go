@@ -128,13 +128,13 @@ type cpuMark struct {
 	busy, total int64
 }
 
-// readCPU reads the CPU times of srcs and the machine's; a process that
-// cannot be read is left out.
+// readCPU reads the CPU times of srcs, summed by name, and the machine's;
+// a process that cannot be read is left out.
 func readCPU(srcs []cpuSource) cpuMark {
 	m := cpuMark{procs: map[string]int64{}}
 	for _, src := range srcs {
 		if t, err := procTicks(src); err == nil {
-			m.procs[src.name] = t
+			m.procs[src.name] += t
 		}
 	}
 	m.busy, m.total, _ = machineTicks()

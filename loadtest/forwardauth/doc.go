@@ -6,9 +6,10 @@
 // (sale) protecting GET /checkout/*, on Redis alone (--redis, database
 // --redis-db, which must be empty and is emptied at the end; no
 // Postgres); an origin, an nginx serving one 1 KiB static page for every
-// path (origin.conf); and a proxy nginx (proxy.conf) with two servers,
-// one straight to the origin and one asking /_wr/auth first. The common
-// --base, --admin and --admin-token are not used.
+// path (origin.conf); the proxy, nginx from the shipped
+// deploy/forward-auth/nginx.conf.template (--nginx-template) as shops
+// run it; and nginx → origin, the same file with its auth_request line
+// off. The common --base, --admin and --admin-token are not used.
 //
 // First --visitors visitors (one per connection) each enter the room
 // anonymously, poll until READY and ask /_wr/auth once about the
@@ -20,7 +21,7 @@
 //
 //	decide: unprotected           GET /_wr/auth about GET /products/1, asked from 127.0.0.1
 //	decide: protected, visit      the same about GET /checkout/cart
-//	nginx → origin                GET /products/1 through the proxy, no auth_request
+//	nginx → origin                GET /products/1 through the template without auth_request
 //	nginx auth: unprotected       GET /products/1 through auth_request
 //	nginx auth: protected, visit  GET /checkout/cart through auth_request
 //
@@ -29,7 +30,8 @@
 // workers included) and of the machine (/proc/stat). Read: decisions/s and
 // the waiting room's µs per decision from the first two; the overhead of
 // forward auth as the auth phases' requests/s ÷ nginx → origin's, and as
-// their machine µs per request less its. The load tool shares the CPUs
+// the serving side's CPU per request (waiting room, proxy, origin) less
+// its. The load tool shares the CPUs
 // with everything it measures, so the rates are the machine's: compare
 // within one run. The checks are counts: every answer 200, the waiting
 // room's own count of decisions (waitingroom_gateway_requests_total)

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"runtime"
 	"time"
 
@@ -47,6 +48,7 @@ type faConfig struct {
 	conns, visitors     int
 	warm, dur           time.Duration
 	serverBin, nginxBin string
+	template            string
 	redisURL            string
 	redisDB             int
 }
@@ -63,6 +65,7 @@ func faFlags(fs *flag.FlagSet) func() (faConfig, error) {
 	fs.DurationVar(&c.warm, "warmup", 2*time.Second, "unmeasured warm-up of each phase (opens the connections)")
 	fs.StringVar(&c.serverBin, "server-bin", "", "the waitingroom binary to start (default: go build waitingroom/cmd/waitingroom into the run's directory)")
 	fs.StringVar(&c.nginxBin, "nginx", "", "the nginx binary (default: nginx on PATH, else /usr/sbin/nginx)")
+	fs.StringVar(&c.template, "nginx-template", "", "the proxy's nginx configuration, rendered as envsubst '${LISTEN_ADDR} ${WAITINGROOM_ADDR} ${ORIGIN_ADDR}' does (default: "+shippedTemplate+", from the working directory up); nginx → origin is the same with its auth_request line off")
 	fs.StringVar(&c.redisURL, "redis", redisDefault, "the Redis of the server the scenario starts (default $REDIS_URL); its database is --redis-db")
 	fs.IntVar(&c.redisDB, "redis-db", 11, "the database number of --redis the server uses: it must hold no key at the start, and is emptied (FLUSHDB) at the end")
 	return func() (faConfig, error) {
@@ -105,7 +108,13 @@ func Run(ctx context.Context, o *scenario.Options, args []string) (_ report.Repo
 			err = errors.Join(err, fmt.Errorf("forward-auth: %w", cerr))
 		}
 	}()
-	rep.Nginx, rep.Redis, rep.ProxyConfig = st.nginxVersion, st.redisURL, "built-in proxy.conf"
+	rep.Nginx, rep.Redis, rep.ProxyWorkers = st.nginxVersion, st.redisURL, st.proxyWorkers
+	rep.ProxyConfig = st.template
+	if wd, err := os.Getwd(); err == nil {
+		if rel, err := filepath.Rel(wd, st.template); err == nil {
+			rep.ProxyConfig = rel
+		}
+	}
 
 	wr := "http://" + st.wrAddr
 	p := &probe{srcs: st.cpuSources(), adm: &client.Admin{Base: "http://" + st.adminAddr, HTTP: client.New(2, o.Timeout)}}

@@ -20,19 +20,17 @@ const stopGrace = 10 * time.Second
 // proc is a process the scenario started: its output goes to a file of
 // the run's directory.
 type proc struct {
-	name   string
-	cmd    *exec.Cmd
-	log    string
-	exited chan struct{}
-	err    error // the exit status, once exited is closed
-	// children are the pids of the process's children seen by
-	// noteChildren (an nginx master's workers): stop ends those that
-	// outlive it, as workers do when their master is killed.
-	children map[int]bool
+	name     string
+	cmd      *exec.Cmd
+	log      string
+	errorLog string // a log of its own besides its output (nginx's error.log), or ""
+	exited   chan struct{}
+	err      error // the exit status, once exited is closed
 }
 
-// startProc runs bin with args and env (nil: this process's), its output
-// in dir/<name>.log. The process gets SIGTERM if the load tool dies first.
+// startProc runs bin with args and env (nil: this process's) from dir, its
+// output in dir/<name>.log. The process gets SIGTERM if the load tool dies
+// first.
 func startProc(dir, name string, env []string, bin string, args ...string) (*proc, error) {
 	p := &proc{name: name, log: filepath.Join(dir, name+".log"), exited: make(chan struct{})}
 	out, err := os.Create(p.log)
@@ -43,7 +41,10 @@ func startProc(dir, name string, env []string, bin string, args ...string) (*pro
 	p.cmd = exec.Command(bin, args...)
 	p.cmd.Env, p.cmd.Dir = env, dir
 	p.cmd.Stdout, p.cmd.Stderr = out, out
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	// A process group of its own: a Ctrl-C at the terminal reaches the
+	// load tool alone, which stops the processes in order once it has
+	// reported; and stop can end the group.
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
 	if err := p.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
@@ -65,22 +66,12 @@ func (p *proc) running() error {
 	}
 }
 
-// noteChildren remembers the process's children alive now.
-func (p *proc) noteChildren() {
-	if p.children == nil {
-		p.children = map[int]bool{}
-	}
-	for _, c := range childrenOf(p.pid()) {
-		p.children[c] = true
-	}
-}
-
 // stop sends SIGTERM and waits for the exit, at most stopGrace, then kills
 // the process. An exit other than the one SIGTERM asks for is an error.
-// Then the children noteChildren saw that are still alive, now orphans,
-// get SIGTERM.
+// Then what is left of its process group gets SIGTERM: an nginx master's
+// workers outlive it when it is killed.
 func (p *proc) stop() error {
-	defer p.endOrphans()
+	defer func() { _ = syscall.Kill(-p.pid(), syscall.SIGTERM) }()
 	select {
 	case <-p.exited:
 		return fmt.Errorf("%s exited before the end of the run (%v):\n%s", p.name, p.err, p.tail())
@@ -101,21 +92,20 @@ func (p *proc) stop() error {
 	}
 }
 
-// endOrphans sends SIGTERM to each remembered child that is still alive
-// and whose parent is gone (it has been handed to init): one of ours.
-func (p *proc) endOrphans() {
-	for c := range p.children {
-		if _, ppid, err := statTicks(c); err == nil && ppid == 1 {
-			_ = syscall.Kill(c, syscall.SIGTERM)
-		}
+// tail is the last lines of the process's output, and of its error log.
+func (p *proc) tail() string {
+	t := tailOf(p.log)
+	if p.errorLog != "" {
+		t += "\n" + filepath.Base(p.errorLog) + ":\n" + tailOf(p.errorLog)
 	}
+	return t
 }
 
-// tail is the last lines of the process's output.
-func (p *proc) tail() string {
-	b, err := os.ReadFile(p.log)
+// tailOf is the last lines of file.
+func tailOf(file string) string {
+	b, err := os.ReadFile(file)
 	if err != nil {
-		return "(no output: " + err.Error() + ")"
+		return "(none: " + err.Error() + ")"
 	}
 	const max = 4 << 10
 	if len(b) > max {

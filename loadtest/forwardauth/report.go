@@ -26,6 +26,7 @@ type faReport struct {
 	ProtectedURI  string  `json:"protectedUri"`
 	Nginx         string  `json:"nginx"`
 	ProxyConfig   string  `json:"proxyConfig"`
+	ProxyWorkers  int     `json:"proxyWorkers"`
 	Redis         string  `json:"redis"`
 	LoadBefore    string  `json:"loadAverageBefore"`
 	LoadAfter     string  `json:"loadAverageAfter"`
@@ -164,8 +165,9 @@ func (r *faReport) Print(w io.Writer) {
 	fmt.Fprintln(w, "\nforward-auth scenario: /_wr/auth decisions asked directly, then nginx with auth_request against nginx straight to the origin, in one run")
 	fmt.Fprintf(w, "waiting room: WR_FORWARD_AUTH=on, room %s protecting GET /checkout/*, Redis alone (%s); unprotected %s, protected %s\n",
 		r.Room, r.Redis, r.OpenURI, r.ProtectedURI)
-	fmt.Fprintf(w, "nginx %s: the origin (a nginx of its own, 1 worker) answers a %s B static page; the proxy (1 worker, %s) keeps its upstream connections alive\n",
-		r.Nginx, report.Commas(r.PageBytes), r.ProxyConfig)
+	fmt.Fprintf(w, "nginx %s: the proxy is %s as shipped (%d workers); nginx → origin the same file with auth_request off;\n",
+		r.Nginx, r.ProxyConfig, r.ProxyWorkers)
+	fmt.Fprintf(w, "  the origin, an nginx of its own (1 worker), answers a %s B static page\n", report.Commas(r.PageBytes))
 	fmt.Fprintf(w, "%d keep-alive connections per phase from 127.0.0.1, %.0f s warm-up + %.0f s measured; every request carries the cookies of one of %d visitors admitted to %s\n",
 		r.Conns, r.WarmupSeconds, r.Seconds, r.Visitors, r.Room)
 	fmt.Fprintf(w, "machine: %d CPUs, load average %s before the run, %s after\n", r.CPUs, r.LoadBefore, r.LoadAfter)

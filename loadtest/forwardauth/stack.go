@@ -23,8 +23,6 @@ import (
 var (
 	//go:embed origin.conf
 	originConf string
-	//go:embed proxy.conf
-	proxyConf string
 )
 
 // pageBytes is the size of the origin's page.
@@ -37,17 +35,20 @@ const startDeadline = 60 * time.Second
 // and the proxy, each a process of its own, over a run directory that is
 // removed at the end.
 type stack struct {
-	dir                 string
-	server, origin, prx *proc
-	rdb                 *redis.Client // the server's database
-	redisURL            string
-	ownDB               bool // the database was empty at the start: emptied at the end
-	nginxVersion        string
+	dir            string
+	server, origin *proc
+	direct, prx    *proc // the template with auth_request off, and as shipped
+	proxyWorkers   int
+	rdb            *redis.Client // the server's database
+	redisURL       string
+	ownDB          bool // the database was empty at the start: emptied at the end
+	nginxVersion   string
+	template       string // the proxy's configuration
 
 	wrAddr, adminAddr string // the waiting room: public (/_wr/auth) and management
 	originAddr        string
-	directAddr        string // the proxy straight to the origin
-	authAddr          string // the proxy asking /_wr/auth
+	directAddr        string // direct: straight to the origin
+	authAddr          string // prx: asking /_wr/auth first
 }
 
 // startStack checks the server's Redis database, then starts the waiting
@@ -73,6 +74,9 @@ func startStack(ctx context.Context, c faConfig, room string) (s *stack, err err
 	if err != nil {
 		return s, err
 	}
+	if s.template, err = findTemplate(c.template); err != nil {
+		return s, err
+	}
 	s.nginxVersion = version
 	if err = s.openRedis(ctx, c.redisURL, c.redisDB); err != nil {
 		return s, err
@@ -92,7 +96,7 @@ func startStack(ctx context.Context, c faConfig, room string) (s *stack, err err
 	if err = s.startServer(ctx, bin, room); err != nil {
 		return s, err
 	}
-	if err = s.startNginx(nginx); err != nil {
+	if err = s.startNginx(nginx, s.template); err != nil {
 		return s, err
 	}
 	return s, nil
@@ -196,13 +200,22 @@ func (s *stack) startServer(ctx context.Context, bin, room string) error {
 	return nil
 }
 
+// authLine is the template's auth_request line; direct is the template
+// with it turned off.
+const authLine = "auth_request /_wr/auth;"
+
 // startNginx writes the page and the configurations and starts the
-// origin and the proxy.
-func (s *stack) startNginx(bin string) error {
-	www := filepath.Join(s.dir, "www")
-	if err := os.MkdirAll(filepath.Join(s.dir, "tmp"), 0o755); err != nil {
-		return err
+// origin and both proxies, each nginx in a prefix folder of its own.
+func (s *stack) startNginx(bin, tmplPath string) error {
+	tmpl, err := os.ReadFile(tmplPath)
+	if err != nil {
+		return fmt.Errorf("the proxy template: %w", err)
 	}
+	if n := strings.Count(string(tmpl), authLine); n != 1 {
+		return fmt.Errorf("%s: %d lines %q, want one (nginx → origin is the template with it off)", tmplPath, n, authLine)
+	}
+	direct := strings.Replace(string(tmpl), authLine, "auth_request off;", 1)
+	www := filepath.Join(s.dir, "www")
 	if err := os.MkdirAll(www, 0o755); err != nil {
 		return err
 	}
@@ -210,32 +223,67 @@ func (s *stack) startNginx(bin string) error {
 	if err := os.WriteFile(filepath.Join(www, "page.html"), []byte(page), 0o644); err != nil {
 		return err
 	}
-	vars := map[string]string{"ORIGIN_ADDR": s.originAddr, "WWW": www, "LISTEN_ADDR": s.authAddr,
-		"DIRECT_ADDR": s.directAddr, "WAITINGROOM_ADDR": s.wrAddr}
-	start := func(name, conf string, addrs ...string) (*proc, error) {
-		file := filepath.Join(s.dir, name+".conf")
-		if err := os.WriteFile(file, []byte(render(conf, vars)), 0o644); err != nil {
+	start := func(name, conf string, vars map[string]string) (*proc, error) {
+		prefix := filepath.Join(s.dir, name)
+		if err := os.MkdirAll(prefix, 0o755); err != nil {
 			return nil, err
 		}
-		p, err := startProc(s.dir, name, nil, bin, "-p", s.dir, "-c", file, "-e", filepath.Join(s.dir, name+".log"), "-g", "daemon off;")
+		if err := os.WriteFile(filepath.Join(prefix, "nginx.conf"), []byte(render(conf, vars)), 0o644); err != nil {
+			return nil, err
+		}
+		// As the template says to run it: -p DIR -c nginx.conf.
+		p, err := startProc(s.dir, name, nil, bin, "-p", prefix, "-c", "nginx.conf", "-g", "daemon off;")
 		if err != nil {
 			return nil, err
 		}
-		for _, a := range addrs {
-			if err := p.awaitListening(a, startDeadline); err != nil {
-				return p, err
-			}
+		p.errorLog = filepath.Join(prefix, "error.log")
+		if err := p.awaitListening(vars["LISTEN_ADDR"], startDeadline); err != nil {
+			return p, err
 		}
-		p.noteChildren()
 		return p, nil
 	}
-	var err error
-	if s.origin, err = start("origin", originConf, s.originAddr); err != nil {
+	if s.origin, err = start("origin", originConf, map[string]string{"ORIGIN_ADDR": s.originAddr, "LISTEN_ADDR": s.originAddr, "WWW": www}); err != nil {
 		return err
 	}
-	s.prx, err = start("proxy", proxyConf, s.directAddr, s.authAddr)
-	return err
+	proxyVars := func(listen string) map[string]string {
+		return map[string]string{"LISTEN_ADDR": listen, "WAITINGROOM_ADDR": s.wrAddr, "ORIGIN_ADDR": s.originAddr}
+	}
+	if s.direct, err = start("direct", direct, proxyVars(s.directAddr)); err != nil {
+		return err
+	}
+	if s.prx, err = start("proxy", string(tmpl), proxyVars(s.authAddr)); err != nil {
+		return err
+	}
+	s.proxyWorkers = len(childrenOf(s.prx.pid()))
+	return nil
 }
+
+// findTemplate is path, or when "" the shipped nginx template,
+// deploy/forward-auth/nginx.conf.template, looked for from the working
+// directory up.
+func findTemplate(path string) (string, error) {
+	if path != "" {
+		return path, nil
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		p := filepath.Join(dir, shippedTemplate)
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("%s not found from the working directory up: run from within the repository, or name it with --nginx-template", shippedTemplate)
+		}
+		dir = parent
+	}
+}
+
+// shippedTemplate is the nginx configuration shops copy.
+const shippedTemplate = "deploy/forward-auth/nginx.conf.template"
 
 // render replaces ${NAME} for each NAME of vars, and nothing else, as
 // envsubst '${NAME} …' does: nginx's own $variables stay.
@@ -247,11 +295,11 @@ func render(conf string, vars map[string]string) string {
 	return strings.NewReplacer(pairs...).Replace(conf)
 }
 
-// close stops the proxy, the origin and the waiting room, in that order,
+// close stops the proxies, the origin and the waiting room, in that order,
 // then empties the server's database and removes the run directory.
 func (s *stack) close() error {
 	var errs []error
-	for _, p := range []*proc{s.prx, s.origin, s.server} {
+	for _, p := range []*proc{s.prx, s.direct, s.origin, s.server} {
 		if p != nil {
 			errs = append(errs, p.stop())
 		}
@@ -271,24 +319,21 @@ func (s *stack) close() error {
 }
 
 // alive is nil while every process runs, else names the first that
-// exited (its output comes with close's error). It notes the nginx
-// workers running now.
+// exited (its output comes with close's error).
 func (s *stack) alive() error {
-	for _, p := range []*proc{s.server, s.origin, s.prx} {
+	for _, p := range []*proc{s.server, s.origin, s.direct, s.prx} {
 		if p.running() != nil {
 			return fmt.Errorf("%s exited during the run", p.name)
 		}
 	}
-	s.origin.noteChildren()
-	s.prx.noteChildren()
 	return nil
 }
 
 // cpuSources are the processes whose CPU time each phase reads: the
-// waiting room, the proxy's and the origin's nginx with their workers,
-// and the load tool itself.
+// waiting room, the proxies' (both, one idle in each phase) and the
+// origin's nginx with their workers, and the load tool itself.
 func (s *stack) cpuSources() []cpuSource {
-	return []cpuSource{{procServer, s.server.pid(), false}, {procProxy, s.prx.pid(), true},
+	return []cpuSource{{procServer, s.server.pid(), false}, {procProxy, s.prx.pid(), true}, {procProxy, s.direct.pid(), true},
 		{procOrigin, s.origin.pid(), true}, {procTool, os.Getpid(), false}}
 }
 
