@@ -31,11 +31,10 @@
 // the waiting room's µs per decision from the first two; the overhead of
 // forward auth as the auth phases' requests/s ÷ nginx → origin's, and as
 // the serving side's CPU per request (waiting room, proxy, origin) less
-// its. The load tool shares the CPUs
-// with everything it measures, so the rates are the machine's: compare
-// within one run. The checks are counts: every answer 200, the waiting
-// room's own count of decisions (waitingroom_gateway_requests_total)
-// equal to the requests that ask it and 0 for nginx → origin, a pass on
-// every protected answer (the origin says whether the pass reached it)
-// and none elsewhere, no cookie set.
+// its. The load tool shares the CPUs with everything it measures, so the
+// rates are the machine's: compare within one run. The checks are
+// counts: every answer 200, the waiting room's own count of decisions
+// (waitingroom_gateway_requests_total) equal to the requests that ask it
+// and 0 for nginx → origin, a pass on every protected answer (the origin
+// says whether the pass reached it) and none elsewhere, no cookie set.
 package forwardauth
