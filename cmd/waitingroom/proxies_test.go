@@ -12,6 +12,7 @@ package main
 import (
 	"errors"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
@@ -19,6 +20,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -96,15 +98,32 @@ func prefixDir(t *testing.T, name string) string {
 	return dir
 }
 
-// freeAddr is a loopback address no one listens on (a moment ago).
+// freeAddr is a loopback address no one listens on (a moment ago), its
+// port below the kernel's ephemeral range: Caddy binds its port on every
+// interface, and that bind fails while any connection of this busy
+// machine uses the port as its own end, which a port of the ephemeral
+// range (where net.Listen's ":0" picks) often is.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	low := 32768
+	if raw, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(raw)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil && n > 12000 {
+				low = n
+			}
+		}
 	}
-	defer l.Close()
-	return l.Addr().String()
+	for range 200 {
+		port := 10000 + rand.IntN(low-10000)
+		l, err := net.Listen("tcp", ":"+strconv.Itoa(port))
+		if err != nil {
+			continue
+		}
+		l.Close()
+		return "127.0.0.1:" + strconv.Itoa(port)
+	}
+	t.Fatalf("no free port between 10000 and %d", low)
+	return ""
 }
 
 // startProxy runs p in front of origin asking waitingroom (host:port
