@@ -14,6 +14,7 @@ import (
 	"waitingroom/loadtest/internal/measure"
 	"waitingroom/loadtest/internal/report"
 	"waitingroom/queue"
+	"waitingroom/queue/presence"
 	"waitingroom/server/ratelimit"
 )
 
@@ -155,7 +156,7 @@ func (r *ceilingRun) kinds(n int) []costKind {
 			return repeat(ctx, ticks/d, func(ctx context.Context) error { _, err := q.SnapshotsSince(ctx, rooms, held); return err })
 		}},
 		{kind: "presence stamp", per: "user stamped", cmd: "evalsha", ops: n, depth: n / 500, run: func(ctx context.Context) error {
-			return q.Touch(ctx, room, waiting)
+			return q.Touch(ctx, room, waiting, presence.Grace(time.Second))
 		}},
 		r.limiterKind(n),
 		{kind: "admission tick, nobody admitted", per: "tick", cmd: "evalsha", ops: ticks, depth: 1, run: func(ctx context.Context) error {
