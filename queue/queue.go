@@ -498,9 +498,9 @@ type AdmitResult struct {
 	// Passed is how many absent users this run passed over, ahead of the
 	// last one it admitted (presence-aware admission, Options.Grace).
 	Passed int
-	Rate      float64  // measured admission rate, users/s (0: not yet measured)
-	Target    int64
-	Paused    bool
+	Rate   float64 // measured admission rate, users/s (0: not yet measured)
+	Target int64
+	Paused bool
 	// Due: the room's opening time has come and its pre-queue waits to be
 	// opened (Open); this run admitted nobody.
 	Due bool
