@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // presenceVars run instances whose one poll band is 500 ms, so a poller
@@ -53,6 +55,24 @@ func expectedBack(t *testing.T, e *env, in *instance, room, userID string) time.
 		t.Fatal(err)
 	}
 	return time.UnixMilli(int64(due)).Sub(now)
+}
+
+// ageSeen makes the expected return of every waiting user of room past
+// (score 0), as if none had been seen for a long time: for tests of what
+// an idle drop does, without waiting out a stream's grace.
+func ageSeen(t *testing.T, e *env, in *instance, room string) {
+	t.Helper()
+	ctx := context.Background()
+	key := in.parts.Queue.RoomKey(room, "seen")
+	users, err := e.rdb.ZRange(ctx, key, 0, -1).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range users {
+		if err := e.rdb.ZAddXX(ctx, key, redis.Z{Score: 0, Member: u}).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // mustWaitingAt polls token on in and checks it waits at pos.
