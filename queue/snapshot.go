@@ -14,7 +14,7 @@ import (
 // Serving < g < t}| (see stream/doc.go).
 type RoomSnapshot struct {
 	Room    string
-	Serving int64   // ticket of the last admitted user
+	Serving int64   // every ticket at or below it no longer waits (the last admitted, unless someone was passed over)
 	Ev      int64   // the room's event sequence number at the time of reading
 	Waiting int64   // queue length
 	Rate    float64 // measured admissions per second (0: not yet measured)
@@ -24,7 +24,7 @@ type RoomSnapshot struct {
 	Sched   int64   // schedule number: grows at each opening and config event
 	Paused  bool    // the room is paused: nobody is admitted
 	Message string  // the operator's message to waiting users ("": none)
-	Gone    []int64 // tickets above Serving whose users left, ascending
+	Gone    []int64 // tickets above Serving no longer waiting (left, dropped, admitted past a passed-over user), ascending
 	// GoneCount is how many tickets above Serving have left: len(Gone)
 	// when they were sent.
 	GoneCount int64

@@ -169,10 +169,12 @@ func TestPageStatesIdleReason(t *testing.T) {
 			p.waitJS("position 2", atPosition(2))
 			waitFor(t, "the page's stream", func() bool { return in.streamsOpen("sse") == 1 })
 
-			// An admission run with a far shorter idle timeout drops the
-			// page's user although its stream is open (and user1, who is never seen).
+			// An admission run with a far shorter idle timeout, once the
+			// expected returns are made past, drops the page's user
+			// although its stream is open (and user1, who is never seen).
 			strict := queue.New(e.rdb, queue.Options{Prefix: e.prefix, IdleTimeout: time.Millisecond})
 			waitFor(t, "user2 dropped as idle", func() bool {
+				ageSeen(t, e, in, "default")
 				if _, err := strict.Admit(context.Background(), "default", 8); err != nil {
 					t.Fatal(err)
 				}
