@@ -29,7 +29,35 @@ type Sample struct {
 	// an order in flight's allowance.
 	Remaining []int64
 	Bin       time.Duration
+
+	// Prior stands in for what the room has not measured yet (see Prior).
+	Prior Prior
 }
+
+// Prior is what a room expects before it has measured its own figures:
+// those it measured in its last sale, or an operator's expectation. A
+// forecast that uses any of it is Provisional.
+type Prior struct {
+	// Hold is the expected admission-to-release time of an order (0: none
+	// expected).
+	Hold time.Duration
+	// NoShow is the expected share of admitted users who never order,
+	// meaningful when NoShowKnown; without it a forecast that needs a
+	// prior takes AssumedNoShow.
+	NoShow      float64
+	NoShowKnown bool
+}
+
+// AssumedNoShow is the no-show share a provisional forecast takes when
+// neither the room nor its prior knows one (an operator's expectation of
+// the hold alone): one in ten, what shoppers who were present when
+// admitted leave unused in the load tool's crowd. Taking none would make
+// every provisional estimate short, the error a waiting shopper minds.
+const AssumedNoShow = 0.1
+
+// Known reports whether p can stand in for a room's measurements: it
+// needs at least the hold.
+func (p Prior) Known() bool { return p.Hold > 0 }
 
 // Measurement windows and minimum counts (see the package comment).
 const (
@@ -158,6 +186,21 @@ func (e *Estimator) forecast() Forecast {
 	p, okP := e.smoothNoShow(s, tau)
 	if okP && !okH && p >= maxNoShow {
 		h, okH = s.EntryTTL, true // nobody orders: the hold does not matter
+	}
+	if (!okH || !okP) && s.Prior.Known() {
+		// Not measured yet: the prior stands in for what is missing, and
+		// the forecast says so; the first measurement replaces it.
+		f.Provisional = true
+		if !okH {
+			h, okH = s.Prior.Hold, true
+			tau = min(max(3*h, minTau), max(s.EntryTTL/4, minTau))
+		}
+		if !okP {
+			p, okP = AssumedNoShow, true
+			if s.Prior.NoShowKnown {
+				p = min(max(s.Prior.NoShow, 0), maxNoShow)
+			}
+		}
 	}
 	if !okH || !okP {
 		f.Why = WhyMeasuring
@@ -310,6 +353,10 @@ type Forecast struct {
 	At    time.Time // the sample's time
 	Known bool
 	Why   string // why not Known: WhyHalted, WhyNobody, WhyMeasuring
+	// Provisional (Known only): the forecast stands on the room's prior
+	// (Sample.Prior) for the hold, the no-show share or both, because the
+	// room has not measured them yet.
+	Provisional bool
 
 	NoShow float64       // p
 	Hold   time.Duration // h
