@@ -28,7 +28,8 @@ type Doc struct {
 	// estimate (package queue/estimate) is withheld — etaKnown false, no
 	// etaSeconds — while the room is paused or closed, admits nobody, or
 	// has not yet measured how long its orders take and how many admitted
-	// users never order (about three order times after an opening).
+	// users never order (about three order times after an opening) and
+	// expects nothing (see ETAProvisional).
 	ETAKnown *bool `json:"etaKnown,omitempty"`
 	// ETAProvisional (WAITING, with etaSeconds only): the estimate stands
 	// on what the room expects — the operator's expectedOrderSeconds, or
