@@ -24,8 +24,8 @@ type Expectation struct {
 
 // RecordMeasured keeps what room has just measured of its orders — the
 // mean hold and the no-show share — for its next sale, under MeasuredKey.
-// It is written by one instance a room, every few seconds while the room
-// measures (package queue/history), and removed with the room.
+// It is written by one instance a room, with each point of the room's
+// history (package queue/history), and removed with the room.
 func (q *Queue) RecordMeasured(ctx context.Context, room string, hold time.Duration, noShow float64) error {
 	if !ValidRoom(room) {
 		return ErrRoomNotFound

@@ -214,18 +214,16 @@ func (h *History) Record(ctx context.Context, room string) (recorded bool, err e
 	if n == 1 && h.shownTo != nil {
 		h.shownTo(room, eta)
 	}
-	if n == 1 && sec%measuredEvery == 0 {
+	if n == 1 {
 		h.keepMeasured(ctx, room)
 	}
 	return n == 1, nil
 }
 
-// measuredEvery is how often (in recorded seconds) a room's measured hold
-// and no-show share are kept for its next sale.
-const measuredEvery = 5
-
 // keepMeasured keeps what room's forecast measured (not a provisional
-// one) for the room's next sale (queue.Queue.RecordMeasured).
+// one) for the room's next sale (queue.Queue.RecordMeasured), with each
+// point: one small write a second for a room with work, by the instance
+// that records it.
 func (h *History) keepMeasured(ctx context.Context, room string) {
 	if h.forecast == nil {
 		return
