@@ -98,6 +98,10 @@ type Estimator struct {
 	// of holdAt; zero until first measured.
 	hold   time.Duration
 	holdAt time.Time
+	// holdOwn and pOwn: h and p have been measured from what this
+	// estimator saw (not only the room's all-time figures, which may be
+	// a past sale's).
+	holdOwn, pOwn bool
 	// p is the no-show share smoothed the same way (pOK: measured once,
 	// so a thin second — few users of the right age — keeps the last
 	// value instead of withholding the estimate again).
@@ -129,6 +133,7 @@ func (e *Estimator) Observe(s Sample) Forecast {
 		switch {
 		case s.Admitted < last.Admitted || s.Expired < last.Expired || s.Holds < last.Holds || s.Departed < last.Departed:
 			e.ring, e.hold, e.pOK = e.ring[:0], 0, false // the room was removed and made anew
+			e.holdOwn, e.pOwn = false, false
 		case s.At.Sub(last.At) < sampleEvery:
 			return e.fc // too soon (or out of order): the last forecast stands
 		}
@@ -175,7 +180,7 @@ func (e *Estimator) forecast() Forecast {
 		f.Why = WhyNobody
 		return f
 	}
-	h, okH := e.smoothHold(s)
+	h, okH, pastH := e.smoothHold(s)
 	// τ: users admitted longer ago are taken as no longer deciding; at most
 	// a quarter window, so that a slow room (orders queued under load)
 	// still measures its no-shows within a minute or so
@@ -183,23 +188,28 @@ func (e *Estimator) forecast() Forecast {
 	if !okH {
 		tau = max(minTau, s.EntryTTL/4)
 	}
-	p, okP := e.smoothNoShow(s, tau)
+	p, okP, pastP := e.smoothNoShow(s, tau)
 	if okP && !okH && p >= maxNoShow {
 		h, okH = s.EntryTTL, true // nobody orders: the hold does not matter
 	}
-	if (!okH || !okP) && s.Prior.Known() {
+	// The room's all-time figures (a past sale's, until this estimator
+	// has measured the room itself) are provisional too, and the prior
+	// comes before them: it is this sale's expectation, or the last sale's
+	// own figures rather than a mean over every sale.
+	f.Provisional = (okH && pastH) || (okP && pastP)
+	if (!okH || pastH || !okP || pastP) && s.Prior.Known() {
 		// Not measured yet: the prior stands in for what is missing, and
 		// the forecast says so; the first measurement replaces it.
 		f.Provisional = true
-		if !okH {
+		if !okH || pastH {
 			h, okH = s.Prior.Hold, true
 			tau = min(max(3*h, minTau), max(s.EntryTTL/4, minTau))
 		}
-		if !okP {
+		switch {
+		case (!okP || pastP) && s.Prior.NoShowKnown:
+			p, okP = min(max(s.Prior.NoShow, 0), maxNoShow), true
+		case !okP:
 			p, okP = AssumedNoShow, true
-			if s.Prior.NoShowKnown {
-				p = min(max(s.Prior.NoShow, 0), maxNoShow)
-			}
 		}
 	}
 	if !okH || !okP {
@@ -241,11 +251,14 @@ func (e *Estimator) admissions(now time.Time, span time.Duration) []float64 {
 
 // smoothHold is h smoothed over time, so that the noise of a few dozen
 // orders does not make estimates jump.
-func (e *Estimator) smoothHold(s Sample) (time.Duration, bool) {
-	h, ok := e.measureHold(s)
+// past is true while the value is the room's all-time mean and this
+// estimator has not yet measured the hold of recent orders itself.
+func (e *Estimator) smoothHold(s Sample) (h time.Duration, ok, past bool) {
+	h, ok, recent := e.measureHold(s)
+	e.holdOwn = e.holdOwn || (ok && recent)
 	switch {
 	case !ok:
-		return 0, false
+		return 0, false, false
 	case e.hold == 0:
 		e.hold = h
 	case s.At.After(e.holdAt):
@@ -253,16 +266,19 @@ func (e *Estimator) smoothHold(s Sample) (time.Duration, bool) {
 		e.hold += time.Duration(a * float64(h-e.hold))
 	}
 	e.holdAt = s.At
-	return e.hold, true
+	return e.hold, true, !e.holdOwn
 }
 
 // smoothNoShow is p smoothed over time (time constant holdSmoothing),
 // the last value standing when too few users can be judged this time.
-func (e *Estimator) smoothNoShow(s Sample, tau time.Duration) (float64, bool) {
-	p, ok := e.measureNoShow(s, tau)
+// past is true while the value is the room's all-time share and this
+// estimator has not yet measured cohorts itself.
+func (e *Estimator) smoothNoShow(s Sample, tau time.Duration) (p float64, ok, past bool) {
+	p, ok, own := e.measureNoShow(s, tau)
+	e.pOwn = e.pOwn || (ok && own)
 	switch {
 	case !ok:
-		return e.p, e.pOK
+		return e.p, e.pOK, e.pOK && !e.pOwn
 	case !e.pOK:
 		e.p, e.pOK = p, true
 	case s.At.After(e.pAt):
@@ -270,12 +286,12 @@ func (e *Estimator) smoothNoShow(s Sample, tau time.Duration) (float64, bool) {
 		e.p += a * (p - e.p)
 	}
 	e.pAt = s.At
-	return e.p, true
+	return e.p, true, !e.pOwn
 }
 
 // measureHold measures h, the mean admission-to-release time of the orders that
-// ended recently.
-func (e *Estimator) measureHold(s Sample) (time.Duration, bool) {
+// ended recently (recent), else of all the room's orders.
+func (e *Estimator) measureHold(s Sample) (h time.Duration, ok, recent bool) {
 	for i := len(e.ring) - 2; i >= 0; i-- {
 		b := e.ring[i]
 		age := s.At.Sub(b.At)
@@ -283,18 +299,18 @@ func (e *Estimator) measureHold(s Sample) (time.Duration, bool) {
 			break
 		}
 		if n := s.Holds - b.Holds; n >= minHolds && age >= holdWindow {
-			return (s.HoldTime - b.HoldTime) / time.Duration(n), true
+			return (s.HoldTime - b.HoldTime) / time.Duration(n), true, true
 		}
 	}
 	if s.Holds >= minHolds {
-		return s.HoldTime / time.Duration(s.Holds), true
+		return s.HoldTime / time.Duration(s.Holds), true, false
 	}
-	return 0, false
+	return 0, false, false
 }
 
 // measureNoShow measures p (see the package comment) with users older than tau
-// taken as deciders no more.
-func (e *Estimator) measureNoShow(s Sample, tau time.Duration) (float64, bool) {
+// taken as deciders no more; own is false for the room's all-time share.
+func (e *Estimator) measureNoShow(s Sample, tau time.Duration) (p float64, ok, own bool) {
 	var unused, cohort float64
 	ttl, oldest := s.EntryTTL, e.ring[0].At
 	for i, c := range s.Remaining {
@@ -324,14 +340,14 @@ func (e *Estimator) measureNoShow(s Sample, tau time.Duration) (float64, bool) {
 		}
 	}
 	if cohort >= minCohort {
-		return min(max(unused/cohort, 0), maxNoShow), true
+		return min(max(unused/cohort, 0), maxNoShow), true, true
 	}
 	// An instance that joined a room mid-sale has not seen its cohorts:
 	// the room's all-time share stands in.
 	if first := e.ring[0]; first.Admitted > minCohort && s.Admitted >= 10*minCohort && s.At.Sub(oldest) < ttl {
-		return min(float64(s.Expired)/float64(s.Admitted), maxNoShow), true
+		return min(float64(s.Expired)/float64(s.Admitted), maxNoShow), true, false
 	}
-	return 0, false
+	return 0, false, false
 }
 
 // depart measures d over the last minute (all-time while the estimator has
@@ -354,8 +370,9 @@ type Forecast struct {
 	Known bool
 	Why   string // why not Known: WhyHalted, WhyNobody, WhyMeasuring
 	// Provisional (Known only): the forecast stands on the room's prior
-	// (Sample.Prior) for the hold, the no-show share or both, because the
-	// room has not measured them yet.
+	// (Sample.Prior) or its all-time figures (a past sale's) for the hold,
+	// the no-show share or both, because this estimator has not measured
+	// them in the room yet.
 	Provisional bool
 
 	NoShow float64       // p

@@ -18,9 +18,16 @@ import (
 func TestKeepsWhatWasMeasured(t *testing.T) {
 	q, rdb := queuetest.Queue(t, 10, time.Minute)
 	ctx := context.Background()
-	var e estimate.Estimator // a room seen mid-sale: 2 s holds, 10 % no-shows
-	measured := e.Observe(estimate.Sample{At: time.Now(), Target: 10, EntryTTL: time.Minute, Admitted: 500, Expired: 50,
-		Holds: 450, HoldTime: 900 * time.Second, Remaining: make([]int64, 25), Bin: 2500 * time.Millisecond})
+	// a room seen for a minute and a half: 5 orders a second ending, 2 s
+	// each, 5 admitted a second, none unused
+	var e estimate.Estimator
+	var measured estimate.Forecast
+	t0 := time.Now().Add(-2 * time.Minute)
+	for k := int64(0); k <= 90; k++ {
+		measured = e.Observe(estimate.Sample{At: t0.Add(time.Duration(k) * time.Second), Target: 10, EntryTTL: time.Minute,
+			Admitted: 5 * k, Holds: 5 * k, HoldTime: time.Duration(5*k) * 2 * time.Second,
+			Remaining: make([]int64, 25), Bin: 2500 * time.Millisecond})
+	}
 	var p estimate.Estimator // a room that has measured nothing, expecting 7 s orders
 	provisional := p.Observe(estimate.Sample{At: time.Now(), Target: 10, EntryTTL: time.Minute,
 		Remaining: make([]int64, 25), Bin: 2500 * time.Millisecond, Prior: estimate.Prior{Hold: 7 * time.Second}})
