@@ -27,6 +27,18 @@ func TestProvisionalETA(t *testing.T) {
 	if g := in.adminRoom("fresh"); g.body["expectedOrderSeconds"] != 4.0 {
 		t.Fatalf("GET fresh = %s", g.raw)
 	}
+	var log struct {
+		Entries []struct {
+			Path  string `json:"path"`
+			After struct {
+				ExpectedOrderSeconds float64 `json:"expectedOrderSeconds"`
+			} `json:"after"`
+		} `json:"entries"`
+	}
+	if a := do(t, "GET", in.admin+"/admin/audit?limit=1", testAdminToken, nil); json.Unmarshal([]byte(a.raw), &log) != nil ||
+		len(log.Entries) != 1 || log.Entries[0].Path != "/admin/rooms/fresh" || log.Entries[0].After.ExpectedOrderSeconds != 4 {
+		t.Fatalf("audit = %d %s, want the change with expectedOrderSeconds 4 after", a.status, a.raw)
+	}
 	if r := do(t, "PUT", in.admin+"/admin/rooms/plain", testAdminToken, `{"targetActive":5}`); r.status != 200 || r.body["expectedOrderSeconds"] != 0.0 {
 		t.Fatalf("PUT plain = %d %s", r.status, r.raw)
 	}
