@@ -4,7 +4,10 @@ import (
 	"context"
 	"strconv"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
+
 
 // Expectation is what a room's ETA stands on, provisionally, until the
 // room has measured its own figures (package queue/estimate): the
@@ -25,14 +28,17 @@ type Expectation struct {
 // RecordMeasured keeps what room has just measured of its orders — the
 // mean hold and the no-show share — for its next sale, under MeasuredKey.
 // It is written by one instance a room, with each point of the room's
-// history (package queue/history), and removed with the room.
+// history (package queue/history), and removed with the room. A room
+// deleted meanwhile gets nothing: the write and the check that the room
+// exists are one script, so no key outlives its room.
 func (q *Queue) RecordMeasured(ctx context.Context, room string, hold time.Duration, noShow float64) error {
 	if !ValidRoom(room) {
 		return ErrRoomNotFound
 	}
-	err := q.rdb.HSet(ctx, q.RoomKey(room, MeasuredKey), "hold_ms", hold.Milliseconds(),
-		"no_show", strconv.FormatFloat(noShow, 'f', 4, 64), "at_ms", time.Now().UnixMilli()).Err()
-	if err != nil {
+	keys := []string{q.RoomKey(room, ConfigKey), q.RoomKey(room, MeasuredKey)}
+	err := measuredScript.Run(ctx, q.rdb, keys, hold.Milliseconds(),
+		strconv.FormatFloat(noShow, 'f', 4, 64), time.Now().UnixMilli()).Err()
+	if err != nil && err != redis.Nil {
 		return unavailable("record measured", err)
 	}
 	return nil

@@ -49,3 +49,22 @@ func TestSnapshotCarriesTheExpectation(t *testing.T) {
 		t.Fatalf("made anew, the room expects %+v, want nothing", got)
 	}
 }
+
+// TestMeasuredOutlivesNoRoom: what a room measured is kept only while the
+// room exists: a write racing the room's delete leaves no key behind.
+func TestMeasuredOutlivesNoRoom(t *testing.T) {
+	q, rdb := mustQueue(t, 1, time.Minute)
+	ctx := context.Background()
+	if err := q.RecordMeasured(ctx, "never-made", time.Second, 0.1); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := rdb.Exists(ctx, q.RoomKey("never-made", queue.MeasuredKey)).Result(); err != nil || n != 0 {
+		t.Fatalf("a room that does not exist got its measured key: %d %v", n, err)
+	}
+	if err := q.RecordMeasured(ctx, "r1", time.Second, 0.1); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := rdb.Exists(ctx, q.RoomKey("r1", queue.MeasuredKey)).Result(); n != 1 {
+		t.Fatal("the room's measured figures were not kept")
+	}
+}
