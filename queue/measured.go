@@ -8,7 +8,6 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-
 // Expectation is what a room's ETA stands on, provisionally, until the
 // room has measured its own figures (package queue/estimate): the
 // operator's expected order time, and what the room measured of its
