@@ -15,7 +15,10 @@
 #             background while vet compiles: chromium (page tests),
 #             prometheus (its promtool checks the alert rules), nodejs and
 #             npm (the Express origin of the gateway's route tests, npm ci
-#             from its lock file); its time is the download's, beside vet's
+#             from its lock file), nginx and caddy (the forward-auth tests
+#             run deploy/forward-auth's configurations through them;
+#             Debian's nginx has the auth_request module built in, which
+#             is checked); its time is the download's, beside vet's
 #   vet (with -race, as the tests build), gofmt, tree (no binary in git
 #             ls-files)
 #   test      go test -race -count=1 ./...; packages run in parallel (go
@@ -70,7 +73,18 @@ tools() {
 	[[ -x /usr/bin/chromium ]] || missing+=(chromium)
 	command -v promtool >/dev/null || missing+=(prometheus)
 	command -v npm >/dev/null || missing+=(nodejs npm)
+	# nginx is in /usr/sbin, off a normal user's PATH.
+	[[ -x /usr/sbin/nginx ]] || command -v nginx >/dev/null || missing+=(nginx)
+	command -v caddy >/dev/null || missing+=(caddy)
 	if ((${#missing[@]})); then install "${missing[@]}" || return; fi
+	# The forward-auth configuration needs auth_request, which a build of
+	# nginx from elsewhere may lack.
+	local nginx
+	nginx=$(command -v nginx || echo /usr/sbin/nginx)
+	if [[ -x $nginx ]] && ! "$nginx" -V 2>&1 | grep -q -- --with-http_auth_request_module; then
+		echo "tools: $nginx has no auth_request module (nginx -V); install Debian's nginx package" >&2
+		return 1
+	fi
 	# The gateway's route tests run a real Express origin (package-lock.json
 	# pins it; npm's registry is the one place it comes from).
 	local express=cmd/waitingroom/testdata/express-origin

@@ -14,6 +14,7 @@ import (
 	"waitingroom/loadtest/attack"
 	"waitingroom/loadtest/ceiling"
 	"waitingroom/loadtest/crowd"
+	"waitingroom/loadtest/forwardauth"
 	"waitingroom/loadtest/gatewayattack"
 	"waitingroom/loadtest/internal/report"
 	"waitingroom/loadtest/internal/scenario"
@@ -39,6 +40,7 @@ var scenarios = []struct {
 	{"surge", "N shoppers arrive (a burst and a trickle), wait by SSE, WebSocket or polling — some abandon, reload or never show — and order after a think time: FIFO, ETA accuracy over the wait, active cap, lost users", surge.Run},
 	{"attack", "the surge alone, then beside attacks from other addresses (stuffing, storm, idle sockets, streams, bombs, cross-site): both side by side", attack.Run},
 	{"gateway-attack", "anonymous visitors through a gateway-mode server in front of an origin the tool starts, alone then beside the gateway attacks (upgrade smuggling, route variants, slow readers, large bodies, session sharing, stuffing)", gatewayattack.Run},
+	{"forward-auth", "forward auth: /_wr/auth decisions/s and server CPU per decision, then nginx with auth_request (unprotected, protected with a visit) against nginx straight to a static origin; starts the server, nginx and the origin itself", forwardauth.Run},
 	{"ceiling", "one room on one Redis shard, no server: pipelined enters until Redis saturates; --costs: Redis CPU per operation of each kind; --fill N: memory per waiting user", ceiling.Run},
 	{"rooms", "R idle rooms beside one busy room on I running instances: Redis and instance CPU over an idle window, and the busy room's READY latency, alone then among the R", rooms.Run},
 	{"crowd", "a steady crowd of simulated shoppers for a demo: N kept waiting, admitted ones order, some give up, new ones arrive; until interrupted", crowd.Run},

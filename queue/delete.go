@@ -43,7 +43,8 @@ func (q *Queue) DeleteRoom(ctx context.Context, room string, force bool, also ..
 		return Deleted{}, ErrRoomNotFound
 	}
 	k := q.keys(room)
-	keys := []string{k.cfg, k.queue, k.prequeue, k.active, k.stats, k.seq, k.tokens, k.gone, k.seen, k.idle}
+	keys := []string{k.cfg, k.queue, k.prequeue, k.active, k.stats, k.seq, k.tokens, k.gone, k.seen, k.idle,
+		q.RoomKey(room, MeasuredKey)}
 	for _, name := range also {
 		keys = append(keys, q.RoomKey(room, name))
 	}

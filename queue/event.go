@@ -28,11 +28,14 @@ import (
 //	ev        integer   the room's event sequence number (one more per event)
 //	ts        integer   Unix ms, Redis clock
 //	kind      string    absent (admission or departure), "open" or "config"
-//	serving   integer   the last admitted ticket
+//	serving   integer   every ticket at or below it no longer waits: the
+//	                    last admitted ticket, or one below a waiting user
+//	                    the admission passed over as absent
 //	waiting   integer   queue length after the change
 //	admitted  [string]  users admitted (admit; absent when none)
-//	left      [integer] tickets of waiting users who left (admit: dropped
-//	                    as idle; leave: the one who left; absent when none)
+//	left      [integer] tickets above serving that stopped waiting (admit:
+//	                    dropped as idle, or admitted past a passed-over
+//	                    user; leave: the one who left; absent when none)
 //	rate      string    measured admissions per second (admit only)
 //	active    integer   active count (admit only; not read)
 //	pruned    integer   expired admissions removed (admit only; not read)
@@ -81,10 +84,10 @@ type Event struct {
 	Ev int64
 	// At is when the event was published (Redis clock, ms).
 	At       time.Time
-	Serving  int64    // the last admitted ticket
+	Serving  int64    // every ticket at or below it no longer waits
 	Waiting  int64    // queue length after the change
 	Admitted []string // users admitted (EventQueue)
-	Left     []int64  // tickets of waiting users who left or were dropped
+	Left     []int64  // tickets above Serving that stopped waiting (left, dropped, admitted past an absent user)
 	// Rate is the measured admission rate in users per second, set by
 	// admission runs only (nil otherwise).
 	Rate *float64

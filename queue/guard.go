@@ -45,7 +45,7 @@ type Guard interface {
 // guard's come after them.
 const (
 	enterKeyCount = 9
-	enterArgCount = 4
+	enterArgCount = 5
 )
 
 // The enter script calls before_enter(fresh) before anything else: the

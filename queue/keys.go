@@ -41,9 +41,14 @@ func (q *Queue) RoomKey(room, name string) string {
 
 // ConfigKey is the name (for RoomKey) of a room's configuration hash:
 // target, ttl_ms, paused, mode, min_active, max_active, method, opens_at,
-// message, display_name, description.
+// message, display_name, description, expected_order_ms.
 // The adaptive controller's script sets its target.
 const ConfigKey = "cfg"
+
+// MeasuredKey is the name (for RoomKey) of the hash of what a room last
+// measured of its orders (RecordMeasured): what its next sale's ETA
+// stands on until that sale has measured its own.
+const MeasuredKey = "measured"
 
 // keys are the Redis keys of one room, all under the hash tag {room}.
 type keys struct {

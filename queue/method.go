@@ -125,7 +125,7 @@ func (q *Queue) Open(ctx context.Context, room, seed string) (OpenResult, error)
 	k := q.keys(room)
 	keys := []string{k.cfg, k.seq, k.queue, k.prequeue, k.stats, k.seen}
 	for range q.openRuns {
-		v, err := openScript.Run(ctx, q.rdb, keys, k.channel, room, seed, q.openSlice).Result()
+		v, err := openScript.Run(ctx, q.rdb, keys, k.channel, room, seed, q.openSlice, q.grace.Milliseconds()).Result()
 		if err != nil {
 			return OpenResult{}, unavailable("open", err)
 		}

@@ -119,6 +119,12 @@ type Options struct {
 	// (WR_IDLE_TIMEOUT). 0 keeps everyone. The drop is remembered for
 	// idleMemory (Status then says ErrIdle) unless the user enters again.
 	IdleTimeout time.Duration
+	// Grace turns presence-aware admission on (0: off): the admission run
+	// passes over a waiting user whose expected return (the seen score:
+	// the last poll or stream plus that poll's grace, see Touch) has
+	// passed. Grace is how long a user who just entered, entered again (a
+	// reload) or moved out of the pre-queue is expected back by.
+	Grace time.Duration
 	// Batch, when set, runs the enter and status scripts; it must be a
 	// Runner on rdb. Share one with the instance's other callers of
 	// scripts (its rate limiter) and their scripts share round trips too.
@@ -141,6 +147,7 @@ type Queue struct {
 	prefix     string
 	rateWindow time.Duration
 	idle       time.Duration
+	grace      time.Duration // Options.Grace
 	batch      *batch.Runner // enter and status scripts of concurrent callers
 	guarded    *redis.Script // the enter script behind Options.EnterGuard (nil: none)
 	openSlice  int           // users per run of the open script (openSlice; tests set less)
@@ -160,7 +167,7 @@ func New(rdb redis.UniversalClient, o Options) *Queue {
 	if o.Batch == nil {
 		o.Batch = batch.New(rdb)
 	}
-	return &Queue{rdb: rdb, prefix: o.Prefix, rateWindow: o.RateWindow, idle: o.IdleTimeout, batch: o.Batch, guarded: guardedEnter(o.EnterGuard), openSlice: openSlice, openRuns: openRunsPerCall, dbTag: channelTag(rdb)}
+	return &Queue{rdb: rdb, prefix: o.Prefix, rateWindow: o.RateWindow, idle: o.IdleTimeout, grace: o.Grace, batch: o.Batch, guarded: guardedEnter(o.EnterGuard), openSlice: openSlice, openRuns: openRunsPerCall, dbTag: channelTag(rdb)}
 }
 
 // unavailable marks err as a failure to reach Redis.
@@ -187,7 +194,7 @@ func (q *Queue) enter(ctx context.Context, script *redis.Script, room, user stri
 	}
 	k := q.keys(room)
 	keys := enterKeys(k, guardKeys...)
-	args := append(make([]any, 0, enterArgCount+len(guardArgs)), user, newEntryToken(), k.channel, room)
+	args := append(make([]any, 0, enterArgCount+len(guardArgs)), user, newEntryToken(), k.channel, room, q.grace.Milliseconds())
 	args = append(args, guardArgs...)
 	v, err := q.batch.Run(ctx, script, keys, args...).Result()
 	if err != nil {
@@ -488,9 +495,12 @@ type AdmitResult struct {
 	Want      int      // tokens this run could have used
 	Pruned    int      // expired admissions removed
 	Abandoned int      // waiting users removed for not being seen
-	Rate      float64  // measured admission rate, users/s (0: not yet measured)
-	Target    int64
-	Paused    bool
+	// Passed is how many absent users this run passed over, ahead of the
+	// last one it admitted (presence-aware admission, Options.Grace).
+	Passed int
+	Rate   float64 // measured admission rate, users/s (0: not yet measured)
+	Target int64
+	Paused bool
 	// Due: the room's opening time has come and its pre-queue waits to be
 	// opened (Open); this run admitted nobody.
 	Due bool
@@ -519,8 +529,12 @@ func newEntryToken() string {
 // ErrUnavailable.
 func (q *Queue) Admit(ctx context.Context, room string, tokens int) (AdmitResult, error) {
 	k := q.keys(room)
-	args := make([]any, 0, 5+tokens)
-	args = append(args, k.channel, room, q.rateWindow.Milliseconds(), q.idle.Milliseconds(), idleMemory.Milliseconds())
+	presence := 0
+	if q.grace > 0 {
+		presence = 1
+	}
+	args := make([]any, 0, 6+tokens)
+	args = append(args, k.channel, room, q.rateWindow.Milliseconds(), q.idle.Milliseconds(), idleMemory.Milliseconds(), presence)
 	for range tokens {
 		args = append(args, newEntryToken())
 	}
@@ -546,6 +560,7 @@ func (q *Queue) Admit(ctx context.Context, room string, tokens int) (AdmitResult
 		Abandoned: int(r.int(9)),
 		Due:       r.int(10) == 1,
 		PreQueue:  r.int(11),
+		Passed:    int(r.int(14)),
 	}
 	if at := r.int(12); at > 0 {
 		res.NextDeadline = msTime(at)
@@ -579,9 +594,12 @@ func (q *Queue) Grant(ctx context.Context, room, user string) (Status, error) {
 }
 
 // Touch marks waiting users of room as present (they polled or hold a
-// stream): one script call per 500 users, all in one pipeline. Users no
-// longer waiting are ignored.
-func (q *Queue) Touch(ctx context.Context, room string, users []string) error {
+// stream): each is expected back within grace, so admission neither passes
+// them over nor removes them as idle before then. One script call per 500
+// users, all in one pipeline. Users no longer waiting are ignored; a
+// user's expected return only moves later (a shorter grace never cuts a
+// longer one another instance told).
+func (q *Queue) Touch(ctx context.Context, room string, users []string, grace time.Duration) error {
 	if len(users) == 0 || !ValidRoom(room) {
 		return nil
 	}
@@ -589,9 +607,10 @@ func (q *Queue) Touch(ctx context.Context, room string, users []string) error {
 	err := q.pipelineScript(ctx, touchScript, func(p redis.Pipeliner) {
 		for i := 0; i < len(users); i += 500 {
 			batch := users[i:min(i+500, len(users))]
-			args := make([]any, len(batch))
-			for j, u := range batch {
-				args[j] = u
+			args := make([]any, 1, len(batch)+1)
+			args[0] = grace.Milliseconds()
+			for _, u := range batch {
+				args = append(args, u)
 			}
 			touchScript.EvalSha(ctx, p, []string{k.seen}, args...)
 		}

@@ -500,7 +500,7 @@ func TestAbandonedUsersAreRemoved(t *testing.T) {
 	// are never seen again.
 	deadline := time.Now().Add(500 * time.Millisecond)
 	for time.Now().Before(deadline) {
-		if err := q.Touch(ctx, "r1", []string{"here", "behind"}); err != nil {
+		if err := q.Touch(ctx, "r1", []string{"here", "behind"}, 0); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(50 * time.Millisecond)

@@ -54,6 +54,10 @@ type RoomConfig struct {
 	// DisplayName and Description are what the waiting-room page shows
 	// of the room ("": the page falls back to the room's name).
 	DisplayName, Description string
+	// ExpectedOrder is the operator's expectation of an order's time, from
+	// admission to the slot's release (0: none): the ETA stands on it,
+	// provisionally, until the room has measured its own (queue/estimate).
+	ExpectedOrder time.Duration
 }
 
 // RoomUpdate changes some fields of a RoomConfig; nil fields stay.
@@ -70,6 +74,8 @@ type RoomUpdate struct {
 	OpensAt *time.Time
 	// Message, DisplayName, Description: "" clears.
 	Message, DisplayName, Description *string
+	// ExpectedOrder: 0 clears.
+	ExpectedOrder *time.Duration
 }
 
 // fields returns the configuration fields u sets and those it clears
@@ -92,6 +98,13 @@ func (u RoomUpdate) fields() (set []any, clear []string) {
 	}
 	if u.MaxActive != nil {
 		set = append(set, "max_active", *u.MaxActive)
+	}
+	switch {
+	case u.ExpectedOrder == nil:
+	case *u.ExpectedOrder <= 0:
+		clear = append(clear, "expected_order_ms")
+	default:
+		set = append(set, "expected_order_ms", u.ExpectedOrder.Milliseconds())
 	}
 	for _, t := range []struct {
 		field string
@@ -157,6 +170,9 @@ func (q *Queue) EnsureRoom(ctx context.Context, room string, cfg RoomConfig) err
 		p.HSetNX(ctx, k.cfg, "paused", boolField(cfg.Paused))
 		if !cfg.OpensAt.IsZero() {
 			p.HSetNX(ctx, k.cfg, "opens_at", cfg.OpensAt.UnixMilli())
+		}
+		if cfg.ExpectedOrder > 0 {
+			p.HSetNX(ctx, k.cfg, "expected_order_ms", cfg.ExpectedOrder.Milliseconds())
 		}
 		for field, v := range map[string]string{"mode": string(cfg.Mode), "method": string(cfg.Method),
 			"message": cfg.Message, "display_name": cfg.DisplayName, "description": cfg.Description} {
@@ -240,6 +256,9 @@ func parseConfig(c map[string]string) RoomConfig {
 		cfg.OpensAt = msTime(at)
 	}
 	cfg.Message, cfg.DisplayName, cfg.Description = c["message"], c["display_name"], c["description"]
+	if ms, err := strconv.ParseInt(c["expected_order_ms"], 10, 64); err == nil && ms > 0 {
+		cfg.ExpectedOrder = time.Duration(ms) * time.Millisecond
+	}
 	return cfg
 }
 

@@ -37,6 +37,7 @@ var (
 	touchScript    = mustScript("touch")
 	openScript     = mustScript("open")
 	scheduleScript = mustScript("schedule")
+	measuredScript = mustScript("measured")
 )
 
 // reply is a script's array reply, read with checked conversions: an

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -14,17 +15,19 @@ import (
 // Serving < g < t}| (see stream/doc.go).
 type RoomSnapshot struct {
 	Room    string
-	Serving int64   // ticket of the last admitted user
+	Serving int64   // every ticket at or below it no longer waits (the last admitted, unless someone was passed over)
 	Ev      int64   // the room's event sequence number at the time of reading
 	Waiting int64   // queue length
 	Rate    float64 // measured admissions per second (0: not yet measured)
 	Target  int64
-	Flow            // what the ETA is estimated from (queue/estimate)
-	Closed  bool    // the method is reject: waiting users see CLOSED
-	Sched   int64   // schedule number: grows at each opening and config event
-	Paused  bool    // the room is paused: nobody is admitted
-	Message string  // the operator's message to waiting users ("": none)
-	Gone    []int64 // tickets above Serving whose users left, ascending
+	Flow           // what the ETA is estimated from (queue/estimate)
+	Closed  bool   // the method is reject: waiting users see CLOSED
+	Sched   int64  // schedule number: grows at each opening and config event
+	Paused  bool   // the room is paused: nobody is admitted
+	Message string // the operator's message to waiting users ("": none)
+	// Expected is what the ETA stands on until the room has measured.
+	Expected Expectation
+	Gone     []int64 // tickets above Serving no longer waiting (left, dropped, admitted past a passed-over user), ascending
 	// GoneCount is how many tickets above Serving have left: len(Gone)
 	// when they were sent.
 	GoneCount int64
@@ -70,7 +73,8 @@ func (q *Queue) SnapshotsSince(ctx context.Context, rooms []string, held []GoneH
 			if i < len(held) && held[i].Known {
 				args = []any{held[i].Ev, held[i].Serving, held[i].Count}
 			}
-			cmds[i] = snapshotScript.EvalSha(ctx, p, []string{k.stats, k.queue, k.gone, k.cfg, k.active}, args...)
+			cmds[i] = snapshotScript.EvalSha(ctx, p, []string{k.stats, k.queue, k.gone, k.cfg, k.active,
+				q.RoomKey(room, MeasuredKey)}, args...)
 		}
 	})
 	if err != nil {
@@ -94,6 +98,7 @@ func decodeSnapshot(room string, v any) (RoomSnapshot, error) {
 		Closed: r.int(5) == 1, Sched: r.int(6), Paused: r.int(11) == 1, Message: r.str(12)}
 	next := 0
 	s.Flow, next = r.flow(7)
+	s.Expected, next = r.expectation(next)
 	s.GoneCount, s.GoneOmitted = r.int(next), r.int(next+1) == 0
 	if n := len(r.v) - next - 2; !s.GoneOmitted && r.err == nil && n > 0 {
 		s.Gone = make([]int64, 0, n)
@@ -106,6 +111,23 @@ func decodeSnapshot(room string, v any) (RoomSnapshot, error) {
 	}
 	slices.Sort(s.Gone)
 	return s, nil
+}
+
+// expectation reads a snapshot's Expectation from i on: the expected
+// order time (ms), the last hold (ms) and no-show share (” when never
+// measured); it returns the index after them.
+func (r *reply) expectation(i int) (Expectation, int) {
+	e := Expectation{Order: time.Duration(r.int(i)) * time.Millisecond}
+	hold, noShow := r.str(i+1), r.str(i+2)
+	if r.err != nil || hold == "" || noShow == "" {
+		return e, i + 3
+	}
+	h, errH := strconv.ParseInt(hold, 10, 64)
+	p, errP := strconv.ParseFloat(noShow, 64)
+	if errH == nil && errP == nil && h > 0 && p >= 0 && p <= 1 {
+		e.LastHold, e.LastNoShow, e.LastKnown = time.Duration(h)*time.Millisecond, p, true
+	}
+	return e, i + 3
 }
 
 // Flow is what a room's ETA is estimated from (see queue/estimate): its

@@ -38,7 +38,7 @@ func (s *Server) guard(app *fiber.App, gatewayMode bool) {
 		toOrigin := gatewayMode && !ownPath(ctx.Path())
 		// Forward auth's question carries the original request's headers
 		// (a Content-Encoding among them): checked as the origin's are.
-		auth := gatewayMode && s.gw.ForwardAuth() && string(ctx.Path()) == gateway.AuthPath
+		auth := gatewayMode && s.gw.ForwardAuth() && gateway.IsAuthPath(ctx.Path())
 		defer s.logAccess(ctx, srv, toOrigin || auth, time.Now())
 		if r := protocol.Check(&ctx.Request.Header, toOrigin || auth); r != nil {
 			s.m.ProtocolRefused.WithLabelValues(r.Reason()).Inc()

@@ -192,10 +192,11 @@ func (s *Server) position(c *fiber.Ctx) error {
 	if err != nil {
 		return s.notInQueue(c, err)
 	}
-	if st.State == queue.Waiting || st.State == queue.Closed {
-		s.presence.Seen(room, claims.Subject)
-	}
 	doc := s.docs.Of(room, st)
+	if st.State == queue.Waiting || st.State == queue.Closed {
+		// Present until a few of the intervals just told have passed.
+		s.presence.Seen(room, claims.Subject, time.Duration(doc.PollAfterMs)*time.Millisecond)
+	}
 	s.setEntryCookie(c, room, st)
 	if st.Ticket != 0 && st.Ticket != claims.Seq {
 		// The ticket was given after the token (at a scheduled opening): a

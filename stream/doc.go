@@ -3,10 +3,11 @@
 // updates for SSE and WebSocket streams, and answers polls from memory.
 //
 // The hub holds one subscription to every room's events and keeps, per
-// room, the last admitted ticket (serving) and the departed tickets above
-// it, so a connection derives its position from the ticket in its queue
-// token without a Redis call: t − serving − |departed between|, the
-// 1-based ZRANK. Pub/sub is a hint and Redis the truth: a gap in a room's
+// room, the ticket at or below which nobody waits (serving: the last
+// admitted, unless someone was passed over as absent) and the tickets
+// above it no longer waiting, so a connection derives its position from
+// the ticket in its queue token without a Redis call: t − serving −
+// |departed between|, the 1-based ZRANK. Pub/sub is a hint and Redis the truth: a gap in a room's
 // event numbers, a resubscription and every ResyncEvery re-read the room.
 // Fan-out runs in shards, each with its own lock and worker; every
 // connection has a latest-value slot, so a slow client never delays the

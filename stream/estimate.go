@@ -45,7 +45,22 @@ func sampleOf(sn queue.RoomSnapshot, now time.Time) estimate.Sample {
 	f := sn.Flow
 	return estimate.Sample{At: now, Target: sn.Target, Active: f.Active, EntryTTL: f.EntryTTL,
 		Halted: sn.Paused || sn.Closed, Admitted: f.Admitted, Expired: f.Expired, Departed: f.Departed,
-		Holds: f.Holds, HoldTime: f.HoldTime, Remaining: f.Remaining, Bin: f.Bin}
+		Holds: f.Holds, HoldTime: f.HoldTime, Remaining: f.Remaining, Bin: f.Bin, Prior: priorOf(sn.Expected)}
+}
+
+// priorOf is what the estimator stands on before the room has measured:
+// the operator's expected order time before the last sale's hold (the
+// operator sets it for this sale, and clears it to fall back on the last
+// one), the last sale's no-show share when there was one.
+func priorOf(e queue.Expectation) estimate.Prior {
+	var p estimate.Prior
+	if e.LastKnown {
+		p = estimate.Prior{Hold: e.LastHold, NoShow: e.LastNoShow, NoShowKnown: true}
+	}
+	if e.Order > 0 {
+		p.Hold = e.Order
+	}
+	return p
 }
 
 // Forecast returns room's wait forecast as of the last resync: unknown

@@ -11,8 +11,8 @@ import (
 // immutable once published; updates make a new one.
 type roomState struct {
 	room    string
-	serving int64
-	gone    goneSet // departed tickets, all > serving
+	serving int64   // every ticket ≤ serving no longer waits
+	gone    goneSet // tickets > serving no longer waiting (left, dropped, admitted past an absent user)
 	waiting int64
 	rate    float64
 	target  int64

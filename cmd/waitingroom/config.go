@@ -13,6 +13,7 @@ import (
 
 	"waitingroom/queue"
 	"waitingroom/queue/adaptive"
+	"waitingroom/queue/presence"
 	"waitingroom/server"
 	"waitingroom/server/access"
 	"waitingroom/server/accesslog"
@@ -345,6 +346,12 @@ func (p *envParser) admission(c *Config) {
 		p.fail("WR_POLL_BANDS", bands, err.Error())
 	} else {
 		c.Server.PollBands = b
+	}
+	// Presence-aware admission needs the presence the idle timeout
+	// keeps; a user just entered is expected back within the grace of
+	// the slowest band (their first poll may be told any interval).
+	if p.onOff("WR_PRESENCE_ADMISSION", true) && c.Queue.IdleTimeout > 0 {
+		c.Queue.Grace = presence.Grace(c.Server.PollBands.Slowest())
 	}
 }
 

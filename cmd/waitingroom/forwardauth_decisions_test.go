@@ -243,3 +243,24 @@ func TestForwardAuthSession(t *testing.T) {
 		t.Fatalf("three requests of a session ran %d pass scripts, want 3 (a hold each)", n)
 	}
 }
+
+// TestForwardAuthHeadAndSubpaths: a question about a HEAD is answered
+// with its body (the proxy asked with GET and reads it), and a question
+// asked below /_wr/auth (a proxy that appends the request's path) is
+// judged from the headers alike.
+func TestForwardAuthHeadAndSubpaths(t *testing.T) {
+	in := forwardAuthInstance(t, nil)
+	c := visitor(t)
+	code, _, m := ask(t, in, c, false, "HEAD", "/checkout/x")
+	if code != 403 || m["error"] != "pass_required" {
+		t.Fatalf("HEAD /checkout/x: %d %v, want 403 pass_required with its body", code, m)
+	}
+	code, _, m = call(t, c, "GET", in.base+gateway.AuthPath+"/checkout/x", "", "X-Forwarded-Method", "GET", "X-Forwarded-Uri", "/checkout/x")
+	if code != 403 || m["error"] != "pass_required" {
+		t.Fatalf("asked at %s/checkout/x: %d %v, want 403 pass_required", gateway.AuthPath, code, m)
+	}
+	code, _, m = call(t, c, "GET", in.base+gateway.AuthPath+"x", "", "X-Forwarded-Method", "GET", "X-Forwarded-Uri", "/public")
+	if code != 404 {
+		t.Fatalf("%sx is no question: %d %v, want 404", gateway.AuthPath, code, m)
+	}
+}

@@ -109,7 +109,12 @@ type hit struct {
 	Method  string `json:"method"`
 	URL     string `json:"url"`
 	Pass    bool   `json:"pass"`
-	Handler string `json:"handler"` // the protected handler that answered, "" for none
+	Handler string `json:"handler"` // the handler that answered, "" for none
+	// The Express origin's only: the Waitingroom-Pass it got, and every
+	// header a client could forge to pass or reroute ("name: value", the
+	// name as sent; the pass among them).
+	PassValue string   `json:"passValue"`
+	Suspect   []string `json:"suspect"`
 }
 
 // startExpress runs testdata/express-origin under node and returns its

@@ -7,12 +7,9 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -26,26 +23,17 @@ type nginxOrigin struct {
 	log  string // the access log's path
 }
 
-// nginxBinary is Debian's nginx, which make test installs.
-const nginxBinary = "/usr/sbin/nginx"
-
-// startNginxOrigin serves dir with nginx on a free port until the test ends.
+// startNginxOrigin serves dir with nginx on a free port until the test
+// ends (run as the forward-auth proxies are: runProxy).
 func startNginxOrigin(t *testing.T, dir string) *nginxOrigin {
 	t.Helper()
-	if _, err := os.Stat(nginxBinary); err != nil {
-		t.Fatalf("these tests need nginx at %s (%v): run `make test`, which installs it, or `apt-get install nginx`", nginxBinary, err)
-	}
+	nginx := frontProxies[0]
+	bin := proxyBinary(t, nginx)
 	root, err := filepath.Abs(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	prefix := t.TempDir()
+	prefix, addr := prefixDir(t, "origin"), freeAddr(t)
 	o := &nginxOrigin{addr: addr, log: filepath.Join(prefix, "access.log")}
 	conf := fmt.Sprintf(`pid %[1]s/nginx.pid;
 error_log %[1]s/error.log;
@@ -65,28 +53,12 @@ http {
 	}
 }
 `, prefix, o.log, addr, root)
-	file := filepath.Join(prefix, "nginx.conf")
-	if err := os.WriteFile(file, []byte(conf), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(prefix, nginx.conf), []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// Its output goes to its error log, not to a pipe: the workers would
-	// hold a pipe open past the master's end, and Wait with it.
-	cmd := exec.Command(nginxBinary, "-p", prefix, "-c", file, "-g", "daemon off;")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+	if out, err := runProxy(t, nginx, bin, prefix, addr); err != nil {
+		t.Fatalf("nginx (the origin) did not start: %v\n%s", err, out)
 	}
-	t.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // the master and its workers
-		_ = cmd.Wait()
-	})
-	waitFor(t, "nginx listening on "+addr, func() bool {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close()
-		}
-		return err == nil
-	})
 	return o
 }
 

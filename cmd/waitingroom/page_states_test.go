@@ -169,10 +169,12 @@ func TestPageStatesIdleReason(t *testing.T) {
 			p.waitJS("position 2", atPosition(2))
 			waitFor(t, "the page's stream", func() bool { return in.streamsOpen("sse") == 1 })
 
-			// An admission run with a far shorter idle timeout drops the
-			// page's user although its stream is open (and user1, who is never seen).
+			// An admission run with a far shorter idle timeout, once the
+			// expected returns are made past, drops the page's user
+			// although its stream is open (and user1, who is never seen).
 			strict := queue.New(e.rdb, queue.Options{Prefix: e.prefix, IdleTimeout: time.Millisecond})
 			waitFor(t, "user2 dropped as idle", func() bool {
+				ageSeen(t, e, in, "default")
 				if _, err := strict.Admit(context.Background(), "default", 8); err != nil {
 					t.Fatal(err)
 				}
@@ -279,13 +281,13 @@ func TestPageEnterWaitsOutAnOutage(t *testing.T) {
 func TestPageStatesWaitingScreen(t *testing.T) {
 	parallel(t)
 	type expect struct {
-		room, desc, ahead, behind, tier, eta, one string
+		room, desc, ahead, behind, tier, eta, one, provisional string
 	}
 	want := map[bool]expect{
 		false: {"Winter sale", "Coats and hats\nWhile stocks last", "2 people ahead of you", "1 person behind you",
-			"Live updates", `^about 4 min — around \d{1,2}:\d\d([\s\x{202f}][AP]M)?$`, "1 person ahead of you"},
+			"Live updates", `^about 4 min — around \d{1,2}:\d\d([\s\x{202f}][AP]M)?$`, "1 person ahead of you", "about 4 min, estimating"},
 		true: {"Winter sale", "Coats and hats\nWhile stocks last", "내 앞에 2명", "내 뒤에 1명",
-			"실시간 업데이트", `^약 4분 — (오전|오후) \d{1,2}:\d\d쯤$`, "내 앞에 1명"},
+			"실시간 업데이트", `^약 4분 — (오전|오후) \d{1,2}:\d\d쯤$`, "내 앞에 1명", "약 4분, 계산 중"},
 	}
 	for _, sz := range pageSizes {
 		t.Run(sz.name, func(t *testing.T) {
@@ -316,6 +318,9 @@ func TestPageStatesWaitingScreen(t *testing.T) {
 			}
 			if got := eval[string](p, `eta({status: 'WAITING', etaSeconds: 250, etaKnown: true})`); !regexp.MustCompile(x.eta).MatchString(got) {
 				t.Errorf("ETA of 250 s = %q, want %s", got, x.eta)
+			}
+			if got := eval[string](p, `eta({status: 'WAITING', etaSeconds: 250, etaKnown: true, etaProvisional: true})`); got != x.provisional {
+				t.Errorf("provisional ETA of 250 s = %q, want %q", got, x.provisional)
 			}
 			if got := eval[string](p, `tn('ahead', 1)`); got != x.one {
 				t.Errorf("one ahead = %q, want %q", got, x.one)

@@ -170,7 +170,7 @@ func TestAdminRoomDefinitionSurvivesRedisLoss(t *testing.T) {
 			t.Fatalf("PUT %s %s: %d %s", room, body, r.status, r.raw)
 		}
 	}
-	put("sale", `{"targetActive":12,"entryTtl":"90s","method":"random","opensAt":"2031-05-01T12:00:00Z","displayName":"Spring sale"}`)
+	put("sale", `{"targetActive":12,"entryTtl":"90s","method":"random","opensAt":"2031-05-01T12:00:00Z","displayName":"Spring sale","expectedOrderSeconds":4.5}`)
 	put("sale", `{"paused":true,"message":"back at noon"}`)
 	put("flex", `{"mode":"adaptive","targetActive":8,"minActive":2,"maxActive":40}`)
 	// The controller moves flex's target in Redis; the operator then
@@ -355,6 +355,9 @@ func TestAdminDeleteLeavesNothing(t *testing.T) {
 	if _, err := in.parts.History.Record(ctx, "sale"); err != nil {
 		t.Fatal(err)
 	}
+	if err := in.parts.Queue.RecordMeasured(ctx, "sale", 6*time.Second, 0.1); err != nil { // the last sale's figures
+		t.Fatal(err)
+	}
 	in.parts.Recorder.Order("sale", 20*time.Millisecond, false, time.Now())
 	if err := in.parts.Recorder.Flush(ctx); err != nil {
 		t.Fatal(err)
@@ -364,7 +367,7 @@ func TestAdminDeleteLeavesNothing(t *testing.T) {
 	}
 	tag := in.parts.Queue.RoomKey("sale", "")
 	before, _ := e.rdb.Keys(ctx, tag+"*").Result()
-	for _, name := range []string{"history", "adaptive", "cfg", "stats"} {
+	for _, name := range []string{"history", "adaptive", "cfg", "stats", queue.MeasuredKey} {
 		if !slices.Contains(before, tag+name) {
 			t.Fatalf("set-up: no key %s among %v", name, before)
 		}

@@ -198,7 +198,9 @@ func checkIdle(t *testing.T, what string, d map[string]any, timeoutSeconds float
 func TestIdleReasonIsGiven(t *testing.T) {
 	longScenario(t)
 	e := newEnv(t)
-	in := e.start(map[string]string{"WR_ADMIT_INTERVAL": "20ms", "WR_TARGET_ACTIVE": "0", "WR_IDLE_TIMEOUT": "5s"})
+	// The one band gives a grace of 2.5 s (presence.Grace): user1 is
+	// dropped 5 s after it ran out.
+	in := e.start(map[string]string{"WR_ADMIT_INTERVAL": "20ms", "WR_TARGET_ACTIVE": "0", "WR_IDLE_TIMEOUT": "5s", "WR_POLL_BANDS": "*:500ms"})
 	q1 := in.enter(user(1), "default").str("queueToken") // never seen again
 	q2 := in.enter(user(2), "default").str("queueToken")
 	q3 := in.enter(user(3), "default").str("queueToken")
@@ -225,9 +227,11 @@ func TestIdleReasonIsGiven(t *testing.T) {
 	checkIdle(t, "the stream's refusal", refusal, 5)
 
 	// Streams are present, so the loop keeps them; an admission run with a
-	// far shorter idle timeout drops their users all the same.
+	// far shorter idle timeout, once their expected return is made past,
+	// drops their users all the same.
 	strict := queue.New(e.rdb, queue.Options{Prefix: e.prefix, IdleTimeout: time.Millisecond})
 	waitFor(t, "the streams' users to be dropped", func() bool {
+		ageSeen(t, e, in, "default")
 		if _, err := strict.Admit(context.Background(), "default", 8); err != nil {
 			t.Fatal(err)
 		}

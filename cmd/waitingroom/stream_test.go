@@ -370,7 +370,9 @@ func TestShutdownIgnoresUnusedConnections(t *testing.T) {
 func TestAbandonedUsersLeaveTheQueue(t *testing.T) {
 	longScenario(t)
 	e := newEnv(t)
-	in := e.start(map[string]string{"WR_ADMIT_INTERVAL": "20ms", "WR_TARGET_ACTIVE": "0", "WR_IDLE_TIMEOUT": "5s"})
+	// The one band gives a grace of 2.5 s (presence.Grace): user1 is removed
+	// 5 s after it ran out.
+	in := e.start(map[string]string{"WR_ADMIT_INTERVAL": "20ms", "WR_TARGET_ACTIVE": "0", "WR_IDLE_TIMEOUT": "5s", "WR_POLL_BANDS": "*:500ms"})
 	in.enter(user(1), "default") // never seen again
 	poller := in.enter(user(2), "default").str("queueToken")
 	streamer := openSSE(t, in, "default", in.enter(user(3), "default").str("queueToken"))

@@ -155,7 +155,7 @@ func (r *ceilingRun) kinds(n int) []costKind {
 			return repeat(ctx, ticks/d, func(ctx context.Context) error { _, err := q.SnapshotsSince(ctx, rooms, held); return err })
 		}},
 		{kind: "presence stamp", per: "user stamped", cmd: "evalsha", ops: n, depth: n / 500, run: func(ctx context.Context) error {
-			return q.Touch(ctx, room, waiting)
+			return q.Touch(ctx, room, waiting, 4*time.Second) // a front poller's grace
 		}},
 		r.limiterKind(n),
 		{kind: "admission tick, nobody admitted", per: "tick", cmd: "evalsha", ops: ticks, depth: 1, run: func(ctx context.Context) error {

@@ -131,3 +131,37 @@ func TestMeasuredStaysMeasured(t *testing.T) {
 		}
 	}
 }
+
+// TestPastSaleIsProvisional: an estimator that sees a room only through
+// its all-time figures (a past sale's: 2 s holds) says so, and takes the
+// prior before them; once it has measured the room's own recent orders
+// (4 s holds now) the forecast is measured, and stays so.
+func TestPastSaleIsProvisional(t *testing.T) {
+	t0 := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	past := estimate.Sample{At: t0, Target: 10, EntryTTL: time.Minute, Admitted: 500, Expired: 50, Holds: 450,
+		HoldTime: 900 * time.Second, Remaining: make([]int64, 25), Bin: 2500 * time.Millisecond}
+	var e estimate.Estimator
+	if fc := e.Observe(past); !fc.Known || !fc.Provisional || fc.Hold != 2*time.Second {
+		t.Fatalf("all-time figures only: %+v, want provisional with h 2 s", fc)
+	}
+	var withPrior estimate.Estimator
+	s := past
+	s.Prior = estimate.Prior{Hold: 3 * time.Second, NoShow: 0.2, NoShowKnown: true}
+	if fc := withPrior.Observe(s); !fc.Provisional || fc.Hold != 3*time.Second || fc.NoShow != 0.2 {
+		t.Fatalf("with the last sale's figures: %+v, want them", fc)
+	}
+	// The sale runs: 5 orders a second ending, 4 s each, 5 admitted a
+	// second, none unused.
+	var fc estimate.Forecast
+	for k := int64(1); k <= 90; k++ {
+		s.At = t0.Add(time.Duration(k) * time.Second)
+		s.Admitted, s.Holds, s.HoldTime = past.Admitted+5*k, past.Holds+5*k, past.HoldTime+time.Duration(5*k)*4*time.Second
+		fc = withPrior.Observe(s)
+		if k > 60 && fc.Provisional {
+			t.Fatalf("at %d s still provisional: %+v", k, fc)
+		}
+	}
+	if !fc.Known || fc.Hold < 3500*time.Millisecond {
+		t.Fatalf("after 90 s of the sale: %+v, want measured, h near 4 s", fc)
+	}
+}

@@ -5,8 +5,11 @@
 // position is reached.
 //
 // Forecast.Known is false, and the API withholds etaSeconds, while the
-// room is paused or closed, admits nobody, or has not yet measured enough;
-// the gap is never bridged by a guess.
+// room is paused or closed, admits nobody, or has not yet measured enough
+// and expects nothing. What it expects (Sample.Prior: the operator's
+// expected order time, the figures of its last sale) bridges that gap,
+// and the forecast says so (Provisional) until measured figures replace
+// it; a guess from targetActive alone never does.
 //
 // Concurrency: an Estimator is not safe for concurrent use (its owner feeds
 // it from one goroutine); a Forecast is an immutable value, safe to share.

@@ -29,7 +29,35 @@ type Sample struct {
 	// an order in flight's allowance.
 	Remaining []int64
 	Bin       time.Duration
+
+	// Prior stands in for what the room has not measured yet (see Prior).
+	Prior Prior
 }
+
+// Prior is what a room expects before it has measured its own figures:
+// those it measured in its last sale, or an operator's expectation. A
+// forecast that uses any of it is Provisional.
+type Prior struct {
+	// Hold is the expected admission-to-release time of an order (0: none
+	// expected).
+	Hold time.Duration
+	// NoShow is the expected share of admitted users who never order,
+	// meaningful when NoShowKnown; without it a forecast that needs a
+	// prior takes AssumedNoShow.
+	NoShow      float64
+	NoShowKnown bool
+}
+
+// AssumedNoShow is the no-show share a provisional forecast takes when
+// neither the room nor its prior knows one (an operator's expectation of
+// the hold alone): one in ten, what shoppers who were present when
+// admitted leave unused in the load tool's crowd. Taking none would make
+// every provisional estimate short, the error a waiting shopper minds.
+const AssumedNoShow = 0.1
+
+// Known reports whether p can stand in for a room's measurements: it
+// needs at least the hold.
+func (p Prior) Known() bool { return p.Hold > 0 }
 
 // Measurement windows and minimum counts (see the package comment).
 const (
@@ -70,6 +98,10 @@ type Estimator struct {
 	// of holdAt; zero until first measured.
 	hold   time.Duration
 	holdAt time.Time
+	// holdOwn and pOwn: h and p have been measured from what this
+	// estimator saw (not only the room's all-time figures, which may be
+	// a past sale's).
+	holdOwn, pOwn bool
 	// p is the no-show share smoothed the same way (pOK: measured once,
 	// so a thin second — few users of the right age — keeps the last
 	// value instead of withholding the estimate again).
@@ -101,6 +133,7 @@ func (e *Estimator) Observe(s Sample) Forecast {
 		switch {
 		case s.Admitted < last.Admitted || s.Expired < last.Expired || s.Holds < last.Holds || s.Departed < last.Departed:
 			e.ring, e.hold, e.pOK = e.ring[:0], 0, false // the room was removed and made anew
+			e.holdOwn, e.pOwn = false, false
 		case s.At.Sub(last.At) < sampleEvery:
 			return e.fc // too soon (or out of order): the last forecast stands
 		}
@@ -147,7 +180,7 @@ func (e *Estimator) forecast() Forecast {
 		f.Why = WhyNobody
 		return f
 	}
-	h, okH := e.smoothHold(s)
+	h, okH, pastH := e.smoothHold(s)
 	// τ: users admitted longer ago are taken as no longer deciding; at most
 	// a quarter window, so that a slow room (orders queued under load)
 	// still measures its no-shows within a minute or so
@@ -155,9 +188,29 @@ func (e *Estimator) forecast() Forecast {
 	if !okH {
 		tau = max(minTau, s.EntryTTL/4)
 	}
-	p, okP := e.smoothNoShow(s, tau)
+	p, okP, pastP := e.smoothNoShow(s, tau)
 	if okP && !okH && p >= maxNoShow {
 		h, okH = s.EntryTTL, true // nobody orders: the hold does not matter
+	}
+	// The room's all-time figures (a past sale's, until this estimator
+	// has measured the room itself) are provisional too, and the prior
+	// comes before them: it is this sale's expectation, or the last sale's
+	// own figures rather than a mean over every sale.
+	f.Provisional = (okH && pastH) || (okP && pastP)
+	if (!okH || pastH || !okP || pastP) && s.Prior.Known() {
+		// Not measured yet: the prior stands in for what is missing, and
+		// the forecast says so; the first measurement replaces it.
+		f.Provisional = true
+		if !okH || pastH {
+			h, okH = s.Prior.Hold, true
+			tau = min(max(3*h, minTau), max(s.EntryTTL/4, minTau))
+		}
+		switch {
+		case (!okP || pastP) && s.Prior.NoShowKnown:
+			p, okP = min(max(s.Prior.NoShow, 0), maxNoShow), true
+		case !okP:
+			p, okP = AssumedNoShow, true
+		}
 	}
 	if !okH || !okP {
 		f.Why = WhyMeasuring
@@ -198,11 +251,14 @@ func (e *Estimator) admissions(now time.Time, span time.Duration) []float64 {
 
 // smoothHold is h smoothed over time, so that the noise of a few dozen
 // orders does not make estimates jump.
-func (e *Estimator) smoothHold(s Sample) (time.Duration, bool) {
-	h, ok := e.measureHold(s)
+// past is true while the value is the room's all-time mean and this
+// estimator has not yet measured the hold of recent orders itself.
+func (e *Estimator) smoothHold(s Sample) (h time.Duration, ok, past bool) {
+	h, ok, recent := e.measureHold(s)
+	e.holdOwn = e.holdOwn || (ok && recent)
 	switch {
 	case !ok:
-		return 0, false
+		return 0, false, false
 	case e.hold == 0:
 		e.hold = h
 	case s.At.After(e.holdAt):
@@ -210,16 +266,19 @@ func (e *Estimator) smoothHold(s Sample) (time.Duration, bool) {
 		e.hold += time.Duration(a * float64(h-e.hold))
 	}
 	e.holdAt = s.At
-	return e.hold, true
+	return e.hold, true, !e.holdOwn
 }
 
 // smoothNoShow is p smoothed over time (time constant holdSmoothing),
 // the last value standing when too few users can be judged this time.
-func (e *Estimator) smoothNoShow(s Sample, tau time.Duration) (float64, bool) {
-	p, ok := e.measureNoShow(s, tau)
+// past is true while the value is the room's all-time share and this
+// estimator has not yet measured cohorts itself.
+func (e *Estimator) smoothNoShow(s Sample, tau time.Duration) (p float64, ok, past bool) {
+	p, ok, own := e.measureNoShow(s, tau)
+	e.pOwn = e.pOwn || (ok && own)
 	switch {
 	case !ok:
-		return e.p, e.pOK
+		return e.p, e.pOK, e.pOK && !e.pOwn
 	case !e.pOK:
 		e.p, e.pOK = p, true
 	case s.At.After(e.pAt):
@@ -227,12 +286,12 @@ func (e *Estimator) smoothNoShow(s Sample, tau time.Duration) (float64, bool) {
 		e.p += a * (p - e.p)
 	}
 	e.pAt = s.At
-	return e.p, true
+	return e.p, true, !e.pOwn
 }
 
 // measureHold measures h, the mean admission-to-release time of the orders that
-// ended recently.
-func (e *Estimator) measureHold(s Sample) (time.Duration, bool) {
+// ended recently (recent), else of all the room's orders.
+func (e *Estimator) measureHold(s Sample) (h time.Duration, ok, recent bool) {
 	for i := len(e.ring) - 2; i >= 0; i-- {
 		b := e.ring[i]
 		age := s.At.Sub(b.At)
@@ -240,18 +299,18 @@ func (e *Estimator) measureHold(s Sample) (time.Duration, bool) {
 			break
 		}
 		if n := s.Holds - b.Holds; n >= minHolds && age >= holdWindow {
-			return (s.HoldTime - b.HoldTime) / time.Duration(n), true
+			return (s.HoldTime - b.HoldTime) / time.Duration(n), true, true
 		}
 	}
 	if s.Holds >= minHolds {
-		return s.HoldTime / time.Duration(s.Holds), true
+		return s.HoldTime / time.Duration(s.Holds), true, false
 	}
-	return 0, false
+	return 0, false, false
 }
 
 // measureNoShow measures p (see the package comment) with users older than tau
-// taken as deciders no more.
-func (e *Estimator) measureNoShow(s Sample, tau time.Duration) (float64, bool) {
+// taken as deciders no more; own is false for the room's all-time share.
+func (e *Estimator) measureNoShow(s Sample, tau time.Duration) (p float64, ok, own bool) {
 	var unused, cohort float64
 	ttl, oldest := s.EntryTTL, e.ring[0].At
 	for i, c := range s.Remaining {
@@ -281,14 +340,14 @@ func (e *Estimator) measureNoShow(s Sample, tau time.Duration) (float64, bool) {
 		}
 	}
 	if cohort >= minCohort {
-		return min(max(unused/cohort, 0), maxNoShow), true
+		return min(max(unused/cohort, 0), maxNoShow), true, true
 	}
 	// An instance that joined a room mid-sale has not seen its cohorts:
 	// the room's all-time share stands in.
 	if first := e.ring[0]; first.Admitted > minCohort && s.Admitted >= 10*minCohort && s.At.Sub(oldest) < ttl {
-		return min(float64(s.Expired)/float64(s.Admitted), maxNoShow), true
+		return min(float64(s.Expired)/float64(s.Admitted), maxNoShow), true, false
 	}
-	return 0, false
+	return 0, false, false
 }
 
 // depart measures d over the last minute (all-time while the estimator has
@@ -310,6 +369,11 @@ type Forecast struct {
 	At    time.Time // the sample's time
 	Known bool
 	Why   string // why not Known: WhyHalted, WhyNobody, WhyMeasuring
+	// Provisional (Known only): the forecast stands on the room's prior
+	// (Sample.Prior) or its all-time figures (a past sale's) for the hold,
+	// the no-show share or both, because this estimator has not measured
+	// them in the room yet.
+	Provisional bool
 
 	NoShow float64       // p
 	Hold   time.Duration // h

@@ -3,6 +3,8 @@ package estimate_test
 import (
 	"testing"
 	"time"
+
+	"waitingroom/queue/estimate"
 )
 
 // flashSale is the measuring crowd: 3,000 shoppers over 10 s,
@@ -138,5 +140,91 @@ func TestRamp(t *testing.T) {
 	_, a := runScenario(t, sc)
 	if got := pct(a.all, 50); got > 15 {
 		t.Errorf("median error over the wait %.1f %%, want ≤ 15 %%", got)
+	}
+}
+
+// TestProvisionalFromEntry: a flash sale in a room that knows its last
+// sale's figures (the same crowd's, as the room measured them) shows every
+// shopper an estimate from entry on, as accurate as the bar asks, marked
+// provisional until the room has measured its own and never after; an
+// operator's expectation alone does the same, as accurate as it is.
+func TestProvisionalFromEntry(t *testing.T) {
+	last, base := runScenario(t, flashSale())
+	m := last.lastMeasured
+	if !m.Known || m.Provisional {
+		t.Fatalf("the last sale measured %+v", m)
+	}
+	t.Logf("the last sale measured h %v, p %.3f", m.Hold, m.NoShow)
+	for _, tt := range []struct {
+		name     string
+		prior    estimate.Prior
+		accurate bool
+	}{
+		{"last sale", estimate.Prior{Hold: m.Hold, NoShow: m.NoShow, NoShowKnown: true}, true},
+		{"operator", estimate.Prior{Hold: 6 * time.Second}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			sc := flashSale()
+			sc.prior = tt.prior
+			r, a := runScenario(t, sc)
+			if r.provisional == 0 {
+				t.Fatal("no provisional forecast while measuring")
+			}
+			if r.provisionalAfter != 0 {
+				t.Errorf("%d provisional forecasts after a measured one", r.provisionalAfter)
+			}
+			if !r.fc.Known || r.fc.Provisional {
+				t.Errorf("last forecast %+v, want measured", r.fc)
+			}
+			// every shopper's first estimate at their first poll (the
+			// estimator's one-second pace)
+			if got := pct(a.firstAfter, 100); got > time.Second {
+				t.Errorf("slowest first estimate %v after entering, want ≤ 1 s", got)
+			}
+			if !tt.accurate {
+				return
+			}
+			// This simulated room has no presence-aware admission (its
+			// abandoners hold slots as no-shows), so its measured first
+			// estimates are already at the bar's edge: the provisional
+			// ones, shown about 20 s earlier, may be 10 points worse.
+			if got, want := pct(a.first, 50), pct(base.first, 50)+10; got > want {
+				t.Errorf("first estimate median error %.1f %%, want ≤ %.1f %%", got, want)
+			}
+			if got := pct(a.first, 90); got > 50 {
+				t.Errorf("first estimate p90 error %.1f %%, want ≤ 50 %%", got)
+			}
+		})
+	}
+}
+
+// TestNoPriorWithholds: without a prior, a room that has measured nothing
+// withholds the estimate, as before.
+func TestNoPriorWithholds(t *testing.T) {
+	var e estimate.Estimator
+	at := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	s := estimate.Sample{At: at, Target: 10, EntryTTL: time.Minute, Admitted: 10, Active: 10,
+		Remaining: make([]int64, 25), Bin: 2500 * time.Millisecond}
+	s.Remaining[23] = 10 // just admitted
+	if fc := e.Observe(s); fc.Known || fc.Provisional || fc.Why != estimate.WhyMeasuring {
+		t.Fatalf("no prior: %+v, want withheld", fc)
+	}
+	// the hold expected, no no-shows: 10 slots of 2 s, all held now, so
+	// position 50 in about 10 s
+	s.At, s.Prior = at.Add(time.Second), estimate.Prior{Hold: 2 * time.Second, NoShowKnown: true}
+	fc := e.Observe(s)
+	if !fc.Known || !fc.Provisional || fc.Hold != 2*time.Second || fc.NoShow != 0 {
+		t.Fatalf("with a prior hold: %+v, want provisional", fc)
+	}
+	none, ok := fc.ETA(50)
+	if !ok || none < 8 || none > 14 {
+		t.Errorf("ETA(50) = %d, %v; want about 10", none, ok)
+	}
+	// the hold alone: AssumedNoShow taken, a longer wait
+	var e2 estimate.Estimator
+	s.Prior.NoShowKnown = false
+	fc = e2.Observe(s)
+	if got, _ := fc.ETA(50); !fc.Provisional || fc.NoShow != estimate.AssumedNoShow || got <= none {
+		t.Errorf("hold alone: %+v, ETA(50) %d; want p %v and more than %d", fc, got, estimate.AssumedNoShow, none)
 	}
 }

@@ -54,6 +54,8 @@ type scenario struct {
 	seed        uint64
 	// changes, applied when the run reaches At
 	changes []change
+	// prior: what the room expects before it has measured (Sample.Prior)
+	prior estimate.Prior
 }
 
 type change struct {
@@ -80,6 +82,13 @@ type room struct {
 	fc       estimate.Forecast
 	// pausedSeen counts forecasts made while paused that were Known.
 	pausedKnown int
+	// provisional counts the Provisional forecasts, provisionalAfter those
+	// made after a measured one.
+	provisional, provisionalAfter int
+	measured                      bool
+	// lastMeasured is the last measured forecast made while shoppers
+	// waited: what the room keeps of this sale for its next.
+	lastMeasured estimate.Forecast
 }
 
 func newRoom(sc scenario) *room {
@@ -197,7 +206,8 @@ func (r *room) arrive() {
 func (r *room) sample() estimate.Sample {
 	s := estimate.Sample{At: r.start.Add(r.now), Target: r.target, Active: int64(len(r.active)), EntryTTL: r.sc.ttl,
 		Halted: r.paused, Admitted: r.counters.admitted, Expired: r.counters.expired, Departed: r.counters.departed,
-		Holds: r.counters.holds, HoldTime: r.holdTime, Bin: bin, Remaining: make([]int64, int(r.sc.ttl/bin)+1)}
+		Holds: r.counters.holds, HoldTime: r.holdTime, Bin: bin, Remaining: make([]int64, int(r.sc.ttl/bin)+1),
+		Prior: r.sc.prior}
 	for _, u := range r.active { // bin i: deadlines (i, i+1] bins away, as snapshot.lua counts
 		i := int((u.deadline-r.now+bin-1)/bin) - 1
 		s.Remaining[min(max(i, 0), len(s.Remaining)-1)]++
@@ -211,6 +221,18 @@ func (r *room) observe() {
 	r.fc = r.est.Observe(r.sample())
 	if r.paused && r.fc.Known {
 		r.pausedKnown++
+	}
+	switch {
+	case r.fc.Provisional:
+		r.provisional++
+		if r.measured {
+			r.provisionalAfter++
+		}
+	case r.fc.Known:
+		r.measured = true
+		if len(r.queue) > 0 {
+			r.lastMeasured = r.fc
+		}
 	}
 	for i, u := range r.queue {
 		r.show(u, int64(i+1))

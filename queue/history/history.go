@@ -51,6 +51,7 @@ type Rooms interface {
 	Room(ctx context.Context, room string) (queue.RoomInfo, error)
 	Snapshots(ctx context.Context, rooms []string) ([]queue.RoomSnapshot, error)
 	RoomKey(room, name string) string
+	RecordMeasured(ctx context.Context, room string, hold time.Duration, noShow float64) error
 }
 
 // History records and reads the rooms' history. It is safe for concurrent
@@ -213,7 +214,27 @@ func (h *History) Record(ctx context.Context, room string) (recorded bool, err e
 	if n == 1 && h.shownTo != nil {
 		h.shownTo(room, eta)
 	}
+	if n == 1 {
+		h.keepMeasured(ctx, room)
+	}
 	return n == 1, nil
+}
+
+// keepMeasured keeps what room's forecast measured (not a provisional
+// one) for the room's next sale (queue.Queue.RecordMeasured), with each
+// point: one small write a second for a room with work, by the instance
+// that records it.
+func (h *History) keepMeasured(ctx context.Context, room string) {
+	if h.forecast == nil {
+		return
+	}
+	fc := h.forecast(room)
+	if !fc.Known || fc.Provisional || fc.Hold <= 0 {
+		return
+	}
+	if err := h.rooms.RecordMeasured(ctx, room, fc.Hold, fc.NoShow); err != nil && ctx.Err() == nil {
+		h.log.LogAttrs(ctx, slog.LevelWarn, "keeping the measured figures failed", slog.String("room", room), slog.String("error", err.Error()))
+	}
 }
 
 // shown is the ETA a waiting user at position pos of room is shown (-1:

@@ -1,11 +1,15 @@
 // Package presence marks the waiting users seen on this instance present
-// in Redis, in batches — one pipeline per room every few seconds, not a
-// Redis write per poll — so that the admission run can remove those who
-// abandoned the queue (WR_IDLE_TIMEOUT, queue.Options.IdleTimeout).
+// in Redis, in batches — one pipeline per room a second, not a Redis write
+// per poll — so that the admission run passes over those who stopped
+// coming (presence-aware admission, queue.Options.Grace) and removes those
+// who abandoned the queue (WR_IDLE_TIMEOUT, queue.Options.IdleTimeout).
 //
-// A user is seen when they poll (Seen, from the HTTP layer) or hold a
-// stream on this instance (asked of the Streams at flush time). Run
-// flushes every idle/6, at most every 10 s, until its context is done.
+// A user is seen when they poll (Seen, from the HTTP layer, with the
+// pollAfter the poll was answered) or hold a stream on this instance
+// (asked of the Streams). Each is written as expected back by now + a
+// grace: Intervals poll intervals plus one Tick for a poller, StreamGrace
+// for a stream holder. Run writes the pollers every Tick and the stream
+// holders every StreamEvery, until its context is done.
 //
 // Concurrency: Seen is safe for concurrent use and takes one of 16 shard
 // locks; Run is the only flusher.
@@ -23,6 +27,25 @@ import (
 	"waitingroom/queue/loop"
 )
 
+const (
+	// Intervals is how many poll intervals a poller may miss before the
+	// admission run passes them over: a poll late by a slow network or
+	// one lost is not an absence.
+	Intervals = 3
+	// Tick is how often the pollers seen are written to Redis.
+	Tick = time.Second
+	// StreamEvery is how often the users holding a stream on this instance
+	// are written; StreamGrace how long each write counts them present
+	// (three writes, so a stream holder is never passed over).
+	StreamEvery = 5 * time.Second
+	StreamGrace = 3*StreamEvery + Tick
+)
+
+// Grace is how long a poller answered pollAfter counts as present after
+// the poll: Intervals intervals, plus the Tick their poll may wait before
+// it is written.
+func Grace(pollAfter time.Duration) time.Duration { return Intervals*pollAfter + Tick }
+
 // Streams are the users holding a stream on this instance, by room.
 type Streams interface {
 	Rooms() []string
@@ -36,15 +59,17 @@ type Presence struct {
 	idle    time.Duration
 	seed    maphash.Seed
 	shards  [16]shard
+	ticks   int // flushes so far (Run's goroutine only)
 }
 
 type shard struct {
 	mu    sync.Mutex
-	rooms map[string]map[string]struct{}
+	rooms map[string]map[string]time.Duration // user -> longest grace told
 }
 
 // New returns a Presence that marks users present in q; idle is the idle
-// timeout (0: nobody is ever removed, and Run returns at once).
+// timeout (0: nobody is ever removed nor passed over, and Run returns at
+// once).
 func New(q *queue.Queue, streams Streams, idle time.Duration) *Presence {
 	return &Presence{q: q, streams: streams, idle: idle, seed: maphash.MakeSeed()}
 }
@@ -53,25 +78,28 @@ func New(q *queue.Queue, streams Streams, idle time.Duration) *Presence {
 // (WR_IDLE_TIMEOUT; 0: never): the idle refusal names it.
 func (p *Presence) Idle() time.Duration { return p.idle }
 
-// Seen records that user polled room.
-func (p *Presence) Seen(room, user string) {
+// Seen records that user polled room and was told to poll again after
+// pollAfter.
+func (p *Presence) Seen(room, user string, pollAfter time.Duration) {
+	g := Grace(pollAfter)
 	sh := &p.shards[maphash.String(p.seed, user)%uint64(len(p.shards))]
 	sh.mu.Lock()
 	if sh.rooms == nil {
-		sh.rooms = map[string]map[string]struct{}{}
+		sh.rooms = map[string]map[string]time.Duration{}
 	}
 	m := sh.rooms[room]
 	if m == nil {
-		m = map[string]struct{}{}
+		m = map[string]time.Duration{}
 		sh.rooms[room] = m
 	}
-	m[user] = struct{}{}
+	m[user] = max(m[user], g)
 	sh.mu.Unlock()
 }
 
-// take returns and forgets everyone seen since the last take, by room.
-func (p *Presence) take() map[string][]string {
-	out := map[string][]string{}
+// take returns and forgets everyone seen since the last take, by room and
+// grace.
+func (p *Presence) take() map[string]map[time.Duration][]string {
+	out := map[string]map[time.Duration][]string{}
 	for i := range p.shards {
 		sh := &p.shards[i]
 		sh.mu.Lock()
@@ -79,32 +107,45 @@ func (p *Presence) take() map[string][]string {
 		sh.rooms = nil
 		sh.mu.Unlock()
 		for room, users := range rooms {
-			for u := range users {
-				out[room] = append(out[room], u)
+			byGrace := out[room]
+			if byGrace == nil {
+				byGrace = map[time.Duration][]string{}
+				out[room] = byGrace
+			}
+			for u, g := range users {
+				byGrace[g] = append(byGrace[g], u)
 			}
 		}
 	}
 	return out
 }
 
-// Run flushes every idle/6 (at most every 10 s) until ctx is done.
+// Run flushes every Tick until ctx is done.
 func (p *Presence) Run(ctx context.Context) {
 	if p.idle <= 0 {
 		return
 	}
-	loop.Every(ctx, min(p.idle/6, 10*time.Second), p.flush)
+	loop.Every(ctx, Tick, p.flush)
 }
 
-// flush marks everyone seen since the last flush present in Redis:
-// pollers, and the users of the streams open on this instance.
+// flush writes the pollers seen since the last flush and, every
+// StreamEvery, the users of the streams open on this instance.
 func (p *Presence) flush(ctx context.Context) {
 	seen := p.take()
-	for _, room := range p.streams.Rooms() {
-		seen[room] = append(seen[room], p.streams.Users(room)...)
+	if p.ticks%int(StreamEvery/Tick) == 0 {
+		for _, room := range p.streams.Rooms() {
+			if seen[room] == nil {
+				seen[room] = map[time.Duration][]string{}
+			}
+			seen[room][StreamGrace] = append(seen[room][StreamGrace], p.streams.Users(room)...)
+		}
 	}
-	for room, users := range seen {
-		tctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		_ = p.q.Touch(tctx, room, users) // Redis down: nobody is removed meanwhile either
-		cancel()
+	p.ticks++
+	for room, byGrace := range seen {
+		for g, users := range byGrace {
+			tctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			_ = p.q.Touch(tctx, room, users, g) // Redis down: no admission runs meanwhile either
+			cancel()
+		}
 	}
 }

@@ -7,21 +7,38 @@
 -- KEYS[4] tokens  HASH  user id -> entry token
 -- KEYS[5] stats   HASH  rate, serving, counters, rate-window state, ev
 -- KEYS[6] gone    ZSET  tickets of waiting users who left (score = ticket)
--- KEYS[7] seen    ZSET  member = waiting user id, score = last seen (ms)
+-- KEYS[7] seen    ZSET  member = waiting user id, score = when the user is
+--                       expected back by (ms, Redis clock: seen + grace)
 -- KEYS[8] prequeue ZSET member = user id, score = arrival number
 -- KEYS[9] idle    ZSET  member = user id dropped as idle, score = when (ms)
 -- ARGV[1] pub/sub channel of the room
 -- ARGV[2] room name (goes into the event)
 -- ARGV[3] rate window in ms (admissions are measured over this much busy time)
--- ARGV[4] idle timeout in ms: a waiting user not seen for this long (no
---         poll, no stream) has abandoned the queue and is removed; 0: never
+-- ARGV[4] idle timeout in ms: a waiting user overdue this long past the
+--         time they were expected back (no poll, no stream) has abandoned
+--         the queue and is removed; 0: never
 -- ARGV[5] how long a drop for idleness is remembered, in ms (the idle set
 --         keeps entries this long and expires this long after the last drop)
--- ARGV[6..] fresh entry tokens, one per user this run may admit
+-- ARGV[6] 1: presence-aware admission (pass over the absent); 0: pop in
+--         ticket order whoever waits
+-- ARGV[7..] fresh entry tokens, one per user this run may admit
 --
--- Steps: prune expired admissions -> capacity = target - active -> pop up to
--- min(capacity, #tokens) users in ticket order -> store their tokens -> record
--- them active until now + ttl -> measure the rate -> publish ONE event.
+-- Steps: prune expired admissions -> capacity = target - active -> take up
+-- to min(capacity, #tokens) users in ticket order -> store their tokens ->
+-- record them active until now + ttl -> move serving -> measure the rate ->
+-- publish ONE event.
+--
+-- Presence-aware admission: a waiting user whose seen score (expected back
+-- by) has passed is absent and passed over: they keep their ticket and
+-- place, and the first run after they are seen again admits them ahead of
+-- everyone behind. A user with no seen entry counts as present. At most
+-- 1000 absent users are looked at beyond the ones admitted per run.
+--
+-- serving: every ticket at or below it no longer waits (with nobody passed
+-- over: the last admitted ticket). A passed-over user holds serving below
+-- their ticket; the users admitted above it join the gone set and the
+-- event's left list like departures, so position = ticket - serving -
+-- departed below (stream/doc.go) stays the 1-based rank for everyone.
 --
 -- Methods: fifo and random pop in ticket order up to target - active;
 -- passthrough pops everyone waiting (targetActive does not bound it); reject
@@ -31,8 +48,9 @@
 -- then admits again.
 --
 -- Returns {admitted, waiting, active, want, pruned, rate, target, paused, users, abandoned, due,
---          prequeue, next_deadline, opens_at}
+--          prequeue, next_deadline, opens_at, passed}
 --   users: the admitted user ids in ticket order
+--   passed: absent users this run passed over (ahead of the last admitted)
 --   prequeue: users in the pre-queue; next_deadline: the earliest deadline
 --   in the active set (ms, Redis clock; 0: nobody active); opens_at: the
 --   scheduled opening (ms; 0: none). With them the caller knows when the
@@ -41,7 +59,7 @@
 --   want: how many tokens this run could have used (min(capacity, queue
 --   length before popping)); the caller passes at least that many next time.
 if redis.call('EXISTS', KEYS[1]) == 0 then
-  return {-1, 0, 0, 0, 0, '0', 0, 0, {}, 0, 0, 0, 0, 0}
+  return {-1, 0, 0, 0, 0, '0', 0, 0, {}, 0, 0, 0, 0, 0, 0}
 end
 local cfg = redis.call('HMGET', KEYS[1], 'target', 'ttl_ms', 'paused', 'method', 'opens_at')
 local target = tonumber(cfg[1]) or 0
@@ -100,6 +118,8 @@ if idle > 0 then
   end
 end
 
+local abandoned = #left
+
 -- 2. capacity and pop
 local active = redis.call('ZCARD', KEYS[3])
 local waiting = redis.call('ZCARD', KEYS[2])
@@ -109,28 +129,81 @@ if capacity < 0 then capacity = 0 end
 local waitingBefore = waiting
 local want = math.min(capacity, waiting)
 if held then want = 0 end
-local n = math.min(want, #ARGV - 5)
+local n = math.min(want, #ARGV - 6)
+local presence = ARGV[6] == '1'
 
-local admitted = {}
-local serving = nil
-if n > 0 then
+local admitted, tickets = {}, {}
+local passed = 0
+if n > 0 and presence then
+  -- in ticket order, pages of at most 200, skipping the absent
+  local from, budget = 0, n + 1000
+  while #admitted < n and budget > 0 do
+    local page = redis.call('ZRANGE', KEYS[2], from, from + math.min(budget, 200) - 1, 'WITHSCORES')
+    if #page == 0 then break end
+    local users = {}
+    for i = 1, #page, 2 do users[#users + 1] = page[i] end
+    local due = redis.call('ZMSCORE', KEYS[7], unpack(users))
+    for j = 1, #users do
+      if #admitted < n then
+        if due[j] and tonumber(due[j]) < now then
+          passed = passed + 1
+        else
+          admitted[#admitted + 1] = users[j]
+          tickets[#tickets + 1] = tonumber(page[2 * j])
+        end
+      end
+    end
+    from = from + #users
+    budget = budget - #users
+  end
+  for i = 1, #admitted do
+    redis.call('ZREM', KEYS[2], admitted[i])
+  end
+elseif n > 0 then
   local popped = redis.call('ZPOPMIN', KEYS[2], n)
-  local deadline = now + ttl
   for i = 1, #popped, 2 do
-    local user = popped[i]
-    local k = (i + 1) / 2
-    admitted[k] = user
-    redis.call('HSET', KEYS[4], user, ARGV[5 + k])
+    admitted[#admitted + 1] = popped[i]
+    tickets[#tickets + 1] = tonumber(popped[i + 1])
+  end
+end
+
+-- top: the highest ticket ever admitted (serving, before any pass-over)
+local sv = redis.call('HMGET', KEYS[5], 'serving', 'top')
+local servingBefore = tonumber(sv[1] or '0')
+local top = tonumber(sv[2] or sv[1] or '0')
+if #admitted > 0 then
+  local deadline = now + ttl
+  for k = 1, #admitted do
+    local user = admitted[k]
+    redis.call('HSET', KEYS[4], user, ARGV[6 + k])
     redis.call('ZREM', KEYS[7], user)
     redis.call('ZADD', KEYS[3], deadline, user)
-    serving = popped[i + 1]
+    if tickets[k] > top then top = tickets[k] end
   end
-  redis.call('HSET', KEYS[5], 'serving', serving)
-  -- departures behind the new serving ticket no longer affect any position
-  redis.call('ZREMRANGEBYSCORE', KEYS[6], '-inf', serving)
   redis.call('HINCRBY', KEYS[5], 'admitted', #admitted)
   active = active + #admitted
   waiting = waiting - #admitted
+end
+
+-- serving moves up to the first ticket still waiting (or to top when
+-- nobody waits); admitted tickets above it are departures for positions
+local serving = top
+local first = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
+if first[2] then serving = math.min(top, tonumber(first[2]) - 1) end
+if serving < servingBefore then serving = servingBefore end
+for k = 1, #tickets do
+  if tickets[k] > serving then
+    redis.call('ZADD', KEYS[6], tickets[k], tickets[k])
+    left[#left + 1] = tickets[k]
+  end
+end
+local moved = serving ~= servingBefore
+if moved or #admitted > 0 then
+  redis.call('HSET', KEYS[5], 'serving', serving, 'top', top)
+end
+if moved then
+  -- departures at or below the new serving ticket no longer affect any position
+  redis.call('ZREMRANGEBYSCORE', KEYS[6], '-inf', serving)
 end
 
 -- 3. measure the admission rate over busy time only (time with people
@@ -159,18 +232,19 @@ local rateStr = string.format('%.3f', rate)
 redis.call('HSET', KEYS[5], 'last_ms', now, 'busy_ms', busy, 'busy_n', busyN, 'rate', rateStr)
 
 -- 4. one event per tick that changed anything: {room, ev, ts, serving,
--- admitted, waiting, active, rate, pruned}. ev numbers the room's events so
+-- admitted, left, waiting, active, rate, pruned}; left: the tickets dropped
+-- as idle and those admitted above serving (past a passed-over user). ev numbers the room's events so
 -- a subscriber can tell it missed one. A change of the waiting total alone
 -- (enters since the last event: enters publish nothing but a room's first
 -- arrival) is one too, so that every instance's total trails the newest
 -- enter by at most one tick; pub_waiting is the total last published here.
 local published = tonumber(redis.call('HGET', KEYS[5], 'pub_waiting') or '-1')
-if #admitted > 0 or pruned > 0 or #left > 0 or waiting ~= published then
+if #admitted > 0 or pruned > 0 or #left > 0 or moved or waiting ~= published then
   redis.call('HSET', KEYS[5], 'pub_waiting', waiting)
   local ev = {room = ARGV[2], ts = now, waiting = waiting, active = active,
               rate = rateStr, pruned = pruned,
               ev = redis.call('HINCRBY', KEYS[5], 'ev', 1),
-              serving = tonumber(serving or redis.call('HGET', KEYS[5], 'serving') or '0')}
+              serving = serving}
   if #admitted > 0 then
     ev.admitted = admitted
   end
@@ -182,5 +256,5 @@ end
 
 local first = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
 local nextDeadline = tonumber(first[2] or '0')
-return {#admitted, waiting, active, want, pruned, rateStr, target, paused and 1 or 0, admitted, #left, due and 1 or 0,
-        prequeued, nextDeadline, opensAt or 0}
+return {#admitted, waiting, active, want, pruned, rateStr, target, paused and 1 or 0, admitted, abandoned, due and 1 or 0,
+        prequeued, nextDeadline, opensAt or 0, passed}

@@ -8,13 +8,16 @@
 -- KEYS[4] active   ZSET  member = user id, score = deadline (ms, Redis clock)
 -- KEYS[5] tokens   HASH  user id -> entry token
 -- KEYS[6] stats    HASH  measured admission rate, counters, preseq, late_from
--- KEYS[7] seen     ZSET  member = waiting user id, score = last seen (ms)
+-- KEYS[7] seen     ZSET  member = waiting user id, score = expected back
+--                        by (ms, Redis clock; see touch.lua)
 -- KEYS[8] prequeue ZSET  member = user id, score = arrival number (preseq)
 -- KEYS[9] idle     ZSET  users dropped as idle (entering forgets the drop)
 -- ARGV[1] user id
 -- ARGV[2] a fresh entry token, used only when the method is passthrough
 -- ARGV[3] pub/sub channel of the room
 -- ARGV[4] room name (goes into the event)
+-- ARGV[5] grace in ms: a user entering (again: a reload) is expected back
+--         by now + grace, before their first poll or stream is told
 --
 -- Returns one of
 --   {"NOROOM"}
@@ -72,6 +75,7 @@ local rate = redis.call('HGET', KEYS[6], 'rate') or '0'
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local grace = tonumber(ARGV[5]) or 0
 
 -- wake publishes the event of a first arrival: {room, ev, ts, serving, waiting}.
 local function wake(now)
@@ -93,7 +97,7 @@ end
 
 local rank = redis.call('ZRANK', KEYS[3], user)
 if rank then
-  redis.call('ZADD', KEYS[7], now, user)
+  redis.call('ZADD', KEYS[7], 'GT', now + grace, user)
   local ticket = redis.call('ZSCORE', KEYS[3], user)
   return {'WAITING', ticket, rank + 1, redis.call('ZCARD', KEYS[3]), rate, target, closed, 0, paused, message}
 end
@@ -150,7 +154,7 @@ end
 
 local ticket = redis.call('INCR', KEYS[2])
 redis.call('ZADD', KEYS[3], 'NX', ticket, user)
-redis.call('ZADD', KEYS[7], now, user)
+redis.call('ZADD', KEYS[7], now + grace, user)
 redis.call('HINCRBY', KEYS[6], 'entered', 1)
 rank = redis.call('ZRANK', KEYS[3], user)
 if rank == 0 then

@@ -10,7 +10,7 @@
 -- KEYS[6] idle    ZSET  users dropped as idle (a grant forgets the drop)
 -- KEYS[7] stats   HASH  event sequence, serving
 -- KEYS[8] gone    ZSET  tickets of waiting users who left (score = ticket)
--- KEYS[9] seen    ZSET  member = waiting user id, score = last seen (ms)
+-- KEYS[9] seen    ZSET  member = waiting user id, score = expected back by (ms)
 -- ARGV[1] user id
 -- ARGV[2] fresh entry token
 -- ARGV[3] pub/sub channel of the room

@@ -5,7 +5,7 @@
 -- KEYS[3] tokens  HASH  user id -> entry token
 -- KEYS[4] stats   HASH  counters, event sequence
 -- KEYS[5] gone    ZSET  tickets of waiting users who left (score = ticket)
--- KEYS[6] seen    ZSET  member = waiting user id, score = last seen (ms)
+-- KEYS[6] seen    ZSET  member = waiting user id, score = expected back by (ms)
 -- KEYS[7] prequeue ZSET member = user id, score = arrival number
 -- KEYS[8] idle    ZSET  users dropped as idle, score = when (ms)
 -- KEYS[9] session HASH  the user's gateway session (see hold.lua): leaving

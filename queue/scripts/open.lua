@@ -13,12 +13,15 @@
 -- KEYS[5] stats    HASH  serving, ev, sched, late_from, shuffle_seed, opened_ms,
 --                        and while an opening is under way open_seed,
 --                        open_moved, open_shuffled
--- KEYS[6] seen     ZSET  member = waiting user id, score = last seen (ms)
+-- KEYS[6] seen     ZSET  member = waiting user id, score = expected back
+--                        by (ms, Redis clock; see touch.lua)
 -- ARGV[1] pub/sub channel of the room
 -- ARGV[2] room name (goes into the event)
 -- ARGV[3] shuffle seed (hex, generated in Go; the first run of an opening
 --         records it, later runs use the recorded one)
 -- ARGV[4] slice: the most users one run shuffles or moves
+-- ARGV[5] grace in ms: a user moved into the queue is expected back by
+--         now + grace (see touch.lua)
 --
 -- Order: those who arrived before the opening time (arrival number below
 -- late_from) come first, shuffled when the method is random, else in
@@ -56,6 +59,7 @@ if (opensAt and now < opensAt) or redis.call('ZCARD', KEYS[4]) == 0 then
   return {0, 0, '', 0, 0, 1}
 end
 local slice = tonumber(ARGV[4])
+local grace = tonumber(ARGV[5]) or 0
 local st = redis.call('HMGET', KEYS[5], 'late_from', 'open_seed')
 
 local seed = ''
@@ -87,7 +91,7 @@ for i = 1, #next do
     ticket = ticket + 1
     moved = moved + 1
     redis.call('ZADD', KEYS[3], ticket, user)
-    redis.call('ZADD', KEYS[6], now, user)
+    redis.call('ZADD', KEYS[6], now + grace, user)
   end
 end
 redis.call('ZREM', KEYS[4], unpack(next))

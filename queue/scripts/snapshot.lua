@@ -5,14 +5,16 @@
 -- KEYS[1] stats   HASH  serving, ev, rate, counters
 -- KEYS[2] queue   ZSET  member = user id, score = ticket number
 -- KEYS[3] gone    ZSET  tickets of waiting users who left (score = ticket)
--- KEYS[4] cfg     HASH  target, method, ttl_ms, paused, message
+-- KEYS[4] cfg     HASH  target, method, ttl_ms, paused, message, expected_order_ms
 -- KEYS[5] active  ZSET  member = user id, score = deadline (ms, Redis clock)
+-- KEYS[6] measured HASH hold_ms, no_show: what the room measured last
 -- ARGV (optional) ev, serving, count: what the caller already holds of the
 --   departed tickets (queue.GoneHeld). Without them the list is sent.
 --
 -- Returns {serving, ev, waiting, rate, target, closed, sched, admitted,
 -- expired, departed, ttlMs, paused, message, active, holds, holdMs, binMs,
--- nbins, bin counts (nbins of them)..., gone...}: the last admitted
+-- nbins, bin counts (nbins of them)..., expectedOrderMs, lastHoldMs,
+-- lastNoShow, count, follows, gone...}: the last admitted
 -- ticket, the room's event sequence number, the queue length, the measured
 -- rate, targetActive, 1 when the method is reject, the room's schedule
 -- number (bumped at each opening and at each change of the method, the
@@ -21,7 +23,9 @@
 -- waiting users ('' when none), the slots held, the slots freed by an
 -- ended order and their total hold time, the active slots by time left on
 -- their deadline (bin i counts deadlines i…i+1 bins from now; the first
--- also those already past, the last everything beyond), how many departed
+-- also those already past, the last everything beyond), the operator's
+-- expected order time (0: none), the hold and no-show share the room
+-- measured last ('' when never), how many departed
 -- tickets lie above serving, 1 when they follow (0: left out), and the
 -- departed tickets above serving, ascending, when they follow.
 --
@@ -37,7 +41,7 @@ local nbins = 25
 local st = redis.call('HMGET', KEYS[1], 'serving', 'ev', 'rate', 'sched', 'admitted', 'expired', 'left', 'abandoned',
                       'holds', 'hold_ms')
 local serving = st[1] or '0'
-local cfg = redis.call('HMGET', KEYS[4], 'target', 'method', 'ttl_ms', 'paused', 'message')
+local cfg = redis.call('HMGET', KEYS[4], 'target', 'method', 'ttl_ms', 'paused', 'message', 'expected_order_ms')
 local ttl = tonumber(cfg[3] or '0') or 0
 local out = {serving, st[2] or '0', redis.call('ZCARD', KEYS[2]), st[3] or '0',
              cfg[1] or '0', cfg[2] == 'reject' and 1 or 0, st[4] or '0',
@@ -56,6 +60,10 @@ for i = 0, nbins - 1 do
   if i == nbins - 1 then hi = '+inf' end
   out[#out + 1] = redis.call('ZCOUNT', KEYS[5], lo, hi)
 end
+local last = redis.call('HMGET', KEYS[6], 'hold_ms', 'no_show')
+out[#out + 1] = tonumber(cfg[6] or '0') or 0
+out[#out + 1] = last[1] or ''
+out[#out + 1] = last[2] or ''
 local count = redis.call('ZCOUNT', KEYS[3], '(' .. serving, '+inf')
 local held = #ARGV == 3 and tonumber(ARGV[1]) == tonumber(st[2] or '0') and
              tonumber(ARGV[2]) == tonumber(serving) and tonumber(ARGV[3]) == count

@@ -53,6 +53,10 @@ type roomDoc struct {
 	Message     string `json:"message"`
 	DisplayName string `json:"displayName"`
 	Description string `json:"description"`
+	// ExpectedOrderSeconds is the operator's expected order time (0:
+	// none): the ETA stands on it, provisionally, until the room has
+	// measured its own.
+	ExpectedOrderSeconds float64 `json:"expectedOrderSeconds"`
 }
 
 func toRoomDoc(r queue.RoomInfo) roomDoc {
@@ -62,6 +66,7 @@ func toRoomDoc(r queue.RoomInfo) roomDoc {
 		Entered: r.Entered, Admitted: r.Admitted, Expired: r.Expired, Left: r.Left, Abandoned: r.Abandoned,
 		Method: string(r.Method), PreQueue: r.PreQueue,
 		Message: r.Message, DisplayName: r.DisplayName, Description: r.Description,
+		ExpectedOrderSeconds: r.ExpectedOrder.Seconds(),
 	}
 	if !r.OpensAt.IsZero() {
 		at := r.OpensAt
@@ -135,6 +140,9 @@ type roomPut struct {
 	Message     json.RawMessage `json:"message"`     // at most 500 characters, newlines allowed
 	DisplayName json.RawMessage `json:"displayName"` // at most 80 characters, one line
 	Description json.RawMessage `json:"description"` // at most 500 characters, newlines allowed
+	// ExpectedOrderSeconds: seconds from admission to a finished order,
+	// 0.1 to 86400; 0 clears.
+	ExpectedOrderSeconds *float64 `json:"expectedOrderSeconds"`
 }
 
 // putRoom changes a room live (every instance's next admission run reads
@@ -176,7 +184,8 @@ func (a *app) putRoom(c *fiber.Ctx) error {
 		return errors.Join(errNotRecorded, err)
 	}
 	a.Logger.Info("room changed by admin", "room", r.Name, "targetActive", r.Target, "entryTtl", r.EntryTTL, "paused", r.Paused,
-		"mode", r.Mode, "minActive", r.MinActive, "maxActive", r.MaxActive, "method", r.Method, "opensAt", r.OpensAt)
+		"mode", r.Mode, "minActive", r.MinActive, "maxActive", r.MaxActive, "method", r.Method, "opensAt", r.OpensAt,
+		"expectedOrder", r.ExpectedOrder)
 	d, err := a.roomDoc(c, r)
 	if err != nil {
 		return err
@@ -225,6 +234,13 @@ func (a *app) roomUpdate(c *fiber.Ctx, room string, req roomPut) (queue.RoomUpda
 			return u, api.BadRequest(err.Error())
 		}
 		u.OpensAt = &at
+	}
+	if v := req.ExpectedOrderSeconds; v != nil {
+		if !(*v == 0 || *v >= 0.1 && *v <= 86400) {
+			return u, api.BadRequest("expectedOrderSeconds must be from 0.1 to 86400 (0 clears it)")
+		}
+		d := time.Duration(*v * float64(time.Second)).Round(time.Millisecond)
+		u.ExpectedOrder = &d
 	}
 	return u, textUpdate(req, &u)
 }

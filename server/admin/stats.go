@@ -74,6 +74,9 @@ type estimateDoc struct {
 	NoShowShare   float64 `json:"noShowShare"`
 	DepartShare   float64 `json:"departShare"`
 	RatePerSecond float64 `json:"ratePerSecond"`
+	// Provisional: the hold or the no-show share is the room's
+	// expectation, not yet measured (queue/estimate's Prior).
+	Provisional bool `json:"provisional"`
 }
 
 // stats answers GET /admin/stats (statsDoc). Its rooms are a page, as
@@ -158,7 +161,8 @@ func roomStats(r queue.RoomInfo, w history.Wait, fc estimate.Forecast) roomStats
 	if !fc.Known {
 		d.EtaWithheld = cmp.Or(fc.Why, estimate.WhyMeasuring)
 	} else {
-		d.Estimate = &estimateDoc{HoldSeconds: fc.Hold.Seconds(), NoShowShare: fc.NoShow, DepartShare: fc.Depart, RatePerSecond: fc.Rate()}
+		d.Estimate = &estimateDoc{HoldSeconds: fc.Hold.Seconds(), NoShowShare: fc.NoShow, DepartShare: fc.Depart, RatePerSecond: fc.Rate(),
+			Provisional: fc.Provisional}
 	}
 	if r.Waiting == 0 || r.Paused || r.Method == queue.MethodReject {
 		return d

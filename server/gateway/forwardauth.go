@@ -94,12 +94,25 @@ func (g *Gateway) Authorize(ctx *fasthttp.RequestCtx, trusted, denied bool) {
 		return
 	}
 	override := overridden(h)
+	// The question's own method is put back once judged: fasthttp leaves
+	// the body out of the answer to a HEAD, and a proxy that asked with GET
+	// would wait for it.
+	asked := append([]byte(nil), h.Method()...)
 	h.SetMethodBytes(method)
 	ctx.Request.SetRequestURIBytes(uri)
 	g.judge(ctx, override)
+	h.SetMethodBytes(asked)
 	if nginx {
 		forNginx(ctx)
 	}
+}
+
+// IsAuthPath reports whether path asks AuthPath: the path itself, or a
+// path below it (a proxy that appends the request's path to the
+// endpoint's, as some ext_authz versions do; the original request is read
+// from the headers all the same).
+func IsAuthPath(path []byte) bool {
+	return bytes.HasPrefix(path, []byte(AuthPath)) && (len(path) == len(AuthPath) || path[len(AuthPath)] == '/')
 }
 
 // authRefused answers a question AuthPath cannot judge: 400.

@@ -2,9 +2,14 @@ package gateway
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"waitingroom/server/pass"
+	"waitingroom/server/token"
 )
 
 // TestLocalLocation: an origin's redirect naming the origin itself comes
@@ -113,5 +118,44 @@ func TestAuthTargets(t *testing.T) {
 	h.Set("Expect", "100-continue")
 	if overridden(&h) {
 		t.Error("Expect read as an override")
+	}
+}
+
+// TestForwardAuthCountsNoRequestsInFlight: a visit at its in-flight limit
+// is refused by the gateway, which sees its requests end; forward auth
+// sees a decision and never the request's end, so the same visit's
+// decision passes there.
+func TestForwardAuthCountsNoRequestsInFlight(t *testing.T) {
+	key, err := pass.ParseKey(pass.GenerateKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := pass.New(pass.Config{Key: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens := token.New(token.Config{Secret: strings.Repeat("k", 32)})
+	visit, err := tokens.IssueVisit("v-1", "sale", "pass-1", time.Now().Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := Default(1)
+	st.SessionInFlight = 1
+	for _, auth := range []bool{false, true} {
+		g := New(Options{Settings: NewStore(nil, "t:", nil, st), Signer: signer, Tokens: tokens})
+		g.auth = auth
+		release, _, _ := g.gate.acquire("sale\x00vpass-1", 1, time.Now()) // one request of the visit under way
+		var ctx fasthttp.RequestCtx
+		ok := g.visit(&ctx, "sale", st, visit)
+		release()
+		code, p := ctx.Response.StatusCode(), string(ctx.Response.Header.Peek(pass.HeaderName))
+		switch {
+		case !ok:
+			t.Fatalf("auth %v: the visit was not read", auth)
+		case auth && (code != 200 || p == ""):
+			t.Errorf("forward auth, the visit's second decision at once: %d, pass %q; want 200 with a pass", code, p)
+		case !auth && code != 429:
+			t.Errorf("gateway, the visit's second request at once: %d, want 429", code)
+		}
 	}
 }

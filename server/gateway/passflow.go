@@ -119,7 +119,7 @@ func (g *Gateway) visit(ctx *fasthttp.RequestCtx, room string, st Settings, raw 
 		return false
 	}
 	now := time.Now()
-	release, wait, ok := g.gate.acquire(room+"\x00v"+c.ID, st.SessionInFlight, now)
+	release, wait, ok := g.gate.acquire(room+"\x00v"+c.ID, g.inFlightLimit(st), now)
 	if !ok {
 		g.limited(ctx, wait)
 		return true
@@ -132,6 +132,19 @@ func (g *Gateway) visit(ctx *fasthttp.RequestCtx, room string, st Settings, raw 
 	failed, latency := g.forward(ctx, kindProtected, p)
 	g.record(room, c.Subject, latency, failed)
 	return true
+}
+
+// inFlightLimit is how many requests of one visit or session may be in
+// flight at once on this instance: sessionInFlight, or no bound in forward
+// auth, which sees a decision but not the request's end (a decision of
+// its own is no request in flight, and counting decisions would refuse a
+// busy page's requests only when this instance is short of CPU). A
+// session's rate, kept in Redis, holds there all the same.
+func (g *Gateway) inFlightLimit(st Settings) int {
+	if g.auth {
+		return math.MaxInt
+	}
+	return st.SessionInFlight
 }
 
 // inFlight is how long a consumed entry token keeps its slot before it
@@ -212,7 +225,7 @@ func (g *Gateway) session(ctx *fasthttp.RequestCtx, room string, st Settings) (d
 		c, err := g.o.Tokens.Parse(string(raw), token.KindSession)
 		if err == nil && c.Room == room {
 			key := room + "\x00" + c.ID
-			release, wait, ok := g.gate.acquire(key, st.SessionInFlight, time.Now())
+			release, wait, ok := g.gate.acquire(key, g.inFlightLimit(st), time.Now())
 			if !ok {
 				g.limited(ctx, wait)
 				return true, false
@@ -270,7 +283,7 @@ func (g *Gateway) openSession(ctx *fasthttp.RequestCtx, room string, st Settings
 		g.settle(ctx, claim, true)
 		return true
 	}
-	release, _, _ := g.gate.acquire(room+"\x00"+id, st.SessionInFlight, now)
+	release, _, _ := g.gate.acquire(room+"\x00"+id, g.inFlightLimit(st), now)
 	defer release()
 	g.forwardSession(ctx, room, user, p)
 	secure := g.secure(ctx)

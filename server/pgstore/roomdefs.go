@@ -28,7 +28,7 @@ import (
 // The fields of a stored definition (a JSON object), named as the admin
 // API names them: targetActive, entryTtlMs, paused, mode, minActive,
 // maxActive, method, opensAt (RFC 3339, null for none), message,
-// displayName, description.
+// displayName, description, expectedOrderMs (0: none).
 
 // defOf is cfg's whole definition.
 func defOf(cfg queue.RoomConfig) map[string]any {
@@ -37,6 +37,7 @@ func defOf(cfg queue.RoomConfig) map[string]any {
 		"mode": string(cfg.Mode), "minActive": cfg.MinActive, "maxActive": cfg.MaxActive,
 		"method": string(cfg.Method), "opensAt": nil,
 		"message": cfg.Message, "displayName": cfg.DisplayName, "description": cfg.Description,
+		"expectedOrderMs": cfg.ExpectedOrder.Milliseconds(),
 	}
 	if !cfg.OpensAt.IsZero() {
 		d["opensAt"] = cfg.OpensAt.UTC()
@@ -68,6 +69,7 @@ func patchOf(u queue.RoomUpdate) map[string]any {
 	set("message", u.Message != nil, func() any { return *u.Message })
 	set("displayName", u.DisplayName != nil, func() any { return *u.DisplayName })
 	set("description", u.Description != nil, func() any { return *u.Description })
+	set("expectedOrderMs", u.ExpectedOrder != nil, func() any { return max(u.ExpectedOrder.Milliseconds(), 0) })
 	return d
 }
 
@@ -85,6 +87,8 @@ type roomDef struct {
 	Message     *string    `json:"message"`
 	DisplayName *string    `json:"displayName"`
 	Description *string    `json:"description"`
+	// ExpectedOrderMs is absent from definitions recorded before it.
+	ExpectedOrderMs *int64 `json:"expectedOrderMs"`
 }
 
 // config reads a stored definition; values this version does not know
@@ -118,6 +122,7 @@ func (d roomDef) config() queue.RoomConfig {
 		cfg.OpensAt = d.OpensAt.UTC()
 	}
 	cfg.Message, cfg.DisplayName, cfg.Description = str(d.Message), str(d.DisplayName), str(d.Description)
+	cfg.ExpectedOrder = time.Duration(max(val(d.ExpectedOrderMs), 0)) * time.Millisecond
 	return cfg
 }
 

@@ -32,7 +32,8 @@ func TestRoomDefinitions(t *testing.T) {
 	}
 	opens := time.Date(2031, 5, 1, 12, 0, 0, 0, time.UTC)
 	first := queue.RoomConfig{Target: 20, EntryTTL: 90 * time.Second, Mode: queue.ModeAdaptive, MinActive: 5, MaxActive: 50,
-		Method: queue.MethodRandom, OpensAt: opens, Message: "soon\nvery soon", DisplayName: "Spring sale", Description: "shoes"}
+		Method: queue.MethodRandom, OpensAt: opens, Message: "soon\nvery soon", DisplayName: "Spring sale", Description: "shoes",
+		ExpectedOrder: 8 * time.Second}
 	paused := true
 	if err := s.PutRoomDefinition(ctx, "sale", first, queue.RoomUpdate{Paused: &paused}); err != nil {
 		t.Fatal(err)
@@ -54,11 +55,13 @@ func TestRoomDefinitions(t *testing.T) {
 		t.Fatalf("after the second change %+v\nwant %+v", got, want)
 	}
 	// Setting the target and the method records them.
-	target, method, ttl, mode := int64(7), queue.MethodFIFO, 2*time.Minute, queue.ModeFixed
-	if err := s.PutRoomDefinition(ctx, "sale", moved, queue.RoomUpdate{Target: &target, Method: &method, EntryTTL: &ttl, Mode: &mode}); err != nil {
+	target, method, ttl, mode, order := int64(7), queue.MethodFIFO, 2*time.Minute, queue.ModeFixed, 2500*time.Millisecond
+	if err := s.PutRoomDefinition(ctx, "sale", moved, queue.RoomUpdate{Target: &target, Method: &method, EntryTTL: &ttl, Mode: &mode,
+		ExpectedOrder: &order}); err != nil {
 		t.Fatal(err)
 	}
 	want.Target, want.Method, want.EntryTTL, want.Mode = 7, queue.MethodFIFO, 2*time.Minute, queue.ModeFixed
+	want.ExpectedOrder = order
 	if got := mustDefinitions(t, s.Store)["sale"]; !reflect.DeepEqual(got, want) {
 		t.Fatalf("after the third change %+v\nwant %+v", got, want)
 	}

@@ -59,6 +59,18 @@ func ParseBands(s string) (Bands, error) {
 	return out, nil
 }
 
+// Slowest returns the longest interval of the bands (a second when none).
+func (bs Bands) Slowest() time.Duration {
+	var d time.Duration
+	for _, b := range bs {
+		d = max(d, b.Every)
+	}
+	if d == 0 {
+		return time.Second
+	}
+	return d
+}
+
 // PollAfter returns the polling interval for a 1-based position.
 func (bs Bands) PollAfter(position int64) time.Duration {
 	for _, b := range bs {

@@ -28,6 +28,9 @@ func AppendFields(b []byte, d *Doc) []byte {
 	if d.ETAKnown != nil {
 		b = strconv.AppendBool(append(b, `,"etaKnown":`...), *d.ETAKnown)
 	}
+	if d.ETAProvisional {
+		b = append(b, `,"etaProvisional":true`...)
+	}
 	if d.EntryToken != "" {
 		b = appendJSONString(append(b, `,"entryToken":`...), d.EntryToken)
 	}

@@ -11,7 +11,7 @@ import (
 // is byte for byte what encoding/json writes, for every state's shape and
 // for strings that need escaping.
 func TestStatusFieldsAreEncodingJSON(t *testing.T) {
-	if n := reflect.TypeFor[Doc]().NumField(); n != 14 {
+	if n := reflect.TypeFor[Doc]().NumField(); n != 15 {
 		t.Fatalf("Doc has %d fields: teach AppendFields the new ones, then this test", n)
 	}
 	eta, known, unknown := int64(42), true, false
@@ -21,6 +21,7 @@ func TestStatusFieldsAreEncodingJSON(t *testing.T) {
 	docs := []Doc{
 		{Status: "WAITING", Room: "default", Position: 3, Waiting: 17000, ETASeconds: &eta, ETAKnown: &known, PollAfterMs: 2000},
 		{Status: "WAITING", Room: "default", Position: 1, Waiting: 1, ETAKnown: &unknown, PollAfterMs: 0, Paused: true, Message: "back soon"},
+		{Status: "WAITING", Room: "default", Position: 9, Waiting: 40, ETASeconds: &eta, ETAKnown: &known, ETAProvisional: true, PollAfterMs: 1000},
 		{Status: "READY", Room: "sale-1", EntryToken: "eyJhbGciOi.eyJzdWIi.sig-_", EntryExpiresAt: &at},
 		{Status: "READY", Room: "r", EntryToken: "t", EntryExpiresAt: &local},
 		{Status: "PREQUEUE", Room: "drop", Position: 9, Waiting: 10, PollAfterMs: 1000, OpensAt: &at, OpensInMs: &in},

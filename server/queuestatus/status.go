@@ -28,8 +28,15 @@ type Doc struct {
 	// estimate (package queue/estimate) is withheld — etaKnown false, no
 	// etaSeconds — while the room is paused or closed, admits nobody, or
 	// has not yet measured how long its orders take and how many admitted
-	// users never order (about three order times after an opening).
-	ETAKnown       *bool      `json:"etaKnown,omitempty"`
+	// users never order (about three order times after an opening) and
+	// expects nothing (see ETAProvisional).
+	ETAKnown *bool `json:"etaKnown,omitempty"`
+	// ETAProvisional (WAITING, with etaSeconds only): the estimate stands
+	// on what the room expects — the operator's expectedOrderSeconds, or
+	// what the room measured in its last sale — because it has not yet
+	// measured this sale's orders; absent once it has, and whenever the
+	// estimate is withheld.
+	ETAProvisional bool       `json:"etaProvisional,omitempty"`
 	EntryToken     string     `json:"entryToken,omitempty"`
 	EntryExpiresAt *time.Time `json:"entryExpiresAt,omitempty"`
 	PollAfterMs    int64      `json:"pollAfterMs"`
@@ -62,9 +69,10 @@ func (ds Docs) Of(room string, st queue.Status) Doc {
 	case queue.Waiting:
 		d.Position, d.Waiting = st.Position, st.Waiting
 		d.PollAfterMs = ds.Bands.PollAfter(st.Position).Milliseconds()
-		secs, known := ds.Forecast(room).ETA(st.Position)
+		fc := ds.Forecast(room)
+		secs, known := fc.ETA(st.Position)
 		if known && !st.Paused {
-			d.ETASeconds = &secs
+			d.ETASeconds, d.ETAProvisional = &secs, fc.Provisional
 		}
 		known = known && !st.Paused
 		d.ETAKnown = &known

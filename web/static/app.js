@@ -26,6 +26,7 @@ const TEXT = {
     keepOpen: 'Keep this page open — it updates by itself. If it is closed, or your phone sleeps for long, your place may be released.',
     tierLabel: 'Connection', etaSoon: 'less than a minute', etaUnknown: 'not known yet', etaEstimating: 'estimating…',
     etaAbout: 'about {d} — around {time}', etaPaused: 'on hold while the sale is paused',
+    etaProvisional: 'about {d}, estimating', etaSoonProvisional: 'less than a minute, estimating',
     tier_sse: 'Live updates', tier_ws: 'Live updates', tier_poll: 'Updating every few seconds', viaTab: '{tier}, through your other tab',
     liveOff: 'Live updates are unavailable here; retrying…',
     pausedNote: 'The sale is paused — your place is kept.',
@@ -82,6 +83,7 @@ const TEXT = {
     keepOpen: '이 페이지를 열어 두세요. 자동으로 갱신됩니다. 페이지를 닫거나 휴대폰이 오래 잠들어 있으면 순번이 해제될 수 있습니다.',
     tierLabel: '연결 방식', etaSoon: '1분 미만', etaUnknown: '아직 알 수 없음', etaEstimating: '계산 중…',
     etaAbout: '약 {d} — {time}쯤', etaPaused: '판매 일시 중지 중에는 알 수 없음',
+    etaProvisional: '약 {d}, 계산 중', etaSoonProvisional: '1분 미만, 계산 중',
     tier_sse: '실시간 업데이트', tier_ws: '실시간 업데이트', tier_poll: '몇 초마다 업데이트', viaTab: '{tier}, 다른 탭을 통해 받는 중',
     liveOff: '실시간 연결을 쓸 수 없어 다시 시도하는 중…',
     pausedNote: '판매가 일시 중지되었습니다 — 순번은 그대로 유지됩니다.',
@@ -265,12 +267,15 @@ const when = (iso) => new Intl.DateTimeFormat(lang, {
 // "estimating…" while the server withholds it (etaKnown false: the room
 // has not measured its orders yet, or admits nobody), else a rounded
 // duration and the clock time it ends at ("about 4 min — around 10:42"),
-// never seconds.
+// never seconds. A provisional estimate (etaProvisional: the room has not
+// measured this sale yet and goes by what it expects) is said as such,
+// without a clock time: "about 4 min, estimating".
 function eta(qs) {
   if (qs.paused) return t('etaPaused');
   if (qs.etaKnown === false) return t('etaEstimating');
   const sec = qs.etaSeconds;
   if (typeof sec !== 'number') return t('etaUnknown');
+  if (qs.etaProvisional === true) return sec < 60 ? t('etaSoonProvisional') : t('etaProvisional', { d: roundedWait(sec) });
   if (sec < 60) return t('etaSoon');
   return t('etaAbout', { d: roundedWait(sec), time: timeOf(Date.now() + sec * 1000) });
 }

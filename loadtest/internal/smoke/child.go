@@ -67,6 +67,17 @@ func commandPath(t *testing.T) string {
 	return built.path
 }
 
+// Command is the path of the command built for this test binary, for a
+// scenario that starts the server itself; a failed build fails t. With
+// -short the test skips, as the other smoke runs do.
+func Command(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: no extra processes")
+	}
+	return commandPath(t)
+}
+
 func buildCommand() (string, error) {
 	goTool, err := exec.LookPath("go")
 	if err != nil {

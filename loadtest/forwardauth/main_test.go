@@ -1,0 +1,10 @@
+package forwardauth
+
+import (
+	"os"
+	"testing"
+
+	"waitingroom/loadtest/internal/smoke"
+)
+
+func TestMain(m *testing.M) { os.Exit(smoke.Main(m)) }

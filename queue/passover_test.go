@@ -1,0 +1,253 @@
+package queue_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"waitingroom/queue"
+	"waitingroom/queue/queuetest"
+)
+
+// presenceQueue is a queue with presence-aware admission on (grace 50 ms:
+// a user entered and not touched since is absent once it has passed) and
+// room "r1" of target slots.
+func presenceQueue(t *testing.T, target int64, idle time.Duration) (*queue.Queue, *redis.Client) {
+	t.Helper()
+	rdb, prefix := queuetest.Redis(t)
+	q := queue.New(rdb, queue.Options{Prefix: prefix, Grace: 50 * time.Millisecond, IdleTimeout: idle})
+	if err := q.EnsureRoom(context.Background(), "r1", queue.RoomConfig{Target: target, EntryTTL: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	return q, rdb
+}
+
+// mustPassRedisTime waits until Redis's clock is d past now (by Redis's
+// clock): the scripts judge presence by it.
+func mustPassRedisTime(t *testing.T, rdb *redis.Client, d time.Duration) {
+	t.Helper()
+	ctx := context.Background()
+	start, err := rdb.Time(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	queuetest.WaitFor(t, "Redis's clock", func() bool {
+		now, err := rdb.Time(ctx).Result()
+		return err == nil && now.Sub(start) > d
+	})
+}
+
+func mustTouch(t *testing.T, q *queue.Queue, grace time.Duration, users ...string) {
+	t.Helper()
+	if err := q.Touch(context.Background(), "r1", users, grace); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// mustPositionsHonest checks that every user of want waits at the
+// 1-based position given, read by the status script, and that the
+// position the hubs derive from a snapshot (ticket − serving − departed
+// below) is the same.
+func mustPositionsHonest(t *testing.T, q *queue.Queue, want map[string]int64) {
+	t.Helper()
+	ctx := context.Background()
+	sns, err := q.Snapshots(ctx, []string{"r1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sn := sns[0]
+	for user, pos := range want {
+		st, err := q.Status(ctx, "r1", user)
+		if err != nil || st.State != queue.Waiting || st.Position != pos {
+			t.Fatalf("%s: status %+v, %v; want WAITING at %d", user, st, err, pos)
+		}
+		below := 0
+		for _, g := range sn.Gone {
+			if g < st.Ticket {
+				below++
+			}
+			if g == st.Ticket {
+				t.Fatalf("%s: ticket %d is in the gone set %v", user, g, sn.Gone)
+			}
+		}
+		if st.Ticket <= sn.Serving {
+			t.Fatalf("%s: ticket %d at or below serving %d", user, st.Ticket, sn.Serving)
+		}
+		if got := st.Ticket - sn.Serving - int64(below); got != pos {
+			t.Fatalf("%s: derived position %d (ticket %d, serving %d, gone %v), status says %d", user, got, st.Ticket, sn.Serving, sn.Gone, pos)
+		}
+	}
+}
+
+// TestAbsentUserIsPassedOver: an absent user at the front keeps the ticket
+// and place while the present ones behind are admitted in ticket order;
+// seen again, they are admitted at the next run ahead of everyone behind.
+// Positions stay the 1-based rank, by the status script and as derived
+// from the events and snapshots.
+func TestAbsentUserIsPassedOver(t *testing.T) {
+	q, rdb := presenceQueue(t, 2, time.Hour)
+	ctx := context.Background()
+	next, _ := mustSubscribe(t, q)
+	for _, u := range []string{"ghost", "b", "c", "d", "e"} {
+		mustEnter(t, q, u)
+	}
+	mustTouch(t, q, time.Hour, "b", "c", "d", "e")
+	mustPassRedisTime(t, rdb, 60*time.Millisecond) // ghost's grace is over
+
+	res := queuetest.Admit(t, q, 8)
+	if got, want := res.Admitted, []string{"b", "c"}; !slices.Equal(got, want) || res.Passed != 1 {
+		t.Fatalf("admitted %v, passed %d; want %v, 1", got, res.Passed, want)
+	}
+	ev := nextEvent(t, next, func(e queue.Event) bool { return len(e.Admitted) > 0 })
+	if ev.Serving != 0 || !slices.Equal(ev.Left, []int64{2, 3}) {
+		t.Fatalf("event serving %d left %v; want 0 and the admitted tickets [2 3]", ev.Serving, ev.Left)
+	}
+	mustPositionsHonest(t, q, map[string]int64{"ghost": 1, "d": 2, "e": 3})
+
+	// Still absent, still passed over: nobody else is admitted either
+	// (the room is full), and nothing moves.
+	if st, err := q.Status(ctx, "r1", "b"); err != nil || st.State != queue.Ready {
+		t.Fatalf("b = %+v, %v; want READY", st, err)
+	}
+
+	// The ghost comes back; b leaves its slot: the ghost goes first.
+	mustTouch(t, q, time.Hour, "ghost")
+	if _, err := q.Leave(ctx, "r1", "b"); err != nil {
+		t.Fatal(err)
+	}
+	res = queuetest.Admit(t, q, 8)
+	if got, want := res.Admitted, []string{"ghost"}; !slices.Equal(got, want) || res.Passed != 0 {
+		t.Fatalf("admitted %v, passed %d; want %v, 0", got, res.Passed, want)
+	}
+	ev = nextEvent(t, next, func(e queue.Event) bool { return len(e.Admitted) > 0 })
+	if ev.Serving != 3 {
+		t.Fatalf("event serving %d; want 3 (everyone up to d's ticket is served)", ev.Serving)
+	}
+	mustPositionsHonest(t, q, map[string]int64{"d": 1, "e": 2})
+	if sns, _ := q.Snapshots(ctx, []string{"r1"}); len(sns[0].Gone) != 0 {
+		t.Fatalf("gone %v after serving moved past every admission", sns[0].Gone)
+	}
+}
+
+// nextEvent returns the next event of room r1 that match accepts.
+func nextEvent(t *testing.T, next func() (queue.Notice, bool), match func(queue.Event) bool) queue.Event {
+	t.Helper()
+	for {
+		n, ok := next()
+		if !ok {
+			t.Fatal("subscription ended")
+		}
+		if n.Err == nil && !n.Subscribed && n.Event.Room == "r1" && match(n.Event) {
+			return n.Event
+		}
+	}
+}
+
+// TestPresentUsersStayInOrder: with absent users scattered through the
+// line, the present ones are admitted exactly in ticket order, run after
+// run, and the absent keep their places.
+func TestPresentUsersStayInOrder(t *testing.T) {
+	q, rdb := presenceQueue(t, 100, time.Hour)
+	var present, absent []string
+	for i := range 40 {
+		u := "u" + string(rune('a'+i/26)) + string(rune('a'+i%26))
+		mustEnter(t, q, u)
+		if i%3 == 0 {
+			absent = append(absent, u)
+		} else {
+			present = append(present, u)
+		}
+	}
+	mustTouch(t, q, time.Hour, present...)
+	mustPassRedisTime(t, rdb, 60*time.Millisecond)
+	var admitted []string
+	for range 10 {
+		admitted = append(admitted, queuetest.Admit(t, q, 3).Admitted...)
+	}
+	if !slices.Equal(admitted, present[:len(admitted)]) || len(admitted) != len(present) {
+		t.Fatalf("admitted %v; want the present %v in order", admitted, present)
+	}
+	want := map[string]int64{}
+	for i, u := range absent {
+		want[u] = int64(i + 1)
+	}
+	mustPositionsHonest(t, q, want)
+}
+
+// TestPassOverNeedsEvidence: a waiting user with no seen entry is
+// never judged absent, and with presence-aware admission off (no grace)
+// the line pops in ticket order whoever was seen.
+func TestPassOverNeedsEvidence(t *testing.T) {
+	t.Run("no seen entry", func(t *testing.T) {
+		q, rdb := presenceQueue(t, 1, time.Hour)
+		mustEnter(t, q, "a")
+		mustEnter(t, q, "b")
+		if err := rdb.ZRem(context.Background(), q.RoomKey("r1", "seen"), "a").Err(); err != nil {
+			t.Fatal(err)
+		}
+		mustTouch(t, q, time.Hour, "b")
+		mustPassRedisTime(t, rdb, 60*time.Millisecond)
+		if got := queuetest.Admit(t, q, 8).Admitted; !slices.Equal(got, []string{"a"}) {
+			t.Fatalf("admitted %v; want [a]", got)
+		}
+	})
+	t.Run("off", func(t *testing.T) {
+		q, rdb := queuetest.Queue(t, 1, time.Minute)
+		mustEnter(t, q, "a")
+		mustEnter(t, q, "b")
+		mustTouch(t, q, time.Hour, "b")
+		mustPassRedisTime(t, rdb, 10*time.Millisecond)
+		if got := queuetest.Admit(t, q, 8).Admitted; !slices.Equal(got, []string{"a"}) {
+			t.Fatalf("admitted %v; want [a]", got)
+		}
+	})
+}
+
+// TestReenterKeepsThePlace: entering again (a reload) keeps the ticket
+// and counts as being seen: the user is not passed over.
+func TestReenterKeepsThePlace(t *testing.T) {
+	q, rdb := presenceQueue(t, 1, time.Hour)
+	first := mustEnter(t, q, "a")
+	mustEnter(t, q, "b")
+	mustTouch(t, q, time.Hour, "b")
+	mustPassRedisTime(t, rdb, 60*time.Millisecond)
+	again := mustEnter(t, q, "a")
+	if again.New || again.Ticket != first.Ticket || again.Position != 1 {
+		t.Fatalf("enter again = %+v; want the first ticket %d at 1", again, first.Ticket)
+	}
+	if got := queuetest.Admit(t, q, 8).Admitted; !slices.Equal(got, []string{"a"}) {
+		t.Fatalf("admitted %v; want [a]", got)
+	}
+}
+
+// TestPassedOverUserIsRemovedWhenIdle: an absent user overdue by the idle
+// timeout is removed as before; serving then moves past the admissions
+// made while they were passed over.
+func TestPassedOverUserIsRemovedWhenIdle(t *testing.T) {
+	q, rdb := presenceQueue(t, 1, 200*time.Millisecond)
+	ctx := context.Background()
+	mustEnter(t, q, "ghost")
+	mustEnter(t, q, "b")
+	mustEnter(t, q, "c")
+	mustTouch(t, q, time.Hour, "b", "c")
+	mustPassRedisTime(t, rdb, 60*time.Millisecond)
+	if got := queuetest.Admit(t, q, 8).Admitted; !slices.Equal(got, []string{"b"}) {
+		t.Fatalf("admitted %v; want [b]", got)
+	}
+	mustPositionsHonest(t, q, map[string]int64{"ghost": 1, "c": 2})
+	mustPassRedisTime(t, rdb, 250*time.Millisecond)
+	res := queuetest.Admit(t, q, 8)
+	if res.Abandoned != 1 || len(res.Admitted) != 0 {
+		t.Fatalf("admit = %+v; want the ghost removed, nobody admitted (full)", res)
+	}
+	if _, err := q.Status(ctx, "r1", "ghost"); err == nil {
+		t.Fatal("ghost still has a status after the idle timeout")
+	}
+	mustPositionsHonest(t, q, map[string]int64{"c": 1})
+	if sns, _ := q.Snapshots(ctx, []string{"r1"}); sns[0].Serving != 2 || len(sns[0].Gone) != 0 {
+		t.Fatalf("snapshot serving %d gone %v; want 2 and none", sns[0].Serving, sns[0].Gone)
+	}
+}
