@@ -49,13 +49,8 @@ func (r *Recorder) Window() time.Duration { return r.window }
 // failed for an infrastructure reason (a business refusal such as out of
 // stock is a healthy answer).
 func (r *Recorder) Order(room string, latency time.Duration, failed bool, now time.Time) {
-	k := accKey{room, windowOf(now, r.window)}
 	r.mu.Lock()
-	a := r.acc[k]
-	if a == nil {
-		a = &orderAcc{}
-		r.acc[k] = a
-	}
+	a := r.accumulator(room, now)
 	a.orders++
 	if failed {
 		a.errors++
@@ -103,19 +98,26 @@ func (r *Recorder) Pool(u PoolUse, now time.Time) (taken bool) {
 // (the limit bound). The window's mean active count is the concurrency
 // the limit allowed (Little's law reads the capacity off it).
 func (r *Recorder) Admission(room string, active, waiting int64, now time.Time) {
-	k := accKey{room, windowOf(now, r.window)}
 	r.mu.Lock()
-	a := r.acc[k]
-	if a == nil {
-		a = &orderAcc{}
-		r.acc[k] = a
-	}
+	a := r.accumulator(room, now)
 	a.runs++
 	a.activeSum += active
 	if waiting > 0 {
 		a.bound++
 	}
 	r.mu.Unlock()
+}
+
+// accumulator is room's accumulator for the window of now, made when
+// missing. r.mu is held.
+func (r *Recorder) accumulator(room string, now time.Time) *orderAcc {
+	k := accKey{room, windowOf(now, r.window)}
+	a := r.acc[k]
+	if a == nil {
+		a = &orderAcc{}
+		r.acc[k] = a
+	}
+	return a
 }
 
 // Flush writes the gathered signals to Redis in one pipeline and forgets
