@@ -161,6 +161,15 @@ func TestForwardAuthRefusesWhatItCannotJudge(t *testing.T) {
 			t.Errorf("%s %s: %d %v, want 403 pass_required", method, uri, code, m)
 		}
 	}
+	// The question carries the original request's headers: a compressed
+	// body's Content-Encoding is the origin's business, judged like any
+	// other request (not 415), and an oversized URI is 400.
+	if code, _, m := ask(t, in, c, false, "POST", "/api/orders", "Content-Encoding", "gzip"); code != 403 || m["error"] != "pass_required" {
+		t.Errorf("POST /api/orders with Content-Encoding: gzip: %d %v, want 403 pass_required", code, m)
+	}
+	if code, _, m := ask(t, in, c, false, "GET", "/"+strings.Repeat("a", 9<<10)); code != 400 || m["error"] != "invalid_request" {
+		t.Errorf("a 9 KiB URI: %d %v, want 400 invalid_request", code, m)
+	}
 	// A method override sent on to the origin could turn a GET into the
 	// protected POST: such a question is judged by every route.
 	if code, _, m := ask(t, in, c, false, "GET", "/api/orders", "X-HTTP-Method-Override", "POST"); code != 403 || m["error"] != "pass_required" {
@@ -262,5 +271,34 @@ func TestForwardAuthHeadAndSubpaths(t *testing.T) {
 	code, _, m = call(t, c, "GET", in.base+gateway.AuthPath+"x", "", "X-Forwarded-Method", "GET", "X-Forwarded-Uri", "/public")
 	if code != 404 {
 		t.Fatalf("%sx is no question: %d %v, want 404", gateway.AuthPath, code, m)
+	}
+}
+
+// TestForwardAuthForgedCookiesCostNothing: a flood of questions carrying
+// forged entry, visit and queue cookies is refused without one pass
+// script, while an admitted visitor's visit keeps passing.
+func TestForwardAuthForgedCookiesCostNothing(t *testing.T) {
+	in := forwardAuthInstance(t, nil)
+	counter := countRedis(t, in.env)
+	c := visitor(t)
+	admitted(t, in, c, "sale")
+	if code, _, _ := ask(t, in, c, false, "GET", "/checkout/"); code != 200 {
+		t.Fatalf("opening the visit: %d", code)
+	}
+	forger := visitor(t)
+	forged := "wr_entry_sale=AAAA; wr_visit_sale=eyJhbGciOiJIUzI1NiJ9.e30.x; wr_queue_sale=eyJhbGciOiJIUzI1NiJ9.e30.y"
+	before := counter.snapshot()
+	for i := range 300 {
+		if code, _, m := ask(t, in, forger, false, "POST", "/api/orders", "Cookie", forged); code != 403 || m["error"] != "pass_required" {
+			t.Fatalf("forged question %d: %d %v, want 403 pass_required", i, code, m)
+		}
+		if i%50 == 0 {
+			if code, _, _ := ask(t, in, c, false, "POST", "/api/orders"); code != 200 {
+				t.Fatalf("the admitted visitor among the flood: %d, want 200", code)
+			}
+		}
+	}
+	if n := counter.since(before)["pass"]; n != 0 {
+		t.Fatalf("forged cookies ran %d pass scripts, want 0", n)
 	}
 }

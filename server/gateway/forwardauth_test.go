@@ -95,6 +95,7 @@ func TestAuthTargets(t *testing.T) {
 		ok bool
 	}{
 		{"/", true}, {"/checkout/x?a=1&b=%20", true}, {"/%zz", true}, // %zz: the routes refuse it
+		{"/" + strings.Repeat("a", 8<<10), false}, {"/" + strings.Repeat("a", 8<<10-1), true},
 		{"", false}, {"checkout", false}, {"http://x/checkout", false}, {"/a b", false}, {"/a\x00", false}, {"/\xc3\xa9", false}, {"*", false},
 	} {
 		if got := validTarget([]byte(tc.v)); got != tc.ok {
