@@ -11,6 +11,12 @@ import (
 // order and hold a slot 2 s each (5 admitted a second), departing a
 // second waiting users leave, and returns the last forecast.
 func steadyRoom(e *estimate.Estimator, departing int64) estimate.Forecast {
+	return passingRoom(e, departing, 0, 0)
+}
+
+// passingRoom is steadyRoom whose admission also passes over passing
+// absent users a second, waiting of them in line still.
+func passingRoom(e *estimate.Estimator, departing, passing, waiting int64) estimate.Forecast {
 	t0 := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
 	var fc estimate.Forecast
 	for s := range int64(121) {
@@ -18,9 +24,28 @@ func steadyRoom(e *estimate.Estimator, departing int64) estimate.Forecast {
 		rem[23] = 10 // admitted within the last 2.5 s of a 60 s window (bins of 2.5 s)
 		fc = e.Observe(estimate.Sample{At: t0.Add(time.Duration(s) * time.Second), Target: 10, Active: 10,
 			EntryTTL: time.Minute, Admitted: 5 * s, Holds: 5 * s, HoldTime: time.Duration(5*s) * 2 * time.Second,
-			Departed: departing * s, Remaining: rem, Bin: 2500 * time.Millisecond})
+			Departed: departing * s, Passed: passing * s, PassedWaiting: waiting, Remaining: rem, Bin: 2500 * time.Millisecond})
 	}
 	return fc
+}
+
+// The users passed over wait at the front, in everyone's position, and
+// nobody waits for them; a share of those behind them will be absent too.
+func TestForecastPassesOver(t *testing.T) {
+	// 40 passed over wait still: position 140 is where 100 was.
+	fc := passingRoom(&estimate.Estimator{}, 0, 0, 40)
+	if got, ok := fc.ETA(140); !ok || got < 19 || got > 21 {
+		t.Errorf("ETA(140) with 40 passed over = %d, %v; want 20 ± 1", got, ok)
+	}
+	if got, _ := fc.ETA(30); got != 1 {
+		t.Errorf("ETA(30) with 40 passed over = %d; want 1 (a passed-over user back is admitted next)", got)
+	}
+	// As many passed over as admitted: a = ½, half of those ahead are
+	// not waited for.
+	fc = passingRoom(&estimate.Estimator{}, 0, 5, 0)
+	if got, ok := fc.ETA(100); fc.Absent != 0.5 || !ok || got < 9 || got > 11 {
+		t.Errorf("passing: a %.2f, ETA(100) = %d; want 10 ± 1", fc.Absent, got)
+	}
 }
 
 func TestForecastByHand(t *testing.T) {

@@ -18,7 +18,13 @@ type Sample struct {
 
 	Admitted int64 // users admitted
 	Expired  int64 // admissions whose window ended unused
-	Departed int64 // waiting users who left or were dropped as idle
+	// Departed counts the waiting users who left or were dropped as idle,
+	// except those the admission had passed over (Passed counts them).
+	Departed int64
+	// Passed counts the absent users the admission passed over (each once):
+	// PassedWaiting of them wait still, at the front of the line, in the
+	// position of everyone behind them, and nobody waits for them.
+	Passed, PassedWaiting int64
 	// Holds counts the slots freed by an order that ended, and HoldTime is
 	// their total time from admission to release.
 	Holds    int64
@@ -46,6 +52,11 @@ type Prior struct {
 	// prior takes AssumedNoShow.
 	NoShow      float64
 	NoShowKnown bool
+	// Absent is the expected share of users absent when the admission
+	// reaches them (passed over), meaningful when AbsentKnown; without it
+	// a forecast takes none until the room has measured its own.
+	Absent      float64
+	AbsentKnown bool
 }
 
 // AssumedNoShow is the no-show share a provisional forecast takes when
@@ -112,9 +123,9 @@ type Estimator struct {
 
 // counters are what the estimator keeps of a past sample.
 type counters struct {
-	At                                 time.Time
-	Admitted, Expired, Departed, Holds int64
-	HoldTime                           time.Duration
+	At                                         time.Time
+	Admitted, Expired, Departed, Holds, Passed int64
+	HoldTime                                   time.Duration
 }
 
 // maxRing bounds the samples kept: a long entry window is covered at a
@@ -131,7 +142,8 @@ func (e *Estimator) Observe(s Sample) Forecast {
 	if n := len(e.ring); n > 0 {
 		last := e.ring[n-1]
 		switch {
-		case s.Admitted < last.Admitted || s.Expired < last.Expired || s.Holds < last.Holds || s.Departed < last.Departed:
+		case s.Admitted < last.Admitted || s.Expired < last.Expired || s.Holds < last.Holds || s.Departed < last.Departed ||
+			s.Passed < last.Passed:
 			e.ring, e.hold, e.pOK = e.ring[:0], 0, false // the room was removed and made anew
 			e.holdOwn, e.pOwn = false, false
 		case s.At.Sub(last.At) < sampleEvery:
@@ -139,7 +151,8 @@ func (e *Estimator) Observe(s Sample) Forecast {
 		}
 	}
 	e.last = s
-	e.ring = append(e.ring, counters{At: s.At, Admitted: s.Admitted, Expired: s.Expired, Departed: s.Departed, Holds: s.Holds, HoldTime: s.HoldTime})
+	e.ring = append(e.ring, counters{At: s.At, Admitted: s.Admitted, Expired: s.Expired, Departed: s.Departed, Holds: s.Holds,
+		Passed: s.Passed, HoldTime: s.HoldTime})
 	horizon := s.At.Add(-(s.EntryTTL + resolvedWindow + keep))
 	i := sort.Search(len(e.ring), func(i int) bool { return e.ring[i].At.After(horizon) })
 	if i > 0 && i > len(e.ring)/2 {
@@ -217,6 +230,7 @@ func (e *Estimator) forecast() Forecast {
 		return f
 	}
 	f.Known, f.NoShow, f.Hold, f.Depart = true, p, h, e.depart(s)
+	f.Absent, f.passedWaiting = e.absent(s), max(s.PassedWaiting, 0)
 	f.step, f.cum, f.steady = simulate(s, p, h, tau, e.admissions(s.At, youngSpan(s, tau)))
 	return f
 }
@@ -363,6 +377,26 @@ func (e *Estimator) depart(s Sample) float64 {
 	return min(float64(dep)/float64(dep+max(adm, 0)), 0.9)
 }
 
+// absent measures a, the share of the users admission reached in the
+// last minute (all-time while the estimator has seen too little) that it
+// found absent and passed over, capped at 0.9; before the room has
+// passed or admitted enough, the prior's share, else 0. A room without
+// presence-aware admission passes nobody: a is 0, and its absent users
+// are admitted and counted as no-shows instead.
+func (e *Estimator) absent(s Sample) float64 {
+	pas, adm := s.Passed, s.Admitted
+	if b, ok := e.at(s.At.Add(-departWindow)); ok && s.Passed-b.Passed+s.Admitted-b.Admitted >= minDeparts {
+		pas, adm = s.Passed-b.Passed, s.Admitted-b.Admitted
+	}
+	switch {
+	case pas+max(adm, 0) < minDeparts && s.Prior.AbsentKnown:
+		return min(max(s.Prior.Absent, 0), 0.9)
+	case pas <= 0:
+		return 0
+	}
+	return min(float64(pas)/float64(pas+max(adm, 0)), 0.9)
+}
+
 // Forecast is a room's expected admissions from one sample on. The zero
 // Forecast is unknown.
 type Forecast struct {
@@ -378,6 +412,10 @@ type Forecast struct {
 	NoShow float64       // p
 	Hold   time.Duration // h
 	Depart float64       // d
+	Absent float64       // a: the share of users reached found absent
+
+	// passedWaiting: users passed over who wait still, at the front
+	passedWaiting int64
 
 	step   time.Duration
 	cum    []float64 // cum[k]: admissions expected by k steps from At
@@ -390,12 +428,14 @@ func (f Forecast) Rate() float64 { return f.steady }
 
 // ETA returns the wait until position (1-based) is admitted, in whole
 // seconds rounded up (at least 1); ok is false when the forecast is not
-// Known.
+// Known. Of the users ahead, those passed over already are not waited
+// for, a share d will leave and a share a will be absent when reached.
 func (f Forecast) ETA(position int64) (secs int64, ok bool) {
 	if !f.Known || len(f.cum) == 0 {
 		return 0, false
 	}
-	need := float64(max(position, 1)) * (1 - f.Depart)
+	// a passed-over user who is back is admitted at the next run
+	need := float64(max(position-f.passedWaiting, 1)) * (1 - f.Depart) * (1 - f.Absent)
 	n := len(f.cum)
 	var t float64
 	switch k := sort.SearchFloat64s(f.cum, need); {

@@ -51,7 +51,7 @@ type Rooms interface {
 	Room(ctx context.Context, room string) (queue.RoomInfo, error)
 	Snapshots(ctx context.Context, rooms []string) ([]queue.RoomSnapshot, error)
 	RoomKey(room, name string) string
-	RecordMeasured(ctx context.Context, room string, hold time.Duration, noShow float64) error
+	RecordMeasured(ctx context.Context, room string, hold time.Duration, noShow, absent float64) error
 }
 
 // History records and reads the rooms' history. It is safe for concurrent
@@ -232,7 +232,7 @@ func (h *History) keepMeasured(ctx context.Context, room string) {
 	if !fc.Known || fc.Provisional || fc.Hold <= 0 {
 		return
 	}
-	if err := h.rooms.RecordMeasured(ctx, room, fc.Hold, fc.NoShow); err != nil && ctx.Err() == nil {
+	if err := h.rooms.RecordMeasured(ctx, room, fc.Hold, fc.NoShow, fc.Absent); err != nil && ctx.Err() == nil {
 		h.log.LogAttrs(ctx, slog.LevelWarn, "keeping the measured figures failed", slog.String("room", room), slog.String("error", err.Error()))
 	}
 }

@@ -92,6 +92,16 @@ end
 -- their tickets join the gone set so every instance's positions stay exact,
 -- and the idle set remembers them, so a later status read can say why they
 -- are no longer waiting (entering again forgets it)
+-- top: the highest ticket ever admitted (serving, before any pass-over);
+-- a waiting user with a ticket at or below it has been passed over
+local sv = redis.call('HMGET', KEYS[5], 'serving', 'top')
+local servingBefore = tonumber(sv[1] or '0')
+local top = tonumber(sv[2] or sv[1] or '0')
+local topBefore = top
+-- passedGone: passed-over users dropped now (counted once, as passed,
+-- by the estimator: see the stats field passed_gone)
+local passedGone = 0
+
 local idle = tonumber(ARGV[4])
 local left = {}
 if idle > 0 then
@@ -104,10 +114,12 @@ if idle > 0 then
       redis.call('ZADD', KEYS[6], ticket, ticket)
       redis.call('ZADD', KEYS[9], now, stale[i])
       left[#left + 1] = tonumber(ticket)
+      if tonumber(ticket) <= top then passedGone = passedGone + 1 end
     end
   end
   if #left > 0 then
     redis.call('HINCRBY', KEYS[5], 'abandoned', #left)
+    if passedGone > 0 then redis.call('HINCRBY', KEYS[5], 'passed_gone', passedGone) end
     -- forget drops older than the memory (bounded per run, like the adds)
     local keep = tonumber(ARGV[5])
     local old = redis.call('ZRANGEBYSCORE', KEYS[9], '-inf', now - keep, 'LIMIT', 0, 1000)
@@ -133,8 +145,12 @@ local n = math.min(want, #ARGV - 6)
 local presence = ARGV[6] == '1'
 
 local admitted, tickets = {}, {}
-local passed = 0
+-- passed: the absent users skipped ahead of someone admitted this run;
+-- passedNew: those among them skipped for the first time (a ticket above
+-- topBefore: nobody behind them had been admitted before)
+local passed, passedNew = 0, 0
 if n > 0 and presence then
+  local skipped, skippedNew = 0, 0
   -- in ticket order, pages of at most 200, skipping the absent
   local from, budget = 0, n + 1000
   while #admitted < n and budget > 0 do
@@ -146,10 +162,13 @@ if n > 0 and presence then
     for j = 1, #users do
       if #admitted < n then
         if due[j] and tonumber(due[j]) < now then
-          passed = passed + 1
+          skipped = skipped + 1
+          if tonumber(page[2 * j]) > topBefore then skippedNew = skippedNew + 1 end
         else
           admitted[#admitted + 1] = users[j]
           tickets[#tickets + 1] = tonumber(page[2 * j])
+          passed, passedNew = passed + skipped, passedNew + skippedNew
+          skipped, skippedNew = 0, 0
         end
       end
     end
@@ -167,10 +186,9 @@ elseif n > 0 then
   end
 end
 
--- top: the highest ticket ever admitted (serving, before any pass-over)
-local sv = redis.call('HMGET', KEYS[5], 'serving', 'top')
-local servingBefore = tonumber(sv[1] or '0')
-local top = tonumber(sv[2] or sv[1] or '0')
+if passedNew > 0 then
+  redis.call('HINCRBY', KEYS[5], 'passed', passedNew)
+end
 if #admitted > 0 then
   local deadline = now + ttl
   for k = 1, #admitted do
