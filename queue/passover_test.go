@@ -274,8 +274,8 @@ func TestPassedOverCountedOnce(t *testing.T) {
 	}
 	mustTouch(t, q, time.Hour, "a")
 	mustPassRedisTime(t, rdb, 60*time.Millisecond)
-	if res := queuetest.Admit(t, q, 8); !slices.Equal(res.Admitted, []string{"a"}) || res.Passed != 1 {
-		t.Fatalf("admitted %v, passed %d; want [a], 1 (ghost2 has nobody admitted behind)", res.Admitted, res.Passed)
+	if res := queuetest.Admit(t, q, 8); !slices.Equal(res.Admitted, []string{"a"}) || res.Passed != 1 || res.PassedFirst != 1 {
+		t.Fatalf("admitted %v, passed %d (%d first); want [a], 1 (1): ghost2 has nobody admitted behind", res.Admitted, res.Passed, res.PassedFirst)
 	}
 	flow(1, 1, 0)
 	if res := queuetest.Admit(t, q, 8); len(res.Admitted) != 0 || res.Passed != 0 {
@@ -285,8 +285,8 @@ func TestPassedOverCountedOnce(t *testing.T) {
 
 	mustEnter(t, q, "b")
 	mustTouch(t, q, time.Hour, "b")
-	if res := queuetest.Admit(t, q, 8); !slices.Equal(res.Admitted, []string{"b"}) || res.Passed != 2 {
-		t.Fatalf("admitted %v, passed %d; want [b], 2", res.Admitted, res.Passed)
+	if res := queuetest.Admit(t, q, 8); !slices.Equal(res.Admitted, []string{"b"}) || res.Passed != 2 || res.PassedFirst != 1 {
+		t.Fatalf("admitted %v, passed %d (%d first); want [b], 2 (1: ghost2)", res.Admitted, res.Passed, res.PassedFirst)
 	}
 	flow(2, 2, 0) // ghost was counted by the first run, ghost2 by this one
 

@@ -48,9 +48,11 @@
 -- then admits again.
 --
 -- Returns {admitted, waiting, active, want, pruned, rate, target, paused, users, abandoned, due,
---          prequeue, next_deadline, opens_at, passed}
+--          prequeue, next_deadline, opens_at, passed, passed_new}
 --   users: the admitted user ids in ticket order
---   passed: absent users this run passed over (ahead of the last admitted)
+--   passed: absent users this run passed over (ahead of the last admitted);
+--   passed_new: those of them passed over for the first time (each absent
+--   user is counted once; the stats field passed sums them)
 --   prequeue: users in the pre-queue; next_deadline: the earliest deadline
 --   in the active set (ms, Redis clock; 0: nobody active); opens_at: the
 --   scheduled opening (ms; 0: none). With them the caller knows when the
@@ -59,7 +61,7 @@
 --   want: how many tokens this run could have used (min(capacity, queue
 --   length before popping)); the caller passes at least that many next time.
 if redis.call('EXISTS', KEYS[1]) == 0 then
-  return {-1, 0, 0, 0, 0, '0', 0, 0, {}, 0, 0, 0, 0, 0, 0}
+  return {-1, 0, 0, 0, 0, '0', 0, 0, {}, 0, 0, 0, 0, 0, 0, 0}
 end
 local cfg = redis.call('HMGET', KEYS[1], 'target', 'ttl_ms', 'paused', 'method', 'opens_at')
 local target = tonumber(cfg[1]) or 0
@@ -275,4 +277,4 @@ end
 local first = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
 local nextDeadline = tonumber(first[2] or '0')
 return {#admitted, waiting, active, want, pruned, rateStr, target, paused and 1 or 0, admitted, abandoned, due and 1 or 0,
-        prequeued, nextDeadline, opensAt or 0, passed}
+        prequeued, nextDeadline, opensAt or 0, passed, passedNew}
