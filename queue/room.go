@@ -141,7 +141,10 @@ type RoomInfo struct {
 	Expired   int64   // admissions whose window ended unused
 	Left      int64   // waiting users who left
 	Abandoned int64   // waiting users removed for not being seen
-	PreQueue  int64   // users waiting for the scheduled opening
+	// PassedOver counts the absent users the admission passed over, each
+	// once (presence-aware admission; see admit.lua).
+	PassedOver int64
+	PreQueue   int64 // users waiting for the scheduled opening
 	// ShuffleSeed is the seed of the last opening's shuffle ("" when the
 	// last opening was not random, or there was none); Shuffled is how
 	// many users it shuffled (see Shuffle).
@@ -325,7 +328,7 @@ func (q *Queue) readRoom(ctx context.Context, p redis.Pipeliner, room string) ro
 	return roomRead{
 		cfg: p.HGetAll(ctx, k.cfg),
 		stats: p.HMGet(ctx, k.stats, "rate", "serving", "entered", "admitted", "expired", "left", "abandoned",
-			"shuffle_seed", "shuffled", "opened_ms"),
+			"shuffle_seed", "shuffled", "opened_ms", "passed"),
 		waiting: p.ZCard(ctx, k.queue),
 		pre:     p.ZCard(ctx, k.prequeue),
 		active:  p.ZCard(ctx, k.active),
@@ -366,6 +369,7 @@ func (r roomRead) info(room string) (RoomInfo, bool) {
 	if at := int64(num(9)); at > 0 {
 		info.OpenedAt = msTime(at)
 	}
+	info.PassedOver = int64(num(10))
 	return info, true
 }
 
