@@ -190,3 +190,23 @@ func TestPastSaleIsProvisional(t *testing.T) {
 		t.Fatalf("after 90 s of the sale: %+v, want measured, h near 4 s", fc)
 	}
 }
+
+// A position the free slots admit at once is admitted by the next
+// admission run, a tick away: its ETA is 0, not a second.
+func TestForecastFreeSlotsNow(t *testing.T) {
+	e := &estimate.Estimator{}
+	steadyRoom(e, 0)
+	t0 := time.Date(2026, 11, 27, 10, 2, 1, 0, time.UTC)
+	rem := make([]int64, 25)
+	rem[23] = 6 // 4 of the 10 slots free
+	fc := e.Observe(estimate.Sample{At: t0, Target: 10, Active: 6, EntryTTL: time.Minute, Admitted: 605, Holds: 605,
+		HoldTime: 1210 * time.Second, Remaining: rem, Bin: 2500 * time.Millisecond})
+	for pos, want := range map[int64]int64{1: 0, 4: 0} {
+		if got, ok := fc.ETA(pos); !ok || got != want {
+			t.Errorf("ETA(%d) with 4 slots free = %d, %v; want %d", pos, got, ok, want)
+		}
+	}
+	if got, ok := fc.ETA(5); !ok || got < 1 {
+		t.Errorf("ETA(5) with 4 slots free = %d, %v; want at least 1", got, ok)
+	}
+}

@@ -427,8 +427,9 @@ type Forecast struct {
 func (f Forecast) Rate() float64 { return f.steady }
 
 // ETA returns the wait until position (1-based) is admitted, in whole
-// seconds rounded up (at least 1); ok is false when the forecast is not
-// Known. Of the users ahead, those passed over already are not waited
+// seconds rounded up: at least 1, except 0 for a position the free slots
+// admit at once (the next admission run, a tick away); ok is false when
+// the forecast is not Known. Of the users ahead, those passed over already are not waited
 // for, a share d will leave and a share a will be absent when reached.
 func (f Forecast) ETA(position int64) (secs int64, ok bool) {
 	if !f.Known || len(f.cum) == 0 {
@@ -440,6 +441,7 @@ func (f Forecast) ETA(position int64) (secs int64, ok bool) {
 	var t float64
 	switch k := sort.SearchFloat64s(f.cum, need); {
 	case k == 0:
+		return 0, true // admitted by the free slots at once
 	case k < n:
 		frac := 1.0
 		if a := f.cum[k] - f.cum[k-1]; a > 0 {
