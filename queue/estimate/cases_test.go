@@ -210,3 +210,42 @@ func TestForecastFreeSlotsNow(t *testing.T) {
 		t.Errorf("ETA(5) with 4 slots free = %d, %v; want at least 1", got, ok)
 	}
 }
+
+// Departures while the room admits nobody (a pause, targetActive 0 while
+// a finished sale's leftovers leave) say nothing of the share who leave
+// while it admits: d is measured against admissions, which stop.
+func TestDepartWhileFrozenIgnored(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		freeze func(*estimate.Sample)
+	}{
+		{"paused", func(s *estimate.Sample) { s.Halted = true }},
+		{"targetActive 0", func(s *estimate.Sample) { s.Target = 0 }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := &estimate.Estimator{}
+			steadyRoom(e, 0)
+			t0 := time.Date(2026, 11, 27, 10, 2, 0, 0, time.UTC)
+			rem := make([]int64, 25)
+			rem[23] = 10
+			s := estimate.Sample{Target: 10, Active: 10, EntryTTL: time.Minute, Admitted: 600, Holds: 600,
+				HoldTime: 1200 * time.Second, Remaining: rem, Bin: 2500 * time.Millisecond}
+			for k := range int64(30) { // 30 s frozen, 2 leave a second
+				f := s
+				f.At, f.Departed = t0.Add(time.Duration(k)*time.Second), 2*(k+1)
+				tt.freeze(&f)
+				e.Observe(f)
+			}
+			var fc estimate.Forecast
+			for k := range int64(5) { // admitting again, nobody leaves
+				f := s
+				f.At, f.Departed = t0.Add(time.Duration(30+k)*time.Second), 60
+				f.Admitted, f.Holds, f.HoldTime = 600+5*k, 600+5*k, time.Duration(600+5*k)*2*time.Second
+				fc = e.Observe(f)
+			}
+			if !fc.Known || fc.Depart != 0 {
+				t.Errorf("after %s: d %.2f (known %v); want 0: the 60 who left while it admitted nobody do not count", tt.name, fc.Depart, fc.Known)
+			}
+		})
+	}
+}

@@ -119,6 +119,11 @@ type Estimator struct {
 	p   float64
 	pOK bool
 	pAt time.Time
+	// frozenDep counts the departures seen between two samples of a room
+	// that admitted nobody (halted, or targetActive 0): d is measured
+	// against admissions, and while they stop, departures alone would
+	// inflate it (a pause; the users a finished sale leaves behind).
+	frozenDep int64
 }
 
 // counters are what the estimator keeps of a past sample.
@@ -126,6 +131,9 @@ type counters struct {
 	At                                         time.Time
 	Admitted, Expired, Departed, Holds, Passed int64
 	HoldTime                                   time.Duration
+	// Departed counts only the departures while the room admitted
+	// (Estimator.frozenDep); rawDeparted is the sample's own count.
+	rawDeparted int64
 }
 
 // maxRing bounds the samples kept: a long entry window is covered at a
@@ -142,17 +150,19 @@ func (e *Estimator) Observe(s Sample) Forecast {
 	if n := len(e.ring); n > 0 {
 		last := e.ring[n-1]
 		switch {
-		case s.Admitted < last.Admitted || s.Expired < last.Expired || s.Holds < last.Holds || s.Departed < last.Departed ||
+		case s.Admitted < last.Admitted || s.Expired < last.Expired || s.Holds < last.Holds || s.Departed < last.rawDeparted ||
 			s.Passed < last.Passed:
 			e.ring, e.hold, e.pOK = e.ring[:0], 0, false // the room was removed and made anew
-			e.holdOwn, e.pOwn = false, false
+			e.holdOwn, e.pOwn, e.frozenDep = false, false, 0
 		case s.At.Sub(last.At) < sampleEvery:
 			return e.fc // too soon (or out of order): the last forecast stands
+		case frozen(s) || frozen(e.last):
+			e.frozenDep += s.Departed - last.rawDeparted
 		}
 	}
 	e.last = s
-	e.ring = append(e.ring, counters{At: s.At, Admitted: s.Admitted, Expired: s.Expired, Departed: s.Departed, Holds: s.Holds,
-		Passed: s.Passed, HoldTime: s.HoldTime})
+	e.ring = append(e.ring, counters{At: s.At, Admitted: s.Admitted, Expired: s.Expired, Departed: s.Departed - e.frozenDep,
+		Holds: s.Holds, Passed: s.Passed, HoldTime: s.HoldTime, rawDeparted: s.Departed})
 	horizon := s.At.Add(-(s.EntryTTL + resolvedWindow + keep))
 	i := sort.Search(len(e.ring), func(i int) bool { return e.ring[i].At.After(horizon) })
 	if i > 0 && i > len(e.ring)/2 {
@@ -170,6 +180,10 @@ func (e *Estimator) Observe(s Sample) Forecast {
 	e.fc = e.forecast()
 	return e.fc
 }
+
+// frozen reports whether s's room admitted nobody: halted or
+// targetActive 0.
+func frozen(s Sample) bool { return s.Halted || s.Target <= 0 }
 
 // at returns the newest sample taken at or before t, or false when every
 // sample is newer.
@@ -365,11 +379,13 @@ func (e *Estimator) measureNoShow(s Sample, tau time.Duration) (p float64, ok, o
 }
 
 // depart measures d over the last minute (all-time while the estimator has
-// seen too little), capped at 0.9.
+// seen too little), capped at 0.9, leaving out the departures it saw while
+// the room admitted nobody.
 func (e *Estimator) depart(s Sample) float64 {
-	dep, adm := s.Departed, s.Admitted
-	if b, ok := e.at(s.At.Add(-departWindow)); ok && s.Departed-b.Departed+s.Admitted-b.Admitted >= minDeparts {
-		dep, adm = s.Departed-b.Departed, s.Admitted-b.Admitted
+	now := e.ring[len(e.ring)-1] // s's counters, departures while frozen left out
+	dep, adm := now.Departed, s.Admitted
+	if b, ok := e.at(s.At.Add(-departWindow)); ok && now.Departed-b.Departed+s.Admitted-b.Admitted >= minDeparts {
+		dep, adm = now.Departed-b.Departed, s.Admitted-b.Admitted
 	}
 	if dep <= 0 {
 		return 0
