@@ -214,7 +214,7 @@ func (h *History) Record(ctx context.Context, room string) (recorded bool, err e
 	if n == 1 && h.shownTo != nil {
 		h.shownTo(room, eta)
 	}
-	if n == 1 {
+	if n == 1 && info.Waiting > 0 {
 		h.keepMeasured(ctx, room)
 	}
 	return n == 1, nil
@@ -222,8 +222,11 @@ func (h *History) Record(ctx context.Context, room string) (recorded bool, err e
 
 // keepMeasured keeps what room's forecast measured (not a provisional
 // one) for the room's next sale (queue.Queue.RecordMeasured), with each
-// point: one small write a second for a room with work, by the instance
-// that records it.
+// point while people wait: one small write a second, by the instance that
+// records it. Once nobody waits the sale is over for the figures: what the
+// last slots do then (expire, or leave) is not what the next sale's first
+// shoppers will wait behind.
+
 func (h *History) keepMeasured(ctx context.Context, room string) {
 	if h.forecast == nil {
 		return
