@@ -43,7 +43,7 @@ func (e *estimators) forget(room string) {
 // sampleOf is the estimator's sample of a snapshot.
 func sampleOf(sn queue.RoomSnapshot, now time.Time) estimate.Sample {
 	f := sn.Flow
-	return estimate.Sample{At: now, Target: sn.Target, Active: f.Active, EntryTTL: f.EntryTTL,
+	return estimate.Sample{At: now, Target: sn.Target, Active: f.Active, Waiting: sn.Waiting, EntryTTL: f.EntryTTL,
 		Halted: sn.Paused || sn.Closed, Admitted: f.Admitted, Expired: f.Expired, Departed: f.Departed,
 		Passed: f.Passed, PassedWaiting: f.PassedWaiting,
 		Holds: f.Holds, HoldTime: f.HoldTime, Remaining: f.Remaining, Bin: f.Bin, Prior: priorOf(sn.Expected)}

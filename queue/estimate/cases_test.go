@@ -249,3 +249,36 @@ func TestDepartWhileFrozenIgnored(t *testing.T) {
 		})
 	}
 }
+
+// A room empty for 5 s (nobody waiting, active or admitted) has no sale
+// under way: the next one starts from the room's prior, provisional, not
+// from what the estimator measured of the last sale's last slots. Empty
+// for less, the measured figures stand.
+func TestEmptyRoomStartsAnew(t *testing.T) {
+	for _, tt := range []struct {
+		empty       int64 // seconds
+		provisional bool
+	}{{3, false}, {6, true}} {
+		e := &estimate.Estimator{}
+		steadyRoom(e, 0)
+		t0 := time.Date(2026, 11, 27, 10, 2, 1, 0, time.UTC)
+		idle := estimate.Sample{Target: 10, EntryTTL: time.Minute, Admitted: 600, Holds: 600, HoldTime: 1200 * time.Second,
+			Remaining: make([]int64, 25), Bin: 2500 * time.Millisecond}
+		for k := range tt.empty + 1 {
+			s := idle
+			s.At = t0.Add(time.Duration(k) * time.Second)
+			e.Observe(s)
+		}
+		next := idle // the next sale's first second: 10 waiting, an operator's 7 s expected
+		next.At, next.Waiting, next.Prior = t0.Add(time.Duration(tt.empty+1)*time.Second), 10, estimate.Prior{Hold: 7 * time.Second}
+		fc := e.Observe(next)
+		wantHold := 2 * time.Second
+		if tt.provisional {
+			wantHold = 7 * time.Second
+		}
+		if !fc.Known || fc.Provisional != tt.provisional || fc.Hold != wantHold {
+			t.Errorf("empty %d s: known %v provisional %v hold %v; want provisional %v, hold %v",
+				tt.empty, fc.Known, fc.Provisional, fc.Hold, tt.provisional, wantHold)
+		}
+	}
+}

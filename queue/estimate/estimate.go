@@ -12,6 +12,7 @@ type Sample struct {
 	At       time.Time
 	Target   int64         // targetActive now
 	Active   int64         // slots held now
+	Waiting  int64         // users in the queue now
 	EntryTTL time.Duration // the room's entry window
 	// Halted: nobody is admitted (paused, closed, not open yet).
 	Halted bool
@@ -124,7 +125,18 @@ type Estimator struct {
 	// against admissions, and while they stop, departures alone would
 	// inflate it (a pause; the users a finished sale leaves behind).
 	frozenDep int64
+	// emptyAt is when the room was first seen empty (nobody waiting,
+	// active or admitted since) in the current stretch; zero: not empty.
+	emptyAt time.Time
 }
+
+// emptyFor: a room empty this long — nobody waiting, nobody active, nobody
+// admitted — has no sale under way. Its estimator forgets what it
+// measured: the next sale starts from the room's prior (what it kept of
+// the last sale while people waited, or the operator's expectation),
+// marked provisional, as on an instance that has just started, instead of
+// from the figures of the last sale's last slots.
+const emptyFor = 5 * time.Second
 
 // counters are what the estimator keeps of a past sample.
 type counters struct {
@@ -158,6 +170,15 @@ func (e *Estimator) Observe(s Sample) Forecast {
 			return e.fc // too soon (or out of order): the last forecast stands
 		case frozen(s) || frozen(e.last):
 			e.frozenDep += s.Departed - last.rawDeparted
+		}
+		switch {
+		case s.Waiting > 0 || s.Active > 0 || s.Admitted != last.Admitted:
+			e.emptyAt = time.Time{}
+		case e.emptyAt.IsZero():
+			e.emptyAt = last.At
+		case s.At.Sub(e.emptyAt) >= emptyFor:
+			e.ring, e.hold, e.pOK = e.ring[:0], 0, false // no sale under way: start anew
+			e.holdOwn, e.pOwn, e.frozenDep = false, false, 0
 		}
 	}
 	e.last = s

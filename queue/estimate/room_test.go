@@ -247,7 +247,7 @@ func (r *room) arrive() {
 }
 
 func (r *room) sample() estimate.Sample {
-	s := estimate.Sample{At: r.start.Add(r.now), Target: r.target, Active: int64(len(r.active)), EntryTTL: r.sc.ttl,
+	s := estimate.Sample{At: r.start.Add(r.now), Target: r.target, Active: int64(len(r.active)), Waiting: int64(len(r.queue)), EntryTTL: r.sc.ttl,
 		Halted: r.paused, Admitted: r.counters.admitted, Expired: r.counters.expired, Departed: r.counters.departed,
 		Holds: r.counters.holds, HoldTime: r.holdTime, Bin: bin, Remaining: make([]int64, int(r.sc.ttl/bin)+1),
 		Prior: r.sc.prior}
