@@ -29,7 +29,7 @@ func (q *Queue) Enters(ctx context.Context, room string, users ...string) ([]Sta
 	cmds := make([]*redis.Cmd, len(users))
 	err := q.pipelineScript(ctx, enterScript, func(p redis.Pipeliner) {
 		for i, u := range users {
-			cmds[i] = enterScript.EvalSha(ctx, p, ks, u, newEntryToken(), k.channel, room, q.grace.Milliseconds())
+			cmds[i] = enterScript.EvalSha(ctx, p, ks, u, newEntryToken(), k.channel, room, q.grace.Milliseconds(), "0")
 		}
 	})
 	if err != nil {
