@@ -198,6 +198,7 @@ func (q *Queue) Merge(ctx context.Context, room, seed string) (OpenResult, error
 const (
 	stopAfterTake   = 1
 	stopAfterAppend = 2
+	stopAfterSeal   = 3
 )
 
 // mergeStep does the next step of room's merge; stop ≥ 0 ends a slice's
@@ -213,7 +214,7 @@ func (q *Queue) mergeStep(ctx context.Context, room, seed string, stop int) (Ope
 	case "":
 		return OpenResult{Room: room, Done: true}, nil
 	case "armed":
-		if rec, err = q.mergeBegin(ctx, room, seed); err != nil || rec.state != "moving" {
+		if rec, err = q.mergeBegin(ctx, room, seed, stop); err != nil || rec.state != "moving" {
 			return OpenResult{Room: room, Done: true}, err
 		}
 	}
@@ -287,7 +288,7 @@ func parseRecord(v []any) mergeRecord {
 }
 
 // mergeBegin seals and counts every part, then records the merge.
-func (q *Queue) mergeBegin(ctx context.Context, room, seed string) (mergeRecord, error) {
+func (q *Queue) mergeBegin(ctx context.Context, room, seed string, stop int) (mergeRecord, error) {
 	k := q.keys(room)
 	c, err := q.rdb.HMGet(ctx, k.cfg, "opens_at", "prequeue_parts").Result()
 	if err != nil {
@@ -308,6 +309,9 @@ func (q *Queue) mergeBegin(ctx context.Context, room, seed string) (mergeRecord,
 			return mergeRecord{}, unavailable("merge seal", err)
 		}
 		counts[p] = int(n)
+	}
+	if stop == stopAfterSeal {
+		return mergeRecord{}, nil
 	}
 	v, err := mergeBeginScript.Run(ctx, q.rdb, []string{k.cfg, k.stats, q.mergeKey(room), k.prequeue},
 		seed, tag, intsCSV(counts), sum(counts)).Slice()

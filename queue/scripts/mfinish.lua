@@ -66,4 +66,4 @@ local waiting = redis.call('ZCARD', KEYS[2])
 redis.call('PUBLISH', ARGV[4], cjson.encode({room = ARGV[5], kind = 'open', ts = now,
   ev = redis.call('HINCRBY', KEYS[4], 'ev', 1), sched = sched, waiting = waiting,
   opened = moved, serving = tonumber(redis.call('HGET', KEYS[4], 'serving') or '0')}))
-return {moved, shuffled, rec[2] or '', waiting, sched, 1}
+return {moved, shuffled, rec[3] == 'random' and rec[2] or '', waiting, sched, 1}
