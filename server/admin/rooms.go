@@ -75,7 +75,7 @@ func toRoomDoc(r queue.RoomInfo) roomDoc {
 		Method: string(r.Method), PreQueue: r.PreQueue,
 		Message: r.Message, DisplayName: r.DisplayName, Description: r.Description,
 		ExpectedOrderSeconds: r.ExpectedOrder.Seconds(),
-		PrequeueParts: max(r.PrequeueParts, 1), ShuffleParts: max(r.ShuffleParts, 1),
+		PrequeueParts:        max(r.PrequeueParts, 1), ShuffleParts: max(r.ShuffleParts, 1),
 	}
 	if !r.OpensAt.IsZero() {
 		at := r.OpensAt
