@@ -547,6 +547,90 @@ func shardedAdmission(t *testing.T, e shardedEnv) {
 
 func TestShardedAdmission(t *testing.T) { shardedAdmission(t, singleRedis(t)) }
 
+// shardedAdmitter: the admission loop runs a sharded opening by itself:
+// two admitters tick a room whose 80 users entered in bulk (Enters, which
+// follows the room's PART answer, and EntersParts) until everyone is
+// admitted, once each, in the merged order; the room is then idle.
+func shardedAdmitter(t *testing.T, e shardedEnv) {
+	ctx := context.Background()
+	q := e.queue(9)
+	e.room(t, q, "r", 3, queue.MethodRandom, 1000)
+	us := users("u", 80)
+	sts, errs, err := q.Enters(ctx, "r", us[:40]...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range sts {
+		if errs[i] != nil || sts[i].State != queue.PreQueue || !sts[i].New {
+			t.Fatalf("Enters %s: %+v, %v", us[i], sts[i], errs[i])
+		}
+	}
+	sts, errs, err = q.EntersParts(ctx, "r", 3, us[40:]...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range sts {
+		if errs[i] != nil || sts[i].State != queue.PreQueue || !sts[i].New {
+			t.Fatalf("EntersParts %s: %+v, %v", us[40+i], sts[i], errs[i])
+		}
+	}
+	if info, err := q.Room(ctx, "r"); err != nil || info.PreQueue != 80 {
+		t.Fatalf("room %+v, %v", info, err)
+	}
+	var mu sync.Mutex
+	var admitted []string
+	onAdmit := func(r queue.AdmitResult) {
+		mu.Lock()
+		admitted = append(admitted, r.Admitted...)
+		mu.Unlock()
+	}
+	a := q.NewAdmitter(queue.AdmitterOptions{OnAdmit: onAdmit})
+	b := e.queue(9).NewAdmitter(queue.AdmitterOptions{OnAdmit: onAdmit})
+	if err := a.Tick(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(admitted) != 0 {
+		t.Fatalf("admitted before the opening: %v", admitted)
+	}
+	e.openNow(t, q, "r")
+	for i := 0; ; i++ {
+		mu.Lock()
+		n := len(admitted)
+		mu.Unlock()
+		if n >= len(us) {
+			break
+		}
+		if i > 200 {
+			t.Fatalf("after %d ticks %d admitted", i, n)
+		}
+		for _, x := range []*queue.Admitter{a, b} {
+			if err := x.Tick(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	info, err := q.Room(ctx, "r")
+	if err != nil || info.ShuffleSeed == "" || info.PreQueue != 0 || info.Waiting != 0 || info.Admitted != 80 {
+		t.Fatalf("room after the opening: %+v, %v", info, err)
+	}
+	if want := queue.ShuffleParts(info.ShuffleSeed, 3, us); !slices.Equal(admitted, want) {
+		t.Fatalf("admitted %v\nwant %v", admitted, want)
+	}
+	for _, u := range us {
+		if st, err := q.Status(ctx, "r", u); err != nil || st.State != queue.Ready {
+			t.Fatalf("%s: %+v, %v", u, st, err)
+		}
+	}
+	if busy, err := q.Busy(ctx, []string{"r"}); err != nil || !busy[0] {
+		t.Fatalf("busy %v, %v (the admitted hold their slots)", busy, err)
+	}
+	if n := e.rdb.Exists(ctx, e.prefix+"{r}:merge").Val(); n != 0 {
+		t.Fatal("the merge record outlived the opening")
+	}
+}
+
+func TestShardedOpeningThroughAdmitter(t *testing.T) { shardedAdmitter(t, singleRedis(t)) }
+
 // TestShardedPrequeueOnCluster runs the same tests on a 3-master Redis
 // Cluster, after checking that a room's parts do sit on different
 // masters: every script call names keys of one slot (a cross-slot call
@@ -580,4 +664,5 @@ func TestShardedPrequeueOnCluster(t *testing.T) {
 	t.Run("crashes", func(t *testing.T) { shardedCrashes(t, env()) })
 	t.Run("no-404", func(t *testing.T) { shardedNo404(t, env()) })
 	t.Run("admission", func(t *testing.T) { shardedAdmission(t, env()) })
+	t.Run("admitter", func(t *testing.T) { shardedAdmitter(t, env()) })
 }
