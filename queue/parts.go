@@ -232,16 +232,15 @@ func decodeParts(r *reply) error {
 
 // partStatus completes a status read that the room answered with PARTS:
 // the user's part says whether they are pre-queued there; waiting adds
-// every part's size to the room's. A user found in no part whose part is
-// being merged is read from the room once more: the merge appends a slice
-// to the room before it removes it from the parts, so a user who moved
-// between the two reads is in the room now, never "not in queue".
+// every part's size to the room's. A user found in no part is read from
+// the room once more: the merge appends a slice to the room before it
+// removes it from the parts, so a user who moved between the two reads is
+// in the room now, never "not in queue".
 func (q *Queue) partStatus(ctx context.Context, room, user string, e *errInParts) (Status, error) {
 	parts := min(max(e.parts, 1), MaxPrequeueParts)
 	mine := PartOf(user, parts)
 	var in *redis.FloatCmd
 	var gone *redis.BoolCmd
-	var merging *redis.StringCmd
 	sizes := make([]*redis.IntCmd, parts)
 	_, err := q.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i := range parts {
@@ -249,7 +248,6 @@ func (q *Queue) partStatus(ctx context.Context, room, user string, e *errInParts
 			if i == mine {
 				in = p.ZScore(ctx, pk.prequeue, user)
 				gone = p.SIsMember(ctx, pk.left, user)
-				merging = p.HGet(ctx, pk.state, "merging")
 			}
 			sizes[i] = p.ZCard(ctx, pk.prequeue)
 		}
@@ -265,7 +263,10 @@ func (q *Queue) partStatus(ctx context.Context, room, user string, e *errInParts
 		}
 		return st, nil
 	}
-	if merging.Val() == "1" {
+	{
+		// Not in the part: read the room again (the user's slice may
+		// have moved between the two reads, and even been committed by
+		// the merge's last step, which ends the part's merging state).
 		v, err := q.batch.Run(ctx, statusScript, q.statusKeys(q.keys(room)), user).Result()
 		if err != nil {
 			return Status{}, unavailable("status", err)
@@ -343,7 +344,7 @@ func (q *Queue) partSizes(ctx context.Context, room string, parts int) ([]int64,
 // syncParts copies room's fields that a part's enter needs to each of
 // parts 0 … max(upto, the room's parts)−1 (psync.lua: the copy with the
 // higher version wins), and arms the room's merge when an opening is
-// scheduled. A part beyond the room's number gets a copy that refuses
+// scheduled ahead. A part beyond the room's number gets a copy that refuses
 // arrivals. parts ≥ 0 overrides the number copied (0: every part refuses,
 // while setParts changes it).
 func (q *Queue) syncParts(ctx context.Context, room string, upto, parts int) error {
@@ -374,7 +375,11 @@ func (q *Queue) syncParts(ctx context.Context, room string, upto, parts int) err
 			return unavailable("sync parts", err)
 		}
 	}
-	if parts > 1 && str(0) != "" {
+	// Armed only for an opening still to come: a change made after the
+	// opening must not hold admission for a merge of nobody. (A room
+	// armed earlier stays armed until its merge; a part's first arrival
+	// arms it too.)
+	if at, err := strconv.ParseInt(str(0), 10, 64); err == nil && parts > 1 && at > time.Now().UnixMilli() {
 		return q.arm(ctx, room)
 	}
 	return nil
