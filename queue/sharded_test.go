@@ -666,3 +666,31 @@ func TestShardedPrequeueOnCluster(t *testing.T) {
 	t.Run("admission", func(t *testing.T) { shardedAdmission(t, env()) })
 	t.Run("admitter", func(t *testing.T) { shardedAdmitter(t, env()) })
 }
+
+// TestShardedThenUnshardedOpening: a room's record of its last opening
+// names the parts it merged, and an unsharded opening after a sharded one
+// names 1, so the seed is never read with the wrong reproduction.
+func TestShardedThenUnshardedOpening(t *testing.T) {
+	e := singleRedis(t)
+	ctx := context.Background()
+	q := e.queue(100)
+	e.room(t, q, "r", 3, queue.MethodRandom, 0)
+	enterAll(t, q, "r", users("a", 9))
+	e.openNow(t, q, "r")
+	mergeAll(t, q, "r")
+	if info, err := q.Room(ctx, "r"); err != nil || info.ShuffleParts != 3 || info.ShuffleSeed == "" {
+		t.Fatalf("after the sharded opening: %+v, %v", info, err)
+	}
+	e.room(t, q, "r", 1, queue.MethodRandom, 0)
+	second := users("b", 5)
+	enterAll(t, q, "r", second)
+	e.openNow(t, q, "r")
+	res, err := q.Open(ctx, "r", queue.NewShuffleSeed())
+	if err != nil || !res.Done || res.Moved != 5 {
+		t.Fatalf("unsharded opening: %+v, %v", res, err)
+	}
+	info, err := q.Room(ctx, "r")
+	if err != nil || info.ShuffleParts != 1 || info.ShuffleSeed != res.Seed {
+		t.Fatalf("after the unsharded opening: %+v, %v (want 1 part and its seed)", info, err)
+	}
+}
