@@ -263,7 +263,7 @@ func shardedFairness(t *testing.T, e shardedEnv, runs int) {
 			t.Fatalf("run %d: parts still hold %v", run, left)
 		}
 		info, err := q.Room(ctx, room)
-		if err != nil || info.ShuffleSeed != res.Seed || info.ShuffleParts != 3 || info.PreQueue != 0 || info.Waiting != n {
+		if err != nil || info.ShuffleSeed != res.Seed || info.ShuffleParts != 3 || info.PreQueue != 0 || info.Waiting != n || info.Entered != n {
 			t.Fatalf("run %d: room after the opening %+v, %v", run, info, err)
 		}
 		for pos, u := range got {

@@ -44,6 +44,8 @@ end
 redis.call('SET', KEYS[1], ticket)
 redis.call('HSET', KEYS[6], 'slice', j + 1, 'cursors', ARGV[3])
 local total = redis.call('HINCRBY', KEYS[6], 'moved', moved)
+-- The parts count nobody in the room's figures: entered counts them here.
+redis.call('HINCRBY', KEYS[7], 'entered', moved)
 if j == 0 then
   local sched = redis.call('HINCRBY', KEYS[7], 'sched', 1)
   redis.call('PUBLISH', ARGV[5], cjson.encode({room = ARGV[6], kind = 'open', ts = now,
