@@ -59,7 +59,8 @@ type RoomConfig struct {
 	// provisionally, until the room has measured its own (queue/estimate).
 	ExpectedOrder time.Duration
 	// PrequeueParts is how many parts the room's pre-queue is spread over
-	// (parts.go): 1 (or 0, read as 1) keeps it in the room's own keys.
+	// (parts.go): 0 (as read for an unsharded room) or 1 keeps it in the
+	// room's own keys.
 	PrequeueParts int
 }
 
@@ -302,7 +303,6 @@ func parseConfig(c map[string]string) RoomConfig {
 	if ms, err := strconv.ParseInt(c["expected_order_ms"], 10, 64); err == nil && ms > 0 {
 		cfg.ExpectedOrder = time.Duration(ms) * time.Millisecond
 	}
-	cfg.PrequeueParts = 1
 	if n, err := strconv.Atoi(c["prequeue_parts"]); err == nil && n > 1 {
 		cfg.PrequeueParts = min(n, MaxPrequeueParts)
 	}

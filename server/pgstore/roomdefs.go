@@ -127,7 +127,9 @@ func (d roomDef) config() queue.RoomConfig {
 	}
 	cfg.Message, cfg.DisplayName, cfg.Description = str(d.Message), str(d.DisplayName), str(d.Description)
 	cfg.ExpectedOrder = time.Duration(max(val(d.ExpectedOrderMs), 0)) * time.Millisecond
-	cfg.PrequeueParts = int(min(max(val(d.PrequeueParts), 1), queue.MaxPrequeueParts))
+	if n := val(d.PrequeueParts); n > 1 {
+		cfg.PrequeueParts = int(min(n, queue.MaxPrequeueParts)) // 1 reads as 0, as from Redis
+	}
 	return cfg
 }
 
