@@ -230,68 +230,116 @@ func decodeParts(r *reply) error {
 	return e
 }
 
-// partStatus completes a status read that the room answered with PARTS:
-// the user's part says whether they are pre-queued there; waiting adds
-// every part's size to the room's. A user found in no part is read from
-// the room once more: the merge appends a slice to the room before it
-// removes it from the parts, so a user who moved between the two reads is
-// in the room now, never "not in queue".
+// partStatus completes a status read that the room answered with PARTS
+// (partStatuses for one user).
 func (q *Queue) partStatus(ctx context.Context, room, user string, e *errInParts) (Status, error) {
-	parts := min(max(e.parts, 1), MaxPrequeueParts)
-	mine := PartOf(user, parts)
-	var in *redis.FloatCmd
-	var gone *redis.BoolCmd
+	sts, errs, err := q.partStatuses(ctx, room, []string{user}, []*errInParts{e})
+	if err != nil {
+		return Status{}, err
+	}
+	return sts[0], errs[0]
+}
+
+// partStatuses completes the status reads that the room answered with
+// PARTS (es[i] for users[i]), in one pipeline for all of them: each
+// user's part says whether they are pre-queued there, and waiting adds
+// every part's size to the room's. A user found in no part is read from
+// the room once more (one pipeline for those): the merge appends a slice
+// to the room before it removes it from the parts, so a user who moved
+// between the two reads is in the room now, never "not in queue".
+func (q *Queue) partStatuses(ctx context.Context, room string, users []string, es []*errInParts) ([]Status, []error, error) {
+	parts := MaxPrequeueParts
+	for _, e := range es {
+		parts = min(parts, max(e.parts, 1))
+	}
+	in := make([]*redis.FloatCmd, len(users))
+	gone := make([]*redis.BoolCmd, len(users))
 	sizes := make([]*redis.IntCmd, parts)
 	_, err := q.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i := range parts {
-			pk := q.partKeys(room, i)
-			if i == mine {
-				in = p.ZScore(ctx, pk.prequeue, user)
-				gone = p.SIsMember(ctx, pk.left, user)
-			}
-			sizes[i] = p.ZCard(ctx, pk.prequeue)
+			sizes[i] = p.ZCard(ctx, q.partKeys(room, i).prequeue)
+		}
+		for i, u := range users {
+			pk := q.partKeys(room, PartOf(u, max(es[i].parts, 1)))
+			in[i] = p.ZScore(ctx, pk.prequeue, u)
+			gone[i] = p.SIsMember(ctx, pk.left, u)
 		}
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
-		return Status{}, unavailable("status part", err)
+		return nil, nil, unavailable("status part", err)
 	}
-	if in.Err() == nil && !gone.Val() {
-		st := e.status
-		for _, s := range sizes {
-			st.Waiting += s.Val()
+	var inParts int64
+	for _, s := range sizes {
+		inParts += s.Val()
+	}
+	sts := make([]Status, len(users))
+	errs := make([]error, len(users))
+	var again []int
+	for i := range users {
+		if in[i].Err() == nil && !gone[i].Val() {
+			sts[i] = es[i].status
+			sts[i].Waiting += inParts
+			continue
 		}
-		return st, nil
+		again = append(again, i)
 	}
-	{
-		// Not in the part: read the room again (the user's slice may
-		// have moved between the two reads, and even been committed by
-		// the merge's last step, which ends the part's merging state).
-		v, err := q.batch.Run(ctx, statusScript, q.statusKeys(q.keys(room)), user).Result()
-		if err != nil {
-			return Status{}, unavailable("status", err)
+	if len(again) == 0 {
+		return sts, errs, nil
+	}
+	// Not in the part: read the room again (the user's slice may have
+	// moved between the two reads, and even been committed by the
+	// merge's last step).
+	k := q.keys(room)
+	cmds := make([]*redis.Cmd, len(again))
+	if err := q.pipelineScript(ctx, statusScript, func(p redis.Pipeliner) {
+		for j, i := range again {
+			cmds[j] = statusScript.EvalSha(ctx, p, q.statusKeys(k), users[i])
 		}
-		st, err := decodeStatus(v)
-		var again *errInParts
-		if !errors.As(err, &again) {
-			return st, err
+	}); err != nil {
+		return nil, nil, unavailable("status", err)
+	}
+	for j, i := range again {
+		st, err := decodeStatus(cmds[j].Val())
+		var e *errInParts
+		switch {
+		case errors.As(err, &e) && e.idle:
+			errs[i] = ErrIdle
+		case errors.As(err, &e):
+			errs[i] = ErrNotInQueue
+		default:
+			sts[i], errs[i] = st, err
 		}
-		e = again
 	}
-	if e.idle {
-		return Status{}, ErrIdle
-	}
-	return Status{}, ErrNotInQueue
+	return sts, errs, nil
 }
 
 // resolveParts completes the statuses (Statuses) that the room answered
 // with PARTS.
 func (q *Queue) resolveParts(ctx context.Context, room string, users []string, sts []Status, errs []error) {
+	var idx []int
+	var es []*errInParts
 	for i, err := range errs {
 		var e *errInParts
 		if errors.As(err, &e) {
-			sts[i], errs[i] = q.partStatus(ctx, room, users[i], e)
+			idx = append(idx, i)
+			es = append(es, e)
 		}
+	}
+	if len(idx) == 0 {
+		return
+	}
+	sub := make([]string, len(idx))
+	for j, i := range idx {
+		sub[j] = users[i]
+	}
+	got, gerrs, err := q.partStatuses(ctx, room, sub, es)
+	for j, i := range idx {
+		if err != nil {
+			sts[i], errs[i] = Status{}, err
+			continue
+		}
+		sts[i], errs[i] = got[j], gerrs[j]
 	}
 }
 
