@@ -22,10 +22,10 @@ func TestSnapshotCarriesTheExpectation(t *testing.T) {
 	if _, err := q.UpdateRoom(ctx, "r1", queue.RoomUpdate{ExpectedOrder: &order}, false, queue.RoomConfig{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := q.RecordMeasured(ctx, "r1", 6200*time.Millisecond, 0.125); err != nil {
+	if err := q.RecordMeasured(ctx, "r1", 6200*time.Millisecond, 0.125, 0.05); err != nil {
 		t.Fatal(err)
 	}
-	want := queue.Expectation{Order: order, LastHold: 6200 * time.Millisecond, LastNoShow: 0.125, LastKnown: true}
+	want := queue.Expectation{Order: order, LastHold: 6200 * time.Millisecond, LastNoShow: 0.125, LastKnown: true, LastAbsent: 0.05, LastAbsentKnown: true}
 	if got := mustSnapshot(t, q, queue.GoneHeld{}).Expected; got != want {
 		t.Fatalf("expectation %+v, want %+v", got, want)
 	}
@@ -55,13 +55,13 @@ func TestSnapshotCarriesTheExpectation(t *testing.T) {
 func TestMeasuredOutlivesNoRoom(t *testing.T) {
 	q, rdb := mustQueue(t, 1, time.Minute)
 	ctx := context.Background()
-	if err := q.RecordMeasured(ctx, "never-made", time.Second, 0.1); err != nil {
+	if err := q.RecordMeasured(ctx, "never-made", time.Second, 0.1, 0); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := rdb.Exists(ctx, q.RoomKey("never-made", queue.MeasuredKey)).Result(); err != nil || n != 0 {
 		t.Fatalf("a room that does not exist got its measured key: %d %v", n, err)
 	}
-	if err := q.RecordMeasured(ctx, "r1", time.Second, 0.1); err != nil {
+	if err := q.RecordMeasured(ctx, "r1", time.Second, 0.1, 0); err != nil {
 		t.Fatal(err)
 	}
 	if n, _ := rdb.Exists(ctx, q.RoomKey("r1", queue.MeasuredKey)).Result(); n != 1 {

@@ -251,3 +251,59 @@ func TestPassedOverUserIsRemovedWhenIdle(t *testing.T) {
 		t.Fatalf("snapshot serving %d gone %v; want 2 and none", sns[0].Serving, sns[0].Gone)
 	}
 }
+
+// TestPassedOverCountedOnce: the estimator's counters of passed-over users
+// (queue.Flow): each absent user is counted once, when the first user
+// behind them is admitted (not when nobody behind was), still waiting while
+// their ticket is below the highest admitted, and not counted again as a
+// departure when they leave or are dropped as idle; an absent user dropped
+// before anyone behind was admitted is a departure.
+func TestPassedOverCountedOnce(t *testing.T) {
+	q, rdb := presenceQueue(t, 10, time.Hour)
+	ctx := context.Background()
+	flow := func(passed, waiting, departed int64) {
+		t.Helper()
+		f := mustSnapshot(t, q, queue.GoneHeld{}).Flow
+		if f.Passed != passed || f.PassedWaiting != waiting || f.Departed != departed {
+			t.Fatalf("passed %d, still waiting %d, departed %d; want %d, %d, %d",
+				f.Passed, f.PassedWaiting, f.Departed, passed, waiting, departed)
+		}
+	}
+	for _, u := range []string{"ghost", "a", "ghost2"} {
+		mustEnter(t, q, u)
+	}
+	mustTouch(t, q, time.Hour, "a")
+	mustPassRedisTime(t, rdb, 60*time.Millisecond)
+	if res := queuetest.Admit(t, q, 8); !slices.Equal(res.Admitted, []string{"a"}) || res.Passed != 1 || res.PassedFirst != 1 {
+		t.Fatalf("admitted %v, passed %d (%d first); want [a], 1 (1): ghost2 has nobody admitted behind", res.Admitted, res.Passed, res.PassedFirst)
+	}
+	flow(1, 1, 0)
+	if res := queuetest.Admit(t, q, 8); len(res.Admitted) != 0 || res.Passed != 0 {
+		t.Fatalf("admitted %v, passed %d; want nobody, 0", res.Admitted, res.Passed)
+	}
+	flow(1, 1, 0)
+
+	mustEnter(t, q, "b")
+	mustTouch(t, q, time.Hour, "b")
+	if res := queuetest.Admit(t, q, 8); !slices.Equal(res.Admitted, []string{"b"}) || res.Passed != 2 || res.PassedFirst != 1 {
+		t.Fatalf("admitted %v, passed %d (%d first); want [b], 2 (1: ghost2)", res.Admitted, res.Passed, res.PassedFirst)
+	}
+	flow(2, 2, 0) // ghost was counted by the first run, ghost2 by this one
+
+	if _, err := q.Leave(ctx, "r1", "ghost"); err != nil {
+		t.Fatal(err)
+	}
+	flow(2, 1, 0)
+
+	// ghost2 (passed over) and c (absent, nobody behind admitted) are
+	// overdue by far more than the idle timeout: both are dropped.
+	mustEnter(t, q, "c")
+	seen := q.RoomKey("r1", "seen")
+	if err := rdb.ZAdd(ctx, seen, redis.Z{Score: 1, Member: "ghost2"}, redis.Z{Score: 1, Member: "c"}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if res := queuetest.Admit(t, q, 8); res.Abandoned != 2 || len(res.Admitted) != 0 {
+		t.Fatalf("abandoned %d, admitted %v; want 2, nobody", res.Abandoned, res.Admitted)
+	}
+	flow(2, 0, 1)
+}

@@ -538,9 +538,12 @@ type AdmitResult struct {
 	// Passed is how many absent users this run passed over, ahead of the
 	// last one it admitted (presence-aware admission, Options.Grace).
 	Passed int
-	Rate   float64 // measured admission rate, users/s (0: not yet measured)
-	Target int64
-	Paused bool
+	// PassedFirst is how many of them this run passed over for the first
+	// time: summed over the runs, each absent user passed over once.
+	PassedFirst int
+	Rate        float64 // measured admission rate, users/s (0: not yet measured)
+	Target      int64
+	Paused      bool
 	// Due: the room's opening time has come and its pre-queue waits to be
 	// opened (Open); this run admitted nobody.
 	Due bool
@@ -602,20 +605,21 @@ func (q *Queue) Admit(ctx context.Context, room string, tokens int) (AdmitResult
 		return AdmitResult{}, ErrRoomNotFound
 	}
 	res := AdmitResult{
-		Room:      room,
-		Admitted:  r.strs(8),
-		Waiting:   r.int(1),
-		Active:    r.int(2),
-		Want:      int(r.int(3)),
-		Pruned:    int(r.int(4)),
-		Rate:      r.float(5),
-		Target:    r.int(6),
-		Paused:    r.int(7) == 1,
-		Abandoned: int(r.int(9)),
-		Due:       r.int(10) == 1,
-		PreQueue:  r.int(11),
-		Passed:    int(r.int(14)),
-		Merge:     int(r.optInt(15)),
+		Room:        room,
+		Admitted:    r.strs(8),
+		Waiting:     r.int(1),
+		Active:      r.int(2),
+		Want:        int(r.int(3)),
+		Pruned:      int(r.int(4)),
+		Rate:        r.float(5),
+		Target:      r.int(6),
+		Paused:      r.int(7) == 1,
+		Abandoned:   int(r.int(9)),
+		Due:         r.int(10) == 1,
+		PreQueue:    r.int(11),
+		Passed:      int(r.int(14)),
+		PassedFirst: int(r.int(15)),
+		Merge:       int(r.optInt(16)),
 	}
 	if at := r.int(12); at > 0 {
 		res.NextDeadline = msTime(at)

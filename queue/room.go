@@ -99,6 +99,9 @@ func (u RoomUpdate) fields() (set []any, clear []string) {
 	}
 	if u.Mode != nil {
 		set = append(set, "mode", string(*u.Mode))
+		if *u.Mode != ModeAdaptive {
+			clear = append(clear, "pace") // the controller's, for adaptive rooms only
+		}
 	}
 	if u.MinActive != nil {
 		set = append(set, "min_active", *u.MinActive)
@@ -148,7 +151,13 @@ type RoomInfo struct {
 	Expired   int64   // admissions whose window ended unused
 	Left      int64   // waiting users who left
 	Abandoned int64   // waiting users removed for not being seen
-	PreQueue  int64   // users waiting for the scheduled opening
+	// PassedOver counts the absent users the admission passed over, each
+	// once (presence-aware admission; see admit.lua).
+	PassedOver int64
+	PreQueue   int64 // users waiting for the scheduled opening
+	// Pace is the admissions a second the adaptive controller lets the
+	// room admit (0: none; queue/adaptive Pace).
+	Pace float64
 	// ShuffleSeed is the seed of the last opening's shuffle ("" when the
 	// last opening was not random, or there was none); Shuffled is how
 	// many users it shuffled (see Shuffle).
@@ -414,7 +423,7 @@ func (q *Queue) readRoom(ctx context.Context, p redis.Pipeliner, room string) ro
 	return roomRead{
 		cfg: p.HGetAll(ctx, k.cfg),
 		stats: p.HMGet(ctx, k.stats, "rate", "serving", "entered", "admitted", "expired", "left", "abandoned",
-			"shuffle_seed", "shuffled", "opened_ms", "shuffle_parts"),
+			"shuffle_seed", "shuffled", "opened_ms", "passed", "shuffle_parts"),
 		waiting: p.ZCard(ctx, k.queue),
 		pre:     p.ZCard(ctx, k.prequeue),
 		active:  p.ZCard(ctx, k.active),
@@ -429,6 +438,9 @@ func (r roomRead) info(room string) (RoomInfo, bool) {
 		return RoomInfo{}, false
 	}
 	info := RoomInfo{Name: room, RoomConfig: parseConfig(c), Waiting: r.waiting.Val(), Active: r.active.Val(), PreQueue: r.pre.Val()}
+	if pace, err := strconv.ParseFloat(c["pace"], 64); err == nil && pace > 0 {
+		info.Pace = pace
+	}
 	s := r.stats.Val()
 	num := func(i int) float64 {
 		if i < len(s) {
@@ -452,10 +464,11 @@ func (r roomRead) info(room string) (RoomInfo, bool) {
 		}
 	}
 	info.Shuffled = int64(num(8))
-	info.ShuffleParts = max(int(num(10)), 1)
+	info.ShuffleParts = max(int(num(11)), 1)
 	if at := int64(num(9)); at > 0 {
 		info.OpenedAt = msTime(at)
 	}
+	info.PassedOver = int64(num(10))
 	return info, true
 }
 

@@ -99,6 +99,7 @@ func decodeSnapshot(room string, v any) (RoomSnapshot, error) {
 	next := 0
 	s.Flow, next = r.flow(7)
 	s.Expected, next = r.expectation(next)
+	s.Flow.Passed, s.Flow.PassedWaiting, next = r.int(next), r.int(next+1), next+2
 	s.GoneCount, s.GoneOmitted = r.int(next), r.int(next+1) == 0
 	if n := len(r.v) - next - 2; !s.GoneOmitted && r.err == nil && n > 0 {
 		s.Gone = make([]int64, 0, n)
@@ -114,20 +115,24 @@ func decodeSnapshot(room string, v any) (RoomSnapshot, error) {
 }
 
 // expectation reads a snapshot's Expectation from i on: the expected
-// order time (ms), the last hold (ms) and no-show share (” when never
-// measured); it returns the index after them.
+// order time (ms), the last hold (ms), no-show share and absent share (”
+// when never measured; the absent share also when measured before it was
+// kept); it returns the index after them.
 func (r *reply) expectation(i int) (Expectation, int) {
 	e := Expectation{Order: time.Duration(r.int(i)) * time.Millisecond}
-	hold, noShow := r.str(i+1), r.str(i+2)
+	hold, noShow, absent := r.str(i+1), r.str(i+2), r.str(i+3)
 	if r.err != nil || hold == "" || noShow == "" {
-		return e, i + 3
+		return e, i + 4
 	}
 	h, errH := strconv.ParseInt(hold, 10, 64)
 	p, errP := strconv.ParseFloat(noShow, 64)
 	if errH == nil && errP == nil && h > 0 && p >= 0 && p <= 1 {
 		e.LastHold, e.LastNoShow, e.LastKnown = time.Duration(h)*time.Millisecond, p, true
+		if a, err := strconv.ParseFloat(absent, 64); err == nil && a >= 0 && a <= 1 {
+			e.LastAbsent, e.LastAbsentKnown = a, true
+		}
 	}
-	return e, i + 3
+	return e, i + 4
 }
 
 // Flow is what a room's ETA is estimated from (see queue/estimate): its
@@ -135,7 +140,14 @@ func (r *reply) expectation(i int) (Expectation, int) {
 type Flow struct {
 	Admitted int64 // users admitted
 	Expired  int64 // admissions whose window ended unused (no-shows)
-	Departed int64 // waiting users who left or were dropped as idle
+	// Departed counts the waiting users who left or were dropped as idle,
+	// except those the admission had passed over (counted in Passed).
+	Departed int64
+	// Passed counts the absent users the admission passed over, each once
+	// (presence-aware admission); PassedWaiting is how many of them wait
+	// still (a ticket at or below the highest admitted): they are in
+	// everyone's position behind them, and nobody waits for them.
+	Passed, PassedWaiting int64
 	// Holds counts the slots freed by an order that ended, and HoldTime is
 	// their total time from admission to release.
 	Holds    int64

@@ -43,8 +43,9 @@ func (e *estimators) forget(room string) {
 // sampleOf is the estimator's sample of a snapshot.
 func sampleOf(sn queue.RoomSnapshot, now time.Time) estimate.Sample {
 	f := sn.Flow
-	return estimate.Sample{At: now, Target: sn.Target, Active: f.Active, EntryTTL: f.EntryTTL,
+	return estimate.Sample{At: now, Target: sn.Target, Active: f.Active, Waiting: sn.Waiting, EntryTTL: f.EntryTTL,
 		Halted: sn.Paused || sn.Closed, Admitted: f.Admitted, Expired: f.Expired, Departed: f.Departed,
+		Passed: f.Passed, PassedWaiting: f.PassedWaiting,
 		Holds: f.Holds, HoldTime: f.HoldTime, Remaining: f.Remaining, Bin: f.Bin, Prior: priorOf(sn.Expected)}
 }
 
@@ -55,7 +56,8 @@ func sampleOf(sn queue.RoomSnapshot, now time.Time) estimate.Sample {
 func priorOf(e queue.Expectation) estimate.Prior {
 	var p estimate.Prior
 	if e.LastKnown {
-		p = estimate.Prior{Hold: e.LastHold, NoShow: e.LastNoShow, NoShowKnown: true}
+		p = estimate.Prior{Hold: e.LastHold, NoShow: e.LastNoShow, NoShowKnown: true,
+			Absent: e.LastAbsent, AbsentKnown: e.LastAbsentKnown}
 	}
 	if e.Order > 0 {
 		p.Hold = e.Order

@@ -355,7 +355,7 @@ func TestAdminDeleteLeavesNothing(t *testing.T) {
 	if _, err := in.parts.History.Record(ctx, "sale"); err != nil {
 		t.Fatal(err)
 	}
-	if err := in.parts.Queue.RecordMeasured(ctx, "sale", 6*time.Second, 0.1); err != nil { // the last sale's figures
+	if err := in.parts.Queue.RecordMeasured(ctx, "sale", 6*time.Second, 0.1, 0); err != nil { // the last sale's figures
 		t.Fatal(err)
 	}
 	in.parts.Recorder.Order("sale", 20*time.Millisecond, false, time.Now())

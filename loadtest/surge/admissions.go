@@ -102,6 +102,27 @@ type etaSample struct {
 	eta   time.Duration // the estimate
 	real  time.Duration // admission − when it was shown
 	after time.Duration // when it was shown − entry (0: at entry)
+	at    time.Duration // when it was shown, after the run's start
+	pos   int64         // the position shown with it
+}
+
+// FirstShown is one user's first estimate in the report's JSON (seconds
+// after the run's start, and of wait): what the ETA accuracy's figures
+// are computed from, for a reader who wants them by time or position.
+type FirstShown struct {
+	At       float64 `json:"at"`
+	Position int64   `json:"position"`
+	ETA      float64 `json:"eta"`
+	Real     float64 `json:"real"`
+}
+
+// firstShown is the samples for the report's JSON.
+func firstShown(s []etaSample) []FirstShown {
+	out := make([]FirstShown, len(s))
+	for i, e := range s {
+		out[i] = FirstShown{At: e.at.Seconds(), Position: e.pos, ETA: e.eta.Seconds(), Real: e.real.Seconds()}
+	}
+	return out
 }
 
 // firstEstimate is the etaSample of a user who entered at enterAt and was
@@ -110,7 +131,7 @@ type etaSample struct {
 func firstEstimate(shown []etaShown, enterAt, admitted time.Duration) (etaSample, bool) {
 	for _, s := range shown {
 		if s.eta >= 0 {
-			return etaSample{eta: time.Duration(s.eta) * time.Second, real: admitted - s.at, after: s.at - enterAt}, true
+			return etaSample{eta: time.Duration(s.eta) * time.Second, real: admitted - s.at, after: s.at - enterAt, at: s.at, pos: s.pos}, true
 		}
 	}
 	return etaSample{}, false

@@ -97,6 +97,7 @@ func (rep *Report) collectUsers(r *surgeRun, tl *timeline) {
 	rep.Admissions = len(t.adm)
 	rep.Inversions = fifoInversions(t.adm)
 	rep.ETA = newETAAccuracy(t.etas)
+	rep.ETAFirst = firstShown(t.etas)
 	rep.ETAWait = newWaitAccuracy(t.waitErrs, t.withheld, t.waitUsers)
 	rep.ETASeries = etaSeries(t.waitErrs, rep.Seconds)
 	if rep.SlowdownMs > 0 {

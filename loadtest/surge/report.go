@@ -67,6 +67,7 @@ type Report struct {
 	NoShows              int             `json:"noShows"`   // READY, never ordered (the model's no-shows)
 	Abandoned            int             `json:"abandoned"` // stopped waiting (the model's abandons)
 	Reloads              int             `json:"reloads"`   // users who reloaded mid-wait
+	Absent               absentFigures   `json:"absent"`    // what the abandoners cost the room
 	Lost                 int             `json:"lost"`
 	LostAtEnd            int             `json:"lostStillWaitingAtEnd"`
 	LostWhy              map[string]int  `json:"lostWhy,omitempty"`
@@ -91,6 +92,7 @@ type Report struct {
 	NoAdmitTime    int             `json:"readyWithoutAdmissionTime"`
 	Inversions     int64           `json:"fifoInversions"`
 	ETA            etaAccuracy     `json:"eta"`                  // the first estimate shown
+	ETAFirst       []FirstShown    `json:"firstEstimates"`       // each user's
 	ETAWait        waitAccuracy    `json:"etaOverWait"`          // every estimate shown
 	ETASeries      []etaPoint      `json:"etaSeries"`            // per second shown
 	ETAChanges     []etaChange     `json:"etaChanges,omitempty"` // after --slowdown, --limit-change
@@ -201,6 +203,8 @@ func (r *Report) rows() [][2]string {
 		{"max active (sampled)", fmt.Sprintf("%d (targetActive %d); %s samples, %d over target, %d failed reads", r.MaxActive, r.MaxActiveTarget, report.Commas(r.RoomSamples), r.SamplesOverLimit, r.RoomSampleErrs)},
 		{"FIFO inversions", fmt.Sprintf("%d among %s admissions (ticket order vs entryExpiresAt − entryTtl); %d READY without a time", r.Inversions, report.Commas(r.Admissions), r.NoAdmitTime)},
 		{"shoppers", fmt.Sprintf("%s; no-shows %s, abandoned %s, reloaded %s", r.Shoppers, report.Commas(r.NoShows), report.Commas(r.Abandoned), report.Commas(r.Reloads))},
+		{"no-shows by cause", r.Absent.noShowString(r.NoShows)},
+		{"slots held by the absent", r.Absent.slotString(r.Target, r.DrainSeconds)},
 		{"ETA accuracy, first estimate", r.etaString()},
 		{"ETA accuracy over the wait", r.etaWaitString()},
 		{"ETA after a change", r.etaChangeString()},

@@ -304,6 +304,7 @@ func (s *Surge) Run(ctx context.Context, side sideFunc) *Report {
 		entryTTL: time.Duration(s.room.EntryTTLSeconds * float64(time.Second)), users: make([]surgeUser, cfg.N), plans: cfg.shop.plans(cfg.N),
 		minPoll: 100 * time.Millisecond, maxPoll: 5 * time.Second, maxStream: 3}
 	readPoolWait := s.poolWait(ctx, cleanup, rep)
+	before, okBefore := s.readCounters(ctx)
 	r.start = time.Now()
 	if cfg.slowdown > 0 {
 		defer s.injectSlowdown(run, cleanup, r.start, rep)()
@@ -338,8 +339,12 @@ func (s *Surge) Run(ctx context.Context, side sideFunc) *Report {
 	cancelRun()
 	stopProgress()
 	samples := r.samples.wait()
+	after, okAfter := s.readCounters(cleanup)
 	s.leaveRemaining(cleanup, r)
 	rep.collect(r, rec, samples)
+	if okBefore && okAfter {
+		rep.Absent = absentFrom(before, after, int64(rep.Ready), r.entryTTL)
+	}
 	return rep
 }
 

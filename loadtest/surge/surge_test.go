@@ -138,7 +138,7 @@ func TestFirstEstimate(t *testing.T) {
 	sec := func(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 	shown := []etaShown{{at: sec(1), eta: -1}, {at: sec(4), eta: -1}, {at: sec(16), pos: 90, eta: 40, known: true}, {at: sec(20), eta: 30}}
 	got, ok := firstEstimate(shown, sec(1), sec(66))
-	if want := (etaSample{eta: sec(40), real: sec(50), after: sec(15)}); !ok || got != want {
+	if want := (etaSample{eta: sec(40), real: sec(50), after: sec(15), at: sec(16), pos: 90}); !ok || got != want {
 		t.Errorf("first estimate = %+v %v, want %+v", got, ok, want)
 	}
 	if _, ok := firstEstimate(shown[:2], sec(1), sec(66)); ok {
@@ -295,6 +295,12 @@ func TestSmokeSurge(t *testing.T) {
 	}
 	if r.ByTransport["sse"] == 0 || r.ByTransport["ws"] == 0 || r.ByTransport["poll"] == 0 {
 		t.Errorf("users by transport: %v, want all three", r.ByTransport)
+	}
+	// The room's counters account for every admission: those the tool saw
+	// READY and the abandoners admitted after they gave up.
+	t.Logf("no-shows by cause: %s; slots: %s", r.Absent.noShowString(r.NoShows), r.Absent.slotString(r.Target, r.DrainSeconds))
+	if a := r.Absent; !a.Known || a.Admitted != int64(r.Ready)+a.AbandonedAdmitted || a.AbandonedAdmitted > int64(r.Abandoned) {
+		t.Errorf("absent figures %+v: want known, admitted = READY %d + abandoners admitted (at most %d)", a, r.Ready, r.Abandoned)
 	}
 	if r.ETA.Count == 0 || r.ETAWait.Count == 0 || len(r.ETASeries) == 0 {
 		t.Errorf("ETA: %d first estimates, %d over the wait, %d seconds of series: want some of each", r.ETA.Count, r.ETAWait.Count, len(r.ETASeries))

@@ -11,6 +11,12 @@ import (
 // order and hold a slot 2 s each (5 admitted a second), departing a
 // second waiting users leave, and returns the last forecast.
 func steadyRoom(e *estimate.Estimator, departing int64) estimate.Forecast {
+	return passingRoom(e, departing, 0, 0)
+}
+
+// passingRoom is steadyRoom whose admission also passes over passing
+// absent users a second, waiting of them in line still.
+func passingRoom(e *estimate.Estimator, departing, passing, waiting int64) estimate.Forecast {
 	t0 := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
 	var fc estimate.Forecast
 	for s := range int64(121) {
@@ -18,9 +24,28 @@ func steadyRoom(e *estimate.Estimator, departing int64) estimate.Forecast {
 		rem[23] = 10 // admitted within the last 2.5 s of a 60 s window (bins of 2.5 s)
 		fc = e.Observe(estimate.Sample{At: t0.Add(time.Duration(s) * time.Second), Target: 10, Active: 10,
 			EntryTTL: time.Minute, Admitted: 5 * s, Holds: 5 * s, HoldTime: time.Duration(5*s) * 2 * time.Second,
-			Departed: departing * s, Remaining: rem, Bin: 2500 * time.Millisecond})
+			Departed: departing * s, Passed: passing * s, PassedWaiting: waiting, Remaining: rem, Bin: 2500 * time.Millisecond})
 	}
 	return fc
+}
+
+// The users passed over wait at the front, in everyone's position, and
+// nobody waits for them; a share of those behind them will be absent too.
+func TestForecastPassesOver(t *testing.T) {
+	// 40 passed over wait still: position 140 is where 100 was.
+	fc := passingRoom(&estimate.Estimator{}, 0, 0, 40)
+	if got, ok := fc.ETA(140); !ok || got < 19 || got > 21 {
+		t.Errorf("ETA(140) with 40 passed over = %d, %v; want 20 ± 1", got, ok)
+	}
+	if got, _ := fc.ETA(30); got != 1 {
+		t.Errorf("ETA(30) with 40 passed over = %d; want 1 (a passed-over user back is admitted next)", got)
+	}
+	// As many passed over as admitted: a = ½, half of those ahead are
+	// not waited for.
+	fc = passingRoom(&estimate.Estimator{}, 0, 5, 0)
+	if got, ok := fc.ETA(100); fc.Absent != 0.5 || !ok || got < 9 || got > 11 {
+		t.Errorf("passing: a %.2f, ETA(100) = %d; want 10 ± 1", fc.Absent, got)
+	}
 }
 
 func TestForecastByHand(t *testing.T) {
@@ -163,5 +188,97 @@ func TestPastSaleIsProvisional(t *testing.T) {
 	}
 	if !fc.Known || fc.Hold < 3500*time.Millisecond {
 		t.Fatalf("after 90 s of the sale: %+v, want measured, h near 4 s", fc)
+	}
+}
+
+// A position the free slots admit at once is admitted by the next
+// admission run, a tick away: its ETA is 0, not a second.
+func TestForecastFreeSlotsNow(t *testing.T) {
+	e := &estimate.Estimator{}
+	steadyRoom(e, 0)
+	t0 := time.Date(2026, 11, 27, 10, 2, 1, 0, time.UTC)
+	rem := make([]int64, 25)
+	rem[23] = 6 // 4 of the 10 slots free
+	fc := e.Observe(estimate.Sample{At: t0, Target: 10, Active: 6, EntryTTL: time.Minute, Admitted: 605, Holds: 605,
+		HoldTime: 1210 * time.Second, Remaining: rem, Bin: 2500 * time.Millisecond})
+	for pos, want := range map[int64]int64{1: 0, 4: 0} {
+		if got, ok := fc.ETA(pos); !ok || got != want {
+			t.Errorf("ETA(%d) with 4 slots free = %d, %v; want %d", pos, got, ok, want)
+		}
+	}
+	if got, ok := fc.ETA(5); !ok || got < 1 {
+		t.Errorf("ETA(5) with 4 slots free = %d, %v; want at least 1", got, ok)
+	}
+}
+
+// Departures while the room admits nobody (a pause, targetActive 0 while
+// a finished sale's leftovers leave) say nothing of the share who leave
+// while it admits: d is measured against admissions, which stop.
+func TestDepartWhileFrozenIgnored(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		freeze func(*estimate.Sample)
+	}{
+		{"paused", func(s *estimate.Sample) { s.Halted = true }},
+		{"targetActive 0", func(s *estimate.Sample) { s.Target = 0 }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := &estimate.Estimator{}
+			steadyRoom(e, 0)
+			t0 := time.Date(2026, 11, 27, 10, 2, 0, 0, time.UTC)
+			rem := make([]int64, 25)
+			rem[23] = 10
+			s := estimate.Sample{Target: 10, Active: 10, EntryTTL: time.Minute, Admitted: 600, Holds: 600,
+				HoldTime: 1200 * time.Second, Remaining: rem, Bin: 2500 * time.Millisecond}
+			for k := range int64(30) { // 30 s frozen, 2 leave a second
+				f := s
+				f.At, f.Departed = t0.Add(time.Duration(k)*time.Second), 2*(k+1)
+				tt.freeze(&f)
+				e.Observe(f)
+			}
+			var fc estimate.Forecast
+			for k := range int64(5) { // admitting again, nobody leaves
+				f := s
+				f.At, f.Departed = t0.Add(time.Duration(30+k)*time.Second), 60
+				f.Admitted, f.Holds, f.HoldTime = 600+5*k, 600+5*k, time.Duration(600+5*k)*2*time.Second
+				fc = e.Observe(f)
+			}
+			if !fc.Known || fc.Depart != 0 {
+				t.Errorf("after %s: d %.2f (known %v); want 0: the 60 who left while it admitted nobody do not count", tt.name, fc.Depart, fc.Known)
+			}
+		})
+	}
+}
+
+// A room empty for 5 s (nobody waiting, active or admitted) has no sale
+// under way: the next one starts from the room's prior, provisional, not
+// from what the estimator measured of the last sale's last slots. Empty
+// for less, the measured figures stand.
+func TestEmptyRoomStartsAnew(t *testing.T) {
+	for _, tt := range []struct {
+		empty       int64 // seconds
+		provisional bool
+	}{{3, false}, {6, true}} {
+		e := &estimate.Estimator{}
+		steadyRoom(e, 0)
+		t0 := time.Date(2026, 11, 27, 10, 2, 1, 0, time.UTC)
+		idle := estimate.Sample{Target: 10, EntryTTL: time.Minute, Admitted: 600, Holds: 600, HoldTime: 1200 * time.Second,
+			Remaining: make([]int64, 25), Bin: 2500 * time.Millisecond}
+		for k := range tt.empty + 1 {
+			s := idle
+			s.At = t0.Add(time.Duration(k) * time.Second)
+			e.Observe(s)
+		}
+		next := idle // the next sale's first second: 10 waiting, an operator's 7 s expected
+		next.At, next.Waiting, next.Prior = t0.Add(time.Duration(tt.empty+1)*time.Second), 10, estimate.Prior{Hold: 7 * time.Second}
+		fc := e.Observe(next)
+		wantHold := 2 * time.Second
+		if tt.provisional {
+			wantHold = 7 * time.Second
+		}
+		if !fc.Known || fc.Provisional != tt.provisional || fc.Hold != wantHold {
+			t.Errorf("empty %d s: known %v provisional %v hold %v; want provisional %v, hold %v",
+				tt.empty, fc.Known, fc.Provisional, fc.Hold, tt.provisional, wantHold)
+		}
 	}
 }

@@ -12,13 +12,20 @@ type Sample struct {
 	At       time.Time
 	Target   int64         // targetActive now
 	Active   int64         // slots held now
+	Waiting  int64         // users in the queue now
 	EntryTTL time.Duration // the room's entry window
 	// Halted: nobody is admitted (paused, closed, not open yet).
 	Halted bool
 
 	Admitted int64 // users admitted
 	Expired  int64 // admissions whose window ended unused
-	Departed int64 // waiting users who left or were dropped as idle
+	// Departed counts the waiting users who left or were dropped as idle,
+	// except those the admission had passed over (Passed counts them).
+	Departed int64
+	// Passed counts the absent users the admission passed over (each once):
+	// PassedWaiting of them wait still, at the front of the line, in the
+	// position of everyone behind them, and nobody waits for them.
+	Passed, PassedWaiting int64
 	// Holds counts the slots freed by an order that ended, and HoldTime is
 	// their total time from admission to release.
 	Holds    int64
@@ -46,6 +53,11 @@ type Prior struct {
 	// prior takes AssumedNoShow.
 	NoShow      float64
 	NoShowKnown bool
+	// Absent is the expected share of users absent when the admission
+	// reaches them (passed over), meaningful when AbsentKnown; without it
+	// a forecast takes none until the room has measured its own.
+	Absent      float64
+	AbsentKnown bool
 }
 
 // AssumedNoShow is the no-show share a provisional forecast takes when
@@ -108,13 +120,32 @@ type Estimator struct {
 	p   float64
 	pOK bool
 	pAt time.Time
+	// frozenDep counts the departures seen between two samples of a room
+	// that admitted nobody (halted, or targetActive 0): d is measured
+	// against admissions, and while they stop, departures alone would
+	// inflate it (a pause; the users a finished sale leaves behind).
+	frozenDep int64
+	// emptyAt is when the room was first seen empty (nobody waiting,
+	// active or admitted since) in the current stretch; zero: not empty.
+	emptyAt time.Time
 }
+
+// emptyFor: a room empty this long — nobody waiting, nobody active, nobody
+// admitted — has no sale under way. Its estimator forgets what it
+// measured: the next sale starts from the room's prior (what it kept of
+// the last sale while people waited, or the operator's expectation),
+// marked provisional, as on an instance that has just started, instead of
+// from the figures of the last sale's last slots.
+const emptyFor = 5 * time.Second
 
 // counters are what the estimator keeps of a past sample.
 type counters struct {
-	At                                 time.Time
-	Admitted, Expired, Departed, Holds int64
-	HoldTime                           time.Duration
+	At                                         time.Time
+	Admitted, Expired, Departed, Holds, Passed int64
+	HoldTime                                   time.Duration
+	// Departed counts only the departures while the room admitted
+	// (Estimator.frozenDep); rawDeparted is the sample's own count.
+	rawDeparted int64
 }
 
 // maxRing bounds the samples kept: a long entry window is covered at a
@@ -131,15 +162,28 @@ func (e *Estimator) Observe(s Sample) Forecast {
 	if n := len(e.ring); n > 0 {
 		last := e.ring[n-1]
 		switch {
-		case s.Admitted < last.Admitted || s.Expired < last.Expired || s.Holds < last.Holds || s.Departed < last.Departed:
+		case s.Admitted < last.Admitted || s.Expired < last.Expired || s.Holds < last.Holds || s.Departed < last.rawDeparted ||
+			s.Passed < last.Passed:
 			e.ring, e.hold, e.pOK = e.ring[:0], 0, false // the room was removed and made anew
-			e.holdOwn, e.pOwn = false, false
+			e.holdOwn, e.pOwn, e.frozenDep = false, false, 0
 		case s.At.Sub(last.At) < sampleEvery:
 			return e.fc // too soon (or out of order): the last forecast stands
+		case frozen(s) || frozen(e.last):
+			e.frozenDep += s.Departed - last.rawDeparted
+		}
+		switch {
+		case s.Waiting > 0 || s.Active > 0 || s.Admitted != last.Admitted:
+			e.emptyAt = time.Time{}
+		case e.emptyAt.IsZero():
+			e.emptyAt = last.At
+		case s.At.Sub(e.emptyAt) >= emptyFor:
+			e.ring, e.hold, e.pOK = e.ring[:0], 0, false // no sale under way: start anew
+			e.holdOwn, e.pOwn, e.frozenDep = false, false, 0
 		}
 	}
 	e.last = s
-	e.ring = append(e.ring, counters{At: s.At, Admitted: s.Admitted, Expired: s.Expired, Departed: s.Departed, Holds: s.Holds, HoldTime: s.HoldTime})
+	e.ring = append(e.ring, counters{At: s.At, Admitted: s.Admitted, Expired: s.Expired, Departed: s.Departed - e.frozenDep,
+		Holds: s.Holds, Passed: s.Passed, HoldTime: s.HoldTime, rawDeparted: s.Departed})
 	horizon := s.At.Add(-(s.EntryTTL + resolvedWindow + keep))
 	i := sort.Search(len(e.ring), func(i int) bool { return e.ring[i].At.After(horizon) })
 	if i > 0 && i > len(e.ring)/2 {
@@ -157,6 +201,10 @@ func (e *Estimator) Observe(s Sample) Forecast {
 	e.fc = e.forecast()
 	return e.fc
 }
+
+// frozen reports whether s's room admitted nobody: halted or
+// targetActive 0.
+func frozen(s Sample) bool { return s.Halted || s.Target <= 0 }
 
 // at returns the newest sample taken at or before t, or false when every
 // sample is newer.
@@ -217,6 +265,7 @@ func (e *Estimator) forecast() Forecast {
 		return f
 	}
 	f.Known, f.NoShow, f.Hold, f.Depart = true, p, h, e.depart(s)
+	f.Absent, f.passedWaiting = e.absent(s), max(s.PassedWaiting, 0)
 	f.step, f.cum, f.steady = simulate(s, p, h, tau, e.admissions(s.At, youngSpan(s, tau)))
 	return f
 }
@@ -351,16 +400,38 @@ func (e *Estimator) measureNoShow(s Sample, tau time.Duration) (p float64, ok, o
 }
 
 // depart measures d over the last minute (all-time while the estimator has
-// seen too little), capped at 0.9.
+// seen too little), capped at 0.9, leaving out the departures it saw while
+// the room admitted nobody.
 func (e *Estimator) depart(s Sample) float64 {
-	dep, adm := s.Departed, s.Admitted
-	if b, ok := e.at(s.At.Add(-departWindow)); ok && s.Departed-b.Departed+s.Admitted-b.Admitted >= minDeparts {
-		dep, adm = s.Departed-b.Departed, s.Admitted-b.Admitted
+	now := e.ring[len(e.ring)-1] // s's counters, departures while frozen left out
+	dep, adm := now.Departed, s.Admitted
+	if b, ok := e.at(s.At.Add(-departWindow)); ok && now.Departed-b.Departed+s.Admitted-b.Admitted >= minDeparts {
+		dep, adm = now.Departed-b.Departed, s.Admitted-b.Admitted
 	}
 	if dep <= 0 {
 		return 0
 	}
 	return min(float64(dep)/float64(dep+max(adm, 0)), 0.9)
+}
+
+// absent measures a, the share of the users admission reached in the
+// last minute (all-time while the estimator has seen too little) that it
+// found absent and passed over, capped at 0.9; before the room has
+// passed or admitted enough, the prior's share, else 0. A room without
+// presence-aware admission passes nobody: a is 0, and its absent users
+// are admitted and counted as no-shows instead.
+func (e *Estimator) absent(s Sample) float64 {
+	pas, adm := s.Passed, s.Admitted
+	if b, ok := e.at(s.At.Add(-departWindow)); ok && s.Passed-b.Passed+s.Admitted-b.Admitted >= minDeparts {
+		pas, adm = s.Passed-b.Passed, s.Admitted-b.Admitted
+	}
+	switch {
+	case pas+max(adm, 0) < minDeparts && s.Prior.AbsentKnown:
+		return min(max(s.Prior.Absent, 0), 0.9)
+	case pas <= 0:
+		return 0
+	}
+	return min(float64(pas)/float64(pas+max(adm, 0)), 0.9)
 }
 
 // Forecast is a room's expected admissions from one sample on. The zero
@@ -378,6 +449,10 @@ type Forecast struct {
 	NoShow float64       // p
 	Hold   time.Duration // h
 	Depart float64       // d
+	Absent float64       // a: the share of users reached found absent
+
+	// passedWaiting: users passed over who wait still, at the front
+	passedWaiting int64
 
 	step   time.Duration
 	cum    []float64 // cum[k]: admissions expected by k steps from At
@@ -389,17 +464,21 @@ type Forecast struct {
 func (f Forecast) Rate() float64 { return f.steady }
 
 // ETA returns the wait until position (1-based) is admitted, in whole
-// seconds rounded up (at least 1); ok is false when the forecast is not
-// Known.
+// seconds rounded up: at least 1, except 0 for a position the free slots
+// admit at once (the next admission run, a tick away); ok is false when
+// the forecast is not Known. Of the users ahead, those passed over already are not waited
+// for, a share d will leave and a share a will be absent when reached.
 func (f Forecast) ETA(position int64) (secs int64, ok bool) {
 	if !f.Known || len(f.cum) == 0 {
 		return 0, false
 	}
-	need := float64(max(position, 1)) * (1 - f.Depart)
+	// a passed-over user who is back is admitted at the next run
+	need := float64(max(position-f.passedWaiting, 1)) * (1 - f.Depart) * (1 - f.Absent)
 	n := len(f.cum)
 	var t float64
 	switch k := sort.SearchFloat64s(f.cum, need); {
 	case k == 0:
+		return 0, true // admitted by the free slots at once
 	case k < n:
 		frac := 1.0
 		if a := f.cum[k] - f.cum[k-1]; a > 0 {

@@ -46,6 +46,43 @@ func TestFlashSale(t *testing.T) {
 	}
 }
 
+// With presence-aware admission (the server's default) the users who gave
+// up are passed over instead of admitted as no-shows; the estimator counts
+// those already passed over (they wait at the front, in everyone's
+// position) and the share of users found absent at the front. The bar is
+// the flash sale's, for the large sale and for a small one (600 shoppers,
+// targetActive 60); the estimator blind to the passed-over is logged
+// beside it.
+func TestFlashSalePassesOverTheAbsent(t *testing.T) {
+	small := flashSale()
+	small.n, small.target = 600, 60
+	for _, tt := range []struct {
+		name string
+		sc   scenario
+	}{{"large", flashSale()}, {"small", small}} {
+		t.Run(tt.name, func(t *testing.T) {
+			sc := tt.sc
+			sc.grace = 10 * time.Second
+			sc.abandons = 0.15 // three times the crowd's: the ghosts matter
+			blind := sc
+			blind.blind = true
+			t.Log("blind to the passed-over:")
+			_, b := runScenario(t, blind)
+			t.Log("counting them:")
+			_, a := runScenario(t, sc)
+			if got := pct(a.first, 50); got > 20 {
+				t.Errorf("first estimate median error %.1f %%, want ≤ 20 %%", got)
+			}
+			if got := pct(a.first, 90); got > 50 {
+				t.Errorf("first estimate p90 error %.1f %%, want ≤ 50 %%", got)
+			}
+			if got, was := pct(a.all, 50), pct(b.all, 50); got > was {
+				t.Errorf("median error over the wait %.1f %% counting the passed-over, %.1f %% blind to them", got, was)
+			}
+		})
+	}
+}
+
 // A steady drain: once measured, a waiting user's estimate never grows
 // (by more than a second's rounding) from one second to the next.
 func TestSteadyNeverGrows(t *testing.T) {

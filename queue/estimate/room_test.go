@@ -31,6 +31,7 @@ type shopper struct {
 	release  time.Duration // when an admitted shower's order ends
 	deadline time.Duration // the slot's deadline (window end, or in-flight)
 	consumed bool
+	passed   bool // passed over by the admission (presence)
 	shown    []shown
 }
 
@@ -50,8 +51,14 @@ type scenario struct {
 	noShows     float64
 	abandons    float64
 	idle        time.Duration // an abandon is dropped this long after
-	order       time.Duration // an order's own time
-	seed        uint64
+	// grace > 0: presence-aware admission, an abandon is absent this long
+	// after and passed over (kept in line until dropped)
+	grace time.Duration
+	// blind: the samples do not say who was passed over (the estimator
+	// before it counted them), to compare with
+	blind bool
+	order time.Duration // an order's own time
+	seed  uint64
 	// changes, applied when the run reaches At
 	changes []change
 	// prior: what the room expects before it has measured (Sample.Prior)
@@ -76,7 +83,7 @@ type room struct {
 	target   int64
 	slow     time.Duration
 	paused   bool
-	counters struct{ admitted, expired, departed, holds int64 }
+	counters struct{ admitted, expired, departed, holds, passed int64 }
 	holdTime time.Duration
 	est      estimate.Estimator
 	fc       estimate.Forecast
@@ -173,7 +180,9 @@ func (r *room) drop() {
 	for _, u := range r.queue {
 		if u.abandon > 0 && r.now >= u.arrive+u.abandon+r.sc.idle {
 			u.gone = true
-			r.counters.departed++
+			if !u.passed { // a passed-over user was counted once, as passed
+				r.counters.departed++
+			}
 			continue
 		}
 		keep = append(keep, u)
@@ -182,6 +191,10 @@ func (r *room) drop() {
 }
 
 func (r *room) admit() {
+	if r.sc.grace > 0 {
+		r.admitPresent()
+		return
+	}
 	for int64(len(r.active)) < r.target && len(r.queue) > 0 {
 		u := r.queue[0]
 		r.queue = r.queue[1:]
@@ -194,6 +207,36 @@ func (r *room) admit() {
 	}
 }
 
+// admitPresent admits like admit.lua with presence-aware admission: in
+// line order, passing over those absent (abandoned a grace ago), who keep
+// their place until the idle drop; each is counted passed once, when
+// someone behind them is admitted.
+func (r *room) admitPresent() {
+	keep := r.queue[:0]
+	var skipped []*shopper
+	for _, u := range r.queue {
+		switch {
+		case int64(len(r.active)) >= r.target:
+			keep = append(keep, u)
+		case u.abandon > 0 && r.now >= u.arrive+u.abandon+r.sc.grace:
+			keep = append(keep, u)
+			skipped = append(skipped, u)
+		default:
+			for _, g := range skipped {
+				if !g.passed {
+					g.passed = true
+					r.counters.passed++
+				}
+			}
+			skipped = skipped[:0]
+			u.admitted, u.deadline = r.now, r.now+r.sc.ttl
+			r.active = append(r.active, u)
+			r.counters.admitted++
+		}
+	}
+	r.queue = keep
+}
+
 func (r *room) arrive() {
 	for r.next < len(r.users) && r.users[r.next].arrive <= r.now {
 		u := r.users[r.next]
@@ -204,10 +247,20 @@ func (r *room) arrive() {
 }
 
 func (r *room) sample() estimate.Sample {
-	s := estimate.Sample{At: r.start.Add(r.now), Target: r.target, Active: int64(len(r.active)), EntryTTL: r.sc.ttl,
+	s := estimate.Sample{At: r.start.Add(r.now), Target: r.target, Active: int64(len(r.active)), Waiting: int64(len(r.queue)), EntryTTL: r.sc.ttl,
 		Halted: r.paused, Admitted: r.counters.admitted, Expired: r.counters.expired, Departed: r.counters.departed,
 		Holds: r.counters.holds, HoldTime: r.holdTime, Bin: bin, Remaining: make([]int64, int(r.sc.ttl/bin)+1),
 		Prior: r.sc.prior}
+	if r.sc.blind {
+		s.Departed += r.counters.passed // seen as departures, late
+		return s
+	}
+	s.Passed = r.counters.passed
+	for _, u := range r.queue {
+		if u.passed {
+			s.PassedWaiting++
+		}
+	}
 	for _, u := range r.active { // bin i: deadlines (i, i+1] bins away, as snapshot.lua counts
 		i := int((u.deadline-r.now+bin-1)/bin) - 1
 		s.Remaining[min(max(i, 0), len(s.Remaining)-1)]++

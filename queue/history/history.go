@@ -51,7 +51,7 @@ type Rooms interface {
 	Room(ctx context.Context, room string) (queue.RoomInfo, error)
 	Snapshots(ctx context.Context, rooms []string) ([]queue.RoomSnapshot, error)
 	RoomKey(room, name string) string
-	RecordMeasured(ctx context.Context, room string, hold time.Duration, noShow float64) error
+	RecordMeasured(ctx context.Context, room string, hold time.Duration, noShow, absent float64) error
 }
 
 // History records and reads the rooms' history. It is safe for concurrent
@@ -214,7 +214,7 @@ func (h *History) Record(ctx context.Context, room string) (recorded bool, err e
 	if n == 1 && h.shownTo != nil {
 		h.shownTo(room, eta)
 	}
-	if n == 1 {
+	if n == 1 && info.Waiting > 0 {
 		h.keepMeasured(ctx, room)
 	}
 	return n == 1, nil
@@ -222,8 +222,11 @@ func (h *History) Record(ctx context.Context, room string) (recorded bool, err e
 
 // keepMeasured keeps what room's forecast measured (not a provisional
 // one) for the room's next sale (queue.Queue.RecordMeasured), with each
-// point: one small write a second for a room with work, by the instance
-// that records it.
+// point while people wait: one small write a second, by the instance that
+// records it. Once nobody waits the sale is over for the figures: what the
+// last slots do then (expire, or leave) is not what the next sale's first
+// shoppers will wait behind.
+
 func (h *History) keepMeasured(ctx context.Context, room string) {
 	if h.forecast == nil {
 		return
@@ -232,7 +235,7 @@ func (h *History) keepMeasured(ctx context.Context, room string) {
 	if !fc.Known || fc.Provisional || fc.Hold <= 0 {
 		return
 	}
-	if err := h.rooms.RecordMeasured(ctx, room, fc.Hold, fc.NoShow); err != nil && ctx.Err() == nil {
+	if err := h.rooms.RecordMeasured(ctx, room, fc.Hold, fc.NoShow, fc.Absent); err != nil && ctx.Err() == nil {
 		h.log.LogAttrs(ctx, slog.LevelWarn, "keeping the measured figures failed", slog.String("room", room), slog.String("error", err.Error()))
 	}
 }

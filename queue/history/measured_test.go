@@ -67,4 +67,22 @@ func TestKeepsWhatWasMeasured(t *testing.T) {
 	if got := expected(); got.LastHold != measured.Hold || got.LastNoShow != measured.NoShow {
 		t.Fatalf("kept %+v, want the hold %v and no-show share %v", got, measured.Hold, measured.NoShow)
 	}
+	// Nobody waits (u1 admitted, the room still at work): the sale's
+	// figures stand, whatever its last slots measure now.
+	queuetest.Admit(t, q, 8)
+	later := measured
+	later.Hold, later.NoShow = 9*time.Second, 0.5
+	fc.Store(&later)
+	recorded = 0
+	queuetest.WaitFor(t, "2 more recorded seconds", func() bool {
+		if ok, err := h.Record(ctx, "r1"); err != nil {
+			t.Fatal(err)
+		} else if ok {
+			recorded++
+		}
+		return recorded >= 2
+	})
+	if got := expected(); got.LastHold != measured.Hold || got.LastNoShow != measured.NoShow {
+		t.Fatalf("with nobody waiting the kept figures became %+v; want the sale's %v, %v", got, measured.Hold, measured.NoShow)
+	}
 }

@@ -1,7 +1,7 @@
 -- admit: one admission tick for one room. Safe to run from any number of
 -- instances at once: each run is atomic, so active never exceeds target.
 --
--- KEYS[1] cfg     HASH  target, ttl_ms, paused, method, opens_at
+-- KEYS[1] cfg     HASH  target, ttl_ms, paused, method, opens_at, pace
 -- KEYS[2] queue   ZSET  member = user id, score = ticket number
 -- KEYS[3] active  ZSET  member = user id, score = deadline (ms, Redis clock)
 -- KEYS[4] tokens  HASH  user id -> entry token
@@ -48,9 +48,11 @@
 -- then admits again.
 --
 -- Returns {admitted, waiting, active, want, pruned, rate, target, paused, users, abandoned, due,
---          prequeue, next_deadline, opens_at, passed, merge}
+--          prequeue, next_deadline, opens_at, passed, passed_new, merge}
 --   users: the admitted user ids in ticket order
---   passed: absent users this run passed over (ahead of the last admitted)
+--   passed: absent users this run passed over (ahead of the last admitted);
+--   passed_new: those of them passed over for the first time (each absent
+--   user is counted once; the stats field passed sums them)
 --   merge: a sharded pre-queue's merge: 0 none, 1 armed, 2 moving
 --   prequeue: users in the pre-queue; next_deadline: the earliest deadline
 --   in the active set (ms, Redis clock; 0: nobody active); opens_at: the
@@ -60,9 +62,9 @@
 --   want: how many tokens this run could have used (min(capacity, queue
 --   length before popping)); the caller passes at least that many next time.
 if redis.call('EXISTS', KEYS[1]) == 0 then
-  return {-1, 0, 0, 0, 0, '0', 0, 0, {}, 0, 0, 0, 0, 0, 0}
+  return {-1, 0, 0, 0, 0, '0', 0, 0, {}, 0, 0, 0, 0, 0, 0, 0}
 end
-local cfg = redis.call('HMGET', KEYS[1], 'target', 'ttl_ms', 'paused', 'method', 'opens_at')
+local cfg = redis.call('HMGET', KEYS[1], 'target', 'ttl_ms', 'paused', 'method', 'opens_at', 'pace')
 local target = tonumber(cfg[1]) or 0
 local ttl = tonumber(cfg[2]) or 120000
 local paused = cfg[3] == '1'
@@ -96,6 +98,16 @@ end
 -- their tickets join the gone set so every instance's positions stay exact,
 -- and the idle set remembers them, so a later status read can say why they
 -- are no longer waiting (entering again forgets it)
+-- top: the highest ticket ever admitted (serving, before any pass-over);
+-- a waiting user with a ticket at or below it has been passed over
+local sv = redis.call('HMGET', KEYS[5], 'serving', 'top')
+local servingBefore = tonumber(sv[1] or '0')
+local top = tonumber(sv[2] or sv[1] or '0')
+local topBefore = top
+-- passedGone: passed-over users dropped now (counted once, as passed,
+-- by the estimator: see the stats field passed_gone)
+local passedGone = 0
+
 local idle = tonumber(ARGV[4])
 local left = {}
 if idle > 0 then
@@ -108,10 +120,12 @@ if idle > 0 then
       redis.call('ZADD', KEYS[6], ticket, ticket)
       redis.call('ZADD', KEYS[9], now, stale[i])
       left[#left + 1] = tonumber(ticket)
+      if tonumber(ticket) <= top then passedGone = passedGone + 1 end
     end
   end
   if #left > 0 then
     redis.call('HINCRBY', KEYS[5], 'abandoned', #left)
+    if passedGone > 0 then redis.call('HINCRBY', KEYS[5], 'passed_gone', passedGone) end
     -- forget drops older than the memory (bounded per run, like the adds)
     local keep = tonumber(ARGV[5])
     local old = redis.call('ZRANGEBYSCORE', KEYS[9], '-inf', now - keep, 'LIMIT', 0, 1000)
@@ -136,9 +150,28 @@ if held then want = 0 end
 local n = math.min(want, #ARGV - 6)
 local presence = ARGV[6] == '1'
 
+-- 2a. pace (adaptive rooms: the controller's admissions a second that the
+-- database sustains; absent: none): a token bucket in stats (pace_level,
+-- pace_ms) refilled at pace and holding at most a fifth of a second's, so
+-- that slots freed together are refilled over the next ticks instead of
+-- at once (their users' orders would reach the pool in one burst)
+local pace = tonumber(cfg[6])
+local paceLevel
+if pace and pace > 0 and method ~= 'passthrough' then
+  local ps = redis.call('HMGET', KEYS[5], 'pace_level', 'pace_ms')
+  local burst = math.max(pace / 5, 1)
+  local last = tonumber(ps[2]) or now
+  paceLevel = math.min(burst, (tonumber(ps[1]) or burst) + pace * math.max(now - last, 0) / 1000)
+  n = math.min(n, math.floor(paceLevel))
+end
+
 local admitted, tickets = {}, {}
-local passed = 0
+-- passed: the absent users skipped ahead of someone admitted this run;
+-- passedNew: those among them skipped for the first time (a ticket above
+-- topBefore: nobody behind them had been admitted before)
+local passed, passedNew = 0, 0
 if n > 0 and presence then
+  local skipped, skippedNew = 0, 0
   -- in ticket order, pages of at most 200, skipping the absent
   local from, budget = 0, n + 1000
   while #admitted < n and budget > 0 do
@@ -150,10 +183,13 @@ if n > 0 and presence then
     for j = 1, #users do
       if #admitted < n then
         if due[j] and tonumber(due[j]) < now then
-          passed = passed + 1
+          skipped = skipped + 1
+          if tonumber(page[2 * j]) > topBefore then skippedNew = skippedNew + 1 end
         else
           admitted[#admitted + 1] = users[j]
           tickets[#tickets + 1] = tonumber(page[2 * j])
+          passed, passedNew = passed + skipped, passedNew + skippedNew
+          skipped, skippedNew = 0, 0
         end
       end
     end
@@ -171,10 +207,9 @@ elseif n > 0 then
   end
 end
 
--- top: the highest ticket ever admitted (serving, before any pass-over)
-local sv = redis.call('HMGET', KEYS[5], 'serving', 'top')
-local servingBefore = tonumber(sv[1] or '0')
-local top = tonumber(sv[2] or sv[1] or '0')
+if passedNew > 0 then
+  redis.call('HINCRBY', KEYS[5], 'passed', passedNew)
+end
 if #admitted > 0 then
   local deadline = now + ttl
   for k = 1, #admitted do
@@ -187,6 +222,9 @@ if #admitted > 0 then
   redis.call('HINCRBY', KEYS[5], 'admitted', #admitted)
   active = active + #admitted
   waiting = waiting - #admitted
+end
+if paceLevel then
+  redis.call('HSET', KEYS[5], 'pace_level', string.format('%.3f', paceLevel - #admitted), 'pace_ms', now)
 end
 
 -- serving moves up to the first ticket still waiting (or to top when
@@ -261,4 +299,4 @@ end
 local first = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
 local nextDeadline = tonumber(first[2] or '0')
 return {#admitted, waiting, active, want, pruned, rateStr, target, paused and 1 or 0, admitted, abandoned, due and 1 or 0,
-        prequeued, nextDeadline, opensAt or 0, passed, pm == 'armed' and 1 or (pm and 2 or 0)}
+        prequeued, nextDeadline, opensAt or 0, passed, passedNew, pm == 'armed' and 1 or (pm and 2 or 0)}

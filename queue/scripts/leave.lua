@@ -42,6 +42,11 @@ if waiting == 0 and pre == 0 and hadToken == 0 and hadSession == 0 and redis.cal
 end
 if waiting == 1 then
   redis.call('HINCRBY', KEYS[4], 'left', 1)
+  -- a user the admission had passed over (ticket at or below the highest
+  -- admitted) is counted by the estimator once, as passed (admit.lua)
+  if tonumber(ticket) <= tonumber(redis.call('HGET', KEYS[4], 'top') or '0') then
+    redis.call('HINCRBY', KEYS[4], 'passed_gone', 1)
+  end
   redis.call('ZADD', KEYS[5], ticket, ticket)
   local t = redis.call('TIME')
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)

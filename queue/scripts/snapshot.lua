@@ -14,7 +14,8 @@
 -- Returns {serving, ev, waiting, rate, target, closed, sched, admitted,
 -- expired, departed, ttlMs, paused, message, active, holds, holdMs, binMs,
 -- nbins, bin counts (nbins of them)..., expectedOrderMs, lastHoldMs,
--- lastNoShow, count, follows, gone...}: the last admitted
+-- lastNoShow, lastAbsent, passed, passedWaiting, count, follows, gone...}:
+-- the last admitted
 -- ticket, the room's event sequence number, the queue length, the measured
 -- rate, targetActive, 1 when the method is reject, the room's schedule
 -- number (bumped at each opening and at each change of the method, the
@@ -24,8 +25,9 @@
 -- ended order and their total hold time, the active slots by time left on
 -- their deadline (bin i counts deadlines i…i+1 bins from now; the first
 -- also those already past, the last everything beyond), the operator's
--- expected order time (0: none), the hold and no-show share the room
--- measured last ('' when never), how many departed
+-- expected order time (0: none), the hold, no-show and absent shares the
+-- room measured last ('' when never), the users admission passed over
+-- (each once; admit.lua) and those of them still waiting, how many departed
 -- tickets lie above serving, 1 when they follow (0: left out), and the
 -- departed tickets above serving, ascending, when they follow.
 --
@@ -39,14 +41,14 @@
 -- O(n): tens of ms at 150,000 departures, every second on every instance.
 local nbins = 25
 local st = redis.call('HMGET', KEYS[1], 'serving', 'ev', 'rate', 'sched', 'admitted', 'expired', 'left', 'abandoned',
-                      'holds', 'hold_ms')
+                      'holds', 'hold_ms', 'passed', 'passed_gone', 'top')
 local serving = st[1] or '0'
 local cfg = redis.call('HMGET', KEYS[4], 'target', 'method', 'ttl_ms', 'paused', 'message', 'expected_order_ms')
 local ttl = tonumber(cfg[3] or '0') or 0
 local out = {serving, st[2] or '0', redis.call('ZCARD', KEYS[2]), st[3] or '0',
              cfg[1] or '0', cfg[2] == 'reject' and 1 or 0, st[4] or '0',
              tonumber(st[5] or '0'), tonumber(st[6] or '0'),
-             tonumber(st[7] or '0') + tonumber(st[8] or '0'), ttl,
+             tonumber(st[7] or '0') + tonumber(st[8] or '0') - tonumber(st[12] or '0'), ttl,
              cfg[4] == '1' and 1 or 0, cfg[5] or '',
              redis.call('ZCARD', KEYS[5]), tonumber(st[9] or '0'), tonumber(st[10] or '0')}
 local bin = math.max(math.ceil(ttl / (nbins - 1)), 1000)
@@ -60,10 +62,16 @@ for i = 0, nbins - 1 do
   if i == nbins - 1 then hi = '+inf' end
   out[#out + 1] = redis.call('ZCOUNT', KEYS[5], lo, hi)
 end
-local last = redis.call('HMGET', KEYS[6], 'hold_ms', 'no_show')
+local last = redis.call('HMGET', KEYS[6], 'hold_ms', 'no_show', 'absent')
 out[#out + 1] = tonumber(cfg[6] or '0') or 0
 out[#out + 1] = last[1] or ''
 out[#out + 1] = last[2] or ''
+out[#out + 1] = last[3] or ''
+-- passed over: ever (each user once) and still waiting (a ticket at or
+-- below the highest admitted)
+out[#out + 1] = tonumber(st[11] or '0')
+local top = st[13] or serving
+out[#out + 1] = redis.call('ZCOUNT', KEYS[2], '-inf', top)
 local count = redis.call('ZCOUNT', KEYS[3], '(' .. serving, '+inf')
 local held = #ARGV == 3 and tonumber(ARGV[1]) == tonumber(st[2] or '0') and
              tonumber(ARGV[2]) == tonumber(serving) and tonumber(ARGV[3]) == count

@@ -33,6 +33,7 @@ func (m *Metrics) ObserveAdmission(a queue.AdmitResult) {
 	r.totAdmitted.Add(float64(n))
 	r.totExpired.Add(float64(a.Pruned))
 	r.totAbandoned.Add(float64(a.Abandoned))
+	r.totPassedOver.Add(float64(a.PassedFirst))
 	if !s.series {
 		return
 	}
@@ -49,6 +50,9 @@ func (m *Metrics) ObserveAdmission(a queue.AdmitResult) {
 	}
 	if a.Abandoned > 0 {
 		r.abandoned.WithLabelValues(a.Room).Add(float64(a.Abandoned))
+	}
+	if a.PassedFirst > 0 {
+		r.passedOver.WithLabelValues(a.Room).Add(float64(a.PassedFirst))
 	}
 }
 

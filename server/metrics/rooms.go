@@ -57,6 +57,7 @@ type rooms struct {
 	// The rooms' series (labelled by room).
 	waiting, active, target, paused, limit *prometheus.GaugeVec
 	admitted, entered, expired, abandoned  *prometheus.CounterVec
+	passedOver                             *prometheus.CounterVec
 	etaError, etaJudged, etaLast           *prometheus.GaugeVec
 	sigOrders, sigErrorRate, sigP90        *prometheus.GaugeVec
 	sigBaseline, sigPoolWait               *prometheus.GaugeVec
@@ -66,6 +67,7 @@ type rooms struct {
 	totWaiting, totActive    prometheus.Gauge
 	totAdmitted, totEntered  prometheus.Counter
 	totExpired, totAbandoned prometheus.Counter
+	totPassedOver            prometheus.Counter
 	withSeries, leftOut      prometheus.Gauge
 	totals                   []prometheus.Collector
 }
@@ -125,6 +127,7 @@ func newRooms(o Options) *rooms {
 	r.entered = cv("waitingroom_entered_total", "New tickets issued through this instance.")
 	r.expired = cv("waitingroom_entry_expired_total", "Admissions whose entry window ended unused (no-shows), pruned by this instance.")
 	r.abandoned = cv("waitingroom_abandoned_total", "Waiting users removed for neither polling nor holding a stream for WR_IDLE_TIMEOUT (counted by the instance whose admission run removed them).")
+	r.passedOver = cv("waitingroom_passed_over_total", "Absent waiting users this instance's admission runs passed over (presence-aware admission), each counted once, when the first user behind them was admitted; they keep their place until seen again or dropped as idle.")
 	r.etaError = gv("waitingroom_eta_error_ratio",
 		"Median |ETA − wait| ÷ wait of the estimates shown to the room's last in line and to the one in the middle over the last hour, judged once they had their turn (0 until one is: see waitingroom_eta_judged).")
 	r.etaJudged = gv("waitingroom_eta_judged", "Estimates judged for waitingroom_eta_error_ratio (the last hour's, recorded once a second).")
@@ -144,6 +147,7 @@ func newRooms(o Options) *rooms {
 	r.totEntered = c("waitingroom_rooms_entered_total", "New tickets issued through this instance, all rooms.")
 	r.totExpired = c("waitingroom_rooms_entry_expired_total", "Admissions whose entry window ended unused, pruned by this instance, all rooms.")
 	r.totAbandoned = c("waitingroom_rooms_abandoned_total", "Waiting users removed as idle by this instance's admission runs, all rooms.")
+	r.totPassedOver = c("waitingroom_rooms_passed_over_total", "Absent waiting users passed over by this instance's admission runs (each once), all rooms.")
 	r.withSeries = g("waitingroom_rooms_with_series", "Rooms with per-room series here: active here within WR_METRICS_ROOM_QUIET, at most WR_METRICS_MAX_ROOMS.")
 	r.leftOut = g("waitingroom_rooms_left_out", "Rooms active here within WR_METRICS_ROOM_QUIET that have no per-room series because WR_METRICS_MAX_ROOMS rooms have them; the totals (waitingroom_rooms_*) count them.")
 	return r

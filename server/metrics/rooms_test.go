@@ -114,7 +114,8 @@ func busy(room string, waiting, active int64, admitted ...string) queue.AdmitRes
 // observeAll feeds every observer of room once.
 func observeAll(m *metrics.Metrics, room string) {
 	m.ObserveEnter(room, false)
-	m.ObserveAdmission(queue.AdmitResult{Room: room, Waiting: 5, Active: 2, Admitted: []string{"u1"}, Pruned: 1, Abandoned: 1, Target: 20})
+	m.ObserveAdmission(queue.AdmitResult{Room: room, Waiting: 5, Active: 2, Admitted: []string{"u1"}, Pruned: 1, Abandoned: 1,
+		Passed: 3, PassedFirst: 2, Target: 20})
 	m.ObserveEnter(room, true)
 	m.JudgedETA(room, history.ETAError{MedianPct: 12, Count: 40})
 	m.ShownETA(room, 42)
@@ -139,6 +140,7 @@ var roomFamilies = []string{
 	"waitingroom_eta_error_ratio",
 	"waitingroom_eta_judged",
 	"waitingroom_eta_last_in_line_seconds",
+	"waitingroom_passed_over_total",
 	"waitingroom_queue_waiting",
 	"waitingroom_room_paused",
 	"waitingroom_target_active",
@@ -178,7 +180,8 @@ func TestRoomSeriesGoWhenQuiet(t *testing.T) {
 	for name, want := range map[string]float64{
 		"waitingroom_rooms_entered_total": 2, "waitingroom_rooms_admitted_total": 2, "waitingroom_rooms_entry_expired_total": 1,
 		"waitingroom_rooms_abandoned_total": 1, "waitingroom_rooms_waiting": 3, "waitingroom_rooms_active": 0,
-		"waitingroom_rooms_with_series": 1, "waitingroom_rooms_left_out": 0,
+		"waitingroom_rooms_passed_over_total": 2,
+		"waitingroom_rooms_with_series":       1, "waitingroom_rooms_left_out": 0,
 	} {
 		if v := mustValue(t, got, name); v != want {
 			t.Errorf("%s = %v, want %v", name, v, want)

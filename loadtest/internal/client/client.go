@@ -218,6 +218,11 @@ type RoomState struct {
 	Active          int64   `json:"active"`
 	Waiting         int64   `json:"waiting"`
 	EntryTTLSeconds float64 `json:"entryTtlSeconds"`
+	// The room's all-time counters.
+	Admitted   int64 `json:"admitted"`
+	Expired    int64 `json:"expired"`
+	Abandoned  int64 `json:"abandoned"`
+	PassedOver int64 `json:"passedOver"`
 }
 
 // RoomState reads the room through GET /admin/rooms/{room}.
