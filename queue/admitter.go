@@ -603,18 +603,25 @@ func (a *Admitter) schedule(room string, res AdmitResult, err error) {
 // instance's: a clock behind Redis's runs a little late, one ahead a little
 // early, and either way the run after puts it right.
 func nextRun(res AdmitResult) time.Time {
-	if res.Waiting > 0 || (res.PreQueue > 0 && res.OpensAt.IsZero()) || res.Due {
+	pending := res.PreQueue > 0 || res.Merge == MergeArmed
+	if res.Waiting > 0 || (pending && res.OpensAt.IsZero()) || res.Due || res.Merge == MergeMoving {
 		return time.Time{}
 	}
 	next := res.NextDeadline
-	if res.PreQueue > 0 && (next.IsZero() || res.OpensAt.Before(next)) {
+	if pending && (next.IsZero() || res.OpensAt.Before(next)) {
 		next = res.OpensAt
 	}
 	return next
 }
 
-func (a *Admitter) open(ctx context.Context, room string) error {
-	res, err := a.q.Open(ctx, room, NewShuffleSeed())
+// open runs the opening of room: its pre-queue's (Open), or its sharded
+// pre-queue's merge (Merge) when sharded.
+func (a *Admitter) open(ctx context.Context, room string, sharded bool) error {
+	open := a.q.Open
+	if sharded {
+		open = a.q.Merge
+	}
+	res, err := open(ctx, room, NewShuffleSeed())
 	if err != nil {
 		return err
 	}
@@ -635,6 +642,7 @@ func (a *Admitter) open(ctx context.Context, room string) error {
 func (a *Admitter) admitRoom(ctx context.Context, room string, want int) (AdmitResult, error) {
 	n := max(want, minTokens)
 	var res AdmitResult
+	merged := false // a sharded opening's merge ran in this tick
 	for range maxRunsPerTick {
 		var err error
 		res, err = a.q.Admit(ctx, room, n)
@@ -659,14 +667,19 @@ func (a *Admitter) admitRoom(ctx context.Context, room string, want int) (AdmitR
 		if a.o.OnAdmit != nil {
 			a.o.OnAdmit(res)
 		}
-		if res.Due {
+		if res.Due || (res.Merge == MergeMoving && !merged) {
 			// The opening time has come: turn the pre-queue into the
 			// queue (one idempotent script; another instance may have
-			// done it already), then admit in the same tick.
-			if err := a.open(ctx, room); err != nil {
+			// done it already), then admit in the same tick. A sharded
+			// opening merges by slices while admission runs: one Merge
+			// call per tick.
+			merged = merged || res.Merge > 0
+			if err := a.open(ctx, room, res.Merge > 0); err != nil {
 				return res, err
 			}
-			continue
+			if res.Due {
+				continue
+			}
 		}
 		// More capacity than tokens passed: run again at once.
 		if len(res.Admitted) < n || res.Want <= n {

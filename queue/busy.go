@@ -12,7 +12,8 @@ import (
 // point and no re-read: it costs nothing until someone enters.
 //
 // It costs one command per room, whatever the room holds: one EXISTS of
-// the room's queue, pre-queue and active set (an empty sorted set does
+// the room's queue, pre-queue, active set and merge record (a sharded
+// pre-queue's opening to come, merge.go; an empty sorted set does
 // not exist; the three share the room's hash slot, so a Redis Cluster
 // takes it), all rooms in one pipeline. An invalid name is never busy.
 func (q *Queue) Busy(ctx context.Context, rooms []string) ([]bool, error) {
@@ -25,7 +26,7 @@ func (q *Queue) Busy(ctx context.Context, rooms []string) ([]bool, error) {
 		for i, room := range rooms {
 			if ValidRoom(room) {
 				k := q.keys(room)
-				cmds[i] = p.Exists(ctx, k.queue, k.prequeue, k.active)
+				cmds[i] = p.Exists(ctx, k.queue, k.prequeue, k.active, q.mergeKey(room))
 			}
 		}
 		return nil

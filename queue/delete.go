@@ -44,7 +44,27 @@ func (q *Queue) DeleteRoom(ctx context.Context, room string, force bool, also ..
 	}
 	k := q.keys(room)
 	keys := []string{k.cfg, k.queue, k.prequeue, k.active, k.stats, k.seq, k.tokens, k.gone, k.seen, k.idle,
-		q.RoomKey(room, MeasuredKey)}
+		q.RoomKey(room, MeasuredKey), q.mergeKey(room)}
+	// The parts of a sharded pre-queue live on other slots: counted
+	// here, removed once the room is gone.
+	sizes, err := q.partSizes(ctx, room, MaxPrequeueParts)
+	if err != nil {
+		return Deleted{}, err
+	}
+	var inParts int64
+	for _, n := range sizes {
+		inParts += n
+	}
+	if inParts > 0 && !force {
+		n, err := q.rdb.Exists(ctx, k.cfg).Result()
+		if err != nil {
+			return Deleted{}, unavailable("delete room", err)
+		}
+		if n == 0 {
+			return Deleted{}, ErrRoomNotFound
+		}
+		return Deleted{PreQueue: inParts}, fmt.Errorf("queue: delete room %s: %w", room, ErrRoomNotEmpty)
+	}
 	for _, name := range also {
 		keys = append(keys, q.RoomKey(room, name))
 	}
@@ -54,7 +74,7 @@ func (q *Queue) DeleteRoom(ctx context.Context, room string, force bool, also ..
 	}
 	r := asReply("delete", v)
 	status := r.int(0)
-	d := Deleted{Waiting: r.int(1), PreQueue: r.int(2), Admitted: r.int(3)}
+	d := Deleted{Waiting: r.int(1), PreQueue: r.int(2) + inParts, Admitted: r.int(3)}
 	switch {
 	case r.err != nil:
 		return Deleted{}, r.err
@@ -63,6 +83,13 @@ func (q *Queue) DeleteRoom(ctx context.Context, room string, force bool, also ..
 	case status == 0:
 		return d, fmt.Errorf("queue: delete room %s: %w", room, ErrRoomNotEmpty)
 	}
+	for p := range MaxPrequeueParts {
+		pk := q.partKeys(room, p)
+		if err := q.rdb.Unlink(ctx, pk.cfg, pk.prequeue, pk.state, pk.left).Err(); err != nil {
+			return d, unavailable("delete room", err)
+		}
+	}
+	q.routes.forget(room)
 	if err := q.forget(ctx, room); err != nil {
 		return d, err
 	}

@@ -29,7 +29,7 @@ func (q *Queue) Enters(ctx context.Context, room string, users ...string) ([]Sta
 	cmds := make([]*redis.Cmd, len(users))
 	err := q.pipelineScript(ctx, enterScript, func(p redis.Pipeliner) {
 		for i, u := range users {
-			cmds[i] = enterScript.EvalSha(ctx, p, ks, u, newEntryToken(), k.channel, room, q.grace.Milliseconds())
+			cmds[i] = enterScript.EvalSha(ctx, p, ks, u, newEntryToken(), k.channel, room, q.grace.Milliseconds(), "0")
 		}
 	})
 	if err != nil {
@@ -37,11 +37,74 @@ func (q *Queue) Enters(ctx context.Context, room string, users ...string) ([]Sta
 	}
 	sts := make([]Status, len(users))
 	errs := make([]error, len(users))
+	var sharded []int // users the room sent to their part
+	parts := 0
 	for i, c := range cmds {
+		if r := asReply("enter", c.Val()); r.str(0) == "PART" && r.err == nil {
+			sharded, parts = append(sharded, i), int(r.int(1))
+			continue
+		}
 		sts[i], errs[i] = enterReply(c.Val())
 		if errors.Is(errs[i], ErrRoomNotFound) {
 			return nil, nil, fmt.Errorf("queue: enters: %w", ErrRoomNotFound)
 		}
 	}
+	if len(sharded) > 0 {
+		if err := q.entersParts(ctx, room, users, sharded, parts, sts, errs); err != nil {
+			return nil, nil, err
+		}
+	}
 	return sts, errs, nil
+}
+
+// EntersParts is Enters straight into the parts of room's sharded
+// pre-queue (parts of them, prequeueParts): each user's part enter
+// script, in one pipeline that a Redis Cluster client sends to every
+// master at once, and nothing on the room's shard. It is the bulk form
+// the load tool drives (loadtest ceiling --parts); a user a part refuses
+// (no copy of the room's schedule, the opening has come) is entered as
+// Enter would.
+func (q *Queue) EntersParts(ctx context.Context, room string, parts int, users ...string) ([]Status, []error, error) {
+	if !ValidRoom(room) {
+		return nil, nil, ErrRoomNotFound
+	}
+	all := make([]int, len(users))
+	for i := range all {
+		all[i] = i
+	}
+	sts := make([]Status, len(users))
+	errs := make([]error, len(users))
+	if err := q.entersParts(ctx, room, users, all, min(max(parts, 1), MaxPrequeueParts), sts, errs); err != nil {
+		return nil, nil, err
+	}
+	return sts, errs, nil
+}
+
+// entersParts enters users[i] for i in which into their parts (of parts),
+// in one pipeline, filling sts and errs; those a part refuses enter the
+// room, as Enter does.
+func (q *Queue) entersParts(ctx context.Context, room string, users []string, which []int, parts int, sts []Status, errs []error) error {
+	cmds := make([]*redis.Cmd, len(which))
+	err := q.pipelineScript(ctx, partEnterScript, func(p redis.Pipeliner) {
+		for j, i := range which {
+			pk := q.partKeys(room, PartOf(users[i], parts))
+			cmds[j] = partEnterScript.EvalSha(ctx, p, []string{pk.cfg, pk.prequeue, pk.state, pk.left}, users[i], parts)
+		}
+	})
+	if err != nil {
+		return unavailable("enters parts", err)
+	}
+	for j, i := range which {
+		r := asReply("penter", cmds[j].Val())
+		if r.str(0) != "PREQUEUE" {
+			sts[i], errs[i] = q.Enter(ctx, room, users[i])
+			continue
+		}
+		sts[i] = Status{State: PreQueue, New: r.int(1) == 1, Waiting: r.int(2)}
+		if at := r.int(3); at > 0 {
+			sts[i].OpensAt = msTime(at)
+		}
+		errs[i] = r.err
+	}
+	return nil
 }

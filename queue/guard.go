@@ -45,7 +45,7 @@ type Guard interface {
 // guard's come after them.
 const (
 	enterKeyCount = 9
-	enterArgCount = 5
+	enterArgCount = 6
 )
 
 // The enter script calls before_enter(fresh) before anything else: the

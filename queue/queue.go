@@ -143,16 +143,18 @@ const idleMemory = 24 * time.Hour
 
 // Queue is the Redis model of all rooms. It is safe for concurrent use.
 type Queue struct {
-	rdb        redis.UniversalClient
-	prefix     string
-	rateWindow time.Duration
-	idle       time.Duration
-	grace      time.Duration // Options.Grace
-	batch      *batch.Runner // enter and status scripts of concurrent callers
-	guarded    *redis.Script // the enter script behind Options.EnterGuard (nil: none)
-	openSlice  int           // users per run of the open script (openSlice; tests set less)
-	openRuns   int           // runs per Open call (openRunsPerCall)
-	dbTag      string        // the event channels' suffix (channelTag)
+	rdb         redis.UniversalClient
+	prefix      string
+	rateWindow  time.Duration
+	idle        time.Duration
+	grace       time.Duration // Options.Grace
+	batch       *batch.Runner // enter and status scripts of concurrent callers
+	guarded     *redis.Script // the enter script behind Options.EnterGuard (nil: none)
+	openSlice   int           // users per run of the open script (openSlice; tests set less)
+	openRuns    int           // runs per Open call (openRunsPerCall)
+	dbTag       string        // the event channels' suffix (channelTag)
+	routes      partRoutes    // rooms whose pre-queue is sharded, as last heard (parts.go)
+	interleaves interleaves   // the interleaving of each room's sharded opening (merge.go)
 }
 
 // New returns a Queue on rdb. rdb may be a single node, Sentinel or Cluster
@@ -180,7 +182,17 @@ func msTime(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
 // Enter puts user in room's queue, or returns where they already are.
 // Re-entering keeps the first ticket; a user holding a live entry token gets
 // Ready. Errors: ErrRoomNotFound, ErrRoomPaused, ErrUnavailable.
+//
+// In a room whose pre-queue is sharded (prequeueParts > 1), a user new to
+// the room before its opening enters their part (parts.go): straight
+// away while this instance knows the room does that, else after the
+// room's enter said so.
 func (q *Queue) Enter(ctx context.Context, room, user string) (Status, error) {
+	if ValidRoom(room) {
+		if st, ok, err := q.enterDirect(ctx, room, user); ok {
+			return st, err
+		}
+	}
 	st, _, err := q.enter(ctx, enterScript, room, user, nil)
 	return st, err
 }
@@ -194,19 +206,31 @@ func (q *Queue) enter(ctx context.Context, script *redis.Script, room, user stri
 	}
 	k := q.keys(room)
 	keys := enterKeys(k, guardKeys...)
-	args := append(make([]any, 0, enterArgCount+len(guardArgs)), user, newEntryToken(), k.channel, room, q.grace.Milliseconds())
+	args := append(make([]any, 0, enterArgCount+len(guardArgs)), user, newEntryToken(), k.channel, room, q.grace.Milliseconds(), "0")
 	args = append(args, guardArgs...)
-	v, err := q.batch.Run(ctx, script, keys, args...).Result()
-	if err != nil {
-		return Status{}, nil, unavailable("enter", err)
-	}
-	if script == q.guarded {
-		if refused, err := guardRefusal(v); refused != nil || err != nil {
-			return Status{}, refused, err
+	for try := 0; ; try++ {
+		v, err := q.batch.Run(ctx, script, keys, args...).Result()
+		if err != nil {
+			return Status{}, nil, unavailable("enter", err)
 		}
+		if script == q.guarded {
+			if refused, err := guardRefusal(v); refused != nil || err != nil {
+				return Status{}, refused, err
+			}
+		}
+		st, handled, err := q.partFromRoom(ctx, room, user, v)
+		if errors.Is(err, errPartRefused) && try == 0 {
+			// The part refused (past the opening by its clock, sealed):
+			// the room's own pre-queue takes the user (enter.lua ARGV[6]).
+			args[enterArgCount-1] = "1"
+			continue
+		}
+		if handled || err != nil {
+			return st, nil, err
+		}
+		st, err = enterReply(v)
+		return st, nil, err
 	}
-	st, err = enterReply(v)
-	return st, nil, err
 }
 
 // enterKeys are the enter script's keys, followed by extra (a guard's).
@@ -242,7 +266,11 @@ func (q *Queue) Status(ctx context.Context, room, user string) (Status, error) {
 	if err != nil {
 		return Status{}, unavailable("status", err)
 	}
-	return decodeStatus(v)
+	st, err := decodeStatus(v)
+	if e, ok := err.(*errInParts); ok {
+		return q.partStatus(ctx, room, user, e)
+	}
+	return st, err
 }
 
 func (q *Queue) statusKeys(k keys) []string {
@@ -261,6 +289,8 @@ func decodeStatus(v any) (Status, error) {
 		if r.err == nil {
 			return Status{}, ErrNotInQueue
 		}
+	case "PARTS":
+		return Status{}, decodeParts(r)
 	case "READY":
 		st = Status{State: Ready, EntryToken: r.str(1), EntryExpires: msTime(r.int(2)), New: r.optInt(3) == 1}
 	case "WAITING":
@@ -310,6 +340,16 @@ func (q *Queue) Leave(ctx context.Context, room, user string) (LeaveResult, erro
 	}
 	r := asReply("leave", v)
 	res := LeaveResult{WasWaiting: r.int(0) == 1, Ticket: r.int(1), SlotFreed: r.int(2) == 1, Idle: r.int(3) == 1}
+	if r.err == nil && !res.WasWaiting && !res.SlotFreed {
+		// Perhaps pre-queued in a part of a sharded pre-queue.
+		left, err := q.leavePart(ctx, room, user)
+		if err != nil {
+			return LeaveResult{}, err
+		}
+		if left {
+			res = LeaveResult{WasWaiting: true}
+		}
+	}
 	return res, r.err
 }
 
@@ -508,9 +548,15 @@ type AdmitResult struct {
 	// opened (Open); this run admitted nobody.
 	Due bool
 	// PreQueue is how many wait in the pre-queue for the opening at
-	// OpensAt (zero: no opening scheduled).
+	// OpensAt (zero: no opening scheduled): the room's own; the parts of
+	// a sharded pre-queue are not counted (Merge says they may hold some).
 	PreQueue int64
-	OpensAt  time.Time
+	// Merge is the state of the room's sharded opening (merge.go):
+	// MergeArmed (an opening to merge at OpensAt; Due once it has come),
+	// MergeMoving (the merge is under way: run Merge each tick; admission
+	// runs meanwhile), or 0.
+	Merge   int
+	OpensAt time.Time
 	// NextDeadline is the earliest end of an admission's window (zero:
 	// nobody active): the next time a run has something to prune.
 	NextDeadline time.Time
@@ -518,7 +564,15 @@ type AdmitResult struct {
 
 // Busy reports whether the room still has work after the run: someone
 // waiting, pre-queued or admitted.
-func (r AdmitResult) Busy() bool { return r.Waiting > 0 || r.PreQueue > 0 || r.Active > 0 }
+func (r AdmitResult) Busy() bool {
+	return r.Waiting > 0 || r.PreQueue > 0 || r.Active > 0 || r.Merge > 0
+}
+
+// States of a sharded opening's merge (AdmitResult.Merge).
+const (
+	MergeArmed  = 1
+	MergeMoving = 2
+)
 
 // newEntryToken returns 128 random bits, base64url-encoded.
 func newEntryToken() string {
@@ -565,6 +619,7 @@ func (q *Queue) Admit(ctx context.Context, room string, tokens int) (AdmitResult
 		PreQueue:    r.int(11),
 		Passed:      int(r.int(14)),
 		PassedFirst: int(r.int(15)),
+		Merge:       int(r.optInt(16)),
 	}
 	if at := r.int(12); at > 0 {
 		res.NextDeadline = msTime(at)

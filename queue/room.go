@@ -58,6 +58,10 @@ type RoomConfig struct {
 	// admission to the slot's release (0: none): the ETA stands on it,
 	// provisionally, until the room has measured its own (queue/estimate).
 	ExpectedOrder time.Duration
+	// PrequeueParts is how many parts the room's pre-queue is spread over
+	// (parts.go): 0 (as read for an unsharded room) or 1 keeps it in the
+	// room's own keys.
+	PrequeueParts int
 }
 
 // RoomUpdate changes some fields of a RoomConfig; nil fields stay.
@@ -76,6 +80,9 @@ type RoomUpdate struct {
 	Message, DisplayName, Description *string
 	// ExpectedOrder: 0 clears.
 	ExpectedOrder *time.Duration
+	// PrequeueParts: 1 … MaxPrequeueParts; changed only while the
+	// pre-queue is empty (ErrPrequeueNotEmpty).
+	PrequeueParts *int
 }
 
 // fields returns the configuration fields u sets and those it clears
@@ -156,7 +163,10 @@ type RoomInfo struct {
 	// many users it shuffled (see Shuffle).
 	ShuffleSeed string
 	Shuffled    int64
-	OpenedAt    time.Time // the last opening (zero: none)
+	// ShuffleParts is how many parts the last random opening merged (1:
+	// not sharded; then Shuffle reproduces it, else ShuffleParts).
+	ShuffleParts int
+	OpenedAt     time.Time // the last opening (zero: none)
 }
 
 func boolField(b bool) string {
@@ -183,6 +193,9 @@ func (q *Queue) EnsureRoom(ctx context.Context, room string, cfg RoomConfig) err
 		if cfg.ExpectedOrder > 0 {
 			p.HSetNX(ctx, k.cfg, "expected_order_ms", cfg.ExpectedOrder.Milliseconds())
 		}
+		if cfg.PrequeueParts > 1 {
+			p.HSetNX(ctx, k.cfg, "prequeue_parts", min(cfg.PrequeueParts, MaxPrequeueParts))
+		}
 		for field, v := range map[string]string{"mode": string(cfg.Mode), "method": string(cfg.Method),
 			"message": cfg.Message, "display_name": cfg.DisplayName, "description": cfg.Description} {
 			if v != "" {
@@ -194,6 +207,9 @@ func (q *Queue) EnsureRoom(ctx context.Context, room string, cfg RoomConfig) err
 	})
 	if err != nil {
 		return unavailable("ensure room", err)
+	}
+	if cfg.PrequeueParts > 1 {
+		return q.syncParts(ctx, room, cfg.PrequeueParts, -1)
 	}
 	return nil
 }
@@ -221,6 +237,21 @@ func (q *Queue) UpdateRoom(ctx context.Context, room string, u RoomUpdate, creat
 			return RoomInfo{}, ErrRoomNotFound
 		}
 	}
+	if u.PrequeueParts != nil {
+		n := *u.PrequeueParts
+		if n < 1 || n > MaxPrequeueParts {
+			return RoomInfo{}, fmt.Errorf("queue: update room %s: prequeueParts %d: %w", room, n, ErrBadParts)
+		}
+		cur, err := q.partsOf(ctx, room)
+		if err != nil {
+			return RoomInfo{}, err
+		}
+		if n != cur {
+			if err := q.setParts(ctx, room, cur, n); err != nil {
+				return RoomInfo{}, err
+			}
+		}
+	}
 	set, clear := u.fields()
 	if len(set) > 0 || len(clear) > 0 {
 		_, err := q.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
@@ -239,6 +270,19 @@ func (q *Queue) UpdateRoom(ctx context.Context, room string, u RoomUpdate, creat
 	if u.told() {
 		if err := q.schedule(ctx, room, u.Method, u.OpensAt); err != nil {
 			return RoomInfo{}, err
+		}
+	}
+	if u.told() || u.PrequeueParts != nil {
+		// The parts' copies follow the room (and a sharded room with an
+		// opening scheduled is armed for its merge).
+		parts, err := q.partsOf(ctx, room)
+		if err != nil {
+			return RoomInfo{}, err
+		}
+		if parts > 1 {
+			if err := q.syncParts(ctx, room, parts, -1); err != nil {
+				return RoomInfo{}, err
+			}
 		}
 	}
 	return q.Room(ctx, room)
@@ -268,6 +312,9 @@ func parseConfig(c map[string]string) RoomConfig {
 	if ms, err := strconv.ParseInt(c["expected_order_ms"], 10, 64); err == nil && ms > 0 {
 		cfg.ExpectedOrder = time.Duration(ms) * time.Millisecond
 	}
+	if n, err := strconv.Atoi(c["prequeue_parts"]); err == nil && n > 1 {
+		cfg.PrequeueParts = min(n, MaxPrequeueParts)
+	}
 	return cfg
 }
 
@@ -287,6 +334,9 @@ func (q *Queue) Room(ctx context.Context, room string) (RoomInfo, error) {
 	info, ok := r.info(room)
 	if !ok {
 		return RoomInfo{}, ErrRoomNotFound
+	}
+	if err := q.addParts(ctx, []*RoomInfo{&info}); err != nil {
+		return RoomInfo{}, err
 	}
 	return info, nil
 }
@@ -318,7 +368,46 @@ func (q *Queue) RoomInfos(ctx context.Context, rooms []string) ([]RoomInfo, erro
 			out = append(out, info)
 		}
 	}
+	sharded := make([]*RoomInfo, 0)
+	for i := range out {
+		if out[i].PrequeueParts > 1 {
+			sharded = append(sharded, &out[i])
+		}
+	}
+	if err := q.addParts(ctx, sharded); err != nil {
+		return nil, err
+	}
 	return out, nil
+}
+
+// addParts adds to each of infos' PreQueue what its parts hold (a
+// sharded pre-queue: one pipeline for all).
+func (q *Queue) addParts(ctx context.Context, infos []*RoomInfo) error {
+	cmds := make([][]*redis.IntCmd, len(infos))
+	var any bool
+	_, err := q.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, info := range infos {
+			for part := range min(info.PrequeueParts, MaxPrequeueParts) {
+				if info.PrequeueParts > 1 {
+					cmds[i] = append(cmds[i], p.ZCard(ctx, q.partKeys(info.Name, part).prequeue))
+					any = true
+				}
+			}
+		}
+		return nil
+	})
+	if !any {
+		return nil
+	}
+	if err != nil {
+		return unavailable("room parts", err)
+	}
+	for i, info := range infos {
+		for _, c := range cmds[i] {
+			info.PreQueue += c.Val()
+		}
+	}
+	return nil
 }
 
 // roomRead is one room's reads queued on a pipeline (readRoom).
@@ -334,7 +423,7 @@ func (q *Queue) readRoom(ctx context.Context, p redis.Pipeliner, room string) ro
 	return roomRead{
 		cfg: p.HGetAll(ctx, k.cfg),
 		stats: p.HMGet(ctx, k.stats, "rate", "serving", "entered", "admitted", "expired", "left", "abandoned",
-			"shuffle_seed", "shuffled", "opened_ms", "passed"),
+			"shuffle_seed", "shuffled", "opened_ms", "passed", "shuffle_parts"),
 		waiting: p.ZCard(ctx, k.queue),
 		pre:     p.ZCard(ctx, k.prequeue),
 		active:  p.ZCard(ctx, k.active),
@@ -375,6 +464,7 @@ func (r roomRead) info(room string) (RoomInfo, bool) {
 		}
 	}
 	info.Shuffled = int64(num(8))
+	info.ShuffleParts = max(int(num(11)), 1)
 	if at := int64(num(9)); at > 0 {
 		info.OpenedAt = msTime(at)
 	}

@@ -178,6 +178,7 @@ func (q *Queue) Statuses(ctx context.Context, room string, users []string) ([]St
 	for i, c := range cmds {
 		sts[i], errs[i] = decodeStatus(c.Val())
 	}
+	q.resolveParts(ctx, room, users, sts, errs)
 	return sts, errs, nil
 }
 

@@ -170,7 +170,7 @@ func TestAdminRoomDefinitionSurvivesRedisLoss(t *testing.T) {
 			t.Fatalf("PUT %s %s: %d %s", room, body, r.status, r.raw)
 		}
 	}
-	put("sale", `{"targetActive":12,"entryTtl":"90s","method":"random","opensAt":"2031-05-01T12:00:00Z","displayName":"Spring sale","expectedOrderSeconds":4.5}`)
+	put("sale", `{"targetActive":12,"entryTtl":"90s","method":"random","opensAt":"2031-05-01T12:00:00Z","displayName":"Spring sale","expectedOrderSeconds":4.5,"prequeueParts":3}`)
 	put("sale", `{"paused":true,"message":"back at noon"}`)
 	put("flex", `{"mode":"adaptive","targetActive":8,"minActive":2,"maxActive":40}`)
 	// The controller moves flex's target in Redis; the operator then

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -45,36 +44,14 @@ func port(t *testing.T) string {
 
 // startCluster runs n masters with cluster mode on spare ports, joined
 // with redis-cli --cluster create, and returns their addresses once the
-// cluster reports ok.
+// cluster reports ok (queuetest.Cluster, which the queue's own cluster
+// tests use too).
 func startCluster(t *testing.T, n int) []string {
 	if testing.Short() {
 		t.Skip("-short: no extra processes")
 	}
 	t.Helper()
-	var addrs []string
-	for range n {
-		// The bus port is given too: by default it is the port + 10000,
-		// which no one reserved (and may be another test's port).
-		p, bus := port(t), port(t)
-		dir := t.TempDir()
-		startRedis(t, dir, p, "--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(dir, "nodes.conf"),
-			"--cluster-port", bus, "--cluster-node-timeout", "2000", "--appendfsync", "everysec")
-		addrs = append(addrs, "127.0.0.1:"+p)
-	}
-	args := append([]string{"--cluster", "create"}, addrs...)
-	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
-	if out, err := exec.Command("redis-cli", args...).CombinedOutput(); err != nil {
-		t.Fatalf("redis-cli --cluster create: %v\n%s", err, out)
-	}
-	for _, a := range addrs {
-		c := redis.NewClient(&redis.Options{Addr: a})
-		waitFor(t, "cluster_state:ok on "+a, func() bool {
-			info, err := c.ClusterInfo(context.Background()).Result()
-			return err == nil && strings.Contains(info, "cluster_state:ok")
-		})
-		c.Close()
-	}
-	return addrs
+	return queuetest.Cluster(t, n)
 }
 
 // TestRedisCluster: the core flow (enter, poll, admission, order) and the

@@ -37,6 +37,10 @@ type ceilingConfig struct {
 	instances int // pattern subscribers for the PUBLISH cost
 	fill      int
 	idle      time.Duration
+	// cluster (--cluster) and parts (--parts): the sharded pre-queue's
+	// steps on a Redis Cluster instead of the one-shard steps.
+	cluster string
+	parts   []int
 }
 
 func parseCeilingFlags(o *scenario.Options, args []string) (ceilingConfig, error) {
@@ -54,6 +58,8 @@ func parseCeilingFlags(o *scenario.Options, args []string) (ceilingConfig, error
 	fs.IntVar(&c.instances, "instances", 8, "--costs: pattern subscribers (one per server instance) for the PUBLISH cost")
 	fs.IntVar(&c.fill, "fill", 0, "also fill one room with N waiting users and report used_memory per user (0: no)")
 	fs.DurationVar(&c.idle, "idle-timeout", 5*time.Minute, "--costs: the idle timeout the admission ticks run with (the server's WR_IDLE_TIMEOUT)")
+	fs.StringVar(&c.cluster, "cluster", "", "Redis Cluster seed addresses (host:port,…): drive the sharded pre-queue's enter there, one step per --parts, with --conns' largest count, and report each master's Redis CPU (instead of the one-shard steps)")
+	partsList := fs.String("parts", "1,2,3", "--cluster: the numbers of pre-queue parts (prequeueParts) to step through")
 	if err := o.Parse(fs, args); err != nil {
 		return c, err
 	}
@@ -65,9 +71,16 @@ func parseCeilingFlags(o *scenario.Options, args []string) (ceilingConfig, error
 		}
 		c.conns = append(c.conns, n)
 	}
+	for _, f := range strings.Split(*partsList, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 || n > queue.MaxPrequeueParts {
+			return c, fmt.Errorf("ceiling: --parts %q: want integers from 1 to %d", *partsList, queue.MaxPrequeueParts)
+		}
+		c.parts = append(c.parts, n)
+	}
 	switch {
-	case c.url == "":
-		return c, errors.New("ceiling: --redis is required")
+	case c.url == "" && c.cluster == "":
+		return c, errors.New("ceiling: --redis (or --cluster) is required")
 	case c.pipeline < 1 || c.dur <= 0 || c.ops < 100 || c.depth < 1 || c.depth > c.ops/10 || c.base < 0 || c.instances < 1 || c.fill < 0:
 		return c, errors.New("ceiling: --pipeline, --duration, --instances must be positive, --ops at least 100, --depth from 1 to --ops/10, --waiting and --fill not negative")
 	}
@@ -84,6 +97,7 @@ type ceilingReport struct {
 	Costs    []unitCost    `json:"costs,omitempty"`
 	Base     int           `json:"base,omitempty"` // users waiting while costs were measured
 	Fill     *fillResult   `json:"fill,omitempty"`
+	Parts    []partsStep   `json:"parts,omitempty"`
 	// Interrupted: Ctrl-C came before the end; later parts are missing.
 	Interrupted bool `json:"interrupted"`
 }
@@ -118,6 +132,12 @@ func Run(ctx context.Context, o *scenario.Options, args []string) (report.Report
 	cfg, err := parseCeilingFlags(o, args)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.cluster != "" {
+		rep := &ceilingReport{Scenario: "ceiling", Pipeline: cfg.pipeline}
+		err := runParts(ctx, cfg, rep)
+		rep.Interrupted = ctx.Err() != nil
+		return rep, err
 	}
 	opt, err := redis.ParseURL(cfg.url)
 	if err != nil {

@@ -11,6 +11,10 @@ import (
 )
 
 func (r *ceilingReport) Print(w io.Writer) {
+	if len(r.Parts) > 0 {
+		r.printParts(w)
+		return
+	}
 	fmt.Fprintf(w, "\nceiling scenario: one room on one Redis shard (%s), driven directly (no server)\n", r.Redis)
 	fmt.Fprintln(w, "Redis figures are Redis's own counters (INFO cpu, commandstats, memory): they include anything else that Redis served meanwhile")
 	if r.Interrupted {

@@ -41,7 +41,7 @@ func Server(tb testing.TB) string {
 	}
 	var failures []string
 	for range startTries {
-		url, err := startServer(tb, bin)
+		url, err := startServer(tb, bin, tb.TempDir())
 		if err == nil {
 			return url
 		}
@@ -54,14 +54,15 @@ func Server(tb testing.TB) string {
 // startServer runs bin on a free loopback port and waits until it answers;
 // on success the server is killed when tb ends, on error it is killed at
 // once and the error carries its output.
-func startServer(tb testing.TB, bin string) (string, error) {
+func startServer(tb testing.TB, bin, dir string, extra ...string) (string, error) {
 	addr, err := freeAddr()
 	if err != nil {
 		return "", err
 	}
 	host, port, _ := net.SplitHostPort(addr)
 	out := &syncBuffer{}
-	cmd := exec.Command(bin, "--port", port, "--bind", host, "--save", "", "--appendonly", "no", "--dir", tb.TempDir())
+	args := append([]string{"--port", port, "--bind", host, "--save", "", "--appendonly", "no", "--dir", dir}, extra...)
+	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		return "", fmt.Errorf("start %s: %w", bin, err)

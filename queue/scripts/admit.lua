@@ -48,11 +48,12 @@
 -- then admits again.
 --
 -- Returns {admitted, waiting, active, want, pruned, rate, target, paused, users, abandoned, due,
---          prequeue, next_deadline, opens_at, passed, passed_new}
+--          prequeue, next_deadline, opens_at, passed, passed_new, merge}
 --   users: the admitted user ids in ticket order
 --   passed: absent users this run passed over (ahead of the last admitted);
 --   passed_new: those of them passed over for the first time (each absent
 --   user is counted once; the stats field passed sums them)
+--   merge: a sharded pre-queue's merge: 0 none, 1 armed, 2 moving
 --   prequeue: users in the pre-queue; next_deadline: the earliest deadline
 --   in the active set (ms, Redis clock; 0: nobody active); opens_at: the
 --   scheduled opening (ms; 0: none). With them the caller knows when the
@@ -74,7 +75,10 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local scheduled = opensAt ~= nil and now < opensAt
 local prequeued = redis.call('ZCARD', KEYS[8])
-local due = not scheduled and prequeued > 0
+-- pm_state: a sharded pre-queue's merge (queue/merge.go), armed until it
+-- begins, then moving; admission starts once it moves (its first slice).
+local pm = redis.call('HGET', KEYS[5], 'pm_state')
+local due = not scheduled and (pm == 'armed' or (not pm and prequeued > 0))
 -- held: the room admits nobody this run (its waiting users keep their place)
 local held = paused or scheduled or due or method == 'reject'
 
@@ -295,4 +299,4 @@ end
 local first = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
 local nextDeadline = tonumber(first[2] or '0')
 return {#admitted, waiting, active, want, pruned, rateStr, target, paused and 1 or 0, admitted, abandoned, due and 1 or 0,
-        prequeued, nextDeadline, opensAt or 0, passed, passedNew}
+        prequeued, nextDeadline, opensAt or 0, passed, passedNew, pm == 'armed' and 1 or (pm and 2 or 0)}

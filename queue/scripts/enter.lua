@@ -18,6 +18,9 @@
 -- ARGV[4] room name (goes into the event)
 -- ARGV[5] grace in ms: a user entering (again: a reload) is expected back
 --         by now + grace, before their first poll or stream is told
+-- ARGV[6] '1': a part of the room's sharded pre-queue refused the user
+--         (penter.lua said ROOM): a new user joins the room's own
+--         pre-queue instead of being sent to a part (optional)
 --
 -- Returns one of
 --   {"NOROOM"}
@@ -28,6 +31,11 @@
 --    paused(0|1), message}
 --   {"PREQUEUE", position, waiting, opensAtMs, sched, closed(0|1), new(0|1), nowMs,
 --    paused(0|1), message}
+--   {"PART", parts, occupied}  (not queued: the room's pre-queue is
+--                     sharded, cfg prequeue_parts > 1, and the user is new
+--                     to the room: the caller enters them in their part,
+--                     parts.go; occupied: the queue or the active set holds
+--                     anyone, so enters must keep asking the room first)
 --     paused: the room is paused (a user already waiting keeps the place);
 --     message: the operator's message to waiting users ('' when none).
 --     position is the arrival-order place (method fifo) or 0 (random: not
@@ -64,7 +72,7 @@ end
 if redis.call('EXISTS', KEYS[1]) == 0 then
   return {'NOROOM'}
 end
-local cfg = redis.call('HMGET', KEYS[1], 'target', 'paused', 'method', 'opens_at', 'message', 'ttl_ms')
+local cfg = redis.call('HMGET', KEYS[1], 'target', 'paused', 'method', 'opens_at', 'message', 'ttl_ms', 'prequeue_parts')
 local target = cfg[1] or '0'
 local paused = cfg[2] == '1' and 1 or 0
 local message = cfg[5] or ''
@@ -128,7 +136,16 @@ end
 redis.call('ZREM', KEYS[9], user)
 
 local scheduled = opensAt and now < opensAt
-if scheduled or redis.call('ZCARD', KEYS[8]) > 0 then
+-- A sharded pre-queue (merge.go): before the opening a new user goes to
+-- their part; from the opening until the merge is done they join the
+-- room's own pre-queue, behind everyone in the parts, unless still in
+-- their part (the caller asks it first).
+local parts = tonumber(cfg[7]) or 1
+local merging = parts > 1 and redis.call('HGET', KEYS[6], 'pm_state')
+if (scheduled or merging) and parts > 1 and ARGV[6] ~= '1' then
+  return {'PART', parts, redis.call('EXISTS', KEYS[3], KEYS[4])}
+end
+if scheduled or merging or redis.call('ZCARD', KEYS[8]) > 0 then
   local arrival = redis.call('HINCRBY', KEYS[6], 'preseq', 1)
   if not scheduled then
     redis.call('HSETNX', KEYS[6], 'late_from', arrival)

@@ -106,7 +106,7 @@ end
 local done = redis.call('HMGET', KEYS[5], 'open_seed', 'open_shuffled')
 seed = done[1] or ''
 local shuffled = tonumber(done[2] or '0')
-redis.call('HDEL', KEYS[5], 'late_from', 'open_seed', 'open_moved', 'open_shuffled')
+redis.call('HDEL', KEYS[5], 'late_from', 'open_seed', 'open_moved', 'open_shuffled', 'shuffle_parts')
 if done[1] then
   redis.call('HSET', KEYS[5], 'shuffle_seed', seed, 'shuffled', shuffled)
 else

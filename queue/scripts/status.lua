@@ -19,11 +19,16 @@
 --   {"NONE"}   neither waiting nor holding a live entry token
 --   {"NONE", "idle"}   the same, because the admission run dropped the user
 --                      as idle (and they have not entered again since)
+--   {"PARTS", parts, opensAtMs, sched, closed(0|1), nowMs, paused(0|1), message,
+--    waiting, idle(0|1)}   not in the room's keys, whose pre-queue is
+--                      sharded (cfg prequeue_parts > 1): the caller reads
+--                      the user's part (parts.go); waiting counts the
+--                      room's queue and own pre-queue
 -- Admission pops a user and stores their token in one script, and the
 -- opening moves the pre-queue into the queue in one script, so between two
 -- status reads a user moves PREQUEUE -> WAITING -> READY with no gap.
 local user = ARGV[1]
-local cfg = redis.call('HMGET', KEYS[5], 'target', 'method', 'opens_at', 'paused', 'message')
+local cfg = redis.call('HMGET', KEYS[5], 'target', 'method', 'opens_at', 'paused', 'message', 'prequeue_parts')
 local closed = cfg[2] == 'reject' and 1 or 0
 local paused = cfg[4] == '1' and 1 or 0
 local message = cfg[5] or ''
@@ -52,7 +57,13 @@ if token then
     return {'READY', token, deadline, 0}
   end
 end
-if redis.call('ZSCORE', KEYS[7], user) then
+local idle = redis.call('ZSCORE', KEYS[7], user)
+local parts = tonumber(cfg[6]) or 1
+if parts > 1 then
+  return {'PARTS', parts, tonumber(cfg[3]) or 0, tonumber(redis.call('HGET', KEYS[4], 'sched') or '0'), closed, now,
+          paused, message, redis.call('ZCARD', KEYS[1]) + redis.call('ZCARD', KEYS[6]), idle and 1 or 0}
+end
+if idle then
   return {'NONE', 'idle'}
 end
 return {'NONE'}

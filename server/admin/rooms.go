@@ -63,6 +63,14 @@ type roomDoc struct {
 	// none): the ETA stands on it, provisionally, until the room has
 	// measured its own.
 	ExpectedOrderSeconds float64 `json:"expectedOrderSeconds"`
+	// PrequeueParts is how many parts the room's pre-queue is spread over
+	// (1: the room's own keys; more: hash tags of their own, so a Redis
+	// Cluster spreads an opening burst, docs/sharded-prequeue.md).
+	PrequeueParts int `json:"prequeueParts"`
+	// ShuffleParts is how many parts the last random opening merged (1
+	// when it was not sharded): with the seed and the users it rebuilds
+	// the order (queue.ShuffleParts).
+	ShuffleParts int `json:"shuffleParts"`
 }
 
 func toRoomDoc(r queue.RoomInfo) roomDoc {
@@ -74,6 +82,7 @@ func toRoomDoc(r queue.RoomInfo) roomDoc {
 		Method: string(r.Method), PreQueue: r.PreQueue,
 		Message: r.Message, DisplayName: r.DisplayName, Description: r.Description,
 		ExpectedOrderSeconds: r.ExpectedOrder.Seconds(),
+		PrequeueParts:        max(r.PrequeueParts, 1), ShuffleParts: max(r.ShuffleParts, 1),
 	}
 	if !r.OpensAt.IsZero() {
 		at := r.OpensAt
@@ -150,6 +159,9 @@ type roomPut struct {
 	// ExpectedOrderSeconds: seconds from admission to a finished order,
 	// 0.1 to 86400; 0 clears.
 	ExpectedOrderSeconds *float64 `json:"expectedOrderSeconds"`
+	// PrequeueParts: 1 to 16; changed only while the pre-queue is empty
+	// (409 prequeue_not_empty).
+	PrequeueParts *int `json:"prequeueParts"`
 }
 
 // putRoom changes a room live (every instance's next admission run reads
@@ -192,7 +204,7 @@ func (a *app) putRoom(c *fiber.Ctx) error {
 	}
 	a.Logger.Info("room changed by admin", "room", r.Name, "targetActive", r.Target, "entryTtl", r.EntryTTL, "paused", r.Paused,
 		"mode", r.Mode, "minActive", r.MinActive, "maxActive", r.MaxActive, "method", r.Method, "opensAt", r.OpensAt,
-		"expectedOrder", r.ExpectedOrder)
+		"expectedOrder", r.ExpectedOrder, "prequeueParts", r.PrequeueParts)
 	d, err := a.roomDoc(c, r)
 	if err != nil {
 		return err
@@ -248,6 +260,12 @@ func (a *app) roomUpdate(c *fiber.Ctx, room string, req roomPut) (queue.RoomUpda
 		}
 		d := time.Duration(*v * float64(time.Second)).Round(time.Millisecond)
 		u.ExpectedOrder = &d
+	}
+	if v := req.PrequeueParts; v != nil {
+		if *v < 1 || *v > queue.MaxPrequeueParts {
+			return u, api.BadRequest("prequeueParts must be from 1 to 16")
+		}
+		u.PrequeueParts = v
 	}
 	return u, textUpdate(req, &u)
 }

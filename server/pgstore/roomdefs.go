@@ -28,7 +28,8 @@ import (
 // The fields of a stored definition (a JSON object), named as the admin
 // API names them: targetActive, entryTtlMs, paused, mode, minActive,
 // maxActive, method, opensAt (RFC 3339, null for none), message,
-// displayName, description, expectedOrderMs (0: none).
+// displayName, description, expectedOrderMs (0: none), prequeueParts
+// (absent from definitions recorded before it: 1).
 
 // defOf is cfg's whole definition.
 func defOf(cfg queue.RoomConfig) map[string]any {
@@ -37,7 +38,7 @@ func defOf(cfg queue.RoomConfig) map[string]any {
 		"mode": string(cfg.Mode), "minActive": cfg.MinActive, "maxActive": cfg.MaxActive,
 		"method": string(cfg.Method), "opensAt": nil,
 		"message": cfg.Message, "displayName": cfg.DisplayName, "description": cfg.Description,
-		"expectedOrderMs": cfg.ExpectedOrder.Milliseconds(),
+		"expectedOrderMs": cfg.ExpectedOrder.Milliseconds(), "prequeueParts": max(cfg.PrequeueParts, 1),
 	}
 	if !cfg.OpensAt.IsZero() {
 		d["opensAt"] = cfg.OpensAt.UTC()
@@ -70,6 +71,7 @@ func patchOf(u queue.RoomUpdate) map[string]any {
 	set("displayName", u.DisplayName != nil, func() any { return *u.DisplayName })
 	set("description", u.Description != nil, func() any { return *u.Description })
 	set("expectedOrderMs", u.ExpectedOrder != nil, func() any { return max(u.ExpectedOrder.Milliseconds(), 0) })
+	set("prequeueParts", u.PrequeueParts != nil, func() any { return *u.PrequeueParts })
 	return d
 }
 
@@ -89,6 +91,8 @@ type roomDef struct {
 	Description *string    `json:"description"`
 	// ExpectedOrderMs is absent from definitions recorded before it.
 	ExpectedOrderMs *int64 `json:"expectedOrderMs"`
+	// PrequeueParts is absent from definitions recorded before it.
+	PrequeueParts *int64 `json:"prequeueParts"`
 }
 
 // config reads a stored definition; values this version does not know
@@ -123,6 +127,9 @@ func (d roomDef) config() queue.RoomConfig {
 	}
 	cfg.Message, cfg.DisplayName, cfg.Description = str(d.Message), str(d.DisplayName), str(d.Description)
 	cfg.ExpectedOrder = time.Duration(max(val(d.ExpectedOrderMs), 0)) * time.Millisecond
+	if n := val(d.PrequeueParts); n > 1 {
+		cfg.PrequeueParts = int(min(n, queue.MaxPrequeueParts)) // 1 reads as 0, as from Redis
+	}
 	return cfg
 }
 

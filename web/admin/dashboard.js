@@ -770,6 +770,8 @@
         ? 'Scheduled: ' + opensText(d.opensAt) + ' — ' + d.opensAt + (has(d, 'preQueue') ? '; ' + fmt(d.preQueue) + ' in the pre-queue' : '')
         : 'No opening time: the room is open. Leave empty and Clear to remove a schedule.');
     }
+    $('parts-form').hidden = !has(d, 'prequeueParts');
+    if (has(d, 'prequeueParts')) fill('parts-input', String(d.prequeueParts));
     $('message-form').hidden = !has(d, 'message');
     if (has(d, 'message')) fill('message-input', d.message || '');
     $('texts-form').hidden = !has(d, 'displayName') || !has(d, 'description');
@@ -921,6 +923,11 @@
       const t = new Date(v); // datetime-local is the browser's local time
       if (Number.isNaN(t.getTime())) return say('That is not a date and time.', true);
       put({ opensAt: t.toISOString().replace(/\.\d{3}Z$/, 'Z') }, ['opens-input'], 'the opening time');
+    });
+    onSubmit('parts-form', () => {
+      const n = Number($('parts-input').value);
+      if (!Number.isInteger(n) || n < 1 || n > 16) return say('Pre-queue parts must be a whole number from 1 to 16.', true);
+      put({ prequeueParts: n }, ['parts-input'], 'the pre-queue parts');
     });
     $('opens-clear').addEventListener('click', () => {
       state.dirty.delete('opens-input');

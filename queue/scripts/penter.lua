@@ -1,0 +1,37 @@
+-- penter: put a user in one part of a room's sharded pre-queue (parts.go),
+-- or report that they are there. Runs on the part's own hash tag {room~p},
+-- so a Redis Cluster spreads the parts of one hot room over its masters.
+--
+-- KEYS[1] cfg      HASH  the part's copy of the room's fields: opens_at (ms),
+--                        parts (how many parts the room has), paused, method,
+--                        version (syncParts)
+-- KEYS[2] prequeue ZSET  member = user id, score = arrival (µs, this part's
+--                        Redis clock), or the shuffled place (< 0) once the
+--                        opening shuffled the part
+-- KEYS[3] state    HASH  sealed_for (the opening it was sealed for), merging
+-- KEYS[4] left     SET   users who left after the seal (pleave.lua)
+-- ARGV[1] user id
+-- ARGV[2] the number of parts the caller believes the room has
+--
+-- Returns {"PREQUEUE", new(0|1), partCount, opensAtMs, nowMs} or {"ROOM"}:
+-- the room must decide (no copy, another number of parts, paused, not a
+-- queueing method, past the opening by this part's clock, or sealed by an
+-- opening), and the caller runs the room's enter script.
+local cfg = redis.call('HMGET', KEYS[1], 'opens_at', 'parts', 'paused', 'method')
+local opensAt = tonumber(cfg[1])
+if not opensAt or tonumber(cfg[2]) ~= tonumber(ARGV[2]) or cfg[3] == '1' or
+   cfg[4] == 'reject' or cfg[4] == 'passthrough' then
+  return {'ROOM'}
+end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local user = ARGV[1]
+if redis.call('ZSCORE', KEYS[2], user) and redis.call('SISMEMBER', KEYS[4], user) == 0 then
+  return {'PREQUEUE', 0, redis.call('ZCARD', KEYS[2]), opensAt, now}
+end
+local st = redis.call('HMGET', KEYS[3], 'sealed_for', 'merging')
+if now >= opensAt or st[2] == '1' or st[1] == cfg[1] then
+  return {'ROOM'}
+end
+redis.call('ZADD', KEYS[2], 'NX', tonumber(t[1]) * 1000000 + tonumber(t[2]), user)
+return {'PREQUEUE', 1, redis.call('ZCARD', KEYS[2]), opensAt, now}
