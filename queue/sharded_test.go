@@ -297,7 +297,7 @@ func shardedFairness(t *testing.T, e shardedEnv, runs int) {
 	}
 }
 
-func TestShardedOpeningIsFairAndReproducible(t *testing.T) { shardedFairness(t, singleRedis(t), 1000) }
+func TestShardedOpeningIsFairAndReproducible(t *testing.T) { shardedFairness(t, singleRedis(t), 400) }
 
 // shardedCrashes: two instances open a sharded pre-queue of 60 users in
 // slices of 7, each step cut short by turns — after the seal, after a
