@@ -152,7 +152,7 @@ func (w *wiring) admission() {
 	// instance that runs a room records its concurrency for the controller.
 	ao.OnAdmit = func(res queue.AdmitResult) {
 		p.Metrics.ObserveAdmission(res)
-		p.Recorder.Admission(res.Room, res.Active, res.Waiting, time.Now())
+		p.Recorder.Admission(res.Room, res.Active, res.Waiting, res.Target, time.Now())
 	}
 	ao.Logger = p.Log
 	// The rooms are shared among the live instances, each run by one;

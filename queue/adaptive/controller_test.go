@@ -191,7 +191,7 @@ func TestControllerCapacity(t *testing.T) {
 	window := func(at time.Time, held time.Duration, queued float64) adaptive.Step {
 		t.Helper()
 		for i := range 20 {
-			r.Admission("r1", 40, 100, at.Add(time.Duration(i)*10*time.Millisecond))
+			r.Admission("r1", 40, 100, 40, at.Add(time.Duration(i)*10*time.Millisecond))
 			r.Order("r1", 300*time.Millisecond, false, at)
 		}
 		r.Pool(adaptive.PoolUse{Acquires: 20, Wait: time.Duration(queued * float64(win)), Held: held, Capacity: 4 * win}, at)
@@ -254,7 +254,7 @@ func TestControllerPace(t *testing.T) {
 	window := func(at time.Time, held time.Duration) adaptive.Step {
 		t.Helper()
 		for i := range 20 {
-			r.Admission("r1", 40, 100, at.Add(time.Duration(i)*10*time.Millisecond))
+			r.Admission("r1", 40, 100, 40, at.Add(time.Duration(i)*10*time.Millisecond))
 			r.Order("r1", 300*time.Millisecond, false, at)
 		}
 		r.Pool(adaptive.PoolUse{Acquires: 20, Held: held, Capacity: 4 * win}, at)
@@ -291,5 +291,36 @@ func TestControllerPace(t *testing.T) {
 	}
 	if st := window(t0.Add(3*win), 4*win); st.Pace != 0 || pace() != 0 {
 		t.Fatalf("fixed room's step: pace %v / %v, want none", st.Pace, pace())
+	}
+}
+
+// TestBoundNeedsTheLimitTaken: a run that left users waiting beside free
+// slots (held back by the pace, or passed over as absent) is no sign the
+// limit bound; one that left them waiting with every slot taken is.
+func TestBoundNeedsTheLimitTaken(t *testing.T) {
+	q, rdb := mustQueue(t, 40, time.Minute)
+	ctx := context.Background()
+	mustAdaptive(t, q, 40)
+	const win = time.Second
+	ctl := adaptive.NewController(rdb, q, adaptive.Options{Window: win, Rule: adaptive.Rule{Min: 2, Max: 100, MinSamples: 10}, Owner: "a"})
+	r := adaptive.NewRecorder(rdb, q, win)
+	at := time.UnixMilli(6_000_000 * win.Milliseconds())
+	for i := range 10 {
+		r.Admission("r1", 40, 100, 40, at.Add(time.Duration(i)*10*time.Millisecond)) // every slot taken
+		r.Admission("r1", 30, 100, 40, at.Add(time.Duration(i)*10*time.Millisecond)) // ten free
+		r.Admission("r1", 40, 0, 40, at.Add(time.Duration(i)*10*time.Millisecond))   // nobody left waiting
+		r.Order("r1", 300*time.Millisecond, false, at)
+		r.Order("r1", 300*time.Millisecond, false, at)
+	}
+	r.Pool(adaptive.PoolUse{Acquires: 20, Held: win, Capacity: 4 * win}, at)
+	if err := r.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st, err := ctl.Step(ctx, "r1", at.Add(win+win/2))
+	if err != nil || !st.Leader {
+		t.Fatalf("step = %v, %v", st, err)
+	}
+	if b := st.Signals.Bound; b < 0.33 || b > 0.34 {
+		t.Fatalf("bound share %.3f, want a third (only the runs with every slot taken)", b)
 	}
 }

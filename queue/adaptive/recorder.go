@@ -94,15 +94,17 @@ func (r *Recorder) Pool(u PoolUse, now time.Time) (taken bool) {
 }
 
 // Admission records one admission run of room on the instance that runs
-// it: the active count after the run and whether users were left waiting
-// (the limit bound). The window's mean active count is the concurrency
-// the limit allowed (Little's law reads the capacity off it).
-func (r *Recorder) Admission(room string, active, waiting int64, now time.Time) {
+// it: the active count after the run and whether the limit bound — users
+// were left waiting with every slot of the limit taken. Users left waiting
+// beside free slots (held back by the pace, passed over as absent) are no
+// sign the limit is too low. The window's mean active count is the
+// concurrency the limit allowed (Little's law reads the capacity off it).
+func (r *Recorder) Admission(room string, active, waiting, limit int64, now time.Time) {
 	r.mu.Lock()
 	a := r.accumulator(room, now)
 	a.runs++
 	a.activeSum += active
-	if waiting > 0 {
+	if waiting > 0 && active >= limit {
 		a.bound++
 	}
 	r.mu.Unlock()
