@@ -99,9 +99,6 @@ func (u RoomUpdate) fields() (set []any, clear []string) {
 	}
 	if u.Mode != nil {
 		set = append(set, "mode", string(*u.Mode))
-		if *u.Mode != ModeAdaptive {
-			clear = append(clear, "pace") // the controller's, for adaptive rooms only
-		}
 	}
 	if u.MinActive != nil {
 		set = append(set, "min_active", *u.MinActive)
@@ -155,9 +152,6 @@ type RoomInfo struct {
 	// once (presence-aware admission; see admit.lua).
 	PassedOver int64
 	PreQueue   int64 // users waiting for the scheduled opening
-	// Pace is the admissions a second the adaptive controller lets the
-	// room admit (0: none; queue/adaptive Pace).
-	Pace float64
 	// ShuffleSeed is the seed of the last opening's shuffle ("" when the
 	// last opening was not random, or there was none); Shuffled is how
 	// many users it shuffled (see Shuffle).
@@ -438,9 +432,6 @@ func (r roomRead) info(room string) (RoomInfo, bool) {
 		return RoomInfo{}, false
 	}
 	info := RoomInfo{Name: room, RoomConfig: parseConfig(c), Waiting: r.waiting.Val(), Active: r.active.Val(), PreQueue: r.pre.Val()}
-	if pace, err := strconv.ParseFloat(c["pace"], 64); err == nil && pace > 0 {
-		info.Pace = pace
-	}
 	s := r.stats.Val()
 	num := func(i int) float64 {
 		if i < len(s) {

@@ -318,8 +318,7 @@ func (p *envParser) adaptive(c *Config) {
 		p.fail("WR_ADAPTIVE_MAX", strconv.FormatInt(r.Max, 10), "must not be below WR_ADAPTIVE_MIN")
 	}
 	c.Adaptive = adaptive.Options{Rule: r,
-		Window: p.duration("WR_ADAPTIVE_WINDOW", 10*time.Second, 100*time.Millisecond, 10*time.Minute),
-		Pace:   p.onOff("WR_ADAPTIVE_PACE", true)}
+		Window: p.duration("WR_ADAPTIVE_WINDOW", 10*time.Second, 100*time.Millisecond, 10*time.Minute)}
 	c.FaultInjection = p.onOff("WR_FAULT_INJECTION", false)
 }
 

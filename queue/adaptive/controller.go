@@ -50,11 +50,7 @@ type Options struct {
 	// is stepped by one instance and an idle one by none. Without it Run
 	// steps every room.
 	Running func() []string
-	// Pace: an adaptive room's admissions are also paced to what the
-	// pool sustains (Pace; WR_ADAPTIVE_PACE), not bounded by the limit
-	// alone.
-	Pace   bool
-	Logger *slog.Logger
+	Logger  *slog.Logger
 }
 
 // Controller runs the adaptive limit controller of one instance. Every
@@ -100,9 +96,6 @@ type Step struct {
 	Next    int64 // what the rule asked for (adaptive rooms)
 	Reason  string
 	Changed bool // targetActive was changed to Next
-	// Pace is the admission pace set from the window, admissions a second
-	// (0: none; see Pace).
-	Pace float64
 }
 
 // String is for logs.
@@ -148,14 +141,7 @@ func (c *Controller) Step(ctx context.Context, room string, now time.Time) (Step
 	if st.Next != st.Limit {
 		to = strconv.FormatInt(st.Next, 10)
 	}
-	pace := ""
-	if info.Mode == queue.ModeAdaptive && c.o.Pace {
-		if p := Pace(st.Signals, c.o.Rule); p > 0 {
-			st.Pace = p
-			pace = strconv.FormatFloat(p, 'f', 1, 64)
-		}
-	}
-	args := append([]any{st.Limit, to, st.Reason, now.UnixMilli(), pace}, stateFields(st.Signals, ceil, c.o.Window, now)...)
+	args := append([]any{st.Limit, to, st.Reason, now.UnixMilli()}, stateFields(st.Signals, ceil, c.o.Window, now)...)
 	n, err := adaptScript.Run(ctx, c.rdb, []string{k.cfg, k.adaptive}, args...).Int64()
 	if err != nil {
 		return st, unavailable("adapt", err)

@@ -239,64 +239,9 @@ func TestControllerCapacity(t *testing.T) {
 	}
 }
 
-// TestControllerPace: with Pace on, an adaptive room's step sets the
-// admission pace from a busy pool's window (20 orders in 1 s with a pool
-// of 4 busy all the window: 0.95 × 20 ÷ 1 = 19 a second); a window with
-// the pool under half busy sets none; a room made fixed loses it at once.
-func TestControllerPace(t *testing.T) {
-	q, rdb := mustQueue(t, 40, time.Minute)
-	ctx := context.Background()
-	mustAdaptive(t, q, 40)
-	const win = time.Second
-	ctl := adaptive.NewController(rdb, q, adaptive.Options{Window: win, Rule: adaptive.Rule{Min: 2, Max: 100, MinSamples: 10}, Owner: "a", Pace: true})
-	r := adaptive.NewRecorder(rdb, q, win)
-	t0 := time.UnixMilli(5_000_000 * win.Milliseconds())
-	window := func(at time.Time, held time.Duration) adaptive.Step {
-		t.Helper()
-		for i := range 20 {
-			r.Admission("r1", 40, 100, 40, at.Add(time.Duration(i)*10*time.Millisecond))
-			r.Order("r1", 300*time.Millisecond, false, at)
-		}
-		r.Pool(adaptive.PoolUse{Acquires: 20, Held: held, Capacity: 4 * win}, at)
-		if err := r.Flush(ctx); err != nil {
-			t.Fatal(err)
-		}
-		st, err := ctl.Step(ctx, "r1", at.Add(win+win/2))
-		if err != nil || !st.Leader {
-			t.Fatalf("step = %v, %v", st, err)
-		}
-		return st
-	}
-	pace := func() float64 {
-		t.Helper()
-		info, err := q.Room(ctx, "r1")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return info.Pace
-	}
-	if st := window(t0, 4*win); st.Pace != 19 || pace() != 19 {
-		t.Fatalf("busy pool: step pace %v, room pace %v; want 19", st.Pace, pace())
-	}
-	if st := window(t0.Add(win), 4*win/5); st.Pace != 0 || pace() != 0 {
-		t.Fatalf("pool a fifth busy: step pace %v, room pace %v; want none", st.Pace, pace())
-	}
-	window(t0.Add(2*win), 4*win)
-	fixed := queue.ModeFixed
-	if _, err := q.UpdateRoom(ctx, "r1", queue.RoomUpdate{Mode: &fixed}, false, queue.RoomConfig{}); err != nil {
-		t.Fatal(err)
-	}
-	if got := pace(); got != 0 {
-		t.Fatalf("fixed room: pace %v, want none", got)
-	}
-	if st := window(t0.Add(3*win), 4*win); st.Pace != 0 || pace() != 0 {
-		t.Fatalf("fixed room's step: pace %v / %v, want none", st.Pace, pace())
-	}
-}
-
 // TestBoundNeedsTheLimitTaken: a run that left users waiting beside free
-// slots (held back by the pace, or passed over as absent) is no sign the
-// limit bound; one that left them waiting with every slot taken is.
+// slots (passed over as absent) is no sign the limit bound; one that left
+// them waiting with every slot taken is.
 func TestBoundNeedsTheLimitTaken(t *testing.T) {
 	q, rdb := mustQueue(t, 40, time.Minute)
 	ctx := context.Background()

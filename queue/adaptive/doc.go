@@ -48,15 +48,6 @@
 // a gradient on latency against a long-run baseline. Limits: a pool shared by several rooms counts whole for each
 // of them, and stock sold out ends orders fast as healthy answers.
 //
-// The limit bounds how many hold a slot, not when their orders come: slots
-// freed together (a burst of orders that ended) are refilled at once, and
-// the users told at once order at once. Each step therefore also sets the
-// room's pace (Pace, WR_ADAPTIVE_PACE): the window's orders a second scaled
-// to a 95 % busy pool, which admission spends from a token bucket of a
-// fifth of a second's (admit.lua), so a wave of freed slots is refilled
-// over the next ticks. A pool under half busy sets no pace: the database
-// is far from what it sustains.
-//
 // The operator stays in charge: a fixed room's target never moves (its
 // signals are still kept), a room's minActive/maxActive bound the rule,
 // a limit of 0 holds, and every change is logged and counted by reason.

@@ -96,8 +96,8 @@ func (r *Recorder) Pool(u PoolUse, now time.Time) (taken bool) {
 // Admission records one admission run of room on the instance that runs
 // it: the active count after the run and whether the limit bound — users
 // were left waiting with every slot of the limit taken. Users left waiting
-// beside free slots (held back by the pace, passed over as absent) are no
-// sign the limit is too low. The window's mean active count is the
+// beside free slots (passed over as absent) are no sign the limit is too
+// low. The window's mean active count is the
 // concurrency the limit allowed (Little's law reads the capacity off it).
 func (r *Recorder) Admission(room string, active, waiting, limit int64, now time.Time) {
 	r.mu.Lock()

@@ -184,26 +184,6 @@ func capacityStep(limit int64, s Signals) (int64, string) {
 	return limit, ReasonSteady
 }
 
-// paceMinUtilization: a window whose pool was less busy than this sets no
-// pace (the database is far from what it sustains; a pace read from it
-// would only add noise).
-const paceMinUtilization = 0.5
-
-// Pace is the admissions a second the pool sustains at its target
-// utilization, by Little's law: the window's orders a second scaled from
-// the pool's busy share to 0.95, 0.95 × Orders ÷ (Utilization × Window).
-// It is 0 (no pace) without pool figures, with too few orders, or with the
-// pool less than half busy. Admission spends it from a token bucket of a
-// fifth of a second's (admit.lua): slots freed together are refilled over
-// the next ticks, so the orders of the users they admit reach the pool
-// spread out instead of in one burst.
-func Pace(s Signals, r Rule) float64 {
-	if !s.HasPool() || s.Stale || s.Orders < max(r.MinSamples, 1) || s.Window <= 0 || s.Utilization < paceMinUtilization {
-		return 0
-	}
-	return targetUtilization * float64(s.Orders) / (s.Utilization * s.Window.Seconds())
-}
-
 // cut is a stress cut: ×0.8, rounded down, at least −1.
 func cut(limit int64) int64 {
 	return min(int64(math.Floor(float64(limit)*cutFactor)), limit-1)

@@ -100,22 +100,3 @@ func TestNextBaseline(t *testing.T) {
 		}
 	}
 }
-
-func TestPace(t *testing.T) {
-	rule := adaptive.Rule{MinSamples: 10}
-	busy := adaptive.Signals{Window: 2 * time.Second, Orders: 200, Utilization: 0.8, Active: 50}
-	// 100 orders a second at 0.8 busy: 0.95 × 100 ÷ 0.8.
-	if got := adaptive.Pace(busy, rule); got < 118.7 || got > 118.8 {
-		t.Errorf("pace %v, want 118.75", got)
-	}
-	for name, s := range map[string]adaptive.Signals{
-		"pool under half busy": {Window: 2 * time.Second, Orders: 200, Utilization: 0.4, Active: 50},
-		"too few orders":       {Window: 2 * time.Second, Orders: 5, Utilization: 0.9, Active: 50},
-		"no pool figures":      {Window: 2 * time.Second, Orders: 200, Active: 50},
-		"stale":                {Window: 2 * time.Second, Orders: 200, Utilization: 0.9, Active: 50, Stale: true},
-	} {
-		if got := adaptive.Pace(s, rule); got != 0 {
-			t.Errorf("%s: pace %v, want none", name, got)
-		}
-	}
-}

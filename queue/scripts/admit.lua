@@ -1,7 +1,7 @@
 -- admit: one admission tick for one room. Safe to run from any number of
 -- instances at once: each run is atomic, so active never exceeds target.
 --
--- KEYS[1] cfg     HASH  target, ttl_ms, paused, method, opens_at, pace
+-- KEYS[1] cfg     HASH  target, ttl_ms, paused, method, opens_at
 -- KEYS[2] queue   ZSET  member = user id, score = ticket number
 -- KEYS[3] active  ZSET  member = user id, score = deadline (ms, Redis clock)
 -- KEYS[4] tokens  HASH  user id -> entry token
@@ -64,7 +64,7 @@
 if redis.call('EXISTS', KEYS[1]) == 0 then
   return {-1, 0, 0, 0, 0, '0', 0, 0, {}, 0, 0, 0, 0, 0, 0, 0}
 end
-local cfg = redis.call('HMGET', KEYS[1], 'target', 'ttl_ms', 'paused', 'method', 'opens_at', 'pace')
+local cfg = redis.call('HMGET', KEYS[1], 'target', 'ttl_ms', 'paused', 'method', 'opens_at')
 local target = tonumber(cfg[1]) or 0
 local ttl = tonumber(cfg[2]) or 120000
 local paused = cfg[3] == '1'
@@ -150,21 +150,6 @@ if held then want = 0 end
 local n = math.min(want, #ARGV - 6)
 local presence = ARGV[6] == '1'
 
--- 2a. pace (adaptive rooms: the controller's admissions a second that the
--- database sustains; absent: none): a token bucket in stats (pace_level,
--- pace_ms) refilled at pace and holding at most a fifth of a second's, so
--- that slots freed together are refilled over the next ticks instead of
--- at once (their users' orders would reach the pool in one burst)
-local pace = tonumber(cfg[6])
-local paceLevel
-if pace and pace > 0 and method ~= 'passthrough' then
-  local ps = redis.call('HMGET', KEYS[5], 'pace_level', 'pace_ms')
-  local burst = math.max(pace / 5, 1)
-  local last = tonumber(ps[2]) or now
-  paceLevel = math.min(burst, (tonumber(ps[1]) or burst) + pace * math.max(now - last, 0) / 1000)
-  n = math.min(n, math.floor(paceLevel))
-end
-
 local admitted, tickets = {}, {}
 -- passed: the absent users skipped ahead of someone admitted this run;
 -- passedNew: those among them skipped for the first time (a ticket above
@@ -222,9 +207,6 @@ if #admitted > 0 then
   redis.call('HINCRBY', KEYS[5], 'admitted', #admitted)
   active = active + #admitted
   waiting = waiting - #admitted
-end
-if paceLevel then
-  redis.call('HSET', KEYS[5], 'pace_level', string.format('%.3f', paceLevel - #admitted), 'pace_ms', now)
 end
 
 -- serving moves up to the first ticket still waiting (or to top when

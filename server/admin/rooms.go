@@ -31,9 +31,6 @@ type roomDoc struct {
 	// PassedOver counts the absent users the admission passed over, each
 	// once (they keep their place until seen again or dropped as idle).
 	PassedOver int64 `json:"passedOver"`
-	// AdmissionPace is the admissions a second the adaptive controller
-	// lets the room admit, what its database sustains (0: none).
-	AdmissionPace float64 `json:"admissionPace"`
 	// Mode is "fixed" or "adaptive"; MinActive and MaxActive bound the
 	// adaptive limit (the room's own, else WR_ADAPTIVE_MIN/MAX).
 	Mode       string          `json:"mode"`
@@ -78,8 +75,8 @@ func toRoomDoc(r queue.RoomInfo) roomDoc {
 		Room: r.Name, TargetActive: r.Target, EntryTTL: r.EntryTTL.String(), EntryTTLSeconds: r.EntryTTL.Seconds(),
 		Paused: r.Paused, Waiting: r.Waiting, Active: r.Active, AdmissionRate: r.Rate, ServingTicket: r.Serving,
 		Entered: r.Entered, Admitted: r.Admitted, Expired: r.Expired, Left: r.Left, Abandoned: r.Abandoned,
-		PassedOver: r.PassedOver, AdmissionPace: r.Pace,
-		Method: string(r.Method), PreQueue: r.PreQueue,
+		PassedOver: r.PassedOver,
+		Method:     string(r.Method), PreQueue: r.PreQueue,
 		Message: r.Message, DisplayName: r.DisplayName, Description: r.Description,
 		ExpectedOrderSeconds: r.ExpectedOrder.Seconds(),
 		PrequeueParts:        max(r.PrequeueParts, 1), ShuffleParts: max(r.ShuffleParts, 1),

@@ -2,7 +2,7 @@
 -- limit controller's new targetActive. Run only by the instance holding the
 -- room's lease for the window.
 --
--- KEYS[1] cfg       HASH  target, mode, pace
+-- KEYS[1] cfg       HASH  target, mode
 -- KEYS[2] adaptive  HASH  the last window's signals and the last change
 --                         (at, win_ms, orders, errors, p90_us, base_us,
 --                         wait_us, hold_us, stale), the growth ceiling
@@ -12,9 +12,7 @@
 -- ARGV[2] the new limit, or "" for no change
 -- ARGV[3] the reason of the change
 -- ARGV[4] now (ms)
--- ARGV[5] the admission pace, admissions a second ("" or 0: none); kept in
---         cfg for admit.lua while the room is adaptive, removed otherwise
--- ARGV[6..] field, value pairs of the signals
+-- ARGV[5..] field, value pairs of the signals
 --
 -- Returns 1 when targetActive changed; 0 when no change was asked, the room
 -- left adaptive mode, or an operator changed targetActive meanwhile (their
@@ -23,22 +21,16 @@ if redis.call('EXISTS', KEYS[1]) == 0 then
   return 0
 end
 local fields = {}
-for i = 6, #ARGV do
+for i = 5, #ARGV do
   fields[#fields + 1] = ARGV[i]
 end
 if #fields > 0 then
   redis.call('HSET', KEYS[2], unpack(fields))
 end
-local cfg = redis.call('HMGET', KEYS[1], 'target', 'mode')
-local pace = tonumber(ARGV[5])
-if cfg[2] == 'adaptive' and pace and pace > 0 then
-  redis.call('HSET', KEYS[1], 'pace', ARGV[5])
-else
-  redis.call('HDEL', KEYS[1], 'pace')
-end
 if ARGV[2] == '' then
   return 0
 end
+local cfg = redis.call('HMGET', KEYS[1], 'target', 'mode')
 if cfg[2] ~= 'adaptive' or cfg[1] ~= ARGV[1] then
   return 0
 end
