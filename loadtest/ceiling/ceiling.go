@@ -220,37 +220,17 @@ func (r *ceilingRun) step(ctx context.Context, room string, k int) (ceilingStep,
 	run, cancel := context.WithTimeout(ctx, r.cfg.dur)
 	defer cancel()
 	start := time.Now()
-	var enters, errs atomic.Int64
-	var wg sync.WaitGroup
-	for c := range k {
-		wg.Go(func() {
-			ids := make([]string, r.cfg.pipeline)
-			for n := 0; run.Err() == nil; n++ {
-				for j := range ids {
-					ids[j] = fmt.Sprintf("%d-%d-%d", c, n, j)
-				}
-				_, es, err := r.q.Enters(context.WithoutCancel(run), room, ids...)
-				if err != nil {
-					errs.Add(1)
-					continue
-				}
-				for _, e := range es {
-					if e != nil {
-						errs.Add(1)
-					}
-				}
-				enters.Add(int64(len(ids)))
-			}
-		})
-	}
-	wg.Wait()
+	enters, errs := drive(run, k, r.cfg.pipeline, func(ctx context.Context, ids []string) ([]error, error) {
+		_, es, err := r.q.Enters(ctx, room, ids...)
+		return es, err
+	})
 	secs := time.Since(start).Seconds()
 	after, err := r.rs.Read(ctx)
 	if err != nil {
 		return ceilingStep{}, err
 	}
-	n := enters.Load()
-	st := ceilingStep{Conns: k, Enters: n, Seconds: secs, Rate: float64(n) / secs, Errors: errs.Load(),
+	n := enters
+	st := ceilingStep{Conns: k, Enters: n, Seconds: secs, Rate: float64(n) / secs, Errors: errs,
 		RedisCore: (after.CPU - before.CPU) / secs}
 	if n > 0 {
 		st.CPUPerEnter = (after.CPU - before.CPU) * 1e6 / float64(n)
@@ -301,4 +281,35 @@ func escapeGlob(pattern string) string {
 		body += "*"
 	}
 	return body
+}
+
+// drive runs conns connections, each entering pipeline fresh users a
+// batch with enter until run ends, and returns the users entered and the
+// failures (a failed batch, or a user's own error).
+func drive(run context.Context, conns, pipeline int, enter func(context.Context, []string) ([]error, error)) (enters, errs int64) {
+	var entered, failed atomic.Int64
+	var wg sync.WaitGroup
+	for c := range conns {
+		wg.Go(func() {
+			ids := make([]string, pipeline)
+			for n := 0; run.Err() == nil; n++ {
+				for j := range ids {
+					ids[j] = fmt.Sprintf("%d-%d-%d", c, n, j)
+				}
+				es, err := enter(context.WithoutCancel(run), ids)
+				if err != nil {
+					failed.Add(1)
+					continue
+				}
+				for _, e := range es {
+					if e != nil {
+						failed.Add(1)
+					}
+				}
+				entered.Add(int64(len(ids)))
+			}
+		})
+	}
+	wg.Wait()
+	return entered.Load(), failed.Load()
 }

@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
@@ -155,43 +154,20 @@ func partsStepRun(ctx context.Context, q *queue.Queue, stats []*measure.RedisSta
 	run, cancel := context.WithTimeout(ctx, cfg.dur)
 	defer cancel()
 	start := time.Now()
-	var enters, errs atomic.Int64
-	var wg sync.WaitGroup
-	for c := range conns {
-		wg.Go(func() {
-			ids := make([]string, cfg.pipeline)
-			for n := 0; run.Err() == nil; n++ {
-				for j := range ids {
-					ids[j] = fmt.Sprintf("%d-%d-%d", c, n, j)
-				}
-				var es []error
-				var err error
-				if parts > 1 {
-					_, es, err = q.EntersParts(context.WithoutCancel(run), room, parts, ids...)
-				} else {
-					_, es, err = q.Enters(context.WithoutCancel(run), room, ids...)
-				}
-				if err != nil {
-					errs.Add(1)
-					continue
-				}
-				for _, e := range es {
-					if e != nil {
-						errs.Add(1)
-					}
-				}
-				enters.Add(int64(len(ids)))
-			}
-		})
-	}
-	wg.Wait()
+	n, errs := drive(run, conns, cfg.pipeline, func(ctx context.Context, ids []string) ([]error, error) {
+		if parts > 1 {
+			_, es, err := q.EntersParts(ctx, room, parts, ids...)
+			return es, err
+		}
+		_, es, err := q.Enters(ctx, room, ids...)
+		return es, err
+	})
 	secs := time.Since(start).Seconds()
 	after, err := read()
 	if err != nil {
 		return partsStep{}, err
 	}
-	n := enters.Load()
-	st := partsStep{Parts: parts, Conns: conns, Enters: n, Seconds: secs, Rate: float64(n) / secs, Errors: errs.Load()}
+	st := partsStep{Parts: parts, Conns: conns, Enters: n, Seconds: secs, Rate: float64(n) / secs, Errors: errs}
 	total := 0.0
 	for i := range stats {
 		total += after[i] - before[i]
