@@ -195,14 +195,7 @@ func TestControllerCapacity(t *testing.T) {
 			r.Order("r1", 300*time.Millisecond, false, at)
 		}
 		r.Pool(adaptive.PoolUse{Acquires: 20, Wait: time.Duration(queued * float64(win)), Held: held, Capacity: 4 * win}, at)
-		if err := r.Flush(ctx); err != nil {
-			t.Fatal(err)
-		}
-		st, err := ctl.Step(ctx, "r1", at.Add(win+win/2))
-		if err != nil || !st.Leader {
-			t.Fatalf("step = %v, %v", st, err)
-		}
-		return st
+		return mustStep(t, ctl, r, at, win)
 	}
 	// Pool of 4 busy all the window, 10 acquires waiting on average:
 	// 0.95 × (40 − 10) ÷ 1 = 28.5.
@@ -244,7 +237,6 @@ func TestControllerCapacity(t *testing.T) {
 // them waiting with every slot taken is.
 func TestBoundNeedsTheLimitTaken(t *testing.T) {
 	q, rdb := mustQueue(t, 40, time.Minute)
-	ctx := context.Background()
 	mustAdaptive(t, q, 40)
 	const win = time.Second
 	ctl := adaptive.NewController(rdb, q, adaptive.Options{Window: win, Rule: adaptive.Rule{Min: 2, Max: 100, MinSamples: 10}, Owner: "a"})
@@ -258,6 +250,17 @@ func TestBoundNeedsTheLimitTaken(t *testing.T) {
 		r.Order("r1", 300*time.Millisecond, false, at)
 	}
 	r.Pool(adaptive.PoolUse{Acquires: 20, Held: win, Capacity: 4 * win}, at)
+	st := mustStep(t, ctl, r, at, win)
+	if b := st.Signals.Bound; b < 0.33 || b > 0.34 {
+		t.Fatalf("bound share %.3f, want a third (only the runs with every slot taken)", b)
+	}
+}
+
+// mustStep flushes r and steps room r1 for the window of at, half a
+// window after it ended, as the leader.
+func mustStep(t *testing.T, ctl *adaptive.Controller, r *adaptive.Recorder, at time.Time, win time.Duration) adaptive.Step {
+	t.Helper()
+	ctx := context.Background()
 	if err := r.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +268,5 @@ func TestBoundNeedsTheLimitTaken(t *testing.T) {
 	if err != nil || !st.Leader {
 		t.Fatalf("step = %v, %v", st, err)
 	}
-	if b := st.Signals.Bound; b < 0.33 || b > 0.34 {
-		t.Fatalf("bound share %.3f, want a third (only the runs with every slot taken)", b)
-	}
+	return st
 }

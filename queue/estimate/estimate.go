@@ -404,14 +404,8 @@ func (e *Estimator) measureNoShow(s Sample, tau time.Duration) (p float64, ok, o
 // the room admitted nobody.
 func (e *Estimator) depart(s Sample) float64 {
 	now := e.ring[len(e.ring)-1] // s's counters, departures while frozen left out
-	dep, adm := now.Departed, s.Admitted
-	if b, ok := e.at(s.At.Add(-departWindow)); ok && now.Departed-b.Departed+s.Admitted-b.Admitted >= minDeparts {
-		dep, adm = now.Departed-b.Departed, s.Admitted-b.Admitted
-	}
-	if dep <= 0 {
-		return 0
-	}
-	return min(float64(dep)/float64(dep+max(adm, 0)), 0.9)
+	d, _ := e.againstAdmitted(s, now.Departed, func(c counters) int64 { return c.Departed })
+	return d
 }
 
 // absent measures a, the share of the users admission reached in the
@@ -421,17 +415,27 @@ func (e *Estimator) depart(s Sample) float64 {
 // presence-aware admission passes nobody: a is 0, and its absent users
 // are admitted and counted as no-shows instead.
 func (e *Estimator) absent(s Sample) float64 {
-	pas, adm := s.Passed, s.Admitted
-	if b, ok := e.at(s.At.Add(-departWindow)); ok && s.Passed-b.Passed+s.Admitted-b.Admitted >= minDeparts {
-		pas, adm = s.Passed-b.Passed, s.Admitted-b.Admitted
-	}
-	switch {
-	case pas+max(adm, 0) < minDeparts && s.Prior.AbsentKnown:
+	a, seen := e.againstAdmitted(s, s.Passed, func(c counters) int64 { return c.Passed })
+	if seen < minDeparts && s.Prior.AbsentKnown {
 		return min(max(s.Prior.Absent, 0), 0.9)
-	case pas <= 0:
-		return 0
 	}
-	return min(float64(pas)/float64(pas+max(adm, 0)), 0.9)
+	return a
+}
+
+// againstAdmitted is n ÷ (n + admitted), n a count of s (now) and of each
+// sample kept (of), over the last minute when at least minDeparts were
+// counted there, else all-time, capped at 0.9; seen is n + admitted over
+// the span it used.
+func (e *Estimator) againstAdmitted(s Sample, n int64, of func(counters) int64) (share float64, seen int64) {
+	adm := s.Admitted
+	if b, ok := e.at(s.At.Add(-departWindow)); ok && n-of(b)+s.Admitted-b.Admitted >= minDeparts {
+		n, adm = n-of(b), s.Admitted-b.Admitted
+	}
+	seen = max(n, 0) + max(adm, 0)
+	if n <= 0 {
+		return 0, seen
+	}
+	return min(float64(n)/float64(n+max(adm, 0)), 0.9), seen
 }
 
 // Forecast is a room's expected admissions from one sample on. The zero
@@ -466,8 +470,9 @@ func (f Forecast) Rate() float64 { return f.steady }
 // ETA returns the wait until position (1-based) is admitted, in whole
 // seconds rounded up: at least 1, except 0 for a position the free slots
 // admit at once (the next admission run, a tick away); ok is false when
-// the forecast is not Known. Of the users ahead, those passed over already are not waited
-// for, a share d will leave and a share a will be absent when reached.
+// the forecast is not Known. Of the users ahead, those passed over
+// already are not waited for, a share d will leave and a share a will be
+// absent when reached.
 func (f Forecast) ETA(position int64) (secs int64, ok bool) {
 	if !f.Known || len(f.cum) == 0 {
 		return 0, false

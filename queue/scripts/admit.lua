@@ -94,20 +94,19 @@ if pruned > 0 then
   redis.call('HINCRBY', KEYS[5], 'expired', pruned)
 end
 
--- 1b. remove waiting users not seen for the idle timeout (bounded per run);
--- their tickets join the gone set so every instance's positions stay exact,
--- and the idle set remembers them, so a later status read can say why they
--- are no longer waiting (entering again forgets it)
 -- top: the highest ticket ever admitted (serving, before any pass-over);
--- a waiting user with a ticket at or below it has been passed over
+-- a waiting user with a ticket at or below it has been passed over. It
+-- moves only once this run's admissions are stored (step 2).
 local sv = redis.call('HMGET', KEYS[5], 'serving', 'top')
 local servingBefore = tonumber(sv[1] or '0')
 local top = tonumber(sv[2] or sv[1] or '0')
-local topBefore = top
--- passedGone: passed-over users dropped now (counted once, as passed,
--- by the estimator: see the stats field passed_gone)
-local passedGone = 0
 
+-- 1b. remove waiting users not seen for the idle timeout (bounded per run);
+-- their tickets join the gone set so every instance's positions stay exact,
+-- and the idle set remembers them, so a later status read can say why they
+-- are no longer waiting (entering again forgets it). passedGone: those of
+-- them passed over before, counted once as passed (stats passed_gone)
+local passedGone = 0
 local idle = tonumber(ARGV[4])
 local left = {}
 if idle > 0 then
@@ -153,7 +152,7 @@ local presence = ARGV[6] == '1'
 local admitted, tickets = {}, {}
 -- passed: the absent users skipped ahead of someone admitted this run;
 -- passedNew: those among them skipped for the first time (a ticket above
--- topBefore: nobody behind them had been admitted before)
+-- top: nobody behind them had been admitted before)
 local passed, passedNew = 0, 0
 if n > 0 and presence then
   local skipped, skippedNew = 0, 0
@@ -169,7 +168,7 @@ if n > 0 and presence then
       if #admitted < n then
         if due[j] and tonumber(due[j]) < now then
           skipped = skipped + 1
-          if tonumber(page[2 * j]) > topBefore then skippedNew = skippedNew + 1 end
+          if tonumber(page[2 * j]) > top then skippedNew = skippedNew + 1 end
         else
           admitted[#admitted + 1] = users[j]
           tickets[#tickets + 1] = tonumber(page[2 * j])
