@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"waitingroom/loadtest/internal/measure"
+	"waitingroom/loadtest/internal/pace"
 	"waitingroom/loadtest/internal/report"
 	"waitingroom/queue"
 )
@@ -111,8 +112,8 @@ func runParts(ctx context.Context, cfg ceilingConfig, rep *ceilingReport) error 
 			return fmt.Errorf("ceiling: room %s: %w", room, err)
 		}
 		holds := map[string][]string{owner("x{" + room + "}"): {"room"}}
-		for p := range s {
-			if s > 1 {
+		if s > 1 {
+			for p := range s {
 				a := owner("x{" + room + "~" + strconv.Itoa(p) + "}")
 				holds[a] = append(holds[a], "part "+strconv.Itoa(p))
 			}
@@ -130,7 +131,9 @@ func runParts(ctx context.Context, cfg ceilingConfig, rep *ceilingReport) error 
 		if _, err := q.DeleteRoom(context.WithoutCancel(ctx), room, true); err != nil {
 			return fmt.Errorf("ceiling: delete %s: %w", room, err)
 		}
-		time.Sleep(time.Second) // the freeing of the sets falls outside the next step
+		if !pace.Sleep(ctx, time.Second) { // the freeing of the sets falls outside the next step
+			return ctx.Err()
+		}
 	}
 	return nil
 }

@@ -59,7 +59,17 @@ if token then
 end
 local idle = redis.call('ZSCORE', KEYS[7], user)
 local parts = tonumber(cfg[6]) or 1
-if parts > 1 then
+-- once the opening of opens_at has been merged (opened_ms at or after it,
+-- no merge under way) the parts hold nobody: arrivals since go to the
+-- room's own pre-queue (enter.lua), so a user not found is nowhere, and
+-- the read costs no round trip to the parts
+local opensAt = tonumber(cfg[3])
+local merged = false
+if parts > 1 and opensAt and now >= opensAt then
+  local pm = redis.call('HMGET', KEYS[4], 'opened_ms', 'pm_state')
+  merged = not pm[2] and (tonumber(pm[1]) or 0) >= opensAt
+end
+if parts > 1 and not merged then
   return {'PARTS', parts, tonumber(cfg[3]) or 0, tonumber(redis.call('HGET', KEYS[4], 'sched') or '0'), closed, now,
           paused, message, redis.call('ZCARD', KEYS[1]) + redis.call('ZCARD', KEYS[6]), idle and 1 or 0}
 end
