@@ -344,11 +344,7 @@ func (q *Queue) resolveParts(ctx context.Context, room string, users []string, s
 }
 
 // leavePart removes a pre-queued user from their part (pleave.lua).
-func (q *Queue) leavePart(ctx context.Context, room, user string) (bool, error) {
-	parts, err := q.partsOf(ctx, room)
-	if err != nil || parts <= 1 {
-		return false, err
-	}
+func (q *Queue) leavePart(ctx context.Context, room, user string, parts int) (bool, error) {
 	pk := q.partKeys(room, PartOf(user, parts))
 	n, err := partLeaveScript.Run(ctx, q.rdb, []string{pk.prequeue, pk.state, pk.left}, user).Int64()
 	if err != nil {

@@ -334,15 +334,15 @@ func (q *Queue) Leave(ctx context.Context, room, user string) (LeaveResult, erro
 	}
 	k := q.keys(room)
 	v, err := leaveScript.Run(ctx, q.rdb, []string{k.queue, k.active, k.tokens, k.stats, k.gone, k.seen, k.prequeue, k.idle,
-		q.sessionKey(room, user)}, user, k.channel, room).Result()
+		q.sessionKey(room, user), k.cfg}, user, k.channel, room).Result()
 	if err != nil {
 		return LeaveResult{}, unavailable("leave", err)
 	}
 	r := asReply("leave", v)
 	res := LeaveResult{WasWaiting: r.int(0) == 1, Ticket: r.int(1), SlotFreed: r.int(2) == 1, Idle: r.int(3) == 1}
-	if r.err == nil && !res.WasWaiting && !res.SlotFreed {
+	if parts := int(r.int(4)); r.err == nil && !res.WasWaiting && !res.SlotFreed && parts > 1 {
 		// Perhaps pre-queued in a part of a sharded pre-queue.
-		left, err := q.leavePart(ctx, room, user)
+		left, err := q.leavePart(ctx, room, user, min(parts, MaxPrequeueParts))
 		if err != nil {
 			return LeaveResult{}, err
 		}

@@ -10,11 +10,15 @@
 -- KEYS[8] idle    ZSET  users dropped as idle, score = when (ms)
 -- KEYS[9] session HASH  the user's gateway session (see hold.lua): leaving
 --         ends it and frees its slot
+-- KEYS[10] cfg    HASH  prequeue_parts: read when nothing was given up here
+--         (the user may wait in a part of a sharded pre-queue)
 -- ARGV[1] user id
 -- ARGV[2] pub/sub channel of the room
 -- ARGV[3] room name (goes into the event)
 --
--- Returns {wasWaiting(0|1), ticket or 0, slotFreed(0|1), idle(0|1)}; idle:
+-- Returns {wasWaiting(0|1), ticket or 0, slotFreed(0|1), idle(0|1), parts};
+-- parts: the room's prequeue_parts when nothing was given up (0 unset or
+-- otherwise), so the caller asks the user's part only then; idle:
 -- there was nothing to give up because the admission run had dropped the
 -- user as idle (the drop stays remembered). A user leaving the
 -- pre-queue has no ticket yet (0) and no event is published. An order already in
@@ -55,4 +59,8 @@ if waiting == 1 then
   redis.call('PUBLISH', ARGV[2], cjson.encode({room = ARGV[3], ev = ev, ts = now,
     left = {tonumber(ticket)}, waiting = redis.call('ZCARD', KEYS[1]), serving = serving}))
 end
-return {math.max(waiting, pre), ticket or 0, freed, idle}
+local parts = 0
+if waiting == 0 and pre == 0 and freed == 0 then
+  parts = tonumber(redis.call('HGET', KEYS[10], 'prequeue_parts') or '0') or 0
+end
+return {math.max(waiting, pre), ticket or 0, freed, idle, parts}
