@@ -16,9 +16,10 @@ func TestAdminPrequeueParts(t *testing.T) {
 	in := e.start(nil)
 	ctx := context.Background()
 	for _, bad := range []string{`{"prequeueParts":0}`, `{"prequeueParts":17}`, `{"prequeueParts":-1}`,
-		`{"prequeueParts":"3"}`, `{"prequeueParts":2.5}`} {
-		if r := do(t, "PUT", in.admin+"/admin/rooms/drop", testAdminToken, bad); r.status != 400 || r.str("error") != "invalid_request" {
-			t.Errorf("PUT %s = %d %s, want 400 invalid_request", bad, r.status, r.raw)
+		`{"prequeueParts":"3"}`, `{"prequeueParts":2.5}`, `{"prequeueParts":4294967297}`, `{"prequeueParts":1e20}`,
+		`{"prequeueParts":null,"prequeueParts":[3]}`} {
+		if r := do(t, "PUT", in.admin+"/admin/rooms/drop", testAdminToken, bad); r.status != 400 || r.str("error") != "invalid_request" || r.str("message") == "" {
+			t.Errorf("PUT %s = %d %s, want 400 invalid_request with a message", bad, r.status, r.raw)
 		}
 	}
 	if r := do(t, "PUT", in.admin+"/admin/rooms/plain", testAdminToken, `{"targetActive":5}`); r.status != 200 || r.body["prequeueParts"] != 1.0 {
@@ -37,8 +38,11 @@ func TestAdminPrequeueParts(t *testing.T) {
 	if g := in.adminRoom("drop"); g.body["prequeueParts"] != 3.0 || g.body["preQueue"] != 4.0 {
 		t.Fatalf("GET drop = %s, want 3 parts holding 4", g.raw)
 	}
-	if r := do(t, "PUT", in.admin+"/admin/rooms/drop", testAdminToken, `{"prequeueParts":2}`); r.status != 409 || r.str("error") != "prequeue_not_empty" {
+	if r := do(t, "PUT", in.admin+"/admin/rooms/drop", testAdminToken, `{"prequeueParts":2}`); r.status != 409 || r.str("error") != "prequeue_not_empty" || r.str("message") == "" {
 		t.Fatalf("PUT drop parts 2 with 4 pre-queued = %d %s, want 409 prequeue_not_empty", r.status, r.raw)
+	}
+	if g := in.adminRoom("drop"); g.body["prequeueParts"] != 3.0 || g.body["preQueue"] != 4.0 {
+		t.Fatalf("GET drop after the refused change = %s, want 3 parts holding 4 still", g.raw)
 	}
 	// The same number again is no change, and no conflict.
 	if r := do(t, "PUT", in.admin+"/admin/rooms/drop", testAdminToken, `{"prequeueParts":3}`); r.status != 200 {
