@@ -69,7 +69,27 @@ type AdmitterOptions struct {
 	// Parallel bounds the rooms whose runs one tick has in flight at once
 	// (default 16): a tick is as long as its slowest room, not as the sum.
 	Parallel int
-	Logger   *slog.Logger
+	// Gate, when set, bounds the admissions of adaptive rooms per tick by
+	// what the downstream takes now (adaptive.PoolGate); rooms in fixed
+	// mode pass it by.
+	Gate   Gate
+	Logger *slog.Logger
+}
+
+// Gate bounds the admissions of adaptive rooms by what the downstream
+// takes now (adaptive.PoolGate: the database pool's free connections),
+// where targetActive bounds how many hold a slot at all. Refill is called
+// once at the start of each tick that runs a gated room; Take and Return
+// by that tick's runs, several at once, so one tick's budget is shared by
+// the adaptive rooms this instance runs.
+type Gate interface {
+	Refill(now time.Time)
+	// Take returns how many of n admissions the tick's budget allows,
+	// and takes them from it.
+	Take(n int) int
+	// Done ends a run that asked for n, was allowed allowed (Take's
+	// answer) and admitted used: the unused part goes back.
+	Done(n, allowed, used int)
 }
 
 // Admitter runs the admission loop of one instance. Cost follows work: a
@@ -106,6 +126,10 @@ type Admitter struct {
 type roomRun struct {
 	want int       // tokens the last run could have used
 	next time.Time // when it next needs a run (zero: the next tick)
+	// fixed: the last run found the room's mode fixed, so its runs pass
+	// the Gate by; a room not run yet is gated (an adaptive room's first
+	// run after a wake is a sale's first burst).
+	fixed bool
 }
 
 // Defaults is the configuration of the rooms the admitter creates when
@@ -525,8 +549,9 @@ func (a *Admitter) release(rooms []string) {
 // once, and schedules each one's next run from what its run found.
 func (a *Admitter) runDue(ctx context.Context, now time.Time) error {
 	type job struct {
-		room string
-		want int
+		room  string
+		want  int
+		gated bool
 	}
 	var jobs []job
 	var released []string
@@ -545,13 +570,16 @@ func (a *Admitter) runDue(ctx context.Context, now time.Time) error {
 			delete(a.running, r)
 			released = append(released, r)
 		case !rr.next.After(now):
-			jobs = append(jobs, job{r, rr.want})
+			jobs = append(jobs, job{r, rr.want, a.o.Gate != nil && !rr.fixed})
 		}
 	}
 	a.mu.Unlock()
 	a.release(released)
 	if len(jobs) == 0 {
 		return nil
+	}
+	if slices.ContainsFunc(jobs, func(j job) bool { return j.gated }) {
+		a.o.Gate.Refill(now)
 	}
 	errs := make([]error, len(jobs))
 	var wg sync.WaitGroup
@@ -560,7 +588,7 @@ func (a *Admitter) runDue(ctx context.Context, now time.Time) error {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			res, err := a.admitRoom(ctx, j.room, j.want)
+			res, err := a.admitRoom(ctx, j.room, j.want, j.gated)
 			errs[i] = err
 			a.schedule(j.room, res, err)
 		})
@@ -595,6 +623,15 @@ func (a *Admitter) schedule(room string, res AdmitResult, err error) {
 	default:
 		rr.want = res.Want
 		rr.next = nextRun(res)
+		rr.fixed = !res.Adaptive
+	}
+}
+
+// giveBack returns the allowed admissions taken from the Gate for a run
+// that did not happen.
+func (a *Admitter) giveBack(gated bool, asked, allowed int) {
+	if gated {
+		a.o.Gate.Done(asked, allowed, 0)
 	}
 }
 
@@ -638,13 +675,20 @@ func (a *Admitter) open(ctx context.Context, room string, sharded bool) error {
 // admitRoom runs room's admission until it has used its capacity (at most
 // maxRunsPerTick runs), opening it first when its opening is due, and
 // returns the last run's result. A configured room found missing is
-// created again and run; a stored one is left to the next sweep.
-func (a *Admitter) admitRoom(ctx context.Context, room string, want int) (AdmitResult, error) {
+// created again and run; a stored one is left to the next sweep. A gated
+// room's runs pass at most the tokens the Gate allows (a run with none
+// still prunes and measures), and the tick's runs end once it allowed
+// fewer than asked for.
+func (a *Admitter) admitRoom(ctx context.Context, room string, want int, gated bool) (AdmitResult, error) {
 	n := max(want, minTokens)
 	var res AdmitResult
 	merged := false // a sharded opening's merge ran in this tick
 	for range maxRunsPerTick {
 		var err error
+		asked := n
+		if gated {
+			n = a.o.Gate.Take(n)
+		}
 		res, err = a.q.Admit(ctx, room, n)
 		if errors.Is(err, ErrRoomNotFound) {
 			// A configured room comes back at once (it cannot be
@@ -654,12 +698,19 @@ func (a *Admitter) admitRoom(ctx context.Context, room string, want int) (AdmitR
 			cfg, ok := a.configured(room)
 			if !ok {
 				a.Resweep()
+				a.giveBack(gated, asked, n)
 				return res, err
 			}
 			if err := a.create(ctx, room, cfg); err != nil {
+				a.giveBack(gated, asked, n)
 				return res, err
 			}
 			res, err = a.q.Admit(ctx, room, n)
+		}
+		spent := gated && n < asked && res.Adaptive // the gate allowed fewer than asked
+		if gated {
+			a.o.Gate.Done(asked, n, len(res.Admitted))
+			gated = res.Adaptive // a fixed room passes the gate by
 		}
 		if err != nil {
 			return res, err
@@ -682,7 +733,7 @@ func (a *Admitter) admitRoom(ctx context.Context, room string, want int) (AdmitR
 			}
 		}
 		// More capacity than tokens passed: run again at once.
-		if len(res.Admitted) < n || res.Want <= n {
+		if spent || len(res.Admitted) < n || res.Want <= n {
 			return res, nil
 		}
 		n = res.Want - n

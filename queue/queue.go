@@ -557,6 +557,9 @@ type AdmitResult struct {
 	// runs meanwhile), or 0.
 	Merge   int
 	OpensAt time.Time
+	// Adaptive: the room's mode is adaptive (the Admitter's Gate bounds
+	// its runs).
+	Adaptive bool
 	// NextDeadline is the earliest end of an admission's window (zero:
 	// nobody active): the next time a run has something to prune.
 	NextDeadline time.Time
@@ -620,6 +623,7 @@ func (q *Queue) Admit(ctx context.Context, room string, tokens int) (AdmitResult
 		Passed:      int(r.int(14)),
 		PassedFirst: int(r.int(15)),
 		Merge:       int(r.optInt(16)),
+		Adaptive:    r.optInt(17) == 1,
 	}
 	if at := r.int(12); at > 0 {
 		res.NextDeadline = msTime(at)

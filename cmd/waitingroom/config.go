@@ -60,7 +60,10 @@ type Config struct {
 	Checkout  checkout.Options // WR_ORDER_TIMEOUT
 	// Adaptive: WR_ADAPTIVE_WINDOW, and the rule's WR_ADAPTIVE_MIN,
 	// WR_ADAPTIVE_MAX, WR_ADAPTIVE_MIN_SAMPLES, WR_ADAPTIVE_P90_CEILING.
-	Adaptive       adaptive.Options
+	Adaptive adaptive.Options
+	// AdaptiveGate (WR_ADAPTIVE_GATE, default on): adaptive rooms'
+	// admissions pass the pool gate (adaptive.PoolGate) in server mode.
+	AdaptiveGate   bool
 	FaultInjection bool // WR_FAULT_INJECTION: PUT /admin/faults allowed
 	// Gateway: WR_UPSTREAM (off when empty) or WR_FORWARD_AUTH,
 	// WR_UPSTREAM_CONNECT_TIMEOUT, WR_UPSTREAM_TIMEOUT,
@@ -317,6 +320,7 @@ func (p *envParser) adaptive(c *Config) {
 	if r.Max < r.Min {
 		p.fail("WR_ADAPTIVE_MAX", strconv.FormatInt(r.Max, 10), "must not be below WR_ADAPTIVE_MIN")
 	}
+	c.AdaptiveGate = p.onOff("WR_ADAPTIVE_GATE", true)
 	c.Adaptive = adaptive.Options{Rule: r,
 		Window: p.duration("WR_ADAPTIVE_WINDOW", 10*time.Second, 100*time.Millisecond, 10*time.Minute)}
 	c.FaultInjection = p.onOff("WR_FAULT_INJECTION", false)

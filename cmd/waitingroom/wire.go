@@ -64,11 +64,14 @@ type Parts struct {
 	Recorder   *adaptive.Recorder // order signals for adaptive admission
 	Checkout   *checkout.Checkout
 	Controller *adaptive.Controller
-	Hub        *stream.Hub
-	Presence   *presence.Presence
-	History    *history.History
-	Audit      *audit.Log
-	Readiness  *readiness.Checks
+	// Gate is adaptive rooms' pool gate; nil without Postgres or with
+	// WR_ADAPTIVE_GATE=off.
+	Gate      *adaptive.PoolGate
+	Hub       *stream.Hub
+	Presence  *presence.Presence
+	History   *history.History
+	Audit     *audit.Log
+	Readiness *readiness.Checks
 	// AccessPublic and AccessAdmin are the two ports' access logs.
 	AccessPublic, AccessAdmin *accesslog.Log
 	// Gateway is gateway mode's parts; nil when it is off.
@@ -166,6 +169,13 @@ func (w *wiring) admission() {
 		ao.Stored = w.store.RoomDefinitions // the admin API's rooms, recreated like WR_ROOMS
 	}
 	ao.OnRelease = p.Metrics.ForgetRoom // another instance runs the room now: its series are that one's
+	ad := cfg.Adaptive
+	if w.store != nil && cfg.AdaptiveGate {
+		// Adaptive rooms admit tick by tick what the pool has room for;
+		// the limit's rule then cuts only when acquires queue anyway.
+		p.Gate = adaptive.NewPoolGate(w.store, cmp.Or(ao.Interval, 100*time.Millisecond))
+		ao.Gate, ad.Rule.Gate = p.Gate, true
+	}
 	p.Admitter = p.Queue.NewAdmitter(ao)
 	if w.store != nil {
 		co := cfg.Checkout
@@ -173,7 +183,6 @@ func (w *wiring) admission() {
 		co.RowDelay = p.Faults.RowDelay
 		p.Checkout = checkout.New(co)
 	}
-	ad := cfg.Adaptive
 	ad.Rule.Pool = w.store != nil // the capacity rule reads the pool's figures
 	ad.Owner = randomID()         // the controller's lease owner: must not collide
 	ad.OnStep, ad.OnChange, ad.Logger = p.Metrics.ObserveStep, p.Metrics.ObserveLimitChange, p.Log

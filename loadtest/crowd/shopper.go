@@ -182,12 +182,16 @@ func (r *crowdRun) stream(ctx context.Context, s *shopper) (client.QueueStatus, 
 	return client.QueueStatus{}, false
 }
 
-// poll asks for the position every pollAfterMs (0.1–5 s) until READY, 404
-// or ctx ends.
+// poll asks for the position every pollAfterMs (0.1–5 s, ±10 % as the
+// page jitters it) until READY, 404 or ctx ends. Without the jitter the
+// crowd polls in lockstep: shoppers who entered a few milliseconds apart
+// keep the same phase poll after poll, so the ones admitted over a few
+// seconds learn it in the same instant and reach the pool together, a
+// burst no page makes.
 func (r *crowdRun) poll(ctx context.Context, s *shopper, st client.QueueStatus) client.QueueStatus {
 	pause := time.Duration(st.PollAfterMs) * time.Millisecond
 	for range client.MaxPolls {
-		if !pace.Sleep(ctx, min(max(pause, 100*time.Millisecond), 5*time.Second)) {
+		if !pace.Sleep(ctx, jitter(min(max(pause, 100*time.Millisecond), 5*time.Second))) {
 			return client.QueueStatus{}
 		}
 		got, code, err := s.g.API.Position(ctx, s.qtok)
@@ -206,6 +210,11 @@ func (r *crowdRun) poll(ctx context.Context, s *shopper, st client.QueueStatus) 
 		pause = time.Duration(got.PollAfterMs) * time.Millisecond
 	}
 	return client.QueueStatus{}
+}
+
+// jitter spreads d by ±10 %, as the page's poll does.
+func jitter(d time.Duration) time.Duration {
+	return d - d/10 + rand.N(d/5+1)
 }
 
 // checkout is an admitted shopper: a think time, then one order of 1 or 2

@@ -235,6 +235,27 @@ func TestNextLimitCapacity(t *testing.T) {
 	if got, _ := adaptive.NextLimit(12, 12, with(func(s *adaptive.Signals) { s.Active = 12; s.Utilization = 1; s.Queue = 8 }), r); got != 10 {
 		t.Fatalf("cut above the room's min 10 = %d", got)
 	}
+	// Behind the pool gate a capacity below the limit cuts only while
+	// acquires queue: otherwise the gate held admission back, and the
+	// slots above the pool's are the users still on their way.
+	gated := rule
+	gated.Gate = true
+	for _, tt := range []struct {
+		name   string
+		sig    adaptive.Signals
+		want   int64
+		reason string
+	}{
+		// 0.95 × 40 ÷ 1 = 38 < 40: no cut, nobody queued
+		{"a full pool without a queue holds", with(func(s *adaptive.Signals) { s.Utilization = 1; s.Active = 30 }), 40, adaptive.ReasonGated},
+		{"a queue still cuts", with(func(s *adaptive.Signals) { s.Utilization = 1; s.Queue = 10 }), 28, adaptive.ReasonPoolWait},
+		{"growth is as without the gate", half, 50, adaptive.ReasonCapacity},
+		{"errors cut", with(func(s *adaptive.Signals) { s.Errors = 90; s.Utilization = 1; s.Active = 30 }), 32, adaptive.ReasonErrors},
+	} {
+		if got, reason := adaptive.NextLimit(40, 40, tt.sig, gated); got != tt.want || reason != tt.reason {
+			t.Errorf("gated, %s: NextLimit(40) = %d %s, want %d %s", tt.name, got, reason, tt.want, tt.reason)
+		}
+	}
 }
 
 // TestGuard: what the step before showed tempers the rule's answer.

@@ -70,7 +70,7 @@ func Guard(limit, next int64, reason string, s Signals, prev State, now time.Tim
 	if !now.Before(ceil.Until) {
 		ceil = Ceiling{}
 	}
-	if reason != ReasonCapacity && reason != ReasonSteady && reason != ReasonUnderused && reason != ReasonPoolWait {
+	if reason != ReasonCapacity && reason != ReasonSteady && reason != ReasonGated && reason != ReasonUnderused && reason != ReasonPoolWait {
 		return next, reason, ceil
 	}
 	last := prev.LastChange

@@ -17,6 +17,13 @@ type Rule struct {
 	// rather than falling back to the latency gradient, which is for
 	// gateway mode, where no pool is seen.
 	Pool bool
+	// Gate: the adaptive rooms' admissions pass the pool gate (PoolGate),
+	// which keeps the pool from queuing tick by tick, so a window whose
+	// acquires did not queue cuts nothing: the gate, not the limit, held
+	// admission back, and a lower limit would only leave slots to the
+	// users still on their way (polling clients learn of their turn
+	// seconds later).
+	Gate bool
 }
 
 // WithBounds returns r with a room's own bounds; 0 keeps r's (the
@@ -44,6 +51,7 @@ const (
 	ReasonFewSamples = "few_samples" // hold
 	ReasonUnderused  = "underused"   // hold: the limit did not bind, no evidence for growth
 	ReasonSteady     = "steady"      // hold: the rule asks for no change
+	ReasonGated      = "gated"       // hold: the pool gate held admission back and nobody queued
 	ReasonStopped    = "stopped"     // hold: the operator set targetActive 0
 )
 
@@ -96,7 +104,9 @@ const (
 //     capacity = 0.95 × (Active − Queue) ÷ Utilization, the slots that
 //     keep the pool 95 % busy with nobody queued for it (doc.go argues
 //     it). Below the limit by more than 5 %, or below it at all while
-//     acquires wait, the limit is cut to it at once; above it by more
+//     acquires wait, the limit is cut to it at once (behind the pool
+//     gate, Rule.Gate, only while acquires wait: otherwise it holds,
+//     ReasonGated); above it by more
 //     than 5 %, the limit bound in at least half the window's admission
 //     runs and no acquires queued, the limit grows to it, at most ×2 (at
 //     least +2) a window while the pool is under half its target busy
@@ -128,7 +138,7 @@ func NextLimit(limit, active int64, s Signals, r Rule) (next int64, reason strin
 		return clamp(cut(limit)), stress
 	}
 	if s.HasPool() {
-		n, reason := capacityStep(limit, s)
+		n, reason := capacityStep(limit, s, r.Gate)
 		return clamp(n), reason
 	}
 	if r.Pool {
@@ -158,10 +168,13 @@ func Capacity(s Signals) float64 {
 	return targetUtilization * max(s.Active-s.Queue, 1) / s.Utilization
 }
 
-// capacityStep is step 4 of NextLimit, before the bounds.
-func capacityStep(limit int64, s Signals) (int64, string) {
+// capacityStep is step 4 of NextLimit, before the bounds; gated: the
+// pool gate is in front of the pool (Rule.Gate).
+func capacityStep(limit int64, s Signals, gated bool) (int64, string) {
 	want, l := Capacity(s), float64(limit)
 	switch {
+	case gated && want < l && s.Queue < queuedCut:
+		return limit, ReasonGated
 	case want < l*(1-deadband) || (want < l && s.Queue >= queuedCut):
 		n := min(int64(math.Floor(want)), limit-1)
 		if s.Queue >= queuedCut {

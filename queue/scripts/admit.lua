@@ -48,12 +48,14 @@
 -- then admits again.
 --
 -- Returns {admitted, waiting, active, want, pruned, rate, target, paused, users, abandoned, due,
---          prequeue, next_deadline, opens_at, passed, passed_new, merge}
+--          prequeue, next_deadline, opens_at, passed, passed_new, merge, adaptive}
 --   users: the admitted user ids in ticket order
 --   passed: absent users this run passed over (ahead of the last admitted);
 --   passed_new: those of them passed over for the first time (each absent
 --   user is counted once; the stats field passed sums them)
 --   merge: a sharded pre-queue's merge: 0 none, 1 armed, 2 moving
+--   adaptive: 1 when the room's mode is adaptive (the caller's pool gate
+--   bounds the tokens it passes to such a room's runs)
 --   prequeue: users in the pre-queue; next_deadline: the earliest deadline
 --   in the active set (ms, Redis clock; 0: nobody active); opens_at: the
 --   scheduled opening (ms; 0: none). With them the caller knows when the
@@ -64,7 +66,7 @@
 if redis.call('EXISTS', KEYS[1]) == 0 then
   return {-1, 0, 0, 0, 0, '0', 0, 0, {}, 0, 0, 0, 0, 0, 0, 0}
 end
-local cfg = redis.call('HMGET', KEYS[1], 'target', 'ttl_ms', 'paused', 'method', 'opens_at')
+local cfg = redis.call('HMGET', KEYS[1], 'target', 'ttl_ms', 'paused', 'method', 'opens_at', 'mode')
 local target = tonumber(cfg[1]) or 0
 local ttl = tonumber(cfg[2]) or 120000
 local paused = cfg[3] == '1'
@@ -280,4 +282,5 @@ end
 local first = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
 local nextDeadline = tonumber(first[2] or '0')
 return {#admitted, waiting, active, want, pruned, rateStr, target, paused and 1 or 0, admitted, abandoned, due and 1 or 0,
-        prequeued, nextDeadline, opensAt or 0, passed, passedNew, pm == 'armed' and 1 or (pm and 2 or 0)}
+        prequeued, nextDeadline, opensAt or 0, passed, passedNew, pm == 'armed' and 1 or (pm and 2 or 0),
+        cfg[6] == 'adaptive' and 1 or 0}

@@ -52,6 +52,8 @@ type Store struct {
 	acquires atomic.Int64 // pool acquires, all time
 	waitNs   atomic.Int64 // their total wait
 	heldNs   atomic.Int64 // connections' total hold, acquire to release
+	busy     atomic.Int64 // acquires begun and not yet released: held or waiting
+	releases atomic.Int64 // connections released, all time
 	size     int          // the pool's size (WR_DB_POOL)
 }
 
@@ -69,6 +71,13 @@ func (s *Store) AcquireStats() (acquires int64, wait time.Duration) {
 func (s *Store) HoldStats() (held time.Duration, size int) {
 	return time.Duration(s.heldNs.Load()), s.size
 }
+
+// Busy returns the connections held or waited for right now and the
+// pool's size: what the pool gate (adaptive.PoolGate) reads each tick.
+func (s *Store) Busy() (busy, size int) { return int(s.busy.Load()), s.size }
+
+// Releases returns the connections released so far.
+func (s *Store) Releases() int64 { return s.releases.Load() }
 
 // Open connects to databaseURL, checks the connection and applies pending
 // migrations. Several processes may Open the same database at once.
@@ -135,12 +144,14 @@ func (s *Store) Ping(ctx context.Context) error {
 // use. release may be called more than once; only the first call counts.
 func (s *Store) acquire(ctx context.Context) (*pgxpool.Conn, func(), error) {
 	start := time.Now()
+	s.busy.Add(1)
 	conn, err := s.pool.Acquire(ctx)
 	acquired := time.Now()
 	s.metrics.acquireWait.Observe(acquired.Sub(start).Seconds())
 	s.acquires.Add(1)
 	s.waitNs.Add(int64(acquired.Sub(start)))
 	if err != nil {
+		s.busy.Add(-1)
 		return nil, nil, fmt.Errorf("acquire connection: %w", err)
 	}
 	released := false
@@ -152,6 +163,8 @@ func (s *Store) acquire(ctx context.Context) (*pgxpool.Conn, func(), error) {
 		held := time.Since(acquired)
 		conn.Release()
 		s.heldNs.Add(int64(held))
+		s.releases.Add(1)
+		s.busy.Add(-1)
 		s.metrics.hold.Observe(held.Seconds())
 	}
 	return conn, release, nil
