@@ -48,6 +48,22 @@
 // a gradient on latency against a long-run baseline. Limits: a pool shared by several rooms counts whole for each
 // of them, and stock sold out ends orders fast as healthy answers.
 //
+// The pool gate (PoolGate, gate.go) is the fast half. The limit bounds
+// how many users hold a slot; the gate bounds, every admission tick, how
+// many of them may be admitted now: gain × the pool's free connections,
+// at most 1.1 × what the pool completes in a tick. Users told over SSE
+// or WebSocket order within milliseconds, so a tick that admits more
+// than the pool has free queues them for a connection, and polling users
+// who learn of their turn seconds later fill slots while the pool idles.
+// Together these make a 3–4 s cycle that no window's step can follow.
+// The gain learns how many admissions fill a free connection: it falls
+// when acquires wait and rises when the gate bound with the pool under
+// 90 % busy. Behind the gate the capacity rule cuts the limit only while
+// acquires still queue (Rule.Gate), since a lower limit would leave its
+// slots to users still on their way. The gate reads this instance's
+// pool only; with several instances behind one balancer, the gain
+// stands for the other pools too (to ×8).
+//
 // The operator stays in charge: a fixed room's target never moves (its
 // signals are still kept), a room's minActive/maxActive bound the rule,
 // a limit of 0 holds, and every change is logged and counted by reason.
