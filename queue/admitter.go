@@ -79,7 +79,7 @@ type AdmitterOptions struct {
 // Gate bounds the admissions of adaptive rooms by what the downstream
 // takes now (adaptive.PoolGate: the database pool's free connections),
 // where targetActive bounds how many hold a slot at all. Refill is called
-// once at the start of each tick that runs a gated room; Take and Return
+// once at the start of each tick that runs a gated room; Take and Done
 // by that tick's runs, several at once, so one tick's budget is shared by
 // the adaptive rooms this instance runs.
 type Gate interface {

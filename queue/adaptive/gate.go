@@ -3,7 +3,6 @@ package adaptive
 import (
 	"math"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -69,14 +68,14 @@ type PoolGate struct {
 	hold   time.Duration // mean hold per release over the last period (0: not measured)
 	at     time.Time     // the period's start (zero: not started)
 	mark   gateMark      // the pool's figures at its start
-
-	gated atomic.Int64 // runs the gate bound, all time
+	gated  int64         // runs the gate bound, all time
 }
 
-// gateMark is the pool's cumulative figures at one time.
+// gateMark is the pool's cumulative figures at one time, and its size.
 type gateMark struct {
 	acquires, releases int64
 	wait, held         time.Duration
+	size               int
 }
 
 // NewPoolGate returns the gate of pool for admission ticks every interval.
@@ -106,15 +105,15 @@ func (g *PoolGate) Refill(now time.Time) {
 // read takes the pool's cumulative figures.
 func (g *PoolGate) read() gateMark {
 	acq, wait := g.pool.AcquireStats()
-	held, _ := g.pool.HoldStats()
-	return gateMark{acquires: acq, releases: g.pool.Releases(), wait: wait, held: held}
+	held, size := g.pool.HoldStats()
+	return gateMark{acquires: acq, releases: g.pool.Releases(), wait: wait, held: held, size: size}
 }
 
 // learn updates the mean hold and the gain from the period that ends at
 // now, and starts the next one.
 func (g *PoolGate) learn(now time.Time) {
 	cur := g.read()
-	_, size := g.pool.HoldStats()
+	size := cur.size
 	acq, rel := cur.acquires-g.mark.acquires, cur.releases-g.mark.releases
 	wait, held := cur.wait-g.mark.wait, cur.held-g.mark.held
 	g.hold = 0 // an idle period forgets the hold: no rate cap until measured again
@@ -154,7 +153,7 @@ func (g *PoolGate) Done(n, allowed, used int) {
 	g.budget += max(allowed-used, 0)
 	if allowed < n && used >= allowed {
 		g.bound = true
-		g.gated.Add(1)
+		g.gated++
 	}
 }
 
@@ -169,5 +168,5 @@ type GateStats struct {
 func (g *PoolGate) Stats() GateStats {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return GateStats{Gain: g.gain, Hold: g.hold, Gated: g.gated.Load()}
+	return GateStats{Gain: g.gain, Hold: g.hold, Gated: g.gated}
 }
