@@ -8,6 +8,7 @@ import (
 
 	"waitingroom/server/accesslog"
 	"waitingroom/server/api"
+	"waitingroom/server/gateway"
 )
 
 // The access log (package accesslog) at the HTTP layer: the protocol
@@ -36,7 +37,8 @@ func (s *Server) logAccess(ctx *fasthttp.RequestCtx, srv *fasthttp.Server, toOri
 	case route != "":
 	case toOrigin:
 		route = originRoute
-		if r, ok, _ := s.gwSettings.Routes().Find(string(ctx.Method()), string(ctx.Path()), string(ctx.URI().PathOriginal())); ok {
+		sent, raw := gateway.RequestPaths(ctx)
+		if r, ok, _ := s.gwSettings.Routes().Find(string(ctx.Method()), sent, raw); ok {
 			route = r.Pattern
 		}
 	default:

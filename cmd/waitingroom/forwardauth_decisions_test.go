@@ -150,15 +150,30 @@ func TestForwardAuthRefusesWhatItCannotJudge(t *testing.T) {
 		t.Errorf("a path outside /_wr/: %d %v, want 404 not_found", code, m)
 	}
 	// The same routes as the gateway's, read canonically: no spelling of
-	// a protected path passes without a pass.
-	for _, uri := range []string{"/CHECKOUT/x", "/%63heckout/x", "/public/../checkout/x", "//checkout/x", "/checkout/%2e%2e/checkout/x",
-		"/Api/Orders/", "/api/orders;x=1", "/api/orders.json", "/api%2Forders"} {
+	// a protected path passes without a pass; a path origins read apart
+	// (the raw target, as the origin gets it) is refused.
+	for _, uri := range []string{"/CHECKOUT/x", "/Api/Orders/", "/api/orders;x=1", "/api/orders.json", "/checkout//x"} {
 		method := "GET"
 		if strings.Contains(strings.ToLower(uri), "orders") {
 			method = "POST"
 		}
 		if code, _, m := ask(t, in, c, false, method, uri); code != 403 || m["error"] != "pass_required" {
 			t.Errorf("%s %s: %d %v, want 403 pass_required", method, uri, code, m)
+		}
+	}
+	for uri, want := range map[string]string{
+		"/%63heckout/x": "ambiguous_request", "/public/../checkout/x": "ambiguous_request", "/checkout/%2e%2e/checkout/x": "ambiguous_request",
+		"/api%2Forders": "ambiguous_request", "/checkout/..": "ambiguous_request", "/checkout/../": "ambiguous_request",
+		"/checkout%2f..": "ambiguous_request", "/checkout/%2e%2e": "ambiguous_request", "/checkout/%252e%252e": "ambiguous_request",
+		"/public/..": "ambiguous_request", "//checkout/x": "invalid_request", "/x#/../checkout/x": "invalid_request",
+		"/checkout#x": "invalid_request",
+	} {
+		method := "GET"
+		if strings.Contains(uri, "orders") {
+			method = "POST"
+		}
+		if code, _, m := ask(t, in, c, false, method, uri); code != 400 || m["error"] != want {
+			t.Errorf("%s %s: %d %v, want 400 %s", method, uri, code, m, want)
 		}
 	}
 	// The question carries the original request's headers: a compressed

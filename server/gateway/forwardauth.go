@@ -83,7 +83,7 @@ func (g *Gateway) Authorize(ctx *fasthttp.RequestCtx, trusted, denied bool) {
 		return
 	}
 	if !validTarget(uri) {
-		g.authRefused(ctx, nginx, "the original URI is missing or not a path with its query (origin form)")
+		g.authRefused(ctx, nginx, "the original URI is missing or not a path with its query (origin form: a single / first, no fragment, no spaces)")
 		return
 	}
 	if denied {
@@ -93,14 +93,23 @@ func (g *Gateway) Authorize(ctx *fasthttp.RequestCtx, trusted, denied bool) {
 		}
 		return
 	}
-	override := overridden(h)
+	// The body never reaches /_wr/auth (nor does its length, reliably):
+	// every POST is judged by every route of its path, as a POST with a
+	// body is in gateway mode (routedMethod).
+	override := overridden(h) || string(method) == fasthttp.MethodPost
+	// The origin gets the target as the client sent it: that is what is
+	// judged (raw, as both of Match's paths), not fasthttp's parse of it.
+	path := uri
+	if i := bytes.IndexByte(path, '?'); i >= 0 {
+		path = path[:i]
+	}
 	// The question's own method is put back once judged: fasthttp leaves
 	// the body out of the answer to a HEAD, and a proxy that asked with GET
 	// would wait for it.
 	asked := append([]byte(nil), h.Method()...)
 	h.SetMethodBytes(method)
 	ctx.Request.SetRequestURIBytes(uri)
-	g.judge(ctx, override)
+	g.judge(ctx, override, string(path), string(path))
 	h.SetMethodBytes(asked)
 	if nginx {
 		forNginx(ctx)
@@ -197,13 +206,16 @@ func validMethod(m []byte) bool {
 }
 
 // validTarget: a request target in origin form (a path and its query),
-// without spaces or control characters.
+// without spaces, control characters or "#" (no request target holds a
+// fragment; an origin that took one for a fragment would route on less
+// of the path than was judged). "//" first is refused too: an origin may
+// read it as a host ("//host/path", a network-path reference).
 func validTarget(u []byte) bool {
-	if len(u) == 0 || u[0] != '/' || len(u) > 8<<10 {
+	if len(u) == 0 || u[0] != '/' || len(u) > 8<<10 || bytes.HasPrefix(u, []byte("//")) {
 		return false
 	}
 	for _, c := range u {
-		if c <= ' ' || c >= 0x7f {
+		if c <= ' ' || c >= 0x7f || c == '#' {
 			return false
 		}
 	}

@@ -94,28 +94,37 @@ func New(o Options) *Gateway {
 
 // routedMethod is the method to match a request's routes with: its own,
 // or AnyMethod for a POST that an origin may route as another method.
-// Rails, Laravel and Symfony read a form's _method field, Express's
-// method-override a query's _method (the override headers never reach the
-// origin: prepareRequest drops them). The gateway does not read bodies, so
-// a form POST, or one whose query names _method, is judged by every route
-// of its path whatever their method: a POST to a GET-protected path then
-// needs a pass too.
+// Rails, Sinatra (Rack), Laravel and Symfony read a _method field from the
+// body — Rack from a POST with no media type or one it splits at "," or
+// ";", Laravel also from JSON — and Express's method-override from the
+// query (the override headers never reach the origin: prepareRequest
+// drops them). The gateway does not read bodies, and does not guess which
+// media type an origin parses, so every POST with a body, or whose query
+// names _method in any key, is judged by every route of its path whatever
+// their method: a POST to a GET-protected path then needs a pass too. A
+// POST with no body (no Content-Length, or 0, and not chunked) and no
+// _method in its query is a POST. Only POST is read as another method:
+// the frameworks above override POST alone.
 func routedMethod(ctx *fasthttp.RequestCtx) string {
 	if !ctx.IsPost() {
 		return string(ctx.Method())
 	}
-	if ctx.QueryArgs().Has("_method") {
-		return AnyMethod
-	}
-	ct := ctx.Request.Header.ContentType()
-	if i := bytes.IndexByte(ct, ';'); i >= 0 {
-		ct = ct[:i]
-	}
-	ct = bytes.TrimSpace(ct)
-	if bytes.EqualFold(ct, []byte("application/x-www-form-urlencoded")) || bytes.EqualFold(ct, []byte("multipart/form-data")) {
+	if ctx.Request.Header.ContentLength() != 0 || namesMethod(ctx.QueryArgs()) {
 		return AnyMethod
 	}
 	return "POST"
+}
+
+// namesMethod reports whether a query has a key holding "_method" in any
+// case ("_method", "_METHOD", "x[_method]"): the override's spellings.
+func namesMethod(args *fasthttp.Args) bool {
+	found := false
+	args.VisitAll(func(k, _ []byte) {
+		if bytes.Contains(bytes.ToLower(k), []byte("_method")) {
+			found = true
+		}
+	})
+	return found
 }
 
 // Close closes the idle connections to the origin (after the public
@@ -140,20 +149,41 @@ func (g *Gateway) BodyLimit() int {
 func (g *Gateway) ForwardAuth() bool { return g.auth }
 
 // Handle answers one request: the fasthttp handler of the origin's paths.
-func (g *Gateway) Handle(ctx *fasthttp.RequestCtx) { g.judge(ctx, false) }
+func (g *Gateway) Handle(ctx *fasthttp.RequestCtx) {
+	sent, raw := RequestPaths(ctx)
+	g.judge(ctx, false, sent, raw)
+}
+
+// RequestPaths are a request's two spellings of its path that Match
+// reads: sent, the path as the origin receives it (the public port's
+// server decodes and normalizes the path, and the request line to the
+// origin re-encodes it, upstream.go's writeHead), and raw, the path as the
+// client sent it.
+func RequestPaths(ctx *fasthttp.RequestCtx) (sent, raw string) {
+	u := ctx.URI()
+	target := u.RequestURI()
+	if i := bytes.IndexByte(target, '?'); i >= 0 {
+		target = target[:i]
+	}
+	return string(target), string(u.PathOriginal())
+}
 
 // judge serves a request for the origin: forwards it, or in forward auth
 // answers whether it may pass. anyMethod: judge it by every route of its
-// path (it names a method override).
-func (g *Gateway) judge(ctx *fasthttp.RequestCtx, anyMethod bool) {
+// path (it names a method override); path and raw are Match's.
+func (g *Gateway) judge(ctx *fasthttp.RequestCtx, anyMethod bool, path, raw string) {
 	method := routedMethod(ctx)
 	if anyMethod {
 		method = AnyMethod
 	}
-	room, protected, err := g.o.Settings.Routes().Match(method, string(ctx.Path()), string(ctx.URI().PathOriginal()))
+	room, protected, err := g.o.Settings.Routes().Match(method, path, raw)
 	if err != nil {
-		g.m.requests.WithLabelValues("unknown", "invalid_path").Inc()
-		writeError(ctx, failure{status: fasthttp.StatusBadRequest, code: "invalid_request", msg: err.Error()})
+		outcome, code := "invalid_path", "invalid_request"
+		if errors.Is(err, ErrAmbiguous) {
+			outcome, code = "ambiguous", "ambiguous_request"
+		}
+		g.m.requests.WithLabelValues("unknown", outcome).Inc()
+		writeError(ctx, failure{status: fasthttp.StatusBadRequest, code: code, msg: err.Error()})
 		return
 	}
 	if !protected {

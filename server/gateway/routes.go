@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"unicode/utf8"
 
 	"waitingroom/queue"
 )
@@ -101,7 +100,7 @@ func checkPattern(p string) error {
 // before "*". It is immutable.
 type Table struct {
 	routes []Route
-	canon  []string // each route's pattern in canonical form, a final "/*" kept
+	canon  [][]string // each route's pattern in its canonical forms (patternForms)
 }
 
 // NewTable orders routes for matching.
@@ -115,7 +114,7 @@ func NewTable(routes []Route) *Table {
 		)
 	})
 	for _, r := range t.routes {
-		t.canon = append(t.canon, canonicalPattern(r.Pattern))
+		t.canon = append(t.canon, patternForms(r.Pattern))
 	}
 	return t
 }
@@ -135,11 +134,12 @@ func named(r Route) int {
 }
 
 // Match returns the room that queues a request, if a route covers it.
-// path is the request's path as fasthttp decoded and normalized it (the
-// path the origin receives, ctx.Path()), raw the path as the client sent
-// it (ctx.URI().PathOriginal()). Both are read in canonical form (see
-// canonical); a path origins would not all read one way is an error
-// wrapping ErrAmbiguousPath, whatever the routes.
+// path is the request's path as the origin receives it, raw as the client
+// sent it (RequestPaths; in forward auth both are the original request's
+// path as the proxy sent it, which the origin receives unchanged). The request is judged on every reading an origin could make of
+// either (readings.go): an error wraps ErrInvalidPath (no origin reads it
+// one way) or ErrAmbiguous (readings disagree about its protection, or
+// it holds what only an attack holds), whatever the routes.
 func (t *Table) Match(method, path, raw string) (room string, ok bool, err error) {
 	r, ok, err := t.Find(method, path, raw)
 	return r.Room, ok, err
@@ -148,16 +148,32 @@ func (t *Table) Match(method, path, raw string) (room string, ok bool, err error
 // Find returns the route that covers a request, if one does, read as
 // Match reads it.
 func (t *Table) Find(method, path, raw string) (Route, bool, error) {
-	p, err := canonicalRequest(path, raw)
-	if err != nil {
+	j := judgement{t: t, method: method, route: -1}
+	if err := j.read(raw); err != nil {
 		return Route{}, false, err
 	}
-	for i, r := range t.routes {
-		if methodCovers(r.Method, method) && patternCovers(t.canon[i], p) {
-			return r, true, nil
+	if path != raw {
+		if err := j.read(path); err != nil {
+			return Route{}, false, err
 		}
 	}
-	return Route{}, false, nil
+	return j.verdict()
+}
+
+// lookup returns the index of the first route that covers a canonical
+// path, or -1.
+func (t *Table) lookup(method, canon string) int {
+	for i, r := range t.routes {
+		if !methodCovers(r.Method, method) {
+			continue
+		}
+		for _, form := range t.canon[i] {
+			if patternCovers(form, canon) {
+				return i
+			}
+		}
+	}
+	return -1
 }
 
 // Routes returns the table's routes, in matching order.
@@ -200,128 +216,69 @@ func patternCovers(pattern, path string) bool {
 	return false
 }
 
-// ErrAmbiguousPath is a request path that origins do not all read one
-// way: a malformed percent-escape, bytes that are not UTF-8 once decoded
-// (overlong forms included) or a control character (NUL included). Such a
-// request is refused with 400 whatever the routes. Match's error is one;
-// its text says which, for the visitor.
-var ErrAmbiguousPath = errors.New("ambiguous request path")
-
-type pathError string
-
-func (e pathError) Error() string      { return string(e) }
-func (pathError) Is(target error) bool { return target == ErrAmbiguousPath }
-
-// canonicalRequest checks a request's path (fasthttp's decoded form and
-// the raw one, see Match) and returns its canonical form.
-func canonicalRequest(path, raw string) (string, error) {
-	if !validEscapes(raw) {
-		return "", pathError("the request path holds a malformed percent-escape (% must be followed by two hex digits)")
-	}
-	p := unescapeAll(path)
-	if !utf8.ValidString(p) {
-		return "", pathError("the request path is not UTF-8 once percent-decoded")
-	}
-	if strings.ContainsFunc(p, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
-		return "", pathError("the request path holds a control character")
-	}
-	return canonical(p), nil
-}
-
-// canonical is a decoded path as the most lenient origin routes it
-// (docs/gateway.md, "Which requests are protected", says why each step):
-// a backslash is a slash; each segment loses its ";params" and its
-// trailing spaces and dots; empty and "." segments are dropped and ".."
-// removes the one before; the result is case-folded, starts with "/" and
-// has no trailing slash. The format suffix is patternCovers' part.
-func canonical(p string) string {
-	p = strings.ReplaceAll(p, `\`, "/")
-	// Upper then lower case: a letter that a case-insensitive router takes
-	// for an ASCII one either way folds to it ("ſ" uppercases to "S", the
-	// Kelvin sign lowercases to "k").
-	p = strings.ToLower(strings.ToUpper(p))
-	segs := make([]string, 0, strings.Count(p, "/")+1)
-	for _, s := range strings.Split(p, "/") {
-		s, _, _ = strings.Cut(s, ";")
-		if s = strings.TrimRight(s, " "); s != "." && s != ".." {
-			s = strings.TrimRight(s, ".")
-		}
-		switch s {
-		case "", ".":
-		case "..":
-			if len(segs) > 0 {
-				segs = segs[:len(segs)-1]
-			}
-		default:
-			segs = append(segs, s)
-		}
-	}
-	return "/" + strings.Join(segs, "/")
-}
-
 // canonicalPattern is a route pattern's canonical form: canonical of its
 // decoded path, a final "/*" kept ("/*" stays "/*").
 func canonicalPattern(pattern string) string {
-	prefix, wild := strings.CutSuffix(pattern, "/*")
-	c := canonical(unescapeAll(prefix))
+	return canonicalForm(unescapeAll(pattern))
+}
+
+// canonicalForm is canonical of a decoded pattern, a final "/*" kept.
+func canonicalForm(decoded string) string {
+	prefix, wild := strings.CutSuffix(decoded, "/*")
+	c := canonical(prefix, true)
 	if !wild {
 		return c
 	}
 	return strings.TrimSuffix(c, "/") + "/*"
 }
 
-// unescapeAll decodes a path's valid percent-escapes, again while a round
-// leaves some (at most three rounds): an origin that decodes twice must
-// not see a protected path where the gateway saw another.
-func unescapeAll(p string) string {
-	for range 3 {
-		if !strings.Contains(p, "%") {
-			break
+// patternForms are the canonical forms a request's reading is compared
+// with: the decoded pattern, and the pattern as a request spells it before
+// any decoding — percent-encoded as a browser encodes a path, and as
+// RFC 3986 encodes every byte outside a path segment's characters (the
+// public port's own re-encoding). A reading that is never decoded
+// ("/caf%C3%A9") is then compared with the route as such an origin has it
+// written, so that a request for a route with characters that are sent
+// escaped reads alike before and after decoding. Duplicates are dropped:
+// most patterns have one form.
+func patternForms(pattern string) []string {
+	decoded := unescapeAll(pattern)
+	forms := []string{canonicalForm(decoded)}
+	for _, esc := range []func(byte) bool{browserEscapes, pcharEscapes} {
+		if f := canonicalForm(escapePath(decoded, esc)); !slices.Contains(forms, f) {
+			forms = append(forms, f)
 		}
-		q := unescape(p)
-		if q == p {
-			break
-		}
-		p = q
 	}
-	return p
+	return forms
 }
 
-// unescape decodes p's valid percent-escapes and leaves any other "%".
-func unescape(p string) string {
+// escapePath percent-encodes the bytes of p that esc names.
+func escapePath(p string, esc func(byte) bool) string {
 	var b strings.Builder
 	for i := 0; i < len(p); i++ {
-		if p[i] == '%' && i+2 < len(p) && isHex(p[i+1]) && isHex(p[i+2]) {
-			b.WriteByte(unhex(p[i+1])<<4 | unhex(p[i+2]))
-			i += 2
-			continue
+		if c := p[i]; esc(c) {
+			b.WriteByte('%')
+			b.WriteByte("0123456789ABCDEF"[c>>4])
+			b.WriteByte("0123456789ABCDEF"[c&15])
+		} else {
+			b.WriteByte(c)
 		}
-		b.WriteByte(p[i])
 	}
 	return b.String()
 }
 
-// validEscapes reports whether every "%" of p starts a percent-escape.
-func validEscapes(p string) bool {
-	for i := strings.IndexByte(p, '%'); i >= 0; i = strings.IndexByte(p, '%') {
-		if i+2 >= len(p) || !isHex(p[i+1]) || !isHex(p[i+2]) {
-			return false
-		}
-		p = p[i+3:]
-	}
-	return true
+// browserEscapes: the bytes a browser percent-encodes in a path (the
+// path percent-encode set, and "%" itself).
+func browserEscapes(c byte) bool {
+	return c <= ' ' || c >= 0x7f || strings.IndexByte("\"#<>?`{}%", c) >= 0
 }
 
-func isHex(c byte) bool {
-	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
-}
-
-func unhex(c byte) byte {
+// pcharEscapes: the bytes outside RFC 3986's path characters (unreserved,
+// sub-delims, ":", "@") and "/".
+func pcharEscapes(c byte) bool {
 	switch {
-	case c >= 'a':
-		return c - 'a' + 10
-	case c >= 'A':
-		return c - 'A' + 10
+	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		return false
 	}
-	return c - '0'
+	return strings.IndexByte("-._~!$&'()*+,;=:@/", c) < 0
 }
