@@ -111,8 +111,9 @@ func TestGatewayOncePassRestoredAtMost(t *testing.T) {
 }
 
 // TestGatewayClearsTheSpentEntryCookie: the response that spends the
-// entry cookie deletes it, and is kept out of shared caches even when the
-// origin marks it public.
+// entry cookie deletes it, and it and every later answer that went with a
+// pass are kept out of shared caches even when the origin marks them
+// public.
 func TestGatewayClearsTheSpentEntryCookie(t *testing.T) {
 	// The origin of startOrigin, marking every answer cacheable by all.
 	o := &origin{}
@@ -137,6 +138,11 @@ func TestGatewayClearsTheSpentEntryCookie(t *testing.T) {
 	}
 	if cc := h.Get("Cache-Control"); cc != "private, max-age=600" || h.Get("Cdn-Cache-Control") != "" {
 		t.Fatalf("Cache-Control %q, CDN-Cache-Control %q: want private, max-age=600 and none", cc, h.Get("Cdn-Cache-Control"))
+	}
+	// A later answer of the visit sets no cookie, and went with a pass: as
+	// private.
+	if code, h, _ := call(t, c, "GET", in.base+"/checkout/cart", ""); code != 200 || h.Get("Cache-Control") != "private, max-age=600" {
+		t.Fatalf("an answer of the visit: %d, Cache-Control %q; want private, max-age=600", code, h.Get("Cache-Control"))
 	}
 	// A response with no cookie of the gateway's keeps the origin's caching.
 	if _, h, _ := call(t, c, "GET", in.base+"/api/items", ""); h.Get("Cache-Control") != "public, max-age=600, s-maxage=3600" {

@@ -14,6 +14,7 @@ import (
 
 	"waitingroom/queue"
 	"waitingroom/server/pass"
+	"waitingroom/server/ratelimit/local"
 	"waitingroom/server/token"
 )
 
@@ -79,6 +80,8 @@ type Gateway struct {
 	m       gatewayMetrics
 	gate    sessionGate // sessions' limits, this instance's part
 	samples sampler     // the adaptive signals, one visitor at a time
+	// decisions bounds a visit's decisions in forward auth (DecisionHold).
+	decisions *local.Limiter
 }
 
 // New returns a Gateway. It does no I/O.
@@ -89,7 +92,11 @@ func New(o Options) *Gateway {
 	if o.Registerer != nil && o.Upstream != nil {
 		o.Upstream.Register(o.Registerer)
 	}
-	return &Gateway{o: o, auth: o.Upstream == nil, m: newGatewayMetrics(o.Registerer), samples: sampler{rec: o.Recorder}}
+	g := &Gateway{o: o, auth: o.Upstream == nil, m: newGatewayMetrics(o.Registerer), samples: sampler{rec: o.Recorder}}
+	if g.auth {
+		g.decisions = local.New(local.Options{})
+	}
+	return g
 }
 
 // routedMethod is the method to match a request's routes with: its own,
@@ -243,6 +250,11 @@ func (g *Gateway) forward(ctx *fasthttp.RequestCtx, kind, p string) (failed bool
 	start := time.Now()
 	err := g.o.Upstream.Forward(ctx, g.o.Identity.OwnCookie)
 	latency = time.Since(start)
+	if p != "" && err == nil {
+		// An answer to a passed request is the admitted visitor's: never
+		// a shared cache's to hand to someone with no pass.
+		privateCache(&ctx.Response.Header)
+	}
 	g.m.upstream.WithLabelValues(kind).Observe(latency.Seconds())
 	if err != nil {
 		if g.failed(ctx, kind, err) {

@@ -15,6 +15,7 @@ import (
 
 	"waitingroom/queue"
 	"waitingroom/server/pass"
+	"waitingroom/server/ratelimit"
 	"waitingroom/server/token"
 )
 
@@ -119,7 +120,12 @@ func (g *Gateway) visit(ctx *fasthttp.RequestCtx, room string, st Settings, raw 
 		return false
 	}
 	now := time.Now()
-	release, wait, ok := g.gate.acquire(room+"\x00v"+c.ID, g.inFlightLimit(st), now)
+	key := room + "\x00v" + c.ID
+	if wait, ok := g.decided(key, st); !ok {
+		g.limited(ctx, wait)
+		return true
+	}
+	release, wait, ok := g.gate.acquire(key, g.inFlightLimit(st), now)
 	if !ok {
 		g.limited(ctx, wait)
 		return true
@@ -135,16 +141,36 @@ func (g *Gateway) visit(ctx *fasthttp.RequestCtx, room string, st Settings, raw 
 }
 
 // inFlightLimit is how many requests of one visit or session may be in
-// flight at once on this instance: sessionInFlight, or no bound in forward
-// auth, which sees a decision but not the request's end (a decision of
-// its own is no request in flight, and counting decisions would refuse a
-// busy page's requests only when this instance is short of CPU). A
-// session's rate, kept in Redis, holds there all the same.
+// flight at once on this instance: sessionInFlight, or no count in forward
+// auth, which sees a decision but not the request's end (a decision of its
+// own is no request in flight). There a visit's decisions are bounded by
+// DecisionHold instead, and a session's rate, kept in Redis, holds all the
+// same.
 func (g *Gateway) inFlightLimit(st Settings) int {
 	if g.auth {
 		return math.MaxInt
 	}
 	return st.SessionInFlight
+}
+
+// DecisionHold is how long forward auth counts a visit's decision as a
+// request in flight: it sees the decision, not the request's end. A
+// visit may have at most the room's sessionInFlight decisions per
+// DecisionHold on one instance (80 a second with the defaults), and twice
+// as many at once after a quiet spell (a page's assets asked for together
+// over HTTP/2): one visit cookie shared by a crowd of clients gets no more.
+// In gateway mode requests in flight are counted as they are.
+const DecisionHold = 200 * time.Millisecond
+
+// decided takes one of a forward-auth visit's decisions (DecisionHold);
+// not ok: the visit is over its bound for wait more. Always ok in gateway
+// mode.
+func (g *Gateway) decided(key string, st Settings) (wait time.Duration, ok bool) {
+	if !g.auth {
+		return 0, true
+	}
+	r := g.decisions.Allow(key, ratelimit.Limit{Rate: st.SessionInFlight, Per: DecisionHold, Burst: 2 * st.SessionInFlight})
+	return r.RetryAfter, r.Allowed
 }
 
 // inFlight is how long a consumed entry token keeps its slot before it
