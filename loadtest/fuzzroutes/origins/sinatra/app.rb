@@ -23,7 +23,7 @@ class FuzzOrigin < Sinatra::Base
     def record(name)
       rec = { handler: name, method: request.request_method,
               sent: env['rack.methodoverride.original_method'] || request.request_method,
-              target: env['REQUEST_URI'].to_s, pass: !env['HTTP_WAITINGROOM_PASS'].nil?,
+              target: env['REQUEST_URI'].to_s.dup.force_encoding('UTF-8').scrub('?'), pass: !env['HTTP_WAITINGROOM_PASS'].nil?,
               case: env['HTTP_FUZZ_CASE'].to_s }
       LOCK.synchronize { File.open(ENV.fetch('ORIGIN_LOG'), 'a') { |f| f.puts(rec.to_json) } }
       content_type 'text/plain'
