@@ -54,6 +54,10 @@ func (r *Report) Print(w io.Writer) {
 		if shown[key]++; r.Show > 0 && shown[key] > r.Show {
 			continue
 		}
+		if rc.Index < 0 {
+			fmt.Fprintf(w, "- ? → %s, handler %q routed %s %q: a record naming no case of this campaign (%q): a request from elsewhere\n", rc.Origin, rc.Record.Handler, rc.Record.Method, rc.Record.Target, rc.Record.Case)
+			continue
+		}
 		fmt.Fprintf(w, "- %s → %s, handler %q routed %s %q (case %d: %s)\n  %q\n", rc.Front, rc.Origin, rc.Record.Handler, rc.Record.Method, rc.Record.Target, rc.Index, rc.Case.Note, rc.Bytes)
 	}
 	for key, n := range shown {
