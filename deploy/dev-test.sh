@@ -76,6 +76,13 @@ tools() {
 	# nginx is in /usr/sbin, off a normal user's PATH.
 	[[ -x /usr/sbin/nginx ]] || command -v nginx >/dev/null || missing+=(nginx)
 	command -v caddy >/dev/null || missing+=(caddy)
+	# The route fuzzer's origins (loadtest/fuzzroutes/origins) run on
+	# Debian's Python (/usr/bin/python3, whatever python3 is on PATH), Ruby
+	# and PHP.
+	/usr/bin/python3 -c 'import flask' 2>/dev/null || missing+=(python3-flask)
+	/usr/bin/python3 -c 'import django' 2>/dev/null || missing+=(python3-django)
+	ruby -e 'require "sinatra/base"' 2>/dev/null || missing+=(ruby-sinatra)
+	command -v php >/dev/null || missing+=(php-cli)
 	if ((${#missing[@]})); then install "${missing[@]}" || return; fi
 	# The forward-auth configuration needs auth_request, which a build of
 	# nginx from elsewhere may lack.
@@ -92,6 +99,14 @@ tools() {
 		echo "npm ci --prefix $express"
 		npm ci --prefix "$express" --no-audit --no-fund --loglevel=error
 	fi
+	# The route fuzzer's two Node origins, from their lock files.
+	local origin
+	for origin in loadtest/fuzzroutes/origins/express loadtest/fuzzroutes/origins/fastify; do
+		if [[ ! -d $origin/node_modules/${origin##*/} ]] && command -v npm >/dev/null; then
+			echo "npm ci --prefix $origin"
+			npm ci --prefix "$origin" --no-audit --no-fund --loglevel=error
+		fi
+	done
 }
 
 install() {

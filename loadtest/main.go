@@ -15,6 +15,7 @@ import (
 	"waitingroom/loadtest/ceiling"
 	"waitingroom/loadtest/crowd"
 	"waitingroom/loadtest/forwardauth"
+	"waitingroom/loadtest/fuzzroutes"
 	"waitingroom/loadtest/gatewayattack"
 	"waitingroom/loadtest/internal/report"
 	"waitingroom/loadtest/internal/scenario"
@@ -41,6 +42,7 @@ var scenarios = []struct {
 	{"attack", "the surge alone, then beside attacks from other addresses (stuffing, storm, idle sockets, streams, bombs, cross-site): both side by side", attack.Run},
 	{"gateway-attack", "anonymous visitors through a gateway-mode server in front of an origin the tool starts, alone then beside the gateway attacks (upgrade smuggling, route variants, slow readers, large bodies, session sharing, stuffing)", gatewayattack.Run},
 	{"forward-auth", "forward auth: /_wr/auth decisions/s and server CPU per decision, then nginx with auth_request (unprotected, protected with a visit) against nginx straight to a static origin; starts the server, nginx and the origin itself", forwardauth.Run},
+	{"fuzz-routes", "differential fuzzing of protected routes: mutated spellings of WR_PROTECT's routes, sent byte for byte through the gateway, nginx and Caddy in forward auth to seven real routers' origins (Express, Fastify, ServeMux, Flask, Django, Sinatra, PHP); reports every protected handler reached without a pass", fuzzroutes.Run},
 	{"ceiling", "one room on one Redis shard, no server: pipelined enters until Redis saturates; --costs: Redis CPU per operation of each kind; --fill N: memory per waiting user", ceiling.Run},
 	{"rooms", "R idle rooms beside one busy room on I running instances: Redis and instance CPU over an idle window, and the busy room's READY latency, alone then among the R", rooms.Run},
 	{"crowd", "a steady crowd of simulated shoppers for a demo: N kept waiting, admitted ones order, some give up, new ones arrive; until interrupted", crowd.Run},
