@@ -201,6 +201,10 @@ func (s *Server) newAdminApp(d Deps) *fiber.App {
 	if d.Readiness.UsesPostgres() {
 		pingPostgres = d.Readiness.Postgres
 	}
+	var checkOrigin func(context.Context) error // none: no origin of ours
+	if g := d.Gateway; g != nil && !g.Proxy.ForwardAuth() {
+		checkOrigin = g.Proxy.OriginCheck
+	}
 	return admin.New(admin.Options{
 		Token:        s.cfg.AdminToken,
 		BodyLimit:    s.cfg.BodyLimit,
@@ -224,6 +228,7 @@ func (s *Server) newAdminApp(d Deps) *fiber.App {
 		PingRedis:    d.Readiness.Redis,
 		PingPostgres: pingPostgres,
 		CheckRooms:   d.Readiness.Rooms,
+		CheckOrigin:  checkOrigin,
 		ClientKey:    s.clientKey,
 		ClientIP:     s.clientIP,
 	})

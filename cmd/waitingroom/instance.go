@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -59,15 +60,15 @@ func (m *Main) Open(ctx context.Context) error {
 	octx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	reg := prometheus.NewRegistry()
+	m.checkRedis(octx)
 	if m.Config.UsesPostgres() {
 		store, err := pgstore.Open(octx, m.Config.DatabaseURL, pgstore.Options{PoolSize: m.Config.DBPool, Logger: m.Log, Registerer: reg})
 		if err != nil {
 			return fmt.Errorf("DATABASE_URL: %w", err)
 		}
 		m.store = store
-		m.Log.LogAttrs(ctx, slog.LevelInfo, "connected", slog.String("redis", m.Config.Redis.Kind()), slog.Int("dbPool", int(m.Config.DBPool)))
+		m.Log.LogAttrs(ctx, slog.LevelInfo, "postgres: connected", slog.Int("dbPool", int(m.Config.DBPool)))
 	} else {
-		m.Log.LogAttrs(ctx, slog.LevelInfo, "connected", slog.String("redis", m.Config.Redis.Kind()), slog.String("postgres", "off"))
 		m.Log.LogAttrs(ctx, slog.LevelWarn, "gateway mode without DATABASE_URL: Redis alone, no built-in login or order API; "+
 			"rooms made or changed through the admin API are not recorded, so after a Redis data loss only the WR_ROOMS rooms come back, with the configured defaults")
 	}
@@ -84,6 +85,7 @@ func (m *Main) Open(ctx context.Context) error {
 		return err
 	}
 	m.parts, m.srv = parts, srv
+	m.checkOrigin(octx)
 	// The configured and stored rooms exist before the loops start and
 	// the server serves (a Redis that cannot be reached yet: the loops
 	// try again).
@@ -92,6 +94,57 @@ func (m *Main) Open(ctx context.Context) error {
 	pcancel()
 	m.stopLoops = loop.Start(parts.loops())
 	return nil
+}
+
+// checkRedis asks Redis once at start: "redis: connected" only after a
+// reply; no reply is a warning naming REDIS_URL (and the topology's
+// variables), not a failure: the loops and requests retry, and the
+// instance answers 503 until Redis does.
+func (m *Main) checkRedis(ctx context.Context) {
+	pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	kind := m.Config.Redis.Kind()
+	if err := m.rdb.Ping(pctx).Err(); err != nil {
+		vars := map[string]string{"single": "REDIS_URL", "sentinel": "WR_REDIS_SENTINELS, WR_REDIS_MASTER and REDIS_URL",
+			"cluster": "WR_REDIS_CLUSTER and REDIS_URL"}[kind]
+		m.Log.LogAttrs(ctx, slog.LevelWarn, "redis: no answer at start, check "+vars+" (retrying; answering 503 until it does)",
+			slog.String("redis", kind), slog.String("tried", m.redisAddr()), slog.String("error", err.Error()))
+		return
+	}
+	m.Log.LogAttrs(ctx, slog.LevelInfo, "redis: connected", slog.String("redis", kind), slog.String("addr", m.redisAddr()))
+}
+
+// redisAddr is where the instance looks for Redis, without credentials.
+func (m *Main) redisAddr() string {
+	t := m.Config.Redis
+	switch t.Kind() {
+	case "cluster":
+		return strings.Join(t.Cluster, ",")
+	case "sentinel":
+		return strings.Join(t.Sentinels, ",") + " (master " + t.Master + ")"
+	}
+	if o, err := redis.ParseURL(m.Config.RedisURL); err == nil {
+		return o.Addr
+	}
+	return "?"
+}
+
+// checkOrigin asks gateway mode's origin once at start (a connection):
+// none is a warning naming WR_UPSTREAM and the address tried, not a
+// failure (visitors still queue; /readyz's origin check keeps saying).
+func (m *Main) checkOrigin(ctx context.Context) {
+	g := m.parts.Gateway
+	if g == nil || g.Proxy.ForwardAuth() {
+		return
+	}
+	pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	if err := g.Proxy.Probe(pctx); err != nil {
+		m.Log.LogAttrs(ctx, slog.LevelWarn, "origin: no connection at start, check WR_UPSTREAM (visitors still queue; every request for the origin answers 502 until it does)",
+			slog.String("upstream", m.Config.Gateway.Upstream.URL), slog.String("tried", g.Proxy.Origin()), slog.String("error", err.Error()))
+		return
+	}
+	m.Log.LogAttrs(ctx, slog.LevelInfo, "origin: reachable", slog.String("upstream", m.Config.Gateway.Upstream.URL))
 }
 
 // Run listens on WR_HTTP_ADDR and WR_ADMIN_ADDR and serves until ctx is

@@ -71,6 +71,9 @@ type Options struct {
 	// no postgres check); CheckRooms its check that the configured rooms
 	// exist in Redis (nil: none to check, it passes).
 	PingRedis, PingPostgres, CheckRooms func(ctx context.Context) error
+	// CheckOrigin is gateway mode's origin check (nil: no origin, and
+	// /readyz names none): reported, never failing readiness.
+	CheckOrigin func(ctx context.Context) error
 	// ClientKey is the subject of the throttle (the client address's key);
 	// ClientIP is the client address as logged.
 	ClientKey, ClientIP func(c *fiber.Ctx) string
@@ -132,6 +135,14 @@ func New(o Options) *fiber.App {
 // instance whose Redis answers but lost the rooms would answer every enter
 // 404). The checks run in parallel, a second each, so one slow check does
 // not fail another; each is named in the body, "ok" or its error.
+//
+// In gateway mode the body also names "origin": "ok", or "unreachable: …"
+// or "errors: …" (gateway.Gateway.OriginCheck). It never fails readiness:
+// an instance whose origin is down still queues visitors and answers
+// their waiting pages, and every instance shares the one origin, so
+// taking them out of the balancer would turn a shop's outage into the
+// waiting room's. A balancer reads the status code; an operator reads the
+// origin check (and the dashboard).
 func (a *app) readyz(c *fiber.Ctx) error {
 	check := func(run func(context.Context) error) <-chan string {
 		out := make(chan string, 1)
@@ -155,16 +166,24 @@ func (a *app) readyz(c *fiber.Ctx) error {
 	if a.PingPostgres != nil {
 		pc = check(a.PingPostgres)
 	}
+	var oc <-chan string
+	if a.CheckOrigin != nil {
+		oc = check(a.CheckOrigin)
+	}
 	checks := fiber.Map{"redis": <-rc, "rooms": <-roc}
 	if pc != nil {
 		checks["postgres"] = <-pc
 	}
+	status, code := "ok", fiber.StatusOK
 	for _, v := range checks {
 		if v != "ok" {
-			return c.Status(fiber.StatusServiceUnavailable).JSON(fiber.Map{"status": "unavailable", "checks": checks})
+			status, code = "unavailable", fiber.StatusServiceUnavailable
 		}
 	}
-	return c.JSON(fiber.Map{"status": "ok", "checks": checks})
+	if oc != nil {
+		checks["origin"] = <-oc // reported, not failing (see above)
+	}
+	return c.Status(code).JSON(fiber.Map{"status": status, "checks": checks})
 }
 
 // auth requires "Authorization: Bearer $WR_ADMIN_TOKEN" (compared in

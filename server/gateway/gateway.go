@@ -82,6 +82,7 @@ type Gateway struct {
 	samples sampler     // the adaptive signals, one visitor at a time
 	// decisions bounds a visit's decisions in forward auth (DecisionHold).
 	decisions *local.Limiter
+	health    originHealth // the last forward's outcome (originhealth.go)
 }
 
 // New returns a Gateway. It does no I/O.
@@ -250,6 +251,7 @@ func (g *Gateway) forward(ctx *fasthttp.RequestCtx, kind, p string) (failed bool
 	start := time.Now()
 	err := g.o.Upstream.Forward(ctx, g.o.Identity.OwnCookie)
 	latency = time.Since(start)
+	g.noteForward(ctx.Response.StatusCode(), err)
 	if p != "" && err == nil {
 		// An answer to a passed request is the admitted visitor's: never
 		// a shared cache's to hand to someone with no pass.

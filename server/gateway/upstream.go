@@ -3,6 +3,7 @@ package gateway
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -147,9 +148,23 @@ func (u *Upstream) dial() (*originConn, error) {
 		c, err = d.Dial("tcp", u.addr)
 	}
 	if err != nil {
-		return nil, classify(err)
+		return nil, fmt.Errorf("%w: %w", errDial, classify(err))
 	}
 	return &originConn{Conn: c, br: bufio.NewReaderSize(c, readBufferSize)}, nil
+}
+
+// errDial marks a failure to connect to the origin (originhealth.go).
+var errDial = errors.New("connecting to the origin")
+
+// probe connects to the origin within ctx and the connect timeout, then
+// closes the connection.
+func (u *Upstream) probe(ctx context.Context) error {
+	d := net.Dialer{Timeout: u.connect}
+	c, err := d.DialContext(ctx, "tcp", u.addr)
+	if err != nil {
+		return err
+	}
+	return c.Close()
 }
 
 // pool holds idle connections, newest last.
