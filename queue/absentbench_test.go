@@ -1,0 +1,133 @@
+package queue_test
+
+import (
+	"context"
+	"flag"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"waitingroom/queue"
+	"waitingroom/queue/queuetest"
+)
+
+var absentWaiting = flag.Int("absent-waiting", 100_000, "BenchmarkAdmitAbsent: users waiting")
+
+// BenchmarkAdmitAbsent measures one presence-aware admission run of 20
+// users in a room where -absent-waiting users wait and a tenth of them
+// are absent: spread (every tenth user) or at the front (the first
+// tenth: the shape of a stall). It runs on a redis-server of its own, so
+// that INFO commandstats counts its commands alone, and reports per run
+// the users admitted, the commands Redis ran (the script's calls
+// included) and the Redis time they took. Run with -benchtime=200x: the
+// queue is filled once per sub-benchmark.
+func BenchmarkAdmitAbsent(b *testing.B) {
+	for _, c := range []struct {
+		name   string
+		absent func(i, n int) bool
+	}{
+		{"spread", func(i, _ int) bool { return i%10 == 0 }},
+		{"front", func(i, n int) bool { return i < n/10 }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			ctx := context.Background()
+			opt, err := redis.ParseURL(queuetest.Server(b))
+			if err != nil {
+				b.Fatal(err)
+			}
+			rdb := redis.NewClient(opt)
+			b.Cleanup(func() { rdb.Close() })
+			q := queue.New(rdb, queue.Options{Prefix: "bench:", Grace: time.Minute})
+			if err := q.EnsureRoom(ctx, "r1", queue.RoomConfig{Target: 1 << 40, EntryTTL: time.Hour}); err != nil {
+				b.Fatal(err)
+			}
+			fillAbsent(b, q, rdb, *absentWaiting, c.absent)
+			mustResetStats(b, rdb)
+			admitted := 0
+			b.ResetTimer()
+			for range b.N {
+				res, err := q.Admit(ctx, "r1", 20)
+				if err != nil {
+					b.Fatal(err)
+				}
+				admitted += len(res.Admitted)
+			}
+			b.StopTimer()
+			calls, usec := commandStats(b, rdb)
+			b.ReportMetric(float64(admitted)/float64(b.N), "admitted/run")
+			b.ReportMetric(float64(calls)/float64(b.N), "cmds/run")
+			b.ReportMetric(float64(usec)/float64(b.N), "redis-µs/run")
+		})
+	}
+}
+
+// fillAbsent puts n users in room r1's queue (tickets 1..n) and its seen
+// set, written directly in pipelines: absent(i, n) ones expected back
+// long ago, the others in an hour.
+func fillAbsent(b *testing.B, q *queue.Queue, rdb *redis.Client, n int, absent func(i, n int) bool) {
+	b.Helper()
+	ctx := context.Background()
+	later := float64(time.Now().Add(time.Hour).UnixMilli())
+	for from := 0; from < n; from += 10_000 {
+		queued := make([]redis.Z, 0, 10_000)
+		seen := make([]redis.Z, 0, 10_000)
+		for i := from; i < min(from+10_000, n); i++ {
+			u := "user" + strconv.Itoa(i)
+			queued = append(queued, redis.Z{Score: float64(i + 1), Member: u})
+			due := later
+			if absent(i, n) {
+				due = 1
+			}
+			seen = append(seen, redis.Z{Score: due, Member: u})
+		}
+		if _, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			p.ZAdd(ctx, q.RoomKey("r1", "queue"), queued...)
+			p.ZAdd(ctx, q.RoomKey("r1", "seen"), seen...)
+			return nil
+		}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := rdb.Set(ctx, q.RoomKey("r1", "seq"), n, 0).Err(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+func mustResetStats(b *testing.B, rdb *redis.Client) {
+	b.Helper()
+	if err := rdb.ConfigResetStat(context.Background()).Err(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// commandStats sums INFO commandstats since the last reset: the commands
+// Redis ran and their time (µs), without the INFO itself.
+func commandStats(b *testing.B, rdb *redis.Client) (calls, usec int64) {
+	b.Helper()
+	info, err := rdb.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\n") {
+		name, fields, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || !strings.HasPrefix(name, "cmdstat_") || name == "cmdstat_info" || name == "cmdstat_config|resetstat" {
+			continue
+		}
+		for _, f := range strings.Split(fields, ",") {
+			k, v, _ := strings.Cut(f, "=")
+			n, _ := strconv.ParseInt(v, 10, 64)
+			switch k {
+			case "calls":
+				calls += n
+			case "usec":
+				if name == "cmdstat_evalsha" || name == "cmdstat_eval" {
+					usec += n
+				}
+			}
+		}
+	}
+	return calls, usec
+}
