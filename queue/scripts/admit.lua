@@ -211,29 +211,34 @@ if presence and not held then
   -- are passed over before a slot frees, and the first free slot goes to
   -- the first present user.
   local size = math.min(n - #admitted + 16, PAGE)
+  local fresh = {} -- the users admitted from the line, their tickets read after
   while budget > 0 do
-    local page = redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. scan, '+inf', 'WITHSCORES',
-                            'LIMIT', 0, math.min(budget, size))
-    if #page == 0 then break end
-    local users = {}
-    for i = 1, #page, 2 do users[#users + 1] = page[i] end
+    local users = redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. scan, '+inf', 'LIMIT', 0, math.min(budget, size))
+    if #users == 0 then break end
     local due = redis.call('ZMSCORE', KEYS[7], unpack(users))
-    local stop = false
+    local last, stop = 0, false
     for j = 1, #users do
       local absent = due[j] and tonumber(due[j]) < now
-      if not absent and #admitted == n then
+      if not absent and #admitted + #fresh == n then
         stop = true
         break
       end
-      scan = tonumber(page[2 * j])
-      looked, budget = looked + 1, budget - 1
-      if not absent then
-        admitted[#admitted + 1] = users[j]
-        tickets[#tickets + 1] = scan
-      end
+      last = j
+      if not absent then fresh[#fresh + 1] = users[j] end
+    end
+    if last > 0 then
+      scan = tonumber(redis.call('ZSCORE', KEYS[2], users[last]))
+      looked, budget = looked + last, budget - last
     end
     if stop then break end
     size = PAGE
+  end
+  if #fresh > 0 then
+    local ts = redis.call('ZMSCORE', KEYS[2], unpack(fresh))
+    for j = 1, #fresh do
+      admitted[#admitted + 1] = fresh[j]
+      tickets[#tickets + 1] = tonumber(ts[j])
+    end
   end
   if scan ~= scanBefore then
     redis.call('HSET', KEYS[5], 'scan', scan)
