@@ -21,8 +21,8 @@ var absentWaiting = flag.Int("absent-waiting", 100_000, "BenchmarkAdmitAbsent: u
 // are absent: spread (every tenth user) or at the front (the first
 // tenth: the shape of a stall). It runs on a redis-server of its own, so
 // that INFO commandstats counts its commands alone, and reports per run
-// the users admitted, the commands Redis ran (the script's calls
-// included) and the Redis time they took, and the longest run. Run with
+// the users admitted and looked at, the commands Redis ran (the script's
+// calls included) and the Redis time they took, and the longest run. Run with
 // -benchtime=200x: the queue is filled once per sub-benchmark.
 func BenchmarkAdmitAbsent(b *testing.B) {
 	for _, c := range []struct {
@@ -44,9 +44,9 @@ func BenchmarkAdmitAbsent(b *testing.B) {
 			if err := q.EnsureRoom(ctx, "r1", queue.RoomConfig{Target: 1 << 40, EntryTTL: time.Hour}); err != nil {
 				b.Fatal(err)
 			}
-			fillAbsent(b, q, rdb, *absentWaiting, c.absent)
+			fillAbsent(b, q, rdb, "r1", *absentWaiting, c.absent)
 			mustResetStats(b, rdb)
-			admitted := 0
+			admitted, looked := 0, 0
 			var worst time.Duration
 			b.ResetTimer()
 			for range b.N {
@@ -57,10 +57,12 @@ func BenchmarkAdmitAbsent(b *testing.B) {
 				}
 				worst = max(worst, time.Since(t0))
 				admitted += len(res.Admitted)
+				looked += res.Looked
 			}
 			b.StopTimer()
 			calls, usec := commandStats(b, rdb)
 			b.ReportMetric(float64(admitted)/float64(b.N), "admitted/run")
+			b.ReportMetric(float64(looked)/float64(b.N), "looked/run")
 			b.ReportMetric(float64(calls)/float64(b.N), "cmds/run")
 			b.ReportMetric(float64(usec)/float64(b.N), "redis-µs/run")
 			b.ReportMetric(float64(worst.Microseconds()), "max-µs/run")
@@ -68,10 +70,61 @@ func BenchmarkAdmitAbsent(b *testing.B) {
 	}
 }
 
-// fillAbsent puts n users in room r1's queue (tickets 1..n) and its seen
+// BenchmarkAdmitAbsentBurst measures the dearest run: 10,000 users who
+// all went absent since the last run at the front of a fresh room, 20
+// present behind them; the run passes over the 10,000 (looking at each
+// once) and admits the 20. Same metrics as BenchmarkAdmitAbsent.
+func BenchmarkAdmitAbsentBurst(b *testing.B) {
+	const absent = 10_000
+	ctx := context.Background()
+	opt, err := redis.ParseURL(queuetest.Server(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	rdb := redis.NewClient(opt)
+	b.Cleanup(func() { rdb.Close() })
+	q := queue.New(rdb, queue.Options{Prefix: "bench:", Grace: time.Minute})
+	admitted, looked := 0, 0
+	var calls, usec int64
+	var worst time.Duration
+	b.ResetTimer()
+	for i := range b.N {
+		b.StopTimer()
+		room := "b" + strconv.Itoa(i)
+		if err := q.EnsureRoom(ctx, room, queue.RoomConfig{Target: 1 << 40, EntryTTL: time.Hour}); err != nil {
+			b.Fatal(err)
+		}
+		fillAbsent(b, q, rdb, room, absent+20, func(i, _ int) bool { return i < absent })
+		mustResetStats(b, rdb)
+		b.StartTimer()
+		t0 := time.Now()
+		res, err := q.Admit(ctx, room, 20)
+		if err != nil {
+			b.Fatal(err)
+		}
+		worst = max(worst, time.Since(t0))
+		b.StopTimer()
+		admitted += len(res.Admitted)
+		looked += res.Looked
+		c, u := commandStats(b, rdb)
+		calls, usec = calls+c, usec+u
+		if err := rdb.FlushDB(ctx).Err(); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(admitted)/float64(b.N), "admitted/run")
+	b.ReportMetric(float64(looked)/float64(b.N), "looked/run")
+	b.ReportMetric(float64(calls)/float64(b.N), "cmds/run")
+	b.ReportMetric(float64(usec)/float64(b.N), "redis-µs/run")
+	b.ReportMetric(float64(worst.Microseconds()), "max-µs/run")
+}
+
+// fillAbsent puts n users in room's queue (tickets 1..n) and its seen
 // set, written directly in pipelines: absent(i, n) ones expected back
 // long ago, the others in an hour.
-func fillAbsent(b *testing.B, q *queue.Queue, rdb *redis.Client, n int, absent func(i, n int) bool) {
+func fillAbsent(b *testing.B, q *queue.Queue, rdb *redis.Client, room string, n int, absent func(i, n int) bool) {
 	b.Helper()
 	ctx := context.Background()
 	later := float64(time.Now().Add(time.Hour).UnixMilli())
@@ -88,14 +141,14 @@ func fillAbsent(b *testing.B, q *queue.Queue, rdb *redis.Client, n int, absent f
 			seen = append(seen, redis.Z{Score: due, Member: u})
 		}
 		if _, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			p.ZAdd(ctx, q.RoomKey("r1", "queue"), queued...)
-			p.ZAdd(ctx, q.RoomKey("r1", "seen"), seen...)
+			p.ZAdd(ctx, q.RoomKey(room, "queue"), queued...)
+			p.ZAdd(ctx, q.RoomKey(room, "seen"), seen...)
 			return nil
 		}); err != nil {
 			b.Fatal(err)
 		}
 	}
-	if err := rdb.Set(ctx, q.RoomKey("r1", "seq"), n, 0).Err(); err != nil {
+	if err := rdb.Set(ctx, q.RoomKey(room, "seq"), n, 0).Err(); err != nil {
 		b.Fatal(err)
 	}
 }
