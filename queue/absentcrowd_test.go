@@ -137,3 +137,41 @@ func TestFullRoomPassesOverAbsentCrowd(t *testing.T) {
 		t.Fatalf("admitted %v, looked at %d; want [p1], 1", res.Admitted, res.Looked)
 	}
 }
+
+// TestPassedOverTakenBack: a passed-over user is taken back by a reload
+// (entering again) as by a poll, and admitted ahead of those behind; one
+// who left, or went absent again, is not taken back.
+func TestPassedOverTakenBack(t *testing.T) {
+	q, rdb := presenceQueue(t, 1, time.Hour)
+	ctx := context.Background()
+	for _, u := range []string{"reloads", "leaves", "again", "a", "b", "c"} {
+		mustEnter(t, q, u)
+	}
+	mustTouch(t, q, time.Hour, "a", "b", "c")
+	mustPassRedisTime(t, rdb, 60*time.Millisecond)
+	if got := queuetest.Admit(t, q, 8).Admitted; !slices.Equal(got, []string{"a"}) {
+		t.Fatalf("admitted %v; want [a]", got)
+	}
+	// All three were passed over. "again" is seen, then absent again
+	// (a short grace); "leaves" is seen, then leaves; "reloads" enters again.
+	mustTouch(t, q, 20*time.Millisecond, "again")
+	mustTouch(t, q, time.Hour, "leaves")
+	if _, err := q.Leave(ctx, "r1", "leaves"); err != nil {
+		t.Fatal(err)
+	}
+	mustEnter(t, q, "reloads")
+	mustPassRedisTime(t, rdb, 30*time.Millisecond)
+	if _, err := q.Leave(ctx, "r1", "a"); err != nil {
+		t.Fatal(err)
+	}
+	if got := queuetest.Admit(t, q, 8).Admitted; !slices.Equal(got, []string{"reloads"}) {
+		t.Fatalf("admitted %v; want [reloads], ahead of b", got)
+	}
+	if _, err := q.Leave(ctx, "r1", "reloads"); err != nil {
+		t.Fatal(err)
+	}
+	if got := queuetest.Admit(t, q, 8).Admitted; !slices.Equal(got, []string{"b"}) {
+		t.Fatalf("admitted %v; want [b]: again is absent again, leaves left", got)
+	}
+	mustPositionsHonest(t, q, map[string]int64{"again": 1, "c": 2})
+}
