@@ -45,7 +45,7 @@ func (q *Queue) DeleteRoom(ctx context.Context, room string, force bool, also ..
 		return Deleted{}, ErrRoomNotFound
 	}
 	k := q.keys(room)
-	keys := []string{k.cfg, k.queue, k.prequeue, k.active, k.stats, k.seq, k.tokens, k.gone, k.seen, k.idle,
+	keys := []string{k.cfg, k.queue, k.prequeue, k.active, k.stats, k.seq, k.tokens, k.gone, k.seen, k.idle, k.back,
 		q.RoomKey(room, MeasuredKey), q.mergeKey(room)}
 	// The parts of a sharded pre-queue live on other slots: counted
 	// here, removed once the room is gone.

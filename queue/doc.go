@@ -13,6 +13,12 @@
 // Event is its typed form and Events the one subscription to every room's
 // events; the wire format is not exported.
 //
+// Admission is bounded per run whatever the length of the line: with
+// presence-aware admission (Options.Grace) the runs share a cursor past
+// the users found absent, so each is looked at once per absence, and a
+// run looks at no more than the users it may admit plus 10,000
+// (scripts/admit.lua, AdmitResult.Looked).
+//
 // Concurrency: a Queue is safe for concurrent use. The Admitter runs one
 // admission loop per instance; run as many instances as you like: with
 // package members they share the rooms, each room run by one of them, and

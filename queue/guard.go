@@ -44,7 +44,7 @@ type Guard interface {
 // The enter script's own keys and arguments (enterKeys, Queue.enter): a
 // guard's come after them.
 const (
-	enterKeyCount = 9
+	enterKeyCount = 10
 	enterArgCount = 6
 )
 

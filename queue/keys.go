@@ -60,6 +60,10 @@ type keys struct {
 	// why; entering again forgets it. Entries older than idleMemory go,
 	// and the key expires idleMemory after the last drop.
 	idle string
+	// back holds the waiting users the admission passed over as absent
+	// and has seen again since (member: user, score: ticket): the next
+	// runs take them first (admit.lua).
+	back string
 }
 
 func (q *Queue) keys(room string) keys {
@@ -76,7 +80,7 @@ func (q *Queue) keys(room string) keys {
 	all := b.String()
 	k := func(i int) string { return all[at[i]:at[i+1]] }
 	ks := keys{cfg: k(0), seq: k(1), queue: k(2), active: k(3), tokens: k(4), stats: k(5),
-		gone: k(6), seen: k(7), channel: k(8), prequeue: k(9), idle: k(10)}
+		gone: k(6), seen: k(7), channel: k(8), prequeue: k(9), idle: k(10), back: k(11)}
 	if q.dbTag != "" {
 		ks.channel += q.dbTag
 	}
@@ -84,7 +88,7 @@ func (q *Queue) keys(room string) keys {
 }
 
 // keyNames are the names of keys' fields, in its order.
-var keyNames = [...]string{ConfigKey, "seq", "queue", "active", "tokens", "stats", "gone", "seen", "events", "prequeue", "idle"}
+var keyNames = [...]string{ConfigKey, "seq", "queue", "active", "tokens", "stats", "gone", "seen", "events", "prequeue", "idle", "back"}
 
 // keyNamesLen is the sum of keyNames' lengths.
 var keyNamesLen = func() int {

@@ -236,7 +236,7 @@ func (q *Queue) enter(ctx context.Context, script *redis.Script, room, user stri
 // enterKeys are the enter script's keys, followed by extra (a guard's).
 func enterKeys(k keys, extra ...string) []string {
 	ks := make([]string, 0, enterKeyCount+len(extra))
-	ks = append(ks, k.cfg, k.seq, k.queue, k.active, k.tokens, k.stats, k.seen, k.prequeue, k.idle)
+	ks = append(ks, k.cfg, k.seq, k.queue, k.active, k.tokens, k.stats, k.seen, k.prequeue, k.idle, k.back)
 	return append(ks, extra...)
 }
 
@@ -334,7 +334,7 @@ func (q *Queue) Leave(ctx context.Context, room, user string) (LeaveResult, erro
 	}
 	k := q.keys(room)
 	v, err := leaveScript.Run(ctx, q.rdb, []string{k.queue, k.active, k.tokens, k.stats, k.gone, k.seen, k.prequeue, k.idle,
-		q.sessionKey(room, user), k.cfg}, user, k.channel, room).Result()
+		q.sessionKey(room, user), k.cfg, k.back}, user, k.channel, room).Result()
 	if err != nil {
 		return LeaveResult{}, unavailable("leave", err)
 	}
@@ -535,15 +535,18 @@ type AdmitResult struct {
 	Want      int      // tokens this run could have used
 	Pruned    int      // expired admissions removed
 	Abandoned int      // waiting users removed for not being seen
-	// Passed is how many absent users this run passed over, ahead of the
-	// last one it admitted (presence-aware admission, Options.Grace).
+	// Passed is how many absent users still wait ahead of the last one
+	// this run admitted (presence-aware admission, Options.Grace).
 	Passed int
 	// PassedFirst is how many of them this run passed over for the first
 	// time: summed over the runs, each absent user passed over once.
 	PassedFirst int
-	Rate        float64 // measured admission rate, users/s (0: not yet measured)
-	Target      int64
-	Paused      bool
+	// Looked is how many waiting users this run looked at for presence:
+	// at most the users it could admit plus 10,000 (admit.lua, LOOK).
+	Looked int
+	Rate   float64 // measured admission rate, users/s (0: not yet measured)
+	Target int64
+	Paused bool
 	// Due: the room's opening time has come and its pre-queue waits to be
 	// opened (Open); this run admitted nobody.
 	Due bool
@@ -598,7 +601,7 @@ func (q *Queue) Admit(ctx context.Context, room string, tokens int) (AdmitResult
 	for range tokens {
 		args = append(args, newEntryToken())
 	}
-	v, err := admitScript.Run(ctx, q.rdb, []string{k.cfg, k.queue, k.active, k.tokens, k.stats, k.gone, k.seen, k.prequeue, k.idle}, args...).Result()
+	v, err := admitScript.Run(ctx, q.rdb, []string{k.cfg, k.queue, k.active, k.tokens, k.stats, k.gone, k.seen, k.prequeue, k.idle, k.back}, args...).Result()
 	if err != nil {
 		return AdmitResult{}, unavailable("admit", err)
 	}
@@ -624,6 +627,7 @@ func (q *Queue) Admit(ctx context.Context, room string, tokens int) (AdmitResult
 		PassedFirst: int(r.int(15)),
 		Merge:       int(r.optInt(16)),
 		Adaptive:    r.optInt(17) == 1,
+		Looked:      int(r.int(18)),
 	}
 	if at := r.int(12); at > 0 {
 		res.NextDeadline = msTime(at)
@@ -643,7 +647,7 @@ func (q *Queue) Grant(ctx context.Context, room, user string) (Status, error) {
 		return Status{}, ErrRoomNotFound
 	}
 	k := q.keys(room)
-	v, err := grantScript.Run(ctx, q.rdb, []string{k.queue, k.active, k.tokens, k.cfg, k.prequeue, k.idle, k.stats, k.gone, k.seen},
+	v, err := grantScript.Run(ctx, q.rdb, []string{k.queue, k.active, k.tokens, k.cfg, k.prequeue, k.idle, k.stats, k.gone, k.seen, k.back},
 		user, newEntryToken(), k.channel, room).Result()
 	if err != nil {
 		return Status{}, unavailable("grant", err)
@@ -675,7 +679,7 @@ func (q *Queue) Touch(ctx context.Context, room string, users []string, grace ti
 			for _, u := range batch {
 				args = append(args, u)
 			}
-			touchScript.EvalSha(ctx, p, []string{k.seen}, args...)
+			touchScript.EvalSha(ctx, p, []string{k.seen, k.queue, k.stats, k.back}, args...)
 		}
 	})
 	if err != nil {

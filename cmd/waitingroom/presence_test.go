@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"slices"
 	"sync"
@@ -9,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"waitingroom/queue"
 )
 
 // presenceVars run instances whose one poll band is 500 ms, so a poller
@@ -189,5 +192,60 @@ func TestReloadKeepsThePlace(t *testing.T) {
 	}
 	if r := in.position(room, again.str("queueToken")); r.str("status") != "READY" {
 		t.Fatalf("after the reload: %s, want READY", r.raw)
+	}
+}
+
+// TestAdmitPastAbsentEntrants reproduces the stall an attacker's probe
+// found, at a smaller scale: 1,300 entrants who never poll (entered
+// directly, their grace run out) ahead of one user who polls every 200 ms,
+// in a room of targetActive 2. The poller is admitted at the first
+// admission run, where admission used to look only 1000 users beyond
+// the head and left them waiting until the idle timeout removed the
+// crowd; the absent keep their places.
+func TestAdmitPastAbsentEntrants(t *testing.T) {
+	const crowd = 1300
+	e := newEnv(t)
+	in := e.start(presenceVars)
+	const room = "default"
+	ctx := context.Background()
+	q := in.parts.Queue
+	ghosts := make([]string, crowd)
+	for i := range ghosts {
+		ghosts[i] = fmt.Sprintf("ghost%d", i)
+	}
+	if _, errs, err := q.Enters(ctx, room, ghosts...); err != nil || slices.ContainsFunc(errs, func(err error) bool { return err != nil }) {
+		t.Fatalf("enter the crowd: %v %v", err, errs)
+	}
+	// Their grace is over: expected back 5 s ago, well within the idle
+	// timeout (1 min), so none is dropped meanwhile.
+	now, err := e.rdb.Time(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen, past := q.RoomKey(room, "seen"), float64(now.Add(-5*time.Second).UnixMilli())
+	if _, err := e.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, g := range ghosts {
+			p.ZAddXX(ctx, seen, redis.Z{Score: past, Member: g})
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	poller := in.enter(user(1), room).str("queueToken")
+	keepPolling(t, in, room, poller)
+	mustWaitingAt(t, in, room, poller, crowd+1)
+
+	in.setTarget(room, 2)
+	runs := 0
+	for runs < 2 && in.position(room, poller).str("status") != "READY" {
+		in.admit(room)
+		runs++
+	}
+	if r := in.position(room, poller); r.str("status") != "READY" {
+		t.Fatalf("after %d admission runs with 2 free slots the poller is told %s; want READY", runs, r.raw)
+	}
+	st, err := q.Status(ctx, room, ghosts[0])
+	if err != nil || st.State != queue.Waiting || st.Position != 1 || st.Waiting != crowd {
+		t.Fatalf("first absent entrant: %+v, %v; want WAITING at 1 of %d", st, err, crowd)
 	}
 }

@@ -11,6 +11,9 @@
 --                       expected back by (ms, Redis clock: seen + grace)
 -- KEYS[8] prequeue ZSET member = user id, score = arrival number
 -- KEYS[9] idle    ZSET  member = user id dropped as idle, score = when (ms)
+-- KEYS[10] back   ZSET  member = waiting user id passed over as absent and
+--                       seen again since (touch.lua, enter.lua), score =
+--                       ticket
 -- ARGV[1] pub/sub channel of the room
 -- ARGV[2] room name (goes into the event)
 -- ARGV[3] rate window in ms (admissions are measured over this much busy time)
@@ -31,8 +34,21 @@
 -- Presence-aware admission: a waiting user whose seen score (expected back
 -- by) has passed is absent and passed over: they keep their ticket and
 -- place, and the first run after they are seen again admits them ahead of
--- everyone behind. A user with no seen entry counts as present. At most
--- 1000 absent users are looked at beyond the ones admitted per run.
+-- everyone behind. A user with no seen entry counts as present. The runs
+-- share a cursor, stats scan: every waiting user with a ticket at or below
+-- it was looked at and found absent, and is not looked at again unless seen
+-- since (a touch or an enter then puts them in the back set). Each run
+-- takes the back set first, then walks the line beyond scan, both in
+-- ticket order, so FIFO among present users holds; a run with no free
+-- slot walks too, passing over the absent at the front until the first
+-- present user. Work per run: at most n + LOOK users looked at (n: the
+-- users it may admit; LOOK = 10,000), in pages of at most PAGE = 1000
+-- users and at most four commands each, plus the writes of the users
+-- admitted; whatever the length of the line. Each absent user is looked
+-- at once per absence, so the absent ahead cost nothing once passed over:
+-- a present user is admitted at the first run with a free slot unless
+-- more than LOOK users ahead of them went absent since the last run (each
+-- LOOK more: one more run).
 --
 -- serving: every ticket at or below it no longer waits (with nobody passed
 -- over: the last admitted ticket). A passed-over user holds serving below
@@ -48,11 +64,13 @@
 -- then admits again.
 --
 -- Returns {admitted, waiting, active, want, pruned, rate, target, paused, users, abandoned, due,
---          prequeue, next_deadline, opens_at, passed, passed_new, merge, adaptive}
+--          prequeue, next_deadline, opens_at, passed, passed_new, merge, adaptive, looked}
 --   users: the admitted user ids in ticket order
---   passed: absent users this run passed over (ahead of the last admitted);
+--   passed: absent users still waiting ahead of the last one admitted;
 --   passed_new: those of them passed over for the first time (each absent
 --   user is counted once; the stats field passed sums them)
+--   looked: the waiting users this run looked at for presence (at most
+--   n + LOOK; 0 without presence-aware admission)
 --   merge: a sharded pre-queue's merge: 0 none, 1 armed, 2 moving
 --   adaptive: 1 when the room's mode is adaptive (the caller's pool gate
 --   bounds the tokens it passes to such a room's runs)
@@ -63,6 +81,9 @@
 --   deadline or the opening otherwise, never when the room is empty.
 --   want: how many tokens this run could have used (min(capacity, queue
 --   length before popping)); the caller passes at least that many next time.
+-- the users one run looks at beyond those it may admit, and per page
+local LOOK, PAGE = 10000, 1000
+
 if redis.call('EXISTS', KEYS[1]) == 0 then
   return {-1, 0, 0, 0, 0, '0', 0, 0, {}, 0, 0, 0, 0, 0, 0, 0}
 end
@@ -118,6 +139,7 @@ if idle > 0 then
     redis.call('ZREM', KEYS[7], stale[i])
     if ticket then
       redis.call('ZREM', KEYS[2], stale[i])
+      redis.call('ZREM', KEYS[10], stale[i])
       redis.call('ZADD', KEYS[6], ticket, ticket)
       redis.call('ZADD', KEYS[9], now, stale[i])
       left[#left + 1] = tonumber(ticket)
@@ -152,44 +174,92 @@ local n = math.min(want, #ARGV - 6)
 local presence = ARGV[6] == '1'
 
 local admitted, tickets = {}, {}
--- passed: the absent users skipped ahead of someone admitted this run;
--- passedNew: those among them skipped for the first time (a ticket above
--- top: nobody behind them had been admitted before)
-local passed, passedNew = 0, 0
-if n > 0 and presence then
-  local skipped, skippedNew = 0, 0
-  -- in ticket order, pages of at most 200, skipping the absent
-  local from, budget = 0, n + 1000
+-- passed: the absent users still waiting ahead of the last one admitted
+-- this run; passedNew: those among them passed over for the first time
+-- (a ticket above top: nobody behind them had been admitted before)
+-- looked: the users this run looked at (at most n + LOOK)
+local passed, passedNew, looked = 0, 0, 0
+if presence and not held then
+  local scanBefore = tonumber(redis.call('HGET', KEYS[5], 'scan') or '0')
+  local scan = scanBefore
+  local budget = n + LOOK
+  -- a. the passed-over users seen again, in ticket order: all at or below
+  -- scan, so ahead of everyone beyond it. Absent again: out of the back
+  -- set (a later touch puts them back); gone from the line: out too.
   while #admitted < n and budget > 0 do
-    local page = redis.call('ZRANGE', KEYS[2], from, from + math.min(budget, 200) - 1, 'WITHSCORES')
+    local page = redis.call('ZRANGE', KEYS[10], 0, math.min(budget, PAGE) - 1)
     if #page == 0 then break end
-    local users = {}
-    for i = 1, #page, 2 do users[#users + 1] = page[i] end
-    local due = redis.call('ZMSCORE', KEYS[7], unpack(users))
-    for j = 1, #users do
-      if #admitted < n then
-        if due[j] and tonumber(due[j]) < now then
-          skipped = skipped + 1
-          if tonumber(page[2 * j]) > top then skippedNew = skippedNew + 1 end
-        else
-          admitted[#admitted + 1] = users[j]
-          tickets[#tickets + 1] = tonumber(page[2 * j])
-          passed, passedNew = passed + skipped, passedNew + skippedNew
-          skipped, skippedNew = 0, 0
-        end
+    local due = redis.call('ZMSCORE', KEYS[7], unpack(page))
+    local queued = redis.call('ZMSCORE', KEYS[2], unpack(page))
+    local done = {}
+    for j = 1, #page do
+      if #admitted == n then break end
+      done[#done + 1] = page[j]
+      if queued[j] and not (due[j] and tonumber(due[j]) < now) then
+        admitted[#admitted + 1] = page[j]
+        tickets[#tickets + 1] = tonumber(queued[j])
       end
     end
-    from = from + #users
-    budget = budget - #users
+    redis.call('ZREM', KEYS[10], unpack(done))
+    looked = looked + #done
+    budget = budget - #done
   end
-  for i = 1, #admitted do
-    redis.call('ZREM', KEYS[2], admitted[i])
+  -- b. the line beyond scan, in ticket order: the absent are passed over
+  -- (scan moves past them, so no later run looks at them again), the
+  -- present admitted; the walk stops at the first present user once n are
+  -- admitted. A full room's runs (n = 0) walk too: the absent at the front
+  -- are passed over before a slot frees, and the first free slot goes to
+  -- the first present user.
+  local size = math.min(n - #admitted + 16, PAGE)
+  local fresh = {} -- the users admitted from the line, their tickets read after
+  while budget > 0 do
+    local users = redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. scan, '+inf', 'LIMIT', 0, math.min(budget, size))
+    if #users == 0 then break end
+    local due = redis.call('ZMSCORE', KEYS[7], unpack(users))
+    local last, stop = 0, false
+    for j = 1, #users do
+      local absent = due[j] and tonumber(due[j]) < now
+      if not absent and #admitted + #fresh == n then
+        stop = true
+        break
+      end
+      last = j
+      if not absent then fresh[#fresh + 1] = users[j] end
+    end
+    if last > 0 then
+      scan = tonumber(redis.call('ZSCORE', KEYS[2], users[last]))
+      looked, budget = looked + last, budget - last
+    end
+    if stop then break end
+    size = PAGE
+  end
+  if #fresh > 0 then
+    local ts = redis.call('ZMSCORE', KEYS[2], unpack(fresh))
+    for j = 1, #fresh do
+      admitted[#admitted + 1] = fresh[j]
+      tickets[#tickets + 1] = tonumber(ts[j])
+    end
+  end
+  if scan ~= scanBefore then
+    redis.call('HSET', KEYS[5], 'scan', scan)
+  end
+  if #admitted > 0 then
+    redis.call('ZREM', KEYS[2], unpack(admitted))
+    -- everyone still waiting below the last admitted was passed over
+    local last = tickets[#tickets]
+    passed = redis.call('ZCOUNT', KEYS[2], '-inf', '(' .. last)
+    if last > top then
+      passedNew = redis.call('ZCOUNT', KEYS[2], '(' .. top, '(' .. last)
+    end
   end
 elseif n > 0 then
   local popped = redis.call('ZPOPMIN', KEYS[2], n)
   for i = 1, #popped, 2 do
     admitted[#admitted + 1] = popped[i]
     tickets[#tickets + 1] = tonumber(popped[i + 1])
+  end
+  if #admitted > 0 then
+    redis.call('ZREM', KEYS[10], unpack(admitted))
   end
 end
 
@@ -283,4 +353,4 @@ local first = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
 local nextDeadline = tonumber(first[2] or '0')
 return {#admitted, waiting, active, want, pruned, rateStr, target, paused and 1 or 0, admitted, abandoned, due and 1 or 0,
         prequeued, nextDeadline, opensAt or 0, passed, passedNew, pm == 'armed' and 1 or (pm and 2 or 0),
-        cfg[6] == 'adaptive' and 1 or 0}
+        cfg[6] == 'adaptive' and 1 or 0, looked}

@@ -12,6 +12,8 @@
 --                        by (ms, Redis clock; see touch.lua)
 -- KEYS[8] prequeue ZSET  member = user id, score = arrival number (preseq)
 -- KEYS[9] idle     ZSET  users dropped as idle (entering forgets the drop)
+-- KEYS[10] back    ZSET  passed-over users seen again (admit.lua): a
+--                        passed-over user entering again (a reload) joins it
 -- ARGV[1] user id
 -- ARGV[2] a fresh entry token, used only when the method is passthrough
 -- ARGV[3] pub/sub channel of the room
@@ -107,6 +109,9 @@ local rank = redis.call('ZRANK', KEYS[3], user)
 if rank then
   redis.call('ZADD', KEYS[7], 'GT', now + grace, user)
   local ticket = redis.call('ZSCORE', KEYS[3], user)
+  if tonumber(ticket) <= tonumber(redis.call('HGET', KEYS[6], 'scan') or '0') then
+    redis.call('ZADD', KEYS[10], 'NX', ticket, user)
+  end
   return {'WAITING', ticket, rank + 1, redis.call('ZCARD', KEYS[3]), rate, target, closed, 0, paused, message}
 end
 rank = redis.call('ZRANK', KEYS[8], user)

@@ -11,6 +11,7 @@
 -- KEYS[7] stats   HASH  event sequence, serving
 -- KEYS[8] gone    ZSET  tickets of waiting users who left (score = ticket)
 -- KEYS[9] seen    ZSET  member = waiting user id, score = expected back by (ms)
+-- KEYS[10] back   ZSET  passed-over users seen again (admit.lua)
 -- ARGV[1] user id
 -- ARGV[2] fresh entry token
 -- ARGV[3] pub/sub channel of the room
@@ -37,6 +38,7 @@ local ticket = redis.call('ZSCORE', KEYS[1], ARGV[1])
 if ticket then
   redis.call('ZREM', KEYS[1], ARGV[1])
   redis.call('ZREM', KEYS[9], ARGV[1])
+  redis.call('ZREM', KEYS[10], ARGV[1])
   redis.call('ZADD', KEYS[8], ticket, ticket)
   local ev = redis.call('HINCRBY', KEYS[7], 'ev', 1)
   local serving = tonumber(redis.call('HGET', KEYS[7], 'serving') or '0')

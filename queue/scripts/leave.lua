@@ -12,6 +12,7 @@
 --         ends it and frees its slot
 -- KEYS[10] cfg    HASH  prequeue_parts: read when nothing was given up here
 --         (the user may wait in a part of a sharded pre-queue)
+-- KEYS[11] back   ZSET  passed-over users seen again (admit.lua)
 -- ARGV[1] user id
 -- ARGV[2] pub/sub channel of the room
 -- ARGV[3] room name (goes into the event)
@@ -30,6 +31,7 @@
 local ticket = redis.call('ZSCORE', KEYS[1], ARGV[1])
 local waiting = redis.call('ZREM', KEYS[1], ARGV[1])
 redis.call('ZREM', KEYS[6], ARGV[1])
+redis.call('ZREM', KEYS[11], ARGV[1])
 local pre = redis.call('ZREM', KEYS[7], ARGV[1])
 if pre == 1 then
   redis.call('HINCRBY', KEYS[4], 'left', 1)
