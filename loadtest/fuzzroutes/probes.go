@@ -60,8 +60,8 @@ var Probes = append(append([]Case{
 	{Method: "POST", Target: "/api/orders%2e", Body: "{}"},
 }, lateProbes...), Regressions...)
 
-// lateProbes are probes of the mission's list written after the first
-// campaign: unicode look-alikes, trailing dots and spaces.
+// lateProbes are more controls the judge already reads: look-alikes that
+// fold to ASCII, trailing dots and spaces, a suffix behind ;params.
 var lateProbes = []Case{
 	{Method: "GET", Target: "/checkout\xef\xbc\x8e\xef\xbc\x8e"},
 	{Method: "GET", Target: "/checkout/pay%20"},

@@ -32,11 +32,12 @@ type answer struct {
 const bodyPeek = 64
 
 // roundTrip sends wire and reads the answer. A request that fails on a
-// reused connection is sent once more on a new one (the server may have
-// closed it while idle).
+// reused connection other than by timing out is sent once more on a new
+// one (the server may have closed it while idle).
 func (k *conn) roundTrip(wire []byte, method string) (answer, error) {
 	a, err := k.try(wire, method)
-	if err != nil && k.used {
+	var ne net.Error
+	if err != nil && k.used && !(errors.As(err, &ne) && ne.Timeout()) {
 		k.close()
 		a, err = k.try(wire, method)
 	}
