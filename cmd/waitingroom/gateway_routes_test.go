@@ -50,7 +50,7 @@ func protectedVariants(host string) []routeVariant {
 	v := []routeVariant{}
 	for _, p := range []string{
 		"/api/orders", "/api/orders/", "/API/orders", "/Api/Orders", "/api/ORDERS/",
-		"/api//orders//", "//api/orders", "/api/orders;jsessionid=1", "/api;x=1/orders",
+		"/api//orders//", "//api/orders", "/api/orders;jsessionid=1",
 		"/api/orders.json", "/api/orders.JSON/", "/api/orders?x=1", "/api/orders#top", "/api/orders.",
 		"http://" + host + "/API/orders",
 	} {
@@ -59,7 +59,8 @@ func protectedVariants(host string) []routeVariant {
 	for _, p := range []string{
 		"/api/orders%2F", "/api/orders%3Bx", "/api/./orders", "/api/x/../orders", "/api/x/..;/orders",
 		"/api/orders/.", "/api%2Forders", "/api/%6Frders", "/api/%6frders", "/api\\orders", "/api%5Corders",
-		"/api/orders%2e", "/api/x/%2e%2e/orders", "/api/orders%20", "/api/orders/%252e%252e",
+		"/api/orders%2e", "/api/x/%2e%2e/orders", "/api/orders%20", "/api/orders/%252e%252e", "/api;x=1/orders",
+		"/api/orders;/x",
 	} {
 		v = append(v, routeVariant{"POST", p, 400, "ambiguous_request"})
 	}

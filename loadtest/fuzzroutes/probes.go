@@ -27,6 +27,10 @@ var Probes = append(append([]Case{
 	{Method: "GET", Target: "/checkout/pay#/../.."},
 	{Method: "GET", Target: "/public#/../checkout/pay"},
 	{Method: "GET", Target: "/checkout/%23/.."},
+	// ";" ending the path (Fastify) past what the judge read as a segment's
+	// ;params.
+	{Method: "POST", Target: "/api/orders;/x", Header: []string{"Content-Type: application/json"}, Body: `{}`},
+	{Method: "POST", Target: "/api/orders;x/y", Header: []string{"Content-Type: application/json"}, Body: `{}`},
 	// Method overrides the judge does not read as a form.
 	{Method: "POST", Target: "/checkout/pay", Body: "_method=GET", Note: "form _method without Content-Type"},
 	{Method: "POST", Target: "/checkout", Body: "_method=GET", Note: "form _method without Content-Type"},

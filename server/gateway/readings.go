@@ -101,8 +101,9 @@ func (j *judgement) read(p string) error {
 
 // readRound judges the readings of p, the path decoded round times: p
 // itself; once decoded, p cut at the first "?" or "#" (a second decoder
-// takes them for the query or fragment); the compatibility form (NFKC) of
-// each that is not ASCII ("／" is "/", "．" is "."). Each is matched in
+// takes them for the query or fragment); each cut at its first ";"
+// (Fastify ends the path there, where Tomcat drops each segment's
+// ;params); the compatibility form (NFKC) of each that is not ASCII ("／" is "/", "．" is "."). Each is matched in
 // canonical form with "\" read as "/" and, when it holds a "\", with "\"
 // kept as a character.
 func (j *judgement) readRound(p string, round int) error {
@@ -112,10 +113,16 @@ func (j *judgement) readRound(p string, round int) error {
 	if strings.ContainsFunc(p, isControl) {
 		return invalid("the request path holds a control character")
 	}
-	forms, n := [4]string{p}, 1
+	forms, n := [6]string{p}, 1
 	if round > 0 {
 		if i := strings.IndexAny(p, "?#"); i >= 0 {
 			forms[n] = p[:i]
+			n++
+		}
+	}
+	for k := range n {
+		if i := strings.IndexByte(forms[k], ';'); i >= 0 {
+			forms[n] = forms[k][:i]
 			n++
 		}
 	}
