@@ -21,9 +21,12 @@
 #             is checked); its time is the download's, beside vet's
 #   vet (with -race, as the tests build), gofmt, tree (no binary in git
 #             ls-files)
-#   test      go test -race -count=1 ./...; packages run in parallel (go
-#             test's -p, one per core), tests marked parallel four at a
-#             time (WR_TEST_PARALLEL), and each package's binary has its own
+#   test      go test -race -count=1 -vet=off ./... (vet ran every analyzer
+#             on every package, its tests included, in the vet phase: the
+#             subset go test runs again would be analysed a second time on
+#             a cold cache); packages run in parallel (go test's -p, one
+#             per core), tests marked parallel four at a time
+#             (WR_TEST_PARALLEL), and each package's binary has its own
 #             -timeout (WR_TEST_TIMEOUT, 20m)
 #
 # Any failing phase fails the run: nothing here retries or skips a failure.
@@ -171,9 +174,9 @@ tools_join() {
 # binaries that wait on Redis run while others link.
 gotest() {
 	if ((short)); then
-		$GO test -short -count=1 -p 4 -parallel 4 -timeout 5m ./...
+		$GO test -short -count=1 -vet=off -p 4 -parallel 4 -timeout 5m ./...
 	else
-		$GO test -race -count=1 -parallel "${WR_TEST_PARALLEL:-4}" -timeout "${WR_TEST_TIMEOUT:-20m}" ./...
+		$GO test -race -count=1 -vet=off -parallel "${WR_TEST_PARALLEL:-4}" -timeout "${WR_TEST_TIMEOUT:-20m}" ./...
 	fi
 }
 
