@@ -271,16 +271,17 @@ func (r response) num(k string) int64 {
 
 var client = &http.Client{Timeout: 30 * time.Second, Transport: askingTransport(&net.Dialer{})}
 
-// askingTransport is an HTTP transport whose connections, dialed by d, are
-// read only once a request has been written on them (askingConn). A
-// server at its connection cap answers a connection 503 at accept, before
-// any request (server/listener); net/http reads a new connection as soon
-// as it is dialed, so when those bytes arrive before the request is
-// written, or on a connection dialed for a request that another one then
-// served (it waits in the idle pool), the transport drops them and prints
+// askingTransport is an HTTP transport whose connections, dialed by d,
+// hand the bytes a server sends before any request on them to the
+// transport only once a request has been written (askingConn). A server
+// at its connection cap answers a connection 503 at accept, before any
+// request (server/listener); net/http reads a new connection as soon as
+// it is dialed, so when those bytes arrive before the request is written,
+// or on a connection dialed for a request that another one then served
+// (it waits in the idle pool), the transport drops them and prints
 // "Unsolicited response received on idle HTTP channel" to the process's
-// log. Read after the request, the 503 is that request's answer, as the
-// tests that count refusals expect.
+// log. Handed over after the request, the 503 is that request's answer,
+// as the tests that count refusals expect.
 func askingTransport(d *net.Dialer) *http.Transport {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -293,8 +294,10 @@ func askingTransport(d *net.Dialer) *http.Transport {
 	return tr
 }
 
-// askingConn is a connection whose reads wait for its first write (or
-// its close).
+// askingConn is a connection whose first bytes read wait for its first
+// write (or its close). A close or an error before any request is told at
+// once, so that the transport drops a connection the server closed while
+// it was idle, as it would without the wrapper.
 type askingConn struct {
 	net.Conn
 	once  sync.Once
@@ -304,8 +307,16 @@ type askingConn struct {
 func (c *askingConn) ask() { c.once.Do(func() { close(c.asked) }) }
 
 func (c *askingConn) Read(p []byte) (int, error) {
-	<-c.asked
-	return c.Conn.Read(p)
+	select {
+	case <-c.asked:
+		return c.Conn.Read(p)
+	default:
+	}
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		<-c.asked // the server spoke first: its answer is the request's
+	}
+	return n, err
 }
 
 func (c *askingConn) Write(p []byte) (int, error) {
