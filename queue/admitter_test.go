@@ -3,6 +3,7 @@ package queue_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -48,6 +49,13 @@ func (c *commandCounter) count(cmd redis.Cmder, err error) {
 		return
 	}
 	c.n.Add(1)
+}
+
+// testLogger is an admitter's logger for tb: its lines (a room created,
+// a room opened) go to the test's output, shown with -v or when tb
+// fails, not to the process's stderr beside every other test.
+func testLogger(tb testing.TB) *slog.Logger {
+	return slog.New(slog.NewTextHandler(tb.Output(), nil))
 }
 
 // manyRooms creates n idle rooms r0 … r<n-1> with target and ttl.
@@ -332,7 +340,7 @@ func TestAdmitterRecreatesStoredRooms(t *testing.T) {
 	q := queue.New(rdb, queue.Options{Prefix: prefix})
 	ctx := context.Background()
 	stored := map[string]queue.RoomConfig{"launch": {Target: 7, EntryTTL: time.Minute, DisplayName: "The launch"}}
-	a := q.NewAdmitter(queue.AdmitterOptions{Woken: true, SweepEvery: time.Hour, Rooms: []string{"main"},
+	a := q.NewAdmitter(queue.AdmitterOptions{Logger: testLogger(t), Woken: true, SweepEvery: time.Hour, Rooms: []string{"main"},
 		Defaults: queue.RoomConfig{Target: 3, EntryTTL: time.Minute},
 		Stored:   func(context.Context) (map[string]queue.RoomConfig, error) { return stored, nil }})
 	mustTick(t, a)
