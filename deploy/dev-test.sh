@@ -19,11 +19,15 @@
 #             run deploy/forward-auth's configurations through them;
 #             Debian's nginx has the auth_request module built in, which
 #             is checked); its time is the download's, beside vet's
-#   vet (with -race, as the tests build), gofmt, tree (no binary in git
-#             ls-files)
-#   test      go test -race -count=1 ./...; packages run in parallel (go
-#             test's -p, one per core), tests marked parallel four at a
-#             time (WR_TEST_PARALLEL), and each package's binary has its own
+#   vet (with -race, as the tests build; beside it the command built as
+#             the smoke tests build it, see vet_full), gofmt, tree (no
+#             binary in git ls-files)
+#   test      go test -race -count=1 -vet=off ./... (vet ran every analyzer
+#             on every package, its tests included, in the vet phase: the
+#             subset go test runs again would be analysed a second time on
+#             a cold cache); packages run in parallel (go test's -p, one
+#             per core), tests marked parallel four at a time
+#             (WR_TEST_PARALLEL), and each package's binary has its own
 #             -timeout (WR_TEST_TIMEOUT, 20m)
 #
 # Any failing phase fails the run: nothing here retries or skips a failure.
@@ -186,10 +190,26 @@ tools_join() {
 # binaries that wait on Redis run while others link.
 gotest() {
 	if ((short)); then
-		$GO test -short -count=1 -p 4 -parallel 4 -timeout 5m ./...
+		$GO test -short -count=1 -vet=off -p 4 -parallel 4 -timeout 5m ./...
 	else
-		$GO test -race -count=1 -parallel "${WR_TEST_PARALLEL:-4}" -timeout "${WR_TEST_TIMEOUT:-20m}" ./...
+		$GO test -race -count=1 -vet=off -parallel "${WR_TEST_PARALLEL:-4}" -timeout "${WR_TEST_TIMEOUT:-20m}" ./...
 	fi
+}
+
+# vet_full: go vet -race, and beside it the command built without the
+# race detector, the build the smoke tests of loadtest/ run as their
+# server (loadtest/internal/smoke). On a cold cache that build compiles
+# every package a second time, without -race; inside the test phase the
+# first smoke test paid it (a minute and more of its package's time, on
+# the test phase's longest path), while here it fills the gaps where
+# vet's compiles wait on each other. The smoke tests then only link.
+vet_full() {
+	local rc=0 build
+	$GO build -o /dev/null ./cmd/waitingroom &
+	build=$!
+	$GO vet -race ./... || rc=$?
+	wait "$build" || ((rc)) || rc=$?
+	return "$rc"
 }
 
 phase services services
@@ -203,7 +223,7 @@ fi
 if ((short)); then
 	phase vet $GO vet ./...
 else
-	phase vet $GO vet -race ./...
+	phase vet vet_full
 fi
 phase gofmt format
 phase tree tree

@@ -194,8 +194,8 @@ func TestOpeningWithTwoAdmittersIsAtomicAndIdempotent(t *testing.T) {
 	if _, err := q.Leave(ctx, "r1", "p39"); err != nil {
 		t.Fatal(err)
 	}
-	a1 := q.NewAdmitter(queue.AdmitterOptions{})
-	a2 := q.NewAdmitter(queue.AdmitterOptions{})
+	a1 := q.NewAdmitter(queue.AdmitterOptions{Logger: testLogger(t)})
+	a2 := q.NewAdmitter(queue.AdmitterOptions{Logger: testLogger(t)})
 	if err := a1.Tick(ctx); err != nil {
 		t.Fatal(err)
 	}

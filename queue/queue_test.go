@@ -463,7 +463,7 @@ func TestAdmitterRecreatesConfiguredRooms(t *testing.T) {
 	rdb, prefix := queuetest.Redis(t)
 	q := queue.New(rdb, queue.Options{Prefix: prefix})
 	ctx := context.Background()
-	a := q.NewAdmitter(queue.AdmitterOptions{Rooms: []string{"main"}, Defaults: queue.RoomConfig{Target: 3, EntryTTL: time.Minute}})
+	a := q.NewAdmitter(queue.AdmitterOptions{Logger: testLogger(t), Rooms: []string{"main"}, Defaults: queue.RoomConfig{Target: 3, EntryTTL: time.Minute}})
 	if err := a.Tick(ctx); err != nil {
 		t.Fatal(err)
 	}

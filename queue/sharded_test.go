@@ -584,8 +584,8 @@ func shardedAdmitter(t *testing.T, e shardedEnv) {
 		admitted = append(admitted, r.Admitted...)
 		mu.Unlock()
 	}
-	a := q.NewAdmitter(queue.AdmitterOptions{OnAdmit: onAdmit})
-	b := e.queue(9).NewAdmitter(queue.AdmitterOptions{OnAdmit: onAdmit})
+	a := q.NewAdmitter(queue.AdmitterOptions{Logger: testLogger(t), OnAdmit: onAdmit})
+	b := e.queue(9).NewAdmitter(queue.AdmitterOptions{Logger: testLogger(t), OnAdmit: onAdmit})
 	if err := a.Tick(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -42,9 +42,13 @@ func dialFrom(t testing.TB, in *instance, src string) net.Conn {
 }
 
 // clientFrom is an HTTP client whose connections come from src (no idle
-// pool: each request or stream holds its own connection while it lasts).
+// pool: each request or stream holds its own connection while it lasts),
+// read once asked on: a connection past the cap is answered 503 at accept
+// (askingTransport).
 func clientFrom(src string) *http.Client {
-	return &http.Client{Transport: &http.Transport{DialContext: dialerFrom(src).DialContext, MaxIdleConnsPerHost: -1}}
+	tr := askingTransport(dialerFrom(src))
+	tr.MaxIdleConnsPerHost = -1
+	return &http.Client{Transport: tr}
 }
 
 // getFrom sends GET path from src with extra headers (name, value, …).

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -25,6 +26,7 @@ func newListReads(t *testing.T, admin string) (*listReads, string) {
 	proxy := httputil.NewSingleHostReverseProxy(target)
 	transport := &http.Transport{}
 	proxy.Transport = transport
+	proxy.ErrorLog = log.New(t.Output(), "dashboard's admin proxy: ", 0) // the test's output, not stderr
 	lr := &listReads{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		lr.mu.Lock()

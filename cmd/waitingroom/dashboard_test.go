@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -194,6 +195,7 @@ func newFlakyAdmin(t *testing.T, admin string) *flakyAdmin {
 	transport := &http.Transport{}
 	f := &flakyAdmin{t: t, proxy: httputil.NewSingleHostReverseProxy(target)}
 	f.proxy.Transport = transport
+	f.proxy.ErrorLog = log.New(t.Output(), "dashboard's admin proxy: ", 0) // the test's output, not stderr
 	f.fake = map[string]any{
 		"mode": "fixed", "minActive": 2, "maxActive": 50,
 		"method": "fifo", "opensAt": nil, "preQueue": 7, "shuffleSeed": "5eed",

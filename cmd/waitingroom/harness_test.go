@@ -149,6 +149,18 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
+// logTail is how many lines of an instance's log a failed test prints.
+const logTail = 40
+
+// tail is the last n lines written.
+func (s *syncBuffer) tail(n int) string {
+	lines := strings.SplitAfter(strings.TrimSuffix(s.String(), "\n"), "\n")
+	if len(lines) > n {
+		lines = append([]string{fmt.Sprintf("(%d lines before)\n", len(lines)-n)}, lines[len(lines)-n:]...)
+	}
+	return strings.Join(lines, "")
+}
+
 // start runs a server instance on e with extra environment variables
 // (rate limits are off unless WR_RATE_LIMITS is passed).
 // By default the admission loop ticks once a minute, so tests drive
@@ -201,6 +213,13 @@ func (e *env) start(vars map[string]string) *instance {
 	}
 	pub, _ := net.Listen("tcp", "127.0.0.1:0")
 	adm, _ := net.Listen("tcp", "127.0.0.1:0")
+	// On a failure, the instance's own log tail, after its shutdown (this
+	// cleanup is registered before stop's, so it runs after it).
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the log of the instance at %s, its last %d lines:\n%s", pub.Addr(), logTail, logs.tail(logTail))
+		}
+	})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- m.Serve(ctx, pub, adm) }()
@@ -208,6 +227,7 @@ func (e *env) start(vars map[string]string) *instance {
 		// Connections the client dialed but never used count as "new" to
 		// the server, which waits 5 s for them at shutdown: close them.
 		client.CloseIdleConnections()
+		http.DefaultClient.CloseIdleConnections() // http.Get's
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("serve: %v", err)
@@ -249,7 +269,65 @@ func (r response) num(k string) int64 {
 	return int64(f)
 }
 
-var client = &http.Client{Timeout: 30 * time.Second}
+var client = &http.Client{Timeout: 30 * time.Second, Transport: askingTransport(&net.Dialer{})}
+
+// askingTransport is an HTTP transport whose connections, dialed by d,
+// hand the bytes a server sends before any request on them to the
+// transport only once a request has been written (askingConn). A server
+// at its connection cap answers a connection 503 at accept, before any
+// request (server/listener); net/http reads a new connection as soon as
+// it is dialed, so when those bytes arrive before the request is written,
+// or on a connection dialed for a request that another one then served
+// (it waits in the idle pool), the transport drops them and prints
+// "Unsolicited response received on idle HTTP channel" to the process's
+// log. Handed over after the request, the 503 is that request's answer,
+// as the tests that count refusals expect.
+func askingTransport(d *net.Dialer) *http.Transport {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := d.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &askingConn{Conn: c, asked: make(chan struct{})}, nil
+	}
+	return tr
+}
+
+// askingConn is a connection whose first bytes read wait for its first
+// write (or its close). A close or an error before any request is told at
+// once, so that the transport drops a connection the server closed while
+// it was idle, as it would without the wrapper.
+type askingConn struct {
+	net.Conn
+	once  sync.Once
+	asked chan struct{}
+}
+
+func (c *askingConn) ask() { c.once.Do(func() { close(c.asked) }) }
+
+func (c *askingConn) Read(p []byte) (int, error) {
+	select {
+	case <-c.asked:
+		return c.Conn.Read(p)
+	default:
+	}
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		<-c.asked // the server spoke first: its answer is the request's
+	}
+	return n, err
+}
+
+func (c *askingConn) Write(p []byte) (int, error) {
+	c.ask()
+	return c.Conn.Write(p)
+}
+
+func (c *askingConn) Close() error {
+	c.ask()
+	return c.Conn.Close()
+}
 
 // newRequest builds a request; body may be nil, a string (sent as is) or
 // a value (JSON); headers are name, value pairs.

@@ -64,8 +64,13 @@ func openSSE(t testing.TB, in *instance, room, queueToken string) *sseStream {
 	return s
 }
 
-// streamClient has no overall timeout: streams stay open.
-var streamClient = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: -1}}
+// streamClient has no overall timeout: streams stay open. Its
+// connections are read once asked on (askingTransport) and not kept idle.
+var streamClient = &http.Client{Transport: func() *http.Transport {
+	tr := askingTransport(&net.Dialer{})
+	tr.MaxIdleConnsPerHost = -1
+	return tr
+}()}
 
 // next returns the next event as a message, with its SSE event type.
 func (s *sseStream) next(t testing.TB) (string, streamMsg) {

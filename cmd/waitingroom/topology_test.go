@@ -173,6 +173,10 @@ func TestRedisCluster(t *testing.T) {
 // restart: nobody lost their place, enter and admission work again, and the
 // streams receive the admissions made after the failover.
 func TestSentinelFailover(t *testing.T) {
+	// Its own Redis processes on ports of its own, and no process-wide
+	// state: it mostly waits for the sentinel (INFO periods, the
+	// failover), so it waits beside the other long ones.
+	parallel(t)
 	mport, rport, sport := port(t), port(t), port(t)
 	master := startRedis(t, t.TempDir(), mport)
 	startRedis(t, t.TempDir(), rport, "--replicaof", "127.0.0.1", mport)
