@@ -20,6 +20,10 @@ import (
 // no protected route covers.
 const originRoute = "origin"
 
+// quietAdmin are the management port's routes whose successes are never
+// logged, whatever WR_ACCESS_LOG says: a scraper's and the probes'.
+var quietAdmin = map[string]bool{"/metrics": true, "/healthz": true, "/readyz": true}
+
 // logAccess writes ctx's access line, if its port's log wants it. srv is
 // the port's server; toOrigin says the gateway answered (gateway mode).
 // For a response its log does not want it costs a comparison or two.
@@ -33,13 +37,21 @@ func (s *Server) logAccess(ctx *fasthttp.RequestCtx, srv *fasthttp.Server, toOri
 		return
 	}
 	route := api.Route(ctx)
+	if l == s.accessAdmin && status < 400 && quietAdmin[route] {
+		return // scrapes and probes, every few seconds: never a line
+	}
+	var judged *accesslog.Judged
 	switch {
 	case route != "":
 	case toOrigin:
 		route = originRoute
-		sent, raw := gateway.RequestPaths(ctx)
-		if r, ok, _ := s.gwSettings.Routes().Find(string(ctx.Method()), sent, raw); ok {
-			route = r.Pattern
+		method, pattern, room, decision, ok := gateway.Judgement(ctx)
+		switch {
+		case decision != "": // forward auth's question, about another request
+			route = gateway.AuthPath
+			judged = &accesslog.Judged{Method: method, Route: pattern, Room: room, Decision: decision}
+		case ok && pattern != "":
+			route = pattern
 		}
 	default:
 		route = api.Unmatched // refused before any route (the protocol filter)
@@ -59,5 +71,6 @@ func (s *Server) logAccess(ctx *fasthttp.RequestCtx, srv *fasthttp.Server, toOri
 		RequestID: api.RequestID(ctx),
 		Address:   s.clients.Addr(ctx).String(),
 		User:      api.User(ctx),
+		Judged:    judged,
 	})
 }

@@ -101,16 +101,21 @@ func TestAccessLogLine(t *testing.T) {
 	}
 }
 
-// TestAccessLogAll: with WR_ACCESS_LOG=all a success has its line on the
-// public port; the management port logs its errors only.
+// TestAccessLogAll: with WR_ACCESS_LOG=all a success has its line on
+// either port, but for the management port's scrapes and probes (/healthz,
+// /readyz, /metrics), which never do.
 func TestAccessLogAll(t *testing.T) {
 	e := newEnv(t)
 	in := e.start(map[string]string{"WR_LOG_FORMAT": "json", "WR_ACCESS_LOG": "all"})
 	ok := do(t, "GET", in.base+"/api/v1/products/1", "", nil)
 	health := do(t, "GET", in.admin+"/healthz", "", nil)
 	refused := do(t, "GET", in.admin+"/admin/rooms/default", "", nil)
-	if ok.status != 200 || health.status != 200 || refused.status != 401 {
-		t.Fatalf("statuses = %d %d %d, want 200 200 401", ok.status, health.status, refused.status)
+	rooms := do(t, "GET", in.admin+"/admin/rooms", testAdminToken, nil)
+	if ok.status != 200 || health.status != 200 || refused.status != 401 || rooms.status != 200 {
+		t.Fatalf("statuses = %d %d %d %d, want 200 200 401 200", ok.status, health.status, refused.status, rooms.status)
+	}
+	if l := accessLine(t, in, rooms.header.Get("X-Request-Id")); l == nil || l["status"] != 200.0 {
+		t.Errorf("an admin GET /admin/rooms wrote %v, want its line", l)
 	}
 	if l := accessLine(t, in, ok.header.Get("X-Request-Id")); l == nil || l["route"] != "/api/v1/products/:id" || l["status"] != 200.0 {
 		t.Errorf("the product's line = %v", l)

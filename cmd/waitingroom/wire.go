@@ -208,12 +208,9 @@ func (w *wiring) streams() {
 func (w *wiring) edge() {
 	p := w.p
 	p.AccessPublic = accesslog.New(p.Log, w.cfg.AccessLog)
-	// The management port logs errors only, whatever WR_ACCESS_LOG asks
-	// beyond that: its successes are scrapes and probes every few seconds.
+	// The management port logs what WR_ACCESS_LOG asks, but for the
+	// successes of its scrapes and probes (server.logAccess).
 	adminMode := w.cfg.AccessLog
-	if adminMode == accesslog.All {
-		adminMode = accesslog.Errors
-	}
 	p.AccessAdmin = accesslog.New(p.Log, adminMode)
 	p.Audit = audit.New(w.rdb, w.prefix)
 	rdb := w.rdb

@@ -80,6 +80,16 @@ type Entry struct {
 	RequestID string // ctx should carry none: the line has it already
 	Address   string // the client address (behind a trusted proxy, the one it names)
 	User      string // "" when unknown
+	// Judged is forward auth's question, what /_wr/auth judged (nil on any
+	// other line): written as judged_method, judged_route, room, decision.
+	Judged *Judged
+}
+
+// Judged is the request a forward-auth question was about: its method,
+// the route pattern that covered it ("" none: never the raw path), the
+// room, and the decision: "pass", "wait", "refused" or "unprotected".
+type Judged struct {
+	Method, Route, Room, Decision string
 }
 
 // Log writes access lines. It is safe for concurrent use.
@@ -139,6 +149,7 @@ func (l *Log) Write(ctx context.Context, e Entry) {
 		}
 	}
 	attrs := [...]slog.Attr{
+		{}, {}, {}, {},
 		slog.String("method", e.Method),
 		slog.String("route", e.Route),
 		slog.Int("status", e.Status),
@@ -148,9 +159,14 @@ func (l *Log) Write(ctx context.Context, e Entry) {
 		slog.String("request_id", e.RequestID),
 		slog.String("user", e.User),
 	}
-	n := len(attrs)
+	first, n := 4, len(attrs)
+	if j := e.Judged; j != nil {
+		first = 0
+		attrs[0], attrs[1] = slog.String("judged_method", j.Method), slog.String("judged_route", j.Route)
+		attrs[2], attrs[3] = slog.String("room", j.Room), slog.String("decision", j.Decision)
+	}
 	if e.User == "" {
 		n-- // omitted when unknown
 	}
-	l.log.LogAttrs(ctx, level, "access", attrs[:n]...)
+	l.log.LogAttrs(ctx, level, "access", attrs[first:n]...)
 }

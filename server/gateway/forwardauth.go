@@ -56,6 +56,7 @@ const AuthPath = Prefix + "/auth"
 // deny list.
 func (g *Gateway) Authorize(ctx *fasthttp.RequestCtx, trusted, denied bool) {
 	if !trusted {
+		ctx.SetUserValue(judgedKey{}, &judged{decision: "refused"})
 		g.m.requests.WithLabelValues("unknown", "untrusted_proxy").Inc()
 		writeJSON(ctx, fasthttp.StatusForbidden, 0, map[string]string{"error": "untrusted_proxy",
 			"message": "this endpoint answers the proxies of WR_TRUSTED_PROXIES only; add this proxy's address there"})
@@ -87,6 +88,7 @@ func (g *Gateway) Authorize(ctx *fasthttp.RequestCtx, trusted, denied bool) {
 		return
 	}
 	if denied {
+		ctx.SetUserValue(judgedKey{}, &judged{method: string(method), decision: "refused"})
 		writeJSON(ctx, fasthttp.StatusForbidden, 0, map[string]string{"error": "denied", "message": "access denied"})
 		if nginx {
 			forNginx(ctx)
@@ -111,9 +113,28 @@ func (g *Gateway) Authorize(ctx *fasthttp.RequestCtx, trusted, denied bool) {
 	ctx.Request.SetRequestURIBytes(uri)
 	g.judge(ctx, override, string(path), string(path))
 	h.SetMethodBytes(asked)
+	if j, ok := ctx.UserValue(judgedKey{}).(*judged); ok {
+		j.decision = decision(&ctx.Response)
+	}
 	if nginx {
 		forNginx(ctx)
 	}
+}
+
+// decision names forward auth's answer, for the access line: pass (200
+// with a pass), unprotected (200 without), wait (303 to the waiting page,
+// or 403 pass_required), refused (anything else).
+func decision(r *fasthttp.Response) string {
+	switch code := r.StatusCode(); {
+	case code == fasthttp.StatusOK && len(r.Header.Peek(pass.HeaderName)) > 0:
+		return "pass"
+	case code == fasthttp.StatusOK:
+		return "unprotected"
+	case code == fasthttp.StatusSeeOther,
+		code == fasthttp.StatusForbidden && bytes.Contains(r.Body(), []byte(`"error":"pass_required"`)):
+		return "wait"
+	}
+	return "refused"
 }
 
 // IsAuthPath reports whether path asks AuthPath: the path itself, or a
@@ -126,6 +147,7 @@ func IsAuthPath(path []byte) bool {
 
 // authRefused answers a question AuthPath cannot judge: 400.
 func (g *Gateway) authRefused(ctx *fasthttp.RequestCtx, nginx bool, msg string) {
+	ctx.SetUserValue(judgedKey{}, &judged{decision: "refused"})
 	g.m.requests.WithLabelValues("unknown", "bad_request").Inc()
 	writeError(ctx, failure{status: fasthttp.StatusBadRequest, code: "invalid_request", msg: msg})
 	if nginx {

@@ -184,7 +184,10 @@ func (g *Gateway) judge(ctx *fasthttp.RequestCtx, anyMethod bool, path, raw stri
 	if anyMethod {
 		method = AnyMethod
 	}
-	room, protected, err := g.o.Settings.Routes().Match(method, path, raw)
+	r, protected, err := g.o.Settings.Routes().Find(method, path, raw)
+	room := r.Room
+	j := &judged{method: string(ctx.Method()), route: r.Pattern, room: room}
+	ctx.SetUserValue(judgedKey{}, j)
 	if err != nil {
 		outcome, code := "invalid_path", "invalid_request"
 		if errors.Is(err, ErrAmbiguous) {
@@ -214,6 +217,28 @@ func (g *Gateway) judge(ctx *fasthttp.RequestCtx, anyMethod bool, path, raw stri
 	if stale && !done { // done: a new session's or visit's cookie replaced it
 		expireCookie(ctx, cookie, g.secure(ctx))
 	}
+}
+
+// judgedKey holds a request's *judged in its user values.
+type judgedKey struct{}
+
+// judged is what judge made of a request, for its access line.
+type judged struct {
+	method, route, room string
+	decision            string // forward auth's: pass, wait, refused, unprotected
+}
+
+// Judgement is what the gateway judged of a request, for its access
+// line: the method it was judged as (forward auth: the original
+// request's), the route pattern that covered it ("" none), its room, and
+// in forward auth the decision ("pass", "wait", "refused" or
+// "unprotected"; "" in gateway mode). ok: the gateway judged it.
+func Judgement(ctx *fasthttp.RequestCtx) (method, route, room, decision string, ok bool) {
+	j, ok := ctx.UserValue(judgedKey{}).(*judged)
+	if !ok {
+		return "", "", "", "", false
+	}
+	return j.method, j.route, j.room, j.decision, true
 }
 
 // forward sends the request on with pass (may be "") and answers the
