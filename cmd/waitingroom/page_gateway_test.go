@@ -192,3 +192,29 @@ func TestPageGatewaySessionPass(t *testing.T) {
 		t.Errorf("%v challenges and %v enters, want 1 and 1: the visitor queued again", c, e)
 	}
 }
+
+// TestPageGatewayCleanConsole: a visitor's first waiting page logs
+// nothing in the console — no 401 from asking for a place nobody holds,
+// no 404 for a favicon — and a second tab of the same browser still finds
+// the place the first one took.
+func TestPageGatewayCleanConsole(t *testing.T) {
+	parallel(t)
+	b := newBrowser(t)
+	in := gatewayPageEnv(t, map[string]string{"WR_TARGET_ACTIVE": "0"}, nil)
+	p := b.tab(in)
+	p.open("/checkout/cart")
+	p.waitPosition(1)
+	p.mu.Lock()
+	for _, l := range p.logs {
+		if strings.Contains(l, " error ") || strings.Contains(l, "[network]") {
+			t.Errorf("the console of a clean waiting page: %s", l)
+		}
+	}
+	p.mu.Unlock()
+	second := b.tab(in)
+	second.open("/_wr/rooms/sale")
+	second.waitPosition(1)
+	if e := in.routeCount(enterRoute); e != 1 {
+		t.Errorf("%v enters for one place held in two tabs, want 1", e)
+	}
+}

@@ -195,8 +195,12 @@ function roomFromURL() {
 }
 
 const roomPath = (what) => '/rooms/' + encodeURIComponent(room) + '/' + what;
-const savePlace = () => stored('sessionStorage', PLACE_KEY, JSON.stringify(place));
-const clearPlace = () => { place = {}; S.entry = null; stored('sessionStorage', PLACE_KEY, null); };
+// HELD_KEY marks, for every tab of this browser (the place itself is per
+// tab), that a place in this room may be held: a new tab then asks before
+// joining.
+const HELD_KEY = 'wr.held.' + room;
+const savePlace = () => { stored('sessionStorage', PLACE_KEY, JSON.stringify(place)); stored('localStorage', HELD_KEY, '1'); };
+const clearPlace = () => { place = {}; S.entry = null; stored('sessionStorage', PLACE_KEY, null); stored('localStorage', HELD_KEY, null); };
 const hasAccess = () => Boolean(S.access) && Date.now() < S.accessExp - 5000;
 // startScreen is where a user without a place begins: visitors are anonymous in gateway mode.
 const startScreen = () => (GATEWAY || hasAccess() ? 'enter' : 'login');
@@ -1149,6 +1153,9 @@ function enterClick(ev) {
 // (a reload, a second tab: the HttpOnly queue cookie goes with GET position)
 // resumes it without entering again; anyone else joins the queue.
 async function arrive() {
+  // Nobody in this browser held a place here: join at once (asking GET
+  // position first would only be a 401 in the console).
+  if (!place.at && !stored('localStorage', HELD_KEY)) return join();
   say('checking');
   for (let n = 0; ; n++) {
     const res = await api('GET', roomPath('position'), { token: place.token }).catch(() => null);
