@@ -14,7 +14,9 @@
 // First --visitors visitors (one per connection) each enter the room
 // anonymously, poll until READY and ask /_wr/auth once about the
 // protected path: the answer's Set-Cookie is the visit. (A visit's
-// decisions at once are limited to the room's sessionInFlight, 16.) Then
+// decisions are bounded by the room's sessionInFlight per 200 ms, which
+// the scenario raises to its most, 1,000, so that the closed loop
+// measures decisions, not that bound.) Then
 // five phases, each --conns (64) keep-alive connections in a closed loop
 // for --warmup (2s) unmeasured and --duration (10s) measured, connection
 // i with the cookies of visitor i mod --visitors:

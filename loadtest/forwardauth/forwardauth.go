@@ -60,7 +60,7 @@ func faFlags(fs *flag.FlagSet) func() (faConfig, error) {
 		redisDefault = "redis://127.0.0.1:6379/0"
 	}
 	fs.IntVar(&c.conns, "conns", 64, "concurrent keep-alive connections of each phase, each sending its next request when the answer is read")
-	fs.IntVar(&c.visitors, "visitors", 0, "visitors admitted before the phases, connection i sending visitor i mod N's cookies (0: one per connection; the room's sessionInFlight, 16, limits the decisions of one visit at once)")
+	fs.IntVar(&c.visitors, "visitors", 0, "visitors admitted before the phases, connection i sending visitor i mod N's cookies (0: one per connection; the scenario raises the room's sessionInFlight to its most, 1000, which bounds one visit's decisions)")
 	fs.DurationVar(&c.dur, "duration", 10*time.Second, "measured time of each phase")
 	fs.DurationVar(&c.warm, "warmup", 2*time.Second, "unmeasured warm-up of each phase (opens the connections)")
 	fs.StringVar(&c.serverBin, "server-bin", "", "the waitingroom binary to start (default: go build waitingroom/cmd/waitingroom into the run's directory)")

@@ -171,8 +171,16 @@ func (s *stack) serverEnv(room string) []string {
 		"WR_FORWARD_AUTH=on", "WR_TRUSTED_PROXIES=127.0.0.1",
 		"WR_PROTECT=GET /checkout/*="+room, "WR_ROOMS="+room,
 		"WR_DEV=1", "WR_GATEWAY_CHALLENGE=off", "WR_RATE_LIMITS=off", "WR_LOG_LEVEL=warn",
-		"WR_HTTP_ADDR="+s.wrAddr, "WR_ADMIN_ADDR="+s.adminAddr, "REDIS_URL="+s.redisURL)
+		"WR_HTTP_ADDR="+s.wrAddr, "WR_ADMIN_ADDR="+s.adminAddr, "REDIS_URL="+s.redisURL,
+		"WR_ADMIN_TOKEN="+adminToken)
 }
+
+// adminToken is the scenario's waiting room's admin token; maxInFlight
+// the most a room's sessionInFlight may be (the admin API refuses more).
+const (
+	adminToken  = "forward-auth-scenario"
+	maxInFlight = 1000
+)
 
 // startServer starts the waiting room and waits until it is ready and
 // answers a decision.
@@ -183,6 +191,15 @@ func (s *stack) startServer(ctx context.Context, bin, room string) error {
 	}
 	if err := client.AwaitReady(ctx, "http://"+s.adminAddr, startDeadline); err != nil {
 		return errors.Join(err, s.server.running())
+	}
+	// Each connection asks in a closed loop with one visit's cookie,
+	// thousands of decisions a second: the most a visit may have in
+	// forward auth (sessionInFlight per gateway.DecisionHold), so that
+	// what is measured is a decision's cost, not the visit's bound.
+	adm := &client.Admin{Base: "http://" + s.adminAddr, Token: adminToken, Room: room, HTTP: client.NewFrom(proxyAddr, 1, 5*time.Second)}
+	defer adm.HTTP.CloseIdleConnections()
+	if err := adm.Do(ctx, http.MethodPut, map[string]any{"gateway": map[string]any{"sessionInFlight": maxInFlight}}, nil); err != nil {
+		return fmt.Errorf("waitingroom: the room's sessionInFlight: %w", err)
 	}
 	hc := client.NewFrom(proxyAddr, 1, 5*time.Second)
 	defer hc.CloseIdleConnections()
