@@ -405,6 +405,7 @@ ensure_db() {
 		return
 	}
 	grep -q 'already exists' <<<"$out" || die "cannot create database $db: $out"
+	log "PostgreSQL: database $db exists, using it"
 }
 
 # ---------------------------------------------------------------- commands
@@ -449,7 +450,7 @@ resolve_pg() {
 	[[ -z ${DATABASE_URL:-} ]] || return 0
 	PG_PORT=5432
 	if [[ ${WR_DEV_FORCE_LOCAL:-} != 1 ]] && pg_ok "$(pg_url postgres)"; then
-		log "PostgreSQL: using the one running on 127.0.0.1:5432"
+		log "PostgreSQL: DATABASE_URL is unset: using the one running on 127.0.0.1:5432, database $db (set DATABASE_URL to use another)"
 	else
 		if [[ ${WR_DEV_FORCE_LOCAL:-} != 1 ]] && tcp_open 127.0.0.1 5432; then
 			log "PostgreSQL: 127.0.0.1:5432 does not accept user postgres without a password${PG_ERR:+ ($PG_ERR)}; using a throwaway one"
