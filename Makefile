@@ -121,7 +121,7 @@ run: build
 	exit "$$rc"
 
 # run-gateway: the gateway demo, in the processes run has, plus the origin.
-# The demo shop (deploy/origin, served by deploy/demo-shop on SHOP_ADDR, every
+# The demo shop (deploy/origin, served by deploy/demo-shop on SHOP_ADDR, from the environment like WR_HTTP_ADDR, every
 # request it gets logged in .run/shop.log) is the origin; the waiting room runs
 # in gateway mode in front of it on Redis alone (Postgres only when DATABASE_URL
 # is set: then room definitions are recorded there), protecting GET /checkout/*
