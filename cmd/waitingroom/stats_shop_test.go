@@ -106,6 +106,9 @@ func TestStatsShopGateway(t *testing.T) {
 	if count(answers, "2xx") != 2 || count(answers, "5xx") != 1 || count(requests, "forwarded") != 3 || count(requests, "no_pass") != 1 {
 		t.Errorf("after two 200s, a 500 and a refusal: answers %v, requests %v", answers, requests)
 	}
+	if count(shop, "passed") != 0 {
+		t.Errorf("passed = %v with no pass held, want 0", shop["passed"])
+	}
 	if origin, _ := shop["origin"].(string); !strings.HasPrefix(origin, "errors") {
 		t.Errorf("origin check after a 500 = %q, want errors: …", origin)
 	}
@@ -146,7 +149,7 @@ func TestStatsShopForwardAuth(t *testing.T) {
 		t.Fatalf("shop = %v, want forward auth with the origin not visible", shop)
 	}
 	requests, _ := shop["requests"].(map[string]any)
-	if count(requests, "allowed") != 1 || count(requests, "no_pass") != 1 || count(requests, "bad_request") != 1 || count(requests, "rate_limited") != 0 {
+	if count(shop, "passed") != 0 || count(requests, "allowed") != 1 || count(requests, "no_pass") != 1 || count(requests, "bad_request") != 1 || count(requests, "rate_limited") != 0 {
 		t.Errorf("decisions = %v, want allowed 1, no_pass 1, bad_request 1, rate_limited 0", requests)
 	}
 	if answers, _ := shop["answers"].(map[string]any); len(answers) != 0 {

@@ -31,6 +31,9 @@ type shopDoc struct {
 	// the kinds summed; timeout and bad_gateway are always present in
 	// gateway mode, allowed, no_pass and rate_limited in forward auth.
 	Requests map[string]int64 `json:"requests"`
+	// Passed are the protected requests that held a pass: forwarded or
+	// upgraded, or in forward auth allowed.
+	Passed int64 `json:"passed"`
 	// Answers are the origin's answers relayed, by status class (1xx to
 	// 5xx, other; 2xx to 5xx always present in gateway mode).
 	Answers map[string]int64 `json:"answers"`
@@ -90,7 +93,11 @@ func (d *shopDoc) add(mf *dto.MetricFamily) bool {
 	switch mf.GetName() {
 	case metricGatewayRequests:
 		for _, m := range mf.GetMetric() {
-			addCount(d.Requests, label(m, "outcome"), m.GetCounter().GetValue())
+			outcome, v := label(m, "outcome"), m.GetCounter().GetValue()
+			addCount(d.Requests, outcome, v)
+			if label(m, "kind") == "protected" && (outcome == "forwarded" || outcome == "upgraded" || outcome == "allowed") {
+				d.Passed += int64(v)
+			}
 		}
 	case metricGatewayAnswers, metricGatewayUpstream, metricGatewayTunnels:
 		if !d.OriginVisible {
