@@ -1404,7 +1404,8 @@
       for (const c of ['2xx', '3xx', '4xx', '5xx']) setText('o-' + c, countText(shop, (x) => countOf(x.answers, c)));
       setText('o-bad-gateway', countText(shop, (x) => countOf(x.requests, 'bad_gateway')));
       setText('o-timeout', countText(shop, (x) => countOf(x.requests, 'timeout')));
-      setText('o-tunnels', fmt(shop.tunnels));
+      const capped = sumOf(shop, ['tunnels_per_address', 'tunnels_total']);
+      setText('o-tunnels', fmt(shop.tunnels) + (capped ? ' (' + fmt(capped) + ' refused at the caps)' : ''));
       for (const [id, pick] of [['o-5xx', (x) => countOf(x.answers, '5xx')], ['o-bad-gateway', (x) => countOf(x.requests, 'bad_gateway')],
         ['o-timeout', (x) => countOf(x.requests, 'timeout')]]) {
         $(id).classList.toggle('alert', shopChange(pick) > 0);
