@@ -202,8 +202,11 @@ func (s *Server) newAdminApp(d Deps) *fiber.App {
 		pingPostgres = d.Readiness.Postgres
 	}
 	var checkOrigin func(context.Context) error // none: no origin of ours
-	if g := d.Gateway; g != nil && !g.Proxy.ForwardAuth() {
-		checkOrigin = g.Proxy.OriginCheck
+	gatewayMode := ""
+	if g := d.Gateway; g != nil && g.Proxy.ForwardAuth() {
+		gatewayMode = admin.ModeForwardAuth
+	} else if g != nil {
+		gatewayMode, checkOrigin = admin.ModeGateway, g.Proxy.OriginCheck
 	}
 	return admin.New(admin.Options{
 		Token:        s.cfg.AdminToken,
@@ -219,6 +222,7 @@ func (s *Server) newAdminApp(d Deps) *fiber.App {
 		Access:       s.acl,
 		Faults:       d.Faults,
 		Gateway:      s.gwSettings,
+		GatewayMode:  gatewayMode,
 		RoomDefaults: d.Admitter.Defaults(),
 		Definitions:  d.Definitions,
 		Configured:   d.ConfiguredRooms,

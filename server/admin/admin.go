@@ -49,6 +49,9 @@ type Options struct {
 	Faults     *faults.Faults
 	// Gateway is the rooms' gateway settings; nil outside gateway mode.
 	Gateway *gateway.Store
+	// GatewayMode is ModeGateway, ModeForwardAuth, or "" (neither): what
+	// GET /admin/stats reports of the shop (shop.go).
+	GatewayMode string
 	// RoomDefaults configure a room that PUT /admin/rooms/{room} creates.
 	RoomDefaults queue.RoomConfig
 	// Definitions is the durable record of the rooms (pgstore.Store):

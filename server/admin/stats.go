@@ -29,6 +29,9 @@ type statsDoc struct {
 	// stats); Next is the after of the next page, null on the last.
 	Rooms []roomStatsDoc `json:"rooms"`
 	Next  *string        `json:"next"`
+	// Shop is the origin as this instance's gateway sees it (shop.go);
+	// null outside gateway and forward-auth modes.
+	Shop *shopDoc `json:"shop"`
 }
 
 // poolWaitDoc is waitingroom_db_pool_acquire_wait_seconds so far.
@@ -96,6 +99,9 @@ func (a *app) stats(c *fiber.Ctx) error {
 		return err
 	}
 	ctx := c.UserContext()
+	if d.Shop != nil {
+		d.Shop.Origin = a.originCheck(ctx)
+	}
 	var page queue.RoomPage
 	if room := c.Query("room"); room != "" {
 		if !queue.ValidRoom(room) {
@@ -183,11 +189,17 @@ const (
 // metricStats reads the instance's figures from its Prometheus gatherer.
 func (a *app) metricStats() (statsDoc, error) {
 	d := statsDoc{Streams: map[string]int64{"sse": 0, "ws": 0}, RateLimited: map[string]int64{}}
+	if a.GatewayMode != "" {
+		d.Shop = newShop(a.GatewayMode)
+	}
 	mfs, err := a.Metrics.Gather()
 	if err != nil {
 		return d, err
 	}
 	for _, mf := range mfs {
+		if d.Shop != nil && d.Shop.add(mf) {
+			continue
+		}
 		for _, m := range mf.GetMetric() {
 			label := "" // streams and 429s have one label each: transport, limit
 			if ls := m.GetLabel(); len(ls) > 0 {
@@ -206,6 +218,9 @@ func (a *app) metricStats() (statsDoc, error) {
 				}
 			}
 		}
+	}
+	if d.Shop != nil {
+		d.Shop.Latency.settle()
 	}
 	return d, nil
 }

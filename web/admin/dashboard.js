@@ -16,7 +16,9 @@
 // of people waiting, active and admitted are the same after a reload and for
 // every operator, on any instance. Every few seconds it reads
 // GET /admin/stats (what waiting users see, this instance's streams, 429s
-// and pool wait), the audit log and the access lists.
+// and pool wait, and in gateway and forward-auth modes the shop: the
+// origin's answers and the gateway's decisions), the audit log and the
+// access lists.
 //
 // Fields a server does not report (older or newer versions) show as "—" and
 // their controls stay hidden, as do panels whose resource answers 404; a
@@ -34,6 +36,7 @@
   const SAMPLE_MS = 1000;
   const SIDE_EVERY = 3; // samples between reads of the stats, audit log and access lists
   const AUDIT_LIMIT = 20;
+  const SHOP_WINDOW_MS = 60 * 1000; // the shop's changes are taken over this span of reads
   const LIST_LIMIT = 50; // rooms in the table and the list
   const SKEW_MIN_MS = 2000; // a smaller clock difference is not corrected
   const TIMEOUT_MS = 4000;
@@ -68,6 +71,7 @@
     dated: null, // { server, local }: the Date of the last answer, and when it came
     tick: 0,
     stats: null, // GET /admin/stats; null: not read (yet), or not served
+    shopReads: [], // { t, shop }: the stats' shop objects of the last SHOP_WINDOW_MS
     access: null, // GET /admin/access
     accessSeq: 0, // bumped by each change of the lists: older reads are dropped
     audit: null, // the entries of GET /admin/audit
@@ -406,6 +410,7 @@
     renderRooms();
     renderSummary(r ? r.doc : null, r ? r.samples : []);
     renderUsers(r ? r.doc : null);
+    renderShop();
     for (const c of charts) c.draw(r ? seriesOf(r, c.def) : [], r ? r.doc : null);
     renderControls(r ? r.doc : null);
     renderGateway(r ? r.doc : null);
@@ -1263,6 +1268,159 @@
     setText('i-pool', poolText(s && s.poolAcquireWait));
   }
 
+  // ---- the shop (gateway and forward-auth modes) -----------------------------
+
+  // noteShop keeps a read of the stats' shop, with those of the last
+  // SHOP_WINDOW_MS (and always the one before it): the changes shown are
+  // the newest read minus the oldest kept.
+  function noteShop(shop, t) {
+    if (!shop || typeof shop !== 'object') {
+      state.shopReads = [];
+      return;
+    }
+    const reads = state.shopReads;
+    reads.push({ t, shop });
+    while (reads.length > 2 && reads[1].t <= t - SHOP_WINDOW_MS) reads.shift();
+  }
+
+  const countOf = (m, k) => (m && typeof m === 'object' ? num(m[k]) : null);
+
+  // shopChange is the newest read's count minus the oldest kept one's
+  // (null with a single read, or when the instance restarted between).
+  function shopChange(pick) {
+    const reads = state.shopReads;
+    if (reads.length < 2) return null;
+    const a = pick(reads[0].shop);
+    const b = pick(reads[reads.length - 1].shop);
+    return a === null || b === null || b < a ? null : b - a;
+  }
+
+  const refusedOutcomes = ['ambiguous', 'invalid_path', 'bad_request', 'untrusted_proxy', 'too_large'];
+
+  // sumOf adds the shop's requests of outcomes.
+  function sumOf(shop, outcomes) {
+    const req = shop && shop.requests;
+    if (!req || typeof req !== 'object') return null;
+    return outcomes.reduce((n, k) => n + (num(req[k]) || 0), 0);
+  }
+
+  // countText words a count since the start and its change over the
+  // window: "12 (+3)".
+  function countText(shop, pick) {
+    const v = pick(shop);
+    if (v === null) return dash;
+    const d = shopChange(pick);
+    return fmt(v) + (d === null ? '' : ' (+' + fmt(d) + ')');
+  }
+
+  // bucketQuantile is the q-quantile of count observations in cumulative
+  // buckets ({ leSeconds, count }), linear within a bucket as the server's
+  // (and Prometheus's histogram_quantile); null without observations.
+  function bucketQuantile(q, buckets, count) {
+    if (!count || !buckets.length) return null;
+    const rank = q * count;
+    let lower = 0;
+    let below = 0;
+    for (const b of buckets) {
+      if (b.count >= rank) return b.count > below ? lower + ((b.leSeconds - lower) * (rank - below)) / (b.count - below) : b.leSeconds;
+      lower = b.leSeconds;
+      below = b.count;
+    }
+    return buckets[buckets.length - 1].leSeconds;
+  }
+
+  const bucketsOf = (lat) => (lat && Array.isArray(lat.buckets)
+    ? lat.buckets.filter((b) => b && num(b.leSeconds) !== null && num(b.count) !== null) : []);
+
+  // recentLatency is p50 and p90 of the answers between the oldest read
+  // kept and the newest: null when none came (or the bounds differ).
+  function recentLatency() {
+    const reads = state.shopReads;
+    if (reads.length < 2) return null;
+    const a = reads[0].shop.latency;
+    const b = reads[reads.length - 1].shop.latency;
+    const bb = bucketsOf(b);
+    // Before its first answer the instance has no buckets: all at 0.
+    const ab = num(a && a.count) ? bucketsOf(a) : bb.map((x) => ({ leSeconds: x.leSeconds, count: 0 }));
+    const n = (num(b && b.count) || 0) - (num(a && a.count) || 0);
+    if (n <= 0 || ab.length !== bb.length) return null;
+    const diff = [];
+    for (let i = 0; i < bb.length; i++) {
+      if (ab[i].leSeconds !== bb[i].leSeconds || bb[i].count < ab[i].count) return null;
+      diff.push({ leSeconds: bb[i].leSeconds, count: bb[i].count - ab[i].count });
+    }
+    return { p50: bucketQuantile(0.5, diff, n), p90: bucketQuantile(0.9, diff, n), count: n };
+  }
+
+  const msText = (sec) => (num(sec) === null ? dash : nf1.format(sec * 1000) + ' ms');
+
+  function latencyText(shop) {
+    const recent = recentLatency();
+    if (recent) return msText(recent.p50) + ' / ' + msText(recent.p90) + ' (last minute, ' + fmt(recent.count) + ' answers)';
+    const lat = shop.latency;
+    if (!lat || !num(lat.count)) return 'no answer yet';
+    return msText(lat.p50Seconds) + ' / ' + msText(lat.p90Seconds) + ' (since the start, ' + fmt(lat.count) + ' answers)';
+  }
+
+  // shopVerdict is the shop's state: failing when the origin check says
+  // unreachable or errors, or 5xx, bad gateways or timeouts rose over the
+  // window; healthy otherwise; blind in forward auth.
+  function shopVerdict(shop) {
+    if (!shop.originVisible) return { state: 'blind', text: "Forward auth: decisions only, the origin's answers are not visible here." };
+    const why = [];
+    const check = typeof shop.origin === 'string' ? shop.origin : '';
+    if (check && check !== 'ok') why.push('the origin check says ' + check);
+    const rises = [
+      [shopChange((x) => countOf(x.answers, '5xx')), '5xx answer'],
+      [shopChange((x) => countOf(x.requests, 'bad_gateway')), 'bad gateway'],
+      [shopChange((x) => countOf(x.requests, 'timeout')), 'timeout'],
+    ];
+    for (const [d, what] of rises) {
+      if (d > 0) why.push(fmt(d) + ' ' + what + (d === 1 ? '' : 's') + ' in the last minute');
+    }
+    if (why.length) return { state: 'failing', text: 'Failing: ' + why.join('; ') + '.' };
+    const n = shopChange((x) => sumOf(x, ['forwarded']));
+    return { state: 'healthy', text: 'Healthy: the origin answers' + (n === null ? '' : ' (' + fmt(n) + ' answers in the last minute, none failed)') + '.' };
+  }
+
+  // renderShop fills the shop's panel from the stats' shop (hidden when the
+  // instance has none: neither gateway nor forward auth).
+  function renderShop() {
+    const s = state.stats;
+    const shop = s && s.shop && typeof s.shop === 'object' ? s.shop : null;
+    $('shop').hidden = !shop;
+    if (!shop) return;
+    const v = shopVerdict(shop);
+    $('shop').dataset.state = v.state;
+    setText('shop-state', v.text);
+    const visible = !!shop.originVisible;
+    $('shop-blind').hidden = visible;
+    $('shop-origin').hidden = !visible;
+    $('d-allowed-row').hidden = visible;
+    if (visible) {
+      setText('o-check', typeof shop.origin === 'string' ? shop.origin : dash);
+      $('o-check').classList.toggle('alert', typeof shop.origin === 'string' && shop.origin !== 'ok');
+      setText('o-latency', latencyText(shop));
+      for (const c of ['2xx', '3xx', '4xx', '5xx']) setText('o-' + c, countText(shop, (x) => countOf(x.answers, c)));
+      setText('o-bad-gateway', countText(shop, (x) => countOf(x.requests, 'bad_gateway')));
+      setText('o-timeout', countText(shop, (x) => countOf(x.requests, 'timeout')));
+      const capped = sumOf(shop, ['tunnels_per_address', 'tunnels_total']);
+      setText('o-tunnels', fmt(shop.tunnels) + (capped ? ' (' + fmt(capped) + ' refused at the caps)' : ''));
+      for (const [id, pick] of [['o-5xx', (x) => countOf(x.answers, '5xx')], ['o-bad-gateway', (x) => countOf(x.requests, 'bad_gateway')],
+        ['o-timeout', (x) => countOf(x.requests, 'timeout')]]) {
+        $(id).classList.toggle('alert', shopChange(pick) > 0);
+      }
+    }
+    setText('d-allowed', countText(shop, (x) => countOf(x.requests, 'allowed')));
+    setText('d-passed', countText(shop, (x) => num(x.passed)));
+    setText('d-no-pass', countText(shop, (x) => countOf(x.requests, 'no_pass')));
+    setText('d-rate-limited', countText(shop, (x) => countOf(x.requests, 'rate_limited')));
+    const refusedBy = {};
+    for (const k of refusedOutcomes) if (countOf(shop.requests, k)) refusedBy[k] = shop.requests[k];
+    const total = countText(shop, (x) => sumOf(x, refusedOutcomes));
+    setText('d-refused', total + (Object.keys(refusedBy).length ? ': ' + countsText(refusedBy, {}, true) : ''));
+  }
+
   // ---- stats, access lists and audit log ---------------------------------------
 
   // optional reads a resource the server may not have: null when it has
@@ -1289,7 +1447,10 @@
       const statsPath = '/admin/stats' + (state.room ? '?room=' + encodeURIComponent(state.room) : '');
       const [stats, audit, access] = await Promise.all([statsPath, '/admin/audit?limit=' + AUDIT_LIMIT, '/admin/access'].map(optional));
       if (!state.running) return;
-      if (stats !== undefined) state.stats = stats;
+      if (stats !== undefined) {
+        state.stats = stats;
+        noteShop(stats && stats.shop, Date.now());
+      }
       if (audit !== undefined) state.audit = audit && Array.isArray(audit.entries) ? audit.entries : null;
       if (access !== undefined && seq === state.accessSeq) state.access = access;
       render();
