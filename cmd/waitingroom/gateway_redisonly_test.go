@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -90,15 +91,16 @@ func TestGatewayRedisOnly(t *testing.T) {
 	}
 	ctx := context.Background()
 	keys, err := e.rdb.Keys(ctx, e.prefix+"*").Result() // every key of this test's instance
-	if err != nil || len(keys) == 0 {
-		t.Fatalf("the instance's keys: %v, %v", keys, err)
+	if err != nil || !slices.Contains(keys, in.parts.Queue.RoomKey("sale", queue.ConfigKey)) {
+		t.Fatalf("the instance's keys: %v, %v; want room sale's configuration among them", keys, err)
 	}
 	if err := e.rdb.Del(ctx, keys...).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if n, _ := e.rdb.Exists(ctx, in.parts.Queue.RoomKey("sale", queue.ConfigKey)).Result(); n != 0 {
-		t.Fatal("room sale outlived the data loss")
-	}
+	// No check that sale is gone now: the instance's admission loop (every
+	// 20 ms) may already have made it again, which is what is tested. Its
+	// targetActive tells the room made again (the default, 5) from the one
+	// the data loss should have taken (the PUT's 7).
 	in.parts.Admitter.Resweep()
 	waitFor(t, "the admission loop to create room sale again", func() bool {
 		g := in.adminRoom("sale")
