@@ -17,7 +17,7 @@ import (
 // request and batches concurrent requests itself (package queue/batch).
 //
 // The slice of statuses and the slice of errors are both as long as users:
-// errs[i] is ErrRoomPaused or ErrRoomClosed for a user the room refused, or
+// errs[i] is ErrRoomClosed for a user the room refused, or
 // a decoding error. The last error is for the whole call: ErrRoomNotFound
 // (an invalid or missing room) or ErrUnavailable.
 func (q *Queue) Enters(ctx context.Context, room string, users ...string) ([]Status, []error, error) {

@@ -119,7 +119,7 @@ func (r *partRoutes) forget(room string) {
 // room said PART within partsTTL): one script on the part's shard, nothing
 // on the room's. handled is false otherwise, or when the part says ROOM:
 // the caller runs the room's enter, which decides (WAITING, READY,
-// PAUSED… as always, or PART for a user new to the room: partFromRoom).
+// REJECT… as always, or PART for a user new to the room: partFromRoom).
 func (q *Queue) enterDirect(ctx context.Context, room, user string) (Status, bool, error) {
 	pr, ok := q.routes.get(room, time.Now())
 	if !ok || !pr.direct {
@@ -397,7 +397,7 @@ func (q *Queue) syncParts(ctx context.Context, room string, upto, parts int) err
 	if err != nil {
 		return unavailable("sync parts", err)
 	}
-	c, err := q.rdb.HMGet(ctx, k.cfg, "opens_at", "prequeue_parts", "paused", "method").Result()
+	c, err := q.rdb.HMGet(ctx, k.cfg, "opens_at", "prequeue_parts", "method").Result()
 	if err != nil {
 		return unavailable("sync parts", err)
 	}
@@ -410,12 +410,8 @@ func (q *Queue) syncParts(ctx context.Context, room string, upto, parts int) err
 	if parts < 0 {
 		parts = cur
 	}
-	paused := str(2)
-	if paused == "" {
-		paused = "0"
-	}
 	for p := range min(max(upto, cur), MaxPrequeueParts) {
-		if err := partSyncScript.Run(ctx, q.rdb, []string{q.partKeys(room, p).cfg}, version, str(0), parts, paused, str(3)).Err(); err != nil {
+		if err := partSyncScript.Run(ctx, q.rdb, []string{q.partKeys(room, p).cfg}, version, str(0), parts, str(2)).Err(); err != nil {
 			return unavailable("sync parts", err)
 		}
 	}

@@ -14,13 +14,15 @@
 -- ARGV[2] the number of parts the caller believes the room has
 --
 -- Returns {"PREQUEUE", new(0|1), partCount, opensAtMs, nowMs} or {"ROOM"}:
--- the room must decide (no copy, another number of parts, paused, not a
--- queueing method, past the opening by this part's clock, or sealed by an
--- opening), and the caller runs the room's enter script.
-local cfg = redis.call('HMGET', KEYS[1], 'opens_at', 'parts', 'paused', 'method')
+-- the room must decide (no copy, another number of parts, not a queueing
+-- method, past the opening by this part's clock, or sealed by an opening),
+-- and the caller runs the room's enter script. A paused room takes
+-- arrivals like a running one, so the part's copy of paused decides
+-- nothing here (the room's admission runs hold while it is set).
+local cfg = redis.call('HMGET', KEYS[1], 'opens_at', 'parts', 'method')
 local opensAt = tonumber(cfg[1])
-if not opensAt or tonumber(cfg[2]) ~= tonumber(ARGV[2]) or cfg[3] == '1' or
-   cfg[4] == 'reject' or cfg[4] == 'passthrough' then
+if not opensAt or tonumber(cfg[2]) ~= tonumber(ARGV[2]) or
+   cfg[3] == 'reject' or cfg[3] == 'passthrough' then
   return {'ROOM'}
 end
 local t = redis.call('TIME')
