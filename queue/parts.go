@@ -135,6 +135,25 @@ func (q *Queue) enterDirect(ctx context.Context, room, user string) (Status, boo
 // errPartRefused: the part said ROOM.
 var errPartRefused = errors.New("queue: the part refused: the room decides")
 
+// partEnterReply decodes one reply of the part's enter script (penter.lua):
+// a PreQueue status with the part's own count as Waiting, or
+// errPartRefused for ROOM.
+func partEnterReply(v any) (Status, error) {
+	r := asReply("penter", v)
+	if r.str(0) != "PREQUEUE" {
+		if r.err != nil {
+			return Status{}, r.err
+		}
+		return Status{}, errPartRefused
+	}
+	st := Status{State: PreQueue, New: r.int(1) == 1, Waiting: r.int(2), Paused: r.int(5) == 1}
+	if at := r.int(3); at > 0 {
+		st.OpensAt = msTime(at)
+		st.OpensIn = max(0, time.Duration(at-r.int(4))*time.Millisecond)
+	}
+	return st, r.err
+}
+
 // enterPart runs the part's enter script for user.
 func (q *Queue) enterPart(ctx context.Context, room, user string, parts int) (Status, error) {
 	pk := q.partKeys(room, PartOf(user, parts))
@@ -142,20 +161,9 @@ func (q *Queue) enterPart(ctx context.Context, room, user string, parts int) (St
 	if err != nil {
 		return Status{}, unavailable("enter part", err)
 	}
-	r := asReply("penter", v)
-	if tag := r.str(0); tag != "PREQUEUE" {
-		if r.err != nil {
-			return Status{}, r.err
-		}
-		return Status{}, errPartRefused
-	}
-	st := Status{State: PreQueue, New: r.int(1) == 1, Waiting: r.int(2)}
-	if at := r.int(3); at > 0 {
-		st.OpensAt = msTime(at)
-		st.OpensIn = max(0, time.Duration(at-r.int(4))*time.Millisecond)
-	}
-	if r.err != nil {
-		return Status{}, r.err
+	st, err := partEnterReply(v)
+	if err != nil {
+		return Status{}, err
 	}
 	if st.New && st.Waiting == 1 {
 		// The part's first arrival: make sure the room knows an opening
@@ -397,7 +405,7 @@ func (q *Queue) syncParts(ctx context.Context, room string, upto, parts int) err
 	if err != nil {
 		return unavailable("sync parts", err)
 	}
-	c, err := q.rdb.HMGet(ctx, k.cfg, "opens_at", "prequeue_parts", "method").Result()
+	c, err := q.rdb.HMGet(ctx, k.cfg, "opens_at", "prequeue_parts", "paused", "method").Result()
 	if err != nil {
 		return unavailable("sync parts", err)
 	}
@@ -410,8 +418,12 @@ func (q *Queue) syncParts(ctx context.Context, room string, upto, parts int) err
 	if parts < 0 {
 		parts = cur
 	}
+	paused := str(2)
+	if paused == "" {
+		paused = "0"
+	}
 	for p := range min(max(upto, cur), MaxPrequeueParts) {
-		if err := partSyncScript.Run(ctx, q.rdb, []string{q.partKeys(room, p).cfg}, version, str(0), parts, str(2)).Err(); err != nil {
+		if err := partSyncScript.Run(ctx, q.rdb, []string{q.partKeys(room, p).cfg}, version, str(0), parts, paused, str(3)).Err(); err != nil {
 			return unavailable("sync parts", err)
 		}
 	}

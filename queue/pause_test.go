@@ -137,8 +137,8 @@ func TestPausedShardedRoomTakesArrivals(t *testing.T) {
 	early := users("e", 9)
 	for _, u := range early {
 		st, err := q.Enter(ctx, "r", u)
-		if err != nil || st.State != queue.PreQueue || !st.New {
-			t.Fatalf("%s before the opening of the paused room = %+v, %v; want a new PREQUEUE place", u, st, err)
+		if err != nil || st.State != queue.PreQueue || !st.New || !st.Paused {
+			t.Fatalf("%s before the opening of the paused room = %+v, %v; want a new PREQUEUE place, paused", u, st, err)
 		}
 	}
 	if got := e.inParts(t, "r", 3); len(got) != len(early) {

@@ -3,16 +3,13 @@
 --
 -- KEYS[1] cfg HASH: the part's copy
 -- ARGV[1] version; ARGV[2] opens_at ('' for none); ARGV[3] parts;
--- ARGV[4] method (a pause is not copied: a paused room takes arrivals in
--- its parts as a running one does; a copy written before keeps a paused
--- field that nothing reads, and loses it here)
+-- ARGV[4] paused (0|1: said to the part's arrivals); ARGV[5] method
 --
 -- Returns 1 when the copy was written, 0 when a newer one was there.
 if tonumber(redis.call('HGET', KEYS[1], 'version') or '-1') >= tonumber(ARGV[1]) then
   return 0
 end
-redis.call('HSET', KEYS[1], 'version', ARGV[1], 'parts', ARGV[3], 'method', ARGV[4])
-redis.call('HDEL', KEYS[1], 'paused')
+redis.call('HSET', KEYS[1], 'version', ARGV[1], 'parts', ARGV[3], 'paused', ARGV[4], 'method', ARGV[5])
 if ARGV[2] == '' then
   redis.call('HDEL', KEYS[1], 'opens_at')
 else
