@@ -17,7 +17,7 @@ import (
 // request and batches concurrent requests itself (package queue/batch).
 //
 // The slice of statuses and the slice of errors are both as long as users:
-// errs[i] is ErrRoomPaused or ErrRoomClosed for a user the room refused, or
+// errs[i] is ErrRoomClosed for a user the room refused, or
 // a decoding error. The last error is for the whole call: ErrRoomNotFound
 // (an invalid or missing room) or ErrUnavailable.
 func (q *Queue) Enters(ctx context.Context, room string, users ...string) ([]Status, []error, error) {
@@ -95,16 +95,12 @@ func (q *Queue) entersParts(ctx context.Context, room string, users []string, wh
 		return unavailable("enters parts", err)
 	}
 	for j, i := range which {
-		r := asReply("penter", cmds[j].Val())
-		if r.str(0) != "PREQUEUE" {
+		st, err := partEnterReply(cmds[j].Val())
+		if errors.Is(err, errPartRefused) {
 			sts[i], errs[i] = q.Enter(ctx, room, users[i])
 			continue
 		}
-		sts[i] = Status{State: PreQueue, New: r.int(1) == 1, Waiting: r.int(2)}
-		if at := r.int(3); at > 0 {
-			sts[i].OpensAt = msTime(at)
-		}
-		errs[i] = r.err
+		sts[i], errs[i] = st, err
 	}
 	return nil
 }

@@ -64,8 +64,15 @@ func TestEntersRefusals(t *testing.T) {
 	if errs[0] != nil || sts[0].State != queue.Waiting || !sts[0].Paused {
 		t.Fatalf("alice in a paused room = %+v, %v; want WAITING, paused", sts[0], errs[0])
 	}
-	if !errors.Is(errs[1], queue.ErrRoomPaused) {
-		t.Fatalf("bob in a paused room: %v, want ErrRoomPaused", errs[1])
+	if errs[1] != nil || sts[1].State != queue.Waiting || !sts[1].Paused || !sts[1].New {
+		t.Fatalf("bob in a paused room = %+v, %v; want a new WAITING place, paused", sts[1], errs[1])
+	}
+	reject := queue.MethodReject
+	if _, err := q.UpdateRoom(ctx, "r1", queue.RoomUpdate{Method: &reject}, false, queue.RoomConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, errs, err := q.Enters(ctx, "r1", "carol"); err != nil || !errors.Is(errs[0], queue.ErrRoomClosed) {
+		t.Fatalf("carol in a closed room: %v, %v; want ErrRoomClosed", errs, err)
 	}
 	if _, _, err := q.Enters(ctx, "nosuchroom", "alice"); !errors.Is(err, queue.ErrRoomNotFound) {
 		t.Fatalf("missing room: %v, want ErrRoomNotFound", err)

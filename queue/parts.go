@@ -119,7 +119,7 @@ func (r *partRoutes) forget(room string) {
 // room said PART within partsTTL): one script on the part's shard, nothing
 // on the room's. handled is false otherwise, or when the part says ROOM:
 // the caller runs the room's enter, which decides (WAITING, READY,
-// PAUSED… as always, or PART for a user new to the room: partFromRoom).
+// REJECT… as always, or PART for a user new to the room: partFromRoom).
 func (q *Queue) enterDirect(ctx context.Context, room, user string) (Status, bool, error) {
 	pr, ok := q.routes.get(room, time.Now())
 	if !ok || !pr.direct {
@@ -135,6 +135,25 @@ func (q *Queue) enterDirect(ctx context.Context, room, user string) (Status, boo
 // errPartRefused: the part said ROOM.
 var errPartRefused = errors.New("queue: the part refused: the room decides")
 
+// partEnterReply decodes one reply of the part's enter script (penter.lua):
+// a PreQueue status with the part's own count as Waiting, or
+// errPartRefused for ROOM.
+func partEnterReply(v any) (Status, error) {
+	r := asReply("penter", v)
+	if r.str(0) != "PREQUEUE" {
+		if r.err != nil {
+			return Status{}, r.err
+		}
+		return Status{}, errPartRefused
+	}
+	st := Status{State: PreQueue, New: r.int(1) == 1, Waiting: r.int(2), Paused: r.int(5) == 1}
+	if at := r.int(3); at > 0 {
+		st.OpensAt = msTime(at)
+		st.OpensIn = max(0, time.Duration(at-r.int(4))*time.Millisecond)
+	}
+	return st, r.err
+}
+
 // enterPart runs the part's enter script for user.
 func (q *Queue) enterPart(ctx context.Context, room, user string, parts int) (Status, error) {
 	pk := q.partKeys(room, PartOf(user, parts))
@@ -142,20 +161,9 @@ func (q *Queue) enterPart(ctx context.Context, room, user string, parts int) (St
 	if err != nil {
 		return Status{}, unavailable("enter part", err)
 	}
-	r := asReply("penter", v)
-	if tag := r.str(0); tag != "PREQUEUE" {
-		if r.err != nil {
-			return Status{}, r.err
-		}
-		return Status{}, errPartRefused
-	}
-	st := Status{State: PreQueue, New: r.int(1) == 1, Waiting: r.int(2)}
-	if at := r.int(3); at > 0 {
-		st.OpensAt = msTime(at)
-		st.OpensIn = max(0, time.Duration(at-r.int(4))*time.Millisecond)
-	}
-	if r.err != nil {
-		return Status{}, r.err
+	st, err := partEnterReply(v)
+	if err != nil {
+		return Status{}, err
 	}
 	if st.New && st.Waiting == 1 {
 		// The part's first arrival: make sure the room knows an opening

@@ -18,10 +18,10 @@ import (
 var (
 	// ErrRoomNotFound: the room does not exist (or its name is invalid).
 	ErrRoomNotFound = errors.New("room not found")
-	// ErrRoomPaused: the room refuses new entries for now.
-	ErrRoomPaused = errors.New("room paused")
 	// ErrRoomClosed: the room's method is reject (sold out or closed): new
-	// entries are refused; those already waiting keep their place.
+	// entries are refused; those already waiting keep their place. It is
+	// the one state that refuses arrivals: a paused room takes them into
+	// the line (Status.Paused).
 	ErrRoomClosed = errors.New("room closed")
 	// ErrNotInQueue: neither waiting nor holding a live entry token.
 	ErrNotInQueue = errors.New("not in queue")
@@ -99,7 +99,7 @@ type Status struct {
 	// without a ticket): a pushed stream re-reads the status when it grows.
 	Sched int64
 	// Paused: the room is paused (Waiting, PreQueue, Closed): nobody is
-	// admitted, the place is kept.
+	// admitted, the place is kept, and arrivals still join the line.
 	Paused bool
 	// Message is the operator's message to the room's waiting users
 	// (Waiting, PreQueue, Closed; "" when none).
@@ -181,7 +181,9 @@ func msTime(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
 
 // Enter puts user in room's queue, or returns where they already are.
 // Re-entering keeps the first ticket; a user holding a live entry token gets
-// Ready. Errors: ErrRoomNotFound, ErrRoomPaused, ErrUnavailable.
+// Ready. A paused room takes a new user into the line as a running room
+// does (Waiting, Paused): admission holds, the place does not. Errors:
+// ErrRoomNotFound, ErrRoomClosed, ErrUnavailable.
 //
 // In a room whose pre-queue is sharded (prequeueParts > 1), a user new to
 // the room before its opening enters their part (parts.go): straight
@@ -245,8 +247,6 @@ func enterReply(v any) (Status, error) {
 	switch asReply("enter", v).str(0) {
 	case "NOROOM":
 		return Status{}, ErrRoomNotFound
-	case "PAUSED":
-		return Status{}, ErrRoomPaused
 	case "REJECT":
 		return Status{}, ErrRoomClosed
 	}

@@ -34,8 +34,9 @@ type RoomConfig struct {
 	Target int64
 	// EntryTTL is how long an entry token stays valid after admission.
 	EntryTTL time.Duration
-	// Paused rooms admit nobody and refuse new entries; those waiting keep
-	// their place.
+	// Paused rooms admit nobody but still take arrivals into the line;
+	// everyone waiting keeps their place, and admission resumes in ticket
+	// order when the pause ends. MethodReject is what refuses arrivals.
 	Paused bool
 	// Mode: ModeFixed (the default) or ModeAdaptive, where the limit
 	// controller sets Target within [MinActive, MaxActive].

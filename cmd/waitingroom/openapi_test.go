@@ -231,10 +231,13 @@ func TestOpenAPIPublic(t *testing.T) {
 	// Rooms.
 	s.call("GET", api+"/rooms/default", "", nil, 200)
 	s.call("GET", api+"/rooms/nowhere", "", nil, 404)
-	if r := do(t, "PUT", in.admin+"/admin/rooms/hold", testAdminToken, map[string]any{"paused": true, "message": "back soon"}); r.status != 200 {
-		t.Fatalf("pausing hold: %d %s", r.status, r.raw)
+	// A closed room refuses arrivals (a paused one takes them).
+	if r := do(t, "PUT", in.admin+"/admin/rooms/hold", testAdminToken, map[string]any{"method": "reject", "message": "back soon"}); r.status != 200 {
+		t.Fatalf("closing hold: %d %s", r.status, r.raw)
 	}
-	s.call("POST", api+"/rooms/hold/enter", access, nil, 423)
+	if r := s.call("POST", api+"/rooms/hold/enter", access, nil, 423); r.body["error"] != "room_closed" {
+		t.Fatalf("enter a closed room = %s, want room_closed", r.raw)
+	}
 	s.call("POST", api+"/rooms/nowhere/enter", access, nil, 404)
 	s.call("POST", api+"/rooms/default/enter", "", nil, 401)
 	// Three users in a room that admits two: one READY, one WAITING.

@@ -510,3 +510,57 @@ func summaryOf(p *page) string {
 	return eval[string](p, `['done-id', 'done-product', 'done-qty', 'done-total', 'done-at']
 		.map((id) => document.getElementById(id).textContent).filter((s) => s !== '').join(' | ')`)
 }
+
+// pausedShown is a JS condition: the queue screen holds a place while the
+// page says the sale is paused (in English) and withholds the ETA.
+const pausedShown = `!document.getElementById('queue').hidden && !document.getElementById('paused-note').hidden && ` +
+	`document.getElementById('paused-note').textContent === 'The sale is paused — your place is kept.' && ` +
+	`document.getElementById('eta').textContent === 'on hold while the sale is paused' && ` +
+	`/^You are #\d+$/.test(document.getElementById('position').textContent)`
+
+// TestPageStatesPausedArrival: a visitor who comes to the page while the
+// room is paused is told so before entering, joins the line (no error),
+// sees the paused queue screen, and reaches READY by itself once the
+// operator resumes the room through the admin API.
+func TestPageStatesPausedArrival(t *testing.T) {
+	parallel(t)
+	_, in := pageEnv(t, nil)
+	in.enter(user(1), "default")
+	in.mustPutRoom("default", map[string]any{"paused": true, "targetActive": 2})
+	p := sizedTab(t, in, pageSizes[0])
+	p.open("/rooms/default?transport=sse")
+	p.signIn(user(2))
+	p.waitJS("the enter screen says the sale is paused and the line open", shown("enter")+` && !document.getElementById('paused-note').hidden && `+
+		textOf("paused-note")+` === 'The sale is paused right now. You can still join the queue: your place is kept, and the line moves again when the sale resumes.'`)
+	p.click("#enter-btn")
+	p.waitJS("the paused queue screen at #2", pausedShown+` && `+textOf("position")+` === 'You are #2'`)
+	if got := p.text("message"); got != "" {
+		t.Errorf("the page says %q beside the paused queue, want nothing", got)
+	}
+	in.mustPutRoom("default", map[string]any{"paused": false})
+	p.waitJS("READY after the resume", shown("ready"))
+}
+
+// TestPageStatesPausedGatewayArrival: in gateway mode, a visitor sent to
+// the page by a protected URL while the room is paused solves the proof of
+// work, is queued anonymously and sees the paused state (no error page);
+// once the operator resumes the room the page takes the visitor back to
+// the URL, now let through by the origin.
+func TestPageStatesPausedGatewayArrival(t *testing.T) {
+	parallel(t)
+	b := newBrowser(t, "lang=en-US", "accept-lang=en-US,en")
+	in := gatewayPageEnv(t, map[string]string{"WR_TARGET_ACTIVE": "0"}, nil)
+	in.mustPutRoom("sale", map[string]any{"paused": true, "targetActive": 5})
+	p := b.tab(in)
+	p.open("/checkout/cart")
+	p.waitJS("the paused queue screen at #1", pausedShown+` && `+textOf("position")+` === 'You are #1'`)
+	if got := p.text("message"); got != "" {
+		t.Errorf("the page says %q beside the paused queue, want nothing", got)
+	}
+	back := p.watchBack()
+	in.mustPutRoom("sale", map[string]any{"paused": false})
+	if got := <-back; !strings.Contains(got, `"href":"/checkout/cart"`) {
+		t.Errorf("the way back showed %s, want a link to /checkout/cart", got)
+	}
+	p.waitOrigin("/checkout/cart", `"room":"sale"`)
+}

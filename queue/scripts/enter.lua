@@ -26,7 +26,6 @@
 --
 -- Returns one of
 --   {"NOROOM"}
---   {"PAUSED"}                                  (not queued: room paused)
 --   {"REJECT"}                                  (not queued: method reject)
 --   {"READY", entryToken, deadlineMs, new(0|1)}
 --   {"WAITING", ticket, position, waiting, rate, target, closed(0|1), new(0|1),
@@ -38,7 +37,10 @@
 --                     to the room: the caller enters them in their part,
 --                     parts.go; occupied: the queue or the active set holds
 --                     anyone, so enters must keep asking the room first)
---     paused: the room is paused (a user already waiting keeps the place);
+--     paused: the room is paused: it admits nobody, but takes arrivals
+--     into the line (or pre-queue) like a running room, in the same FIFO
+--     order, and every waiting user keeps the place; method reject is the
+--     state that refuses arrivals (REJECT);
 --     message: the operator's message to waiting users ('' when none).
 --     position is the arrival-order place (method fifo) or 0 (random: not
 --     decided before the opening); waiting counts queue and pre-queue.
@@ -130,9 +132,6 @@ if token then
   redis.call('ZREM', KEYS[4], user)
 end
 
-if paused == 1 then
-  return {'PAUSED'}
-end
 if closed == 1 then
   return {'REJECT'}
 end
@@ -164,8 +163,10 @@ if scheduled or merging or redis.call('ZCARD', KEYS[8]) > 0 then
   return prequeued(rank, 1)
 end
 
-if method == 'passthrough' then
-  -- No queue: admitted at once, outside targetActive (see README).
+if method == 'passthrough' and paused == 0 then
+  -- No queue: admitted at once, outside targetActive (see README). A
+  -- paused passthrough room queues the arrival: its first run after the
+  -- pause admits everyone waiting (admit.lua).
   local deadline = now + (tonumber(cfg[6]) or 120000)
   redis.call('HSET', KEYS[5], user, ARGV[2])
   redis.call('ZADD', KEYS[4], deadline, user)
@@ -182,4 +183,4 @@ rank = redis.call('ZRANK', KEYS[3], user)
 if rank == 0 then
   wake(now)
 end
-return {'WAITING', ticket, rank + 1, redis.call('ZCARD', KEYS[3]), rate, target, 0, 1, 0, message}
+return {'WAITING', ticket, rank + 1, redis.call('ZCARD', KEYS[3]), rate, target, 0, 1, paused, message}

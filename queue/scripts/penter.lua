@@ -13,25 +13,29 @@
 -- ARGV[1] user id
 -- ARGV[2] the number of parts the caller believes the room has
 --
--- Returns {"PREQUEUE", new(0|1), partCount, opensAtMs, nowMs} or {"ROOM"}:
--- the room must decide (no copy, another number of parts, paused, not a
--- queueing method, past the opening by this part's clock, or sealed by an
--- opening), and the caller runs the room's enter script.
-local cfg = redis.call('HMGET', KEYS[1], 'opens_at', 'parts', 'paused', 'method')
+-- Returns {"PREQUEUE", new(0|1), partCount, opensAtMs, nowMs, paused(0|1)}
+-- or {"ROOM"}:
+-- the room must decide (no copy, another number of parts, not a queueing
+-- method, past the opening by this part's clock, or sealed by an opening),
+-- and the caller runs the room's enter script. A paused room takes
+-- arrivals like a running one: the part's copy of paused is only said
+-- (the room's admission runs hold while it is set).
+local cfg = redis.call('HMGET', KEYS[1], 'opens_at', 'parts', 'method', 'paused')
 local opensAt = tonumber(cfg[1])
-if not opensAt or tonumber(cfg[2]) ~= tonumber(ARGV[2]) or cfg[3] == '1' or
-   cfg[4] == 'reject' or cfg[4] == 'passthrough' then
+if not opensAt or tonumber(cfg[2]) ~= tonumber(ARGV[2]) or
+   cfg[3] == 'reject' or cfg[3] == 'passthrough' then
   return {'ROOM'}
 end
+local paused = cfg[4] == '1' and 1 or 0
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local user = ARGV[1]
 if redis.call('ZSCORE', KEYS[2], user) and redis.call('SISMEMBER', KEYS[4], user) == 0 then
-  return {'PREQUEUE', 0, redis.call('ZCARD', KEYS[2]), opensAt, now}
+  return {'PREQUEUE', 0, redis.call('ZCARD', KEYS[2]), opensAt, now, paused}
 end
 local st = redis.call('HMGET', KEYS[3], 'sealed_for', 'merging')
 if now >= opensAt or st[2] == '1' or st[1] == cfg[1] then
   return {'ROOM'}
 end
 redis.call('ZADD', KEYS[2], 'NX', tonumber(t[1]) * 1000000 + tonumber(t[2]), user)
-return {'PREQUEUE', 1, redis.call('ZCARD', KEYS[2]), opensAt, now}
+return {'PREQUEUE', 1, redis.call('ZCARD', KEYS[2]), opensAt, now, paused}

@@ -3,7 +3,7 @@
 --
 -- KEYS[1] cfg HASH: the part's copy
 -- ARGV[1] version; ARGV[2] opens_at ('' for none); ARGV[3] parts;
--- ARGV[4] paused (0|1); ARGV[5] method
+-- ARGV[4] paused (0|1: said to the part's arrivals); ARGV[5] method
 --
 -- Returns 1 when the copy was written, 0 when a newer one was there.
 if tonumber(redis.call('HGET', KEYS[1], 'version') or '-1') >= tonumber(ARGV[1]) then

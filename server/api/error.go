@@ -61,7 +61,6 @@ var errorTable = []struct {
 	api Error
 }{
 	{queue.ErrRoomNotFound, Error{Status: 404, Code: "room_not_found", Message: "no such room"}},
-	{queue.ErrRoomPaused, Error{Status: 423, Code: "room_paused", Message: "the room is paused; try again shortly", RetryAfter: 5}},
 	{queue.ErrRoomClosed, Error{Status: 423, Code: "room_closed", Message: "this sale has closed or sold out. Thank you for your interest; please check back for the next one"}},
 	{queue.ErrPrequeueNotEmpty, Error{Status: 409, Code: "prequeue_not_empty", Message: "prequeueParts changes only while the room's pre-queue is empty and no opening is merging it"}},
 	{queue.ErrBadParts, Error{Status: 400, Code: "invalid_request", Message: "prequeueParts must be from 1 to 16"}},

@@ -1149,7 +1149,7 @@
   const asks = {
     pause: (d) => ({
       title: 'Pause admission in ' + d.room + '?',
-      text: 'Nobody is admitted and new entries are refused until you resume; ' + waitingText(d) + ' keep their place and are told the sale is paused.',
+      text: 'Nobody is admitted until you resume; newcomers still join the line, and ' + waitingText(d) + ' keep their place and are told the sale is paused. To turn arrivals away, close the room (method reject).',
       ok: 'Pause admission',
     }),
     reject: (d) => ({

@@ -30,7 +30,7 @@ const TEXT = {
     tier_sse: 'Live updates', tier_ws: 'Live updates', tier_poll: 'Updating every few seconds', viaTab: '{tier}, through your other tab',
     liveOff: 'Live updates are unavailable here; retrying…',
     pausedNote: 'The sale is paused — your place is kept.',
-    pausedRoom: 'The sale is paused right now. You can join the queue when it resumes.',
+    pausedRoom: 'The sale is paused right now. You can still join the queue: your place is kept, and the line moves again when the sale resumes.',
     resumed: 'The sale has resumed.', noticeLabel: 'A message from the shop',
     placeKept: 'Welcome back — your place was kept. Keep this page open: if it is closed or asleep for long, your place is released.',
     leave: 'Leave the queue', leaveQ: 'Leave the queue? You will lose your place.', leaveYes: 'Yes, leave', leaveNo: 'Stay in line',
@@ -49,7 +49,6 @@ const TEXT = {
     badCreds: 'Wrong login ID or password.',
     tooMany: 'Too many attempts, try again in {n} s.', tooManySoon: 'Too many attempts, try again shortly.',
     roomNotFound: 'This waiting room does not exist. Please check the link.',
-    paused: 'The queue is paused right now. Please try again in a few minutes.',
     busy: 'The shop is busy. Your place is kept — try again.',
     network: 'Cannot reach the server. Check your connection and try again.',
     unavailable: 'The waiting room is briefly unavailable. Trying again in {n} s…',
@@ -87,7 +86,7 @@ const TEXT = {
     tier_sse: '실시간 업데이트', tier_ws: '실시간 업데이트', tier_poll: '몇 초마다 업데이트', viaTab: '{tier}, 다른 탭을 통해 받는 중',
     liveOff: '실시간 연결을 쓸 수 없어 다시 시도하는 중…',
     pausedNote: '판매가 일시 중지되었습니다 — 순번은 그대로 유지됩니다.',
-    pausedRoom: '지금은 판매가 일시 중지되었습니다. 재개되면 대기열에 들어갈 수 있습니다.',
+    pausedRoom: '지금은 판매가 일시 중지되었습니다. 지금 대기열에 들어가도 순번은 유지되며, 판매가 재개되면 다시 진행됩니다.',
     resumed: '판매가 재개되었습니다.', noticeLabel: '상점에서 알려 드립니다',
     placeKept: '다시 오셨군요 — 순번이 유지되었습니다. 이 페이지를 열어 두세요. 페이지가 닫히거나 오래 잠들어 있으면 순번이 해제됩니다.',
     leave: '대기열 나가기', leaveQ: '대기열에서 나가시겠습니까? 지금 순번이 사라집니다.', leaveYes: '네, 나가기', leaveNo: '계속 기다리기',
@@ -106,7 +105,6 @@ const TEXT = {
     badCreds: '아이디 또는 비밀번호가 올바르지 않습니다.',
     tooMany: '시도가 너무 많습니다. {n}초 후에 다시 시도하세요.', tooManySoon: '시도가 너무 많습니다. 잠시 후 다시 시도하세요.',
     roomNotFound: '존재하지 않는 대기실입니다. 링크를 확인하세요.',
-    paused: '지금은 대기열이 일시 중지되었습니다. 몇 분 후에 다시 시도하세요.',
     busy: '주문이 몰려 있습니다. 순서는 유지됩니다. 다시 시도하세요.',
     network: '서버에 연결할 수 없습니다. 연결을 확인하고 다시 시도하세요.',
     unavailable: '대기실에 잠시 연결할 수 없습니다. {n}초 후 다시 시도합니다…',
@@ -975,7 +973,6 @@ async function enter(ev) {
   if (res.status === 401) needLogin('signinAgain');
   else if (res.status === 404) say('roomNotFound', {}, true);
   else if (res.status === 423 && res.data.error === 'room_closed') { S.last = null; closed(null); }
-  else if (res.status === 423) { say('paused', {}, true); loadRoom(); }
   else if (res.status === 429) tooMany(res);
   else sayError(res);
 }
@@ -1283,7 +1280,6 @@ function refusal(res, n) {
   }
   show('enter');
   if (res.status === 404) say('roomNotFound', {}, true);
-  else if (res.status === 423) say('paused', {}, true);
   else sayError(res);
   return -1;
 }
