@@ -45,13 +45,15 @@ func (s *Server) logAccess(ctx *fasthttp.RequestCtx, srv *fasthttp.Server, toOri
 	case route != "":
 	case toOrigin:
 		route = originRoute
-		method, pattern, room, decision, ok := gateway.Judgement(ctx)
-		switch {
-		case decision != "": // forward auth's question, about another request
+		if method, pattern, room, decision, ok := gateway.Judgement(ctx); ok {
+			// Forward auth's question, about another request.
 			route = gateway.AuthPath
 			judged = &accesslog.Judged{Method: method, Route: pattern, Room: room, Decision: decision}
-		case ok && pattern != "":
-			route = pattern
+			break
+		}
+		sent, raw := gateway.RequestPaths(ctx)
+		if r, ok, _ := s.gwSettings.Routes().Find(string(ctx.Method()), sent, raw); ok {
+			route = r.Pattern
 		}
 	default:
 		route = api.Unmatched // refused before any route (the protocol filter)

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -22,24 +22,28 @@ var (
 	ErrOriginErrors      = errors.New("errors")
 )
 
-// originHealth is the outcome of the last forward.
+// originHealth is the outcome of the last forward, kept without a lock:
+// every forward writes it.
 type originHealth struct {
-	mu   sync.Mutex
-	at   time.Time
-	err  error // nil: the origin answered below 500
-	seen bool
+	at  atomic.Int64          // when, Unix nanoseconds; 0: no forward yet
+	err atomic.Pointer[error] // nil: the origin answered below 500
 }
 
 func (h *originHealth) note(err error, now time.Time) {
-	h.mu.Lock()
-	h.at, h.err, h.seen = now, err, true
-	h.mu.Unlock()
+	if err == nil {
+		h.err.Store(nil)
+	} else {
+		h.err.Store(&err)
+	}
+	h.at.Store(now.UnixNano())
 }
 
 func (h *originHealth) last(now time.Time) (err error, fresh bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.err, h.seen && now.Sub(h.at) < originFresh
+	at := h.at.Load()
+	if p := h.err.Load(); p != nil {
+		err = *p
+	}
+	return err, at != 0 && now.Sub(time.Unix(0, at)) < originFresh
 }
 
 // noteForward records how a forward went: answered with status, or err.
