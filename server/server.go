@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"sync"
 	"time"
@@ -265,12 +266,15 @@ func (s *Server) Run(ctx context.Context) error {
 // HTTP (in-flight orders finish). It does not run the background loops
 // (Loops): the caller starts them before and stops them after.
 func (s *Server) Serve(ctx context.Context, public, admin net.Listener) error {
-	admin = listener.GuardHeaderLines(admin)
 	var wg sync.WaitGroup
 	limited := listener.NewPublic(public, s.listenerConfig())
+	// The management port has no caps, but is followed the same way: HTTP
+	// clients making requests in parallel keep a connection they dialled
+	// for one that another connection served first, unused.
+	mgmt := listener.NewPublic(admin, listener.Config{MaxConns: math.MaxInt, Logger: s.log})
 	errc := make(chan error, 2)
 	wg.Go(func() { errc <- s.public.Listener(limited) })
-	wg.Go(func() { errc <- s.admin.Listener(admin) })
+	wg.Go(func() { errc <- s.admin.Listener(mgmt) })
 	s.log.LogAttrs(ctx, slog.LevelInfo, "serving",
 		slog.String("public", public.Addr().String()), slog.String("admin", admin.Addr().String()),
 		slog.Int("maxConns", s.cfg.Listener.MaxConns), slog.Int("maxConnsPerIP", s.cfg.Listener.PerAddr))
@@ -287,12 +291,16 @@ func (s *Server) Serve(ctx context.Context, public, admin net.Listener) error {
 	// Streams first: each is told to reconnect elsewhere and ends, so the
 	// HTTP shutdown below is not held up by them.
 	s.hub.Close()
-	// Connections that never sent a byte (browsers' spare ones) would hold
-	// the shutdown up for seconds; close them, also ones accepted meanwhile.
+	// Connections that never sent a byte (browsers' and HTTP clients'
+	// spare ones) would hold the shutdown up for 5 s (fasthttp counts them
+	// idle only then); close them, also ones accepted meanwhile, on both
+	// ports until both are shut down.
 	sweepCtx, stopSweep := context.WithCancel(context.Background())
-	go loop.NowAndEvery(sweepCtx, 50*time.Millisecond, func(context.Context) { limited.CloseUnused() })
+	go loop.NowAndEvery(sweepCtx, 50*time.Millisecond, func(context.Context) {
+		limited.CloseUnused()
+		mgmt.CloseUnused()
+	})
 	e := s.public.ShutdownWithContext(sctx)
-	stopSweep()
 	if e != nil {
 		err = errors.Join(err, fmt.Errorf("server: public shutdown: %w", e))
 	}
@@ -302,10 +310,11 @@ func (s *Server) Serve(ctx context.Context, public, admin net.Listener) error {
 	if e := s.admin.ShutdownWithContext(sctx); e != nil {
 		err = errors.Join(err, fmt.Errorf("server: admin shutdown: %w", e))
 	}
+	stopSweep()
 	// fasthttp closes only the listeners its Serve has registered; a stop
 	// that comes right after the start could find none. Close them here too.
 	_ = limited.Close()
-	_ = admin.Close()
+	_ = mgmt.Close()
 	// The listeners are closed, so Serve returns at once: it gets a bound
 	// of its own, not what the connections left of the shutdown's. (With
 	// the shutdown's, connections that closed just inside the timeout made

@@ -355,16 +355,21 @@ func TestDisabledTransportIs503(t *testing.T) {
 }
 
 // TestShutdownIgnoresUnusedConnections: connections opened ahead of need
-// (as browsers do) that never sent a byte do not hold up a shutdown.
+// that never sent a byte do not hold up a shutdown, on either port: browsers
+// open them to the public one, and HTTP clients with requests in parallel
+// to the management one (a connection dialled for a request that another
+// connection served first is kept, unused).
 func TestShutdownIgnoresUnusedConnections(t *testing.T) {
 	e := newEnv(t)
 	in := e.start(map[string]string{"WR_SHUTDOWN_TIMEOUT": "3s"})
-	for range 5 {
-		c, err := net.Dial("tcp", strings.TrimPrefix(in.base, "http://"))
-		if err != nil {
-			t.Fatal(err)
+	for _, base := range []string{in.base, in.admin} {
+		for range 5 {
+			c, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { c.Close() })
 		}
-		t.Cleanup(func() { c.Close() })
 	}
 	in.stop() // fails the test if Serve reports a timed-out shutdown
 }

@@ -9,7 +9,8 @@
 //   - the header-line guard (GuardHeaderLines, headerguard.go), on both
 //     ports: a last header line without a colon fails at once;
 //   - the sweep of connections that never sent a byte, at shutdown
-//     (Public.CloseUnused);
+//     (Public.CloseUnused), on both ports: the management port is a Public
+//     without caps;
 //   - the refusal bytes, written to the socket before any request: the
 //     contract's JSON ({"error":"unavailable",…}) in a 503 with Retry-After.
 //

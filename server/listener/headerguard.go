@@ -33,8 +33,8 @@ var errHeaderLineNoColon = errors.New("request header line without a colon")
 // headerGuardListener wraps each accepted connection in a headerGuardConn.
 type headerGuardListener struct{ net.Listener }
 
-// GuardHeaderLines returns ln with its connections guarded (see headerGuardConn):
-// the server uses it for the management port; NewPublic applies it itself.
+// GuardHeaderLines returns ln with its connections guarded (see
+// headerGuardConn); NewPublic applies it itself.
 func GuardHeaderLines(ln net.Listener) net.Listener { return headerGuardListener{ln} }
 
 func (l headerGuardListener) Accept() (net.Conn, error) {
