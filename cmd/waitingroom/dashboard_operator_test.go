@@ -158,8 +158,12 @@ func TestDashboardConfirmations(t *testing.T) {
 	p.do("tab to confirm", chromedp.KeyEvent(kb.Tab))
 	p.waitJS("Confirm focused", `document.activeElement.id === 'confirm-ok'`)
 	p.do("confirm", chromedp.KeyEvent("\r"))
-	waitFor(t, "paused", func() bool { return in.adminRoom("default").body["paused"] == true })
+	// The page first: its state (the message, the dialog) is printed if
+	// the change never went out.
 	p.waitJS("paused shown", textOf("pause-state")+` === 'Paused' && `+textOf("control-msg")+` === 'Saved default: paused = true.'`)
+	if in.adminRoom("default").body["paused"] != true {
+		t.Fatal("the page says paused, the room is not")
+	}
 	p.click("#pause-btn") // resuming does not ask
 	waitFor(t, "running", func() bool { return in.adminRoom("default").body["paused"] == false })
 	// The page's word that it is saved: its buttons are enabled again.

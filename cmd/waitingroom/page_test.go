@@ -217,7 +217,8 @@ func (p *page) state() string {
 		const shown = [...document.querySelectorAll('main > section')].filter((e) => !e.hidden).map((e) => e.id);
 		return 'url=' + location.href + ' screens=' + shown.join(',') + ' message=' + v('message') +
 			' position=' + v('position') + ' tier=' + v('tier') + ' ended=' + v('ended-text') +
-			' control=' + v('control-msg') + ' focus=' + (document.activeElement ? document.activeElement.id : '-');
+			' control=' + v('control-msg') + ' focus=' + (document.activeElement ? document.activeElement.id : '-') +
+			' dialog=' + !!(document.querySelector('dialog[open]'));
 	})()`))
 	if err != nil {
 		s = "(page state unavailable: " + err.Error() + ")"
