@@ -25,8 +25,10 @@
 #   test      go test -race -count=1 -vet=off ./... (vet ran every analyzer
 #             on every package, its tests included, in the vet phase: the
 #             subset go test runs again would be analysed a second time on
-#             a cold cache); packages run in parallel (go test's -p, one
-#             per core), tests marked parallel four at a time
+#             a cold cache); four packages at a time (go test's -p,
+#             WR_TEST_PACKAGES: most packages' tests wait on Redis, timers
+#             or a child process, and with one per core the cores idled
+#             half the phase), tests marked parallel four at a time
 #             (WR_TEST_PARALLEL), and each package's binary has its own
 #             -timeout (WR_TEST_TIMEOUT, 20m)
 #
@@ -192,7 +194,7 @@ gotest() {
 	if ((short)); then
 		$GO test -short -count=1 -vet=off -p 4 -parallel 4 -timeout 5m ./...
 	else
-		$GO test -race -count=1 -vet=off -parallel "${WR_TEST_PARALLEL:-4}" -timeout "${WR_TEST_TIMEOUT:-20m}" ./...
+		$GO test -race -count=1 -vet=off -p "${WR_TEST_PACKAGES:-4}" -parallel "${WR_TEST_PARALLEL:-4}" -timeout "${WR_TEST_TIMEOUT:-20m}" ./...
 	fi
 }
 
