@@ -57,6 +57,7 @@ report() {
 	echo "==> phase times"
 	((${#times[@]})) && printf '    %s\n' "${times[@]}"
 	printf '    %-10s %5ds%s\n' total $((SECONDS - started)) "$( ((rc == 0)) || echo " (failed, exit $rc)")"
+	[[ -z ${command_dir:-} ]] || rm -rf "$command_dir"
 }
 trap report EXIT
 
@@ -199,15 +200,17 @@ gotest() {
 }
 
 # vet_full: go vet -race, and beside it the command built without the
-# race detector, the build the smoke tests of loadtest/ run as their
-# server (loadtest/internal/smoke). On a cold cache that build compiles
-# every package a second time, without -race; inside the test phase the
-# first smoke test paid it (a minute and more of its package's time, on
-# the test phase's longest path), while here it fills the gaps where
-# vet's compiles wait on each other. The smoke tests then only link.
+# race detector, the server the smoke tests of loadtest/ run
+# (loadtest/internal/smoke), into a folder of the run's: the test phase
+# names it in WR_TEST_COMMAND, so no test binary builds or links it
+# again. On a cold cache that build compiles every package a second time,
+# without -race; inside the test phase the first smoke test paid it (a
+# minute and more of its package's time, on the test phase's longest
+# path), while here it fills the gaps where vet's compiles wait on each
+# other.
 vet_full() {
 	local rc=0 build
-	$GO build -o /dev/null ./cmd/waitingroom &
+	$GO build -o "$command_dir/waitingroom" ./cmd/waitingroom &
 	build=$!
 	$GO vet -race ./... || rc=$?
 	wait "$build" || ((rc)) || rc=$?
@@ -218,6 +221,8 @@ phase services services
 if ((!short)); then
 	phase compiler compiler
 	tools_beside
+	command_dir=$(mktemp -d) # removed by report
+	export WR_TEST_COMMAND="$command_dir/waitingroom"
 fi
 # vet builds with the tests' flags: under -race the compiled packages it
 # type-checks against are the ones go test then reuses (a fresh machine

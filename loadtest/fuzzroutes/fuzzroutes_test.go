@@ -2,14 +2,18 @@ package fuzzroutes_test
 
 import (
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"waitingroom/loadtest/fuzzroutes"
+	"waitingroom/loadtest/internal/smoke"
 	"waitingroom/queue/queuetest"
 )
+
+func TestMain(m *testing.M) { os.Exit(smoke.Main(m)) }
 
 // startStack runs every origin behind every front door, on a Redis of
 // its own, and proves it can see a reach (SelfCheck). A runtime that is
@@ -22,7 +26,7 @@ func startStack(tb testing.TB) *fuzzroutes.Stack {
 	var progress strings.Builder
 	st, err := fuzzroutes.Start(tb.Context(), fuzzroutes.Config{
 		Origins: fuzzroutes.OriginNames(), Fronts: fuzzroutes.Fronts,
-		RedisURL: queuetest.Server(tb), Log: &progress,
+		RedisURL: queuetest.Server(tb), ServerBin: smoke.Command(tb), Log: &progress,
 	})
 	if err != nil {
 		tb.Fatalf("%v\n%s", err, progress.String())

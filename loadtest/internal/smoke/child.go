@@ -1,5 +1,6 @@
 // Package smoke runs the scenarios' smoke tests against a real server:
-// the command, waitingroom/cmd/waitingroom, built once per test binary and
+// the command, waitingroom/cmd/waitingroom, built once per test binary (or
+// once per run: make test builds it and names it in WR_TEST_COMMAND) and
 // started as a child process configured only through its environment, on a
 // Redis of its own and a fresh Postgres database, the admission loop every
 // 100 ms. The smoke tests assert counts only, never timings; with -short
@@ -58,7 +59,7 @@ func Main(m *testing.M) int {
 
 // commandPath builds waitingroom/cmd/waitingroom on first use and returns
 // the path of the binary; a failed build fails every test that needs it.
-func commandPath(t *testing.T) string {
+func commandPath(t testing.TB) string {
 	t.Helper()
 	built.once.Do(func() { built.path, built.err = buildCommand() })
 	if built.err != nil {
@@ -70,7 +71,7 @@ func commandPath(t *testing.T) string {
 // Command is the path of the command built for this test binary, for a
 // scenario that starts the server itself; a failed build fails t. With
 // -short the test skips, as the other smoke runs do.
-func Command(t *testing.T) string {
+func Command(t testing.TB) string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("-short: no extra processes")
@@ -78,7 +79,18 @@ func Command(t *testing.T) string {
 	return commandPath(t)
 }
 
+// commandVar names a command already built from this checkout, for every
+// test binary of a run to share (make test sets it; each package linked
+// the command anew before).
+const commandVar = "WR_TEST_COMMAND"
+
 func buildCommand() (string, error) {
+	if path := os.Getenv(commandVar); path != "" {
+		if fi, err := os.Stat(path); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
+			return "", fmt.Errorf("%s=%s is not an executable file (%v)", commandVar, path, err)
+		}
+		return path, nil
+	}
 	goTool, err := exec.LookPath("go")
 	if err != nil {
 		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
