@@ -19,13 +19,11 @@
 // run looks at no more than the users it may admit plus 10,000
 // (scripts/admit.lua, AdmitResult.Looked).
 //
-// Concurrency: a Queue is safe for concurrent use. The Admitter runs one
-// admission loop per instance; run as many instances as you like: with
-// package members they share the rooms, each room run by one of them, and
-// only while it has work (admitter.go). Events
-// runs on its caller's goroutine until its context is done.
+// Concurrency: a Queue is safe for concurrent use, by any number of
+// instances. Events runs on its caller's goroutine until its context is
+// done. The admission loop that calls Admit and Open for the rooms with
+// work is package queue/admission.
 //
-// Each script's job, openings in slices, the bulk enter and why four
-// test-only names stay exported: see docs/design.md, "The queue's Redis
-// model".
+// Each script's job, openings in slices, the bulk enter and what is
+// exported for whom: see docs/design.md, "The queue's Redis model".
 package queue

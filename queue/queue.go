@@ -560,7 +560,7 @@ type AdmitResult struct {
 	// runs meanwhile), or 0.
 	Merge   int
 	OpensAt time.Time
-	// Adaptive: the room's mode is adaptive (the Admitter's Gate bounds
+	// Adaptive: the room's mode is adaptive (admission.Gate bounds
 	// its runs).
 	Adaptive bool
 	// NextDeadline is the earliest end of an admission's window (zero:

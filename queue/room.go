@@ -507,6 +507,17 @@ func (q *Queue) RoomConfigs(ctx context.Context) (map[string]RoomConfig, error) 
 	return out, nil
 }
 
+// HasRooms reports whether any room exists, in one command whatever their
+// number: none once the room set is gone, as from a Redis that lost its
+// data. Errors: ErrUnavailable.
+func (q *Queue) HasRooms(ctx context.Context) (bool, error) {
+	n, err := q.rdb.Exists(ctx, q.roomsKey()).Result()
+	if err != nil {
+		return false, unavailable("room set", err)
+	}
+	return n > 0, nil
+}
+
 // Rooms returns the names of all rooms, sorted.
 func (q *Queue) Rooms(ctx context.Context) ([]string, error) {
 	names, err := q.rdb.SMembers(ctx, q.roomsKey()).Result()
