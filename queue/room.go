@@ -60,7 +60,7 @@ type RoomConfig struct {
 	// provisionally, until the room has measured its own (queue/estimate).
 	ExpectedOrder time.Duration
 	// PrequeueParts is how many parts the room's pre-queue is spread over
-	// (parts.go): 0 (as read for an unsharded room) or 1 keeps it in the
+	// (prequeue.go): 0 (as read for an unsharded room) or 1 keeps it in the
 	// room's own keys.
 	PrequeueParts int
 }

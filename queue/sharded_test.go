@@ -19,7 +19,7 @@ import (
 	"waitingroom/queue/queuetest"
 )
 
-// The sharded pre-queue (parts.go, merge.go) is tested on one Redis and on
+// The sharded pre-queue (prequeue*.go) is tested on one Redis and on
 // a 3-master Redis Cluster, by the same functions: each takes a client and
 // a key prefix of its own.
 
