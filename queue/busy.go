@@ -13,7 +13,7 @@ import (
 //
 // It costs one command per room, whatever the room holds: one EXISTS of
 // the room's queue, pre-queue, active set and merge record (a sharded
-// pre-queue's opening to come, merge.go; an empty sorted set does
+// pre-queue's opening to come, prequeue_merge.go; an empty sorted set does
 // not exist; the three share the room's hash slot, so a Redis Cluster
 // takes it), all rooms in one pipeline. An invalid name is never busy.
 func (q *Queue) Busy(ctx context.Context, rooms []string) ([]bool, error) {

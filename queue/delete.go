@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // ErrRoomNotEmpty: someone waits in the room, is pre-queued for its
@@ -49,13 +47,9 @@ func (q *Queue) DeleteRoom(ctx context.Context, room string, force bool, also ..
 		q.RoomKey(room, MeasuredKey), q.mergeKey(room)}
 	// The parts of a sharded pre-queue live on other slots: counted
 	// here, removed once the room is gone.
-	sizes, err := q.partSizes(ctx, room, MaxPrequeueParts)
+	inParts, err := q.inParts(ctx, room)
 	if err != nil {
 		return Deleted{}, err
-	}
-	var inParts int64
-	for _, n := range sizes {
-		inParts += n
 	}
 	if inParts > 0 && !force {
 		n, err := q.rdb.Exists(ctx, k.cfg).Result()
@@ -85,15 +79,8 @@ func (q *Queue) DeleteRoom(ctx context.Context, room string, force bool, also ..
 	case status == 0:
 		return d, fmt.Errorf("queue: delete room %s: %w", room, ErrRoomNotEmpty)
 	}
-	// One pipeline (each part on its own slot: an UNLINK a part).
-	if _, err := q.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for part := range MaxPrequeueParts {
-			pk := q.partKeys(room, part)
-			p.Unlink(ctx, pk.cfg, pk.prequeue, pk.state, pk.left)
-		}
-		return nil
-	}); err != nil {
-		return d, unavailable("delete room", err)
+	if err := q.unlinkParts(ctx, room); err != nil {
+		return d, err
 	}
 	q.routes.forget(room)
 	if err := q.forget(ctx, room); err != nil {

@@ -9,23 +9,22 @@
 // RoomKey under the hash tag {room}, so each script touches one Redis
 // Cluster slot; packages that keep state beside a room build theirs with
 // RoomKey too. Time inside scripts is Redis's TIME, never an instance's
-// clock. Events (event.go) are the queue's contract with its subscribers:
-// Event is its typed form and Events the one subscription to every room's
-// events; the wire format is not exported.
+// clock. Events (event.go) are the contract with the subscribers: Event
+// the typed form, Events the one subscription; the wire is not exported.
 //
 // Admission is bounded per run whatever the length of the line: with
 // presence-aware admission (Options.Grace) the runs share a cursor past
-// the users found absent, so each is looked at once per absence, and a
-// run looks at no more than the users it may admit plus 10,000
-// (scripts/admit.lua, AdmitResult.Looked).
+// the absent, each looked at once per absence, and a run looks at no more
+// than the users it may admit plus 10,000 (scripts/admit.lua,
+// AdmitResult.Looked). The loop that runs it for the rooms with work is
+// package queue/admission.
 //
-// Concurrency: a Queue is safe for concurrent use. The Admitter runs one
-// admission loop per instance; run as many instances as you like: with
-// package members they share the rooms, each room run by one of them, and
-// only while it has work (admitter.go). Events
-// runs on its caller's goroutine until its context is done.
+// The sharded pre-queue (prequeueParts > 1) spreads a hot room's arrivals
+// before its opening over parts on slots of their own: their layout and
+// the setting in prequeue.go, a user in a part in prequeue_parts.go, the
+// opening's merge in prequeue_merge.go (docs/sharded-prequeue.md).
 //
-// Each script's job, openings in slices, the bulk enter and why four
-// test-only names stay exported: see docs/design.md, "The queue's Redis
-// model".
+// A Queue is safe for concurrent use; Events runs on its caller's
+// goroutine until its context is done. Scripts' jobs, openings in slices,
+// the bulk enter, what is exported for whom: docs/design.md.
 package queue

@@ -153,8 +153,8 @@ type Queue struct {
 	openSlice   int           // users per run of the open script (openSlice; tests set less)
 	openRuns    int           // runs per Open call (openRunsPerCall)
 	dbTag       string        // the event channels' suffix (channelTag)
-	routes      partRoutes    // rooms whose pre-queue is sharded, as last heard (parts.go)
-	interleaves interleaves   // the interleaving of each room's sharded opening (merge.go)
+	routes      partRoutes    // rooms whose pre-queue is sharded, as last heard (prequeue_parts.go)
+	interleaves interleaves   // the interleaving of each room's sharded opening (prequeue_merge.go)
 }
 
 // New returns a Queue on rdb. rdb may be a single node, Sentinel or Cluster
@@ -185,10 +185,10 @@ func msTime(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
 // does (Waiting, Paused): admission holds, the place does not. Errors:
 // ErrRoomNotFound, ErrRoomClosed, ErrUnavailable.
 //
-// In a room whose pre-queue is sharded (prequeueParts > 1), a user new to
-// the room before its opening enters their part (parts.go): straight
-// away while this instance knows the room does that, else after the
-// room's enter said so.
+// In a room whose pre-queue is sharded (prequeueParts > 1), a user new
+// to the room before its opening enters their part (prequeue_parts.go):
+// straight away while this instance knows the room does that, else after
+// the room's enter said so.
 func (q *Queue) Enter(ctx context.Context, room, user string) (Status, error) {
 	if ValidRoom(room) {
 		if st, ok, err := q.enterDirect(ctx, room, user); ok {
@@ -554,13 +554,13 @@ type AdmitResult struct {
 	// OpensAt (zero: no opening scheduled): the room's own; the parts of
 	// a sharded pre-queue are not counted (Merge says they may hold some).
 	PreQueue int64
-	// Merge is the state of the room's sharded opening (merge.go):
+	// Merge is the state of the room's sharded opening (prequeue_merge.go):
 	// MergeArmed (an opening to merge at OpensAt; Due once it has come),
 	// MergeMoving (the merge is under way: run Merge each tick; admission
 	// runs meanwhile), or 0.
 	Merge   int
 	OpensAt time.Time
-	// Adaptive: the room's mode is adaptive (the Admitter's Gate bounds
+	// Adaptive: the room's mode is adaptive (admission.Gate bounds
 	// its runs).
 	Adaptive bool
 	// NextDeadline is the earliest end of an admission's window (zero:

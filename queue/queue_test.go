@@ -459,33 +459,6 @@ func TestRedisDownIsUnavailable(t *testing.T) {
 	}
 }
 
-func TestAdmitterRecreatesConfiguredRooms(t *testing.T) {
-	rdb, prefix := queuetest.Redis(t)
-	q := queue.New(rdb, queue.Options{Prefix: prefix})
-	ctx := context.Background()
-	a := q.NewAdmitter(queue.AdmitterOptions{Logger: testLogger(t), Rooms: []string{"main"}, Defaults: queue.RoomConfig{Target: 3, EntryTTL: time.Minute}})
-	if err := a.Tick(ctx); err != nil {
-		t.Fatal(err)
-	}
-	info, err := q.Room(ctx, "main")
-	if err != nil || info.Target != 3 {
-		t.Fatalf("room after the first tick = %+v, %v", info, err)
-	}
-	// Redis loses everything (a restart without persistence): the next tick
-	// creates the room again.
-	keys, _ := rdb.Keys(ctx, prefix+"*").Result()
-	rdb.Del(ctx, keys...)
-	if _, err := q.Enter(ctx, "main", "alice"); !errors.Is(err, queue.ErrRoomNotFound) {
-		t.Fatalf("enter after data loss: %v", err)
-	}
-	if err := a.Tick(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if st, err := q.Enter(ctx, "main", "alice"); err != nil || st.Position != 1 {
-		t.Fatalf("enter after the next tick = %+v, %v", st, err)
-	}
-}
-
 func TestAbandonedUsersAreRemoved(t *testing.T) {
 	// The idle timeout is the margin the touched users have between their
 	// touch and the admission that judges them: a test that touched them

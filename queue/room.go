@@ -60,7 +60,7 @@ type RoomConfig struct {
 	// provisionally, until the room has measured its own (queue/estimate).
 	ExpectedOrder time.Duration
 	// PrequeueParts is how many parts the room's pre-queue is spread over
-	// (parts.go): 0 (as read for an unsharded room) or 1 keeps it in the
+	// (prequeue.go): 0 (as read for an unsharded room) or 1 keeps it in the
 	// room's own keys.
 	PrequeueParts int
 }
@@ -505,6 +505,17 @@ func (q *Queue) RoomConfigs(ctx context.Context) (map[string]RoomConfig, error) 
 		}
 	}
 	return out, nil
+}
+
+// HasRooms reports whether any room exists, in one command whatever their
+// number: none once the room set is gone, as from a Redis that lost its
+// data. Errors: ErrUnavailable.
+func (q *Queue) HasRooms(ctx context.Context) (bool, error) {
+	n, err := q.rdb.Exists(ctx, q.roomsKey()).Result()
+	if err != nil {
+		return false, unavailable("room set", err)
+	}
+	return n > 0, nil
 }
 
 // Rooms returns the names of all rooms, sorted.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strconv"
 	"sync"
@@ -14,10 +15,11 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"waitingroom/queue"
+	"waitingroom/queue/admission"
 	"waitingroom/queue/queuetest"
 )
 
-// The sharded pre-queue (parts.go, merge.go) is tested on one Redis and on
+// The sharded pre-queue (prequeue*.go) is tested on one Redis and on
 // a 3-master Redis Cluster, by the same functions: each takes a client and
 // a key prefix of its own.
 
@@ -547,10 +549,19 @@ func shardedAdmission(t *testing.T, e shardedEnv) {
 
 func TestShardedAdmission(t *testing.T) { shardedAdmission(t, singleRedis(t)) }
 
+// testLogger is an admitter's logger for tb: its lines (a room opened) go
+// to the test's output, shown with -v or when tb fails.
+func testLogger(tb testing.TB) *slog.Logger {
+	return slog.New(slog.NewTextHandler(tb.Output(), nil))
+}
+
 // shardedAdmitter: the admission loop runs a sharded opening by itself:
 // two admitters tick a room whose 80 users entered in bulk (Enters, which
 // follows the room's PART answer, and EntersParts) until everyone is
-// admitted, once each, in the merged order; the room is then idle.
+// admitted, once each, in the merged order; the room is then idle. It is
+// the one test of package admission kept here: it merges in slices of 9
+// users (SetOpenSlice, for queue's own tests only), so the merge takes
+// many ticks shared by the two admitters.
 func shardedAdmitter(t *testing.T, e shardedEnv) {
 	ctx := context.Background()
 	q := e.queue(9)
@@ -584,8 +595,8 @@ func shardedAdmitter(t *testing.T, e shardedEnv) {
 		admitted = append(admitted, r.Admitted...)
 		mu.Unlock()
 	}
-	a := q.NewAdmitter(queue.AdmitterOptions{Logger: testLogger(t), OnAdmit: onAdmit})
-	b := e.queue(9).NewAdmitter(queue.AdmitterOptions{Logger: testLogger(t), OnAdmit: onAdmit})
+	a := admission.New(q, admission.Options{Logger: testLogger(t), OnAdmit: onAdmit})
+	b := admission.New(e.queue(9), admission.Options{Logger: testLogger(t), OnAdmit: onAdmit})
 	if err := a.Tick(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -603,7 +614,7 @@ func shardedAdmitter(t *testing.T, e shardedEnv) {
 		if i > 200 {
 			t.Fatalf("after %d ticks %d admitted", i, n)
 		}
-		for _, x := range []*queue.Admitter{a, b} {
+		for _, x := range []*admission.Admitter{a, b} {
 			if err := x.Tick(ctx); err != nil {
 				t.Fatal(err)
 			}

@@ -16,6 +16,7 @@ import (
 
 	"waitingroom/queue"
 	"waitingroom/queue/adaptive"
+	"waitingroom/queue/admission"
 	"waitingroom/queue/history"
 	"waitingroom/queue/loop"
 	"waitingroom/queue/presence"
@@ -71,7 +72,7 @@ type Deps struct {
 	// /admin/rooms creates rooms with), the adaptive limit controller, the
 	// injected faults, the rooms' shared history, the admin audit log and
 	// the readiness checks (GET /readyz).
-	Admitter   *queue.Admitter
+	Admitter   *admission.Admitter
 	Controller *adaptive.Controller
 	Faults     *faults.Faults
 	History    *history.History

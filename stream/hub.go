@@ -61,7 +61,7 @@ type Options struct {
 	// OnEvent is called with the room of every event the subscription
 	// hears, whether or not this instance tracks the room, and
 	// OnSubscribed at every (re)subscription (events published meanwhile
-	// are lost): the admission loop's wake-ups (queue.Admitter Wake and
+	// are lost): the admission loop's wake-ups (admission.Admitter Wake and
 	// Resweep). They must not block.
 	OnEvent      func(room string)
 	OnSubscribed func()

@@ -13,6 +13,7 @@ import (
 
 	"waitingroom/queue"
 	"waitingroom/queue/adaptive"
+	"waitingroom/queue/admission"
 	"waitingroom/queue/presence"
 	"waitingroom/server"
 	"waitingroom/server/access"
@@ -55,7 +56,7 @@ type Config struct {
 	Queue  queue.Options // WR_IDLE_TIMEOUT (the key prefix is Main.KeyPrefix)
 	// Admission: WR_ADMIT_INTERVAL, WR_ROOMS, and the new rooms' defaults
 	// WR_TARGET_ACTIVE and WR_ENTRY_TTL.
-	Admission queue.AdmitterOptions
+	Admission admission.Options
 	Streams   stream.Options   // WR_MAX_STREAMS_PER_USER
 	Checkout  checkout.Options // WR_ORDER_TIMEOUT
 	// Adaptive: WR_ADAPTIVE_WINDOW, and the rule's WR_ADAPTIVE_MIN,
@@ -329,7 +330,7 @@ func (p *envParser) adaptive(c *Config) {
 // admission reads the admission loop, the configured rooms with their
 // defaults, and the poll bands.
 func (p *envParser) admission(c *Config) {
-	c.Admission = queue.AdmitterOptions{
+	c.Admission = admission.Options{
 		Interval: p.duration("WR_ADMIT_INTERVAL", 100*time.Millisecond, 10*time.Millisecond, time.Minute),
 		Defaults: queue.RoomConfig{
 			Target:   p.int("WR_TARGET_ACTIVE", 20, 0, 1_000_000),

@@ -13,6 +13,7 @@ import (
 
 	"waitingroom/queue"
 	"waitingroom/queue/adaptive"
+	"waitingroom/queue/admission"
 	"waitingroom/queue/batch"
 	"waitingroom/queue/history"
 	"waitingroom/queue/loop"
@@ -60,7 +61,7 @@ type Parts struct {
 	// Logins and Checkout are the built-in login and the demo order API;
 	// nil without Postgres (Config.UsesPostgres).
 	Logins     *login.Login
-	Admitter   *queue.Admitter
+	Admitter   *admission.Admitter
 	Recorder   *adaptive.Recorder // order signals for adaptive admission
 	Checkout   *checkout.Checkout
 	Controller *adaptive.Controller
@@ -176,7 +177,7 @@ func (w *wiring) admission() {
 		p.Gate = adaptive.NewPoolGate(w.store, cmp.Or(ao.Interval, 100*time.Millisecond))
 		ao.Gate, ad.Rule.Gate = p.Gate, true
 	}
-	p.Admitter = p.Queue.NewAdmitter(ao)
+	p.Admitter = admission.New(p.Queue, ao)
 	if w.store != nil {
 		co := cfg.Checkout
 		co.Store, co.Slots, co.Recorder, co.Delay, co.Logger = w.store, p.Queue, p.Recorder, p.Faults.OrderDelay, p.Log

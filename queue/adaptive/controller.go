@@ -46,7 +46,7 @@ type Options struct {
 	// limit; it must not block.
 	OnChange func(room string, st Step)
 	// Running, when set, returns the rooms Run steps: those this instance
-	// runs (queue.Admitter.Running), with work and owned by it, so a room
+	// runs (admission.Admitter.Running), with work and owned by it, so a room
 	// is stepped by one instance and an idle one by none. Without it Run
 	// steps every room.
 	Running func() []string

@@ -3,7 +3,7 @@
 // and the controller that sets an adaptive room's targetActive from them.
 //
 // Every instance records its orders and its database pool's use in memory
-// (Recorder), and the instance that runs a room (queue.Admitter) records
+// (Recorder), and the instance that runs a room (admission.Admitter) records
 // each admission run's active count; Recorder.Run flushes them about once
 // a second into per-room, per-window hashes, one pipeline per flush, so
 // the order path never waits on Redis for it. Half a window after each

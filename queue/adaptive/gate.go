@@ -54,9 +54,9 @@ const (
 // more than gateWait, and rises ×1.1 (to 8) when the gate bound (a room was
 // allowed fewer than it could admit) while the pool was under 90 % busy
 // with nobody waiting. One tick's budget is shared by every adaptive room
-// this instance runs; rooms in fixed mode pass it by (queue.Admitter).
+// this instance runs; rooms in fixed mode pass it by (admission.Admitter).
 //
-// It is safe for concurrent use (queue.Gate).
+// It is safe for concurrent use (admission.Gate).
 type PoolGate struct {
 	pool     PoolGauge
 	interval time.Duration

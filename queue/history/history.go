@@ -101,7 +101,7 @@ func (h *History) WithShown(shown func(room string, eta int64)) *History {
 }
 
 // WithRunning makes Run record and judge only the rooms running returns:
-// the rooms this instance runs (queue.Admitter.Running), those with work
+// the rooms this instance runs (admission.Admitter.Running), those with work
 // and owned by it, so that each busy room gets one point a second for the
 // cluster and an idle room none. Without it Run covers every room. Call it
 // before Run; it returns h.

@@ -63,24 +63,36 @@
 -- admits nobody and reports due = 1: the caller runs the opening script and
 -- then admits again.
 --
--- Returns {admitted, waiting, active, want, pruned, rate, target, paused, users, abandoned, due,
---          prequeue, next_deadline, opens_at, passed, passed_new, merge, adaptive, looked}
---   users: the admitted user ids in ticket order
---   passed: absent users still waiting ahead of the last one admitted;
---   passed_new: those of them passed over for the first time (each absent
---   user is counted once; the stats field passed sums them)
---   looked: the waiting users this run looked at for presence (at most
---   n + LOOK; 0 without presence-aware admission)
---   merge: a sharded pre-queue's merge: 0 none, 1 armed, 2 moving
---   adaptive: 1 when the room's mode is adaptive (the caller's pool gate
---   bounds the tokens it passes to such a room's runs)
---   prequeue: users in the pre-queue; next_deadline: the earliest deadline
---   in the active set (ms, Redis clock; 0: nobody active); opens_at: the
---   scheduled opening (ms; 0: none). With them the caller knows when the
---   room next needs a run: every tick while anyone waits, at the next
---   deadline or the opening otherwise, never when the room is empty.
---   want: how many tokens this run could have used (min(capacity, queue
---   length before popping)); the caller passes at least that many next time.
+-- Returns 19 elements:
+--    1 admitted: how many users this run admitted
+--    2 waiting: users in the queue after the run
+--    3 active: admissions holding a slot after the run
+--    4 want: how many tokens this run could have used (min(capacity, queue
+--      length before popping)); the caller passes at least that many next time
+--    5 pruned: admissions whose entry window ended, removed by this run
+--    6 rate: the measured admission rate, users/s (a string; '0': not yet)
+--    7 target: targetActive
+--    8 paused: 1 when the room is paused, else 0
+--    9 users: the admitted user ids in ticket order (an array)
+--   10 abandoned: waiting users dropped by the idle timeout (ARGV[4])
+--   11 due: 1 when the opening time has come and the pre-queue waits to be
+--      opened (nobody was admitted), else 0
+--   12 prequeue: users in the room's own pre-queue
+--   13 next_deadline: the earliest deadline in the active set (ms, Redis
+--      clock; 0: nobody active)
+--   14 opens_at: the scheduled opening (ms; 0: none)
+--   15 passed: absent users still waiting ahead of the last one admitted
+--   16 passed_new: those of them passed over for the first time (each
+--      absent user is counted once; the stats field passed sums them)
+--   17 merge: a sharded pre-queue's merge: 0 none, 1 armed, 2 moving
+--   18 adaptive: 1 when the room's mode is adaptive (the caller's pool gate
+--      bounds the tokens it passes to such a room's runs), else 0
+--   19 looked: the waiting users this run looked at for presence (at most
+--      n + LOOK; 0 without presence-aware admission)
+-- With 12 to 14 the caller knows when the room next needs a run: every
+-- tick while anyone waits, at the next deadline or the opening otherwise,
+-- never when the room is empty. No such room: 16 elements, admitted -1,
+-- rate '0', users empty, every other 0.
 -- the users one run looks at beyond those it may admit, and per page
 local LOOK, PAGE = 10000, 1000
 
@@ -98,7 +110,7 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local scheduled = opensAt ~= nil and now < opensAt
 local prequeued = redis.call('ZCARD', KEYS[8])
--- pm_state: a sharded pre-queue's merge (queue/merge.go), armed until it
+-- pm_state: a sharded pre-queue's merge (queue/prequeue_merge.go), armed until it
 -- begins, then moving; admission starts once it moves (its first slice).
 local pm = redis.call('HGET', KEYS[5], 'pm_state')
 local due = not scheduled and (pm == 'armed' or (not pm and prequeued > 0))

@@ -1,5 +1,5 @@
 -- arm: mark a room with a sharded pre-queue (prequeueParts > 1) as having
--- an opening to merge (merge.go). The room's admission runs then report
+-- an opening to merge (prequeue_merge.go). The room's admission runs then report
 -- the opening due at opens_at (admit.lua: pm_state), whether or not the
 -- room's own keys hold anyone, and the busy check sees the merge key.
 --

@@ -25,6 +25,8 @@
 --         pre-queue instead of being sent to a part (optional)
 --
 -- Returns one of
+--   {"GUARD", refused}   (not entered: refused is the table before_enter
+--                     returned, see below)
 --   {"NOROOM"}
 --   {"REJECT"}                                  (not queued: method reject)
 --   {"READY", entryToken, deadlineMs, new(0|1)}
@@ -35,7 +37,7 @@
 --   {"PART", parts, occupied}  (not queued: the room's pre-queue is
 --                     sharded, cfg prequeue_parts > 1, and the user is new
 --                     to the room: the caller enters them in their part,
---                     parts.go; occupied: the queue or the active set holds
+--                     prequeue_parts.go; occupied: the queue or the active set holds
 --                     anyone, so enters must keep asking the room first)
 --     paused: the room is paused: it admits nobody, but takes arrivals
 --     into the line (or pre-queue) like a running room, in the same FIFO
@@ -140,7 +142,7 @@ end
 redis.call('ZREM', KEYS[9], user)
 
 local scheduled = opensAt and now < opensAt
--- A sharded pre-queue (merge.go): before the opening a new user goes to
+-- A sharded pre-queue (prequeue_merge.go): before the opening a new user goes to
 -- their part; from the opening until the merge is done they join the
 -- room's own pre-queue, behind everyone in the parts, unless still in
 -- their part (the caller asks it first).

@@ -1,5 +1,5 @@
 -- mappend: append one slice of a sharded pre-queue's merged order to the
--- room's queue (merge.go: the append of slice j). Each user gets the next
+-- room's queue (prequeue_merge.go: the append of slice j). Each user gets the next
 -- ticket, in the order given; a user already waiting, or holding a live
 -- entry token (admitted meanwhile by a grant), keeps what they have. The
 -- slice is recorded with the parts' new cursors in the same step, so a
@@ -17,7 +17,12 @@
 -- number bumped): pre-queued streams re-read their status, and the users
 -- moved learn WAITING as admission starts.
 --
--- Returns {appended(0|1), moved, slice}: appended 0 for a stale caller.
+-- Returns {appended, moved, slice}:
+--   1 appended: 1 when this call appended slice j, 0 for a stale caller
+--     (the record is of another opening, or already past j)
+--   2 moved: the users of the slice put in the queue with a fresh ticket
+--     (0 for a stale caller)
+--   3 slice: the slices appended so far, as the record says after the call
 local rec = redis.call('HMGET', KEYS[6], 'state', 'seed', 'slice')
 local j = tonumber(ARGV[2])
 if rec[1] ~= 'moving' or rec[2] ~= ARGV[1] or tonumber(rec[3]) ~= j then

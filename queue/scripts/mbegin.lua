@@ -1,5 +1,5 @@
 -- mbegin: begin merging a room's sharded pre-queue into its queue, once
--- every part is sealed and counted (merge.go). The first call records the
+-- every part is sealed and counted (prequeue_merge.go). The first call records the
 -- seed, the method and the parts' sizes; later calls return the record.
 --
 -- KEYS[1] cfg      HASH  opens_at, method
@@ -11,8 +11,11 @@
 -- ARGV[1] seed (hex, drawn in Go); ARGV[2] the opening's tag;
 -- ARGV[3] counts (csv, one per part); ARGV[4] their sum
 --
--- Returns {state, seed, method, tag, counts, n, slice, cursors}: state
--- "moving", or "none" (nothing armed), "notyet" (before opens_at by the
+-- Returns {state, seed, method, tag, counts, n, slice, cursors}, the
+-- record, when state is "moving": seed (hex), method (random or fifo),
+-- the opening's tag, counts (csv, one per part), n (their sum), slice
+-- (slices appended so far) and cursors (csv, one per part); else only
+-- {state}: "none" (nothing armed), "notyet" (before opens_at by the
 -- room's clock) or "empty" (nobody to merge: the record goes, quietly).
 local rec = redis.call('HMGET', KEYS[3], 'state', 'seed', 'method', 'tag', 'counts', 'n', 'slice', 'cursors')
 if rec[1] == 'moving' then

@@ -1,4 +1,4 @@
--- mfinish: the end of merging a sharded pre-queue (merge.go), once every
+-- mfinish: the end of merging a sharded pre-queue (prequeue_merge.go), once every
 -- part is in the room's queue and committed. The room's own pre-queue
 -- holds those who arrived after the parts were sealed (late arrivals):
 -- they follow in arrival order (the room's counter, exact FIFO), one
@@ -11,9 +11,16 @@
 -- ARGV[4] pub/sub channel; ARGV[5] room name; ARGV[6] parts
 --
 -- Returns {moved, shuffled, seed, waiting, sched, done}, as open.lua:
--- moved -1 for a stale caller; done 0: a slice of late arrivals moved,
--- more remain; done 1: this run finished the opening, and moved is every
--- user the opening moved.
+--   1 moved: every user the opening moved, when this run finished it (0
+--     while late arrivals remain; -1 for a stale caller)
+--   2 shuffled: the users of the parts shuffled (method random)
+--   3 seed: the record's seed ('' for a stale caller; on the run that
+--     finishes, '' for method fifo)
+--   4 waiting: the queue's length after the opening (0 until it finishes)
+--   5 sched: the room's schedule number after the opening (0 until then)
+--   6 done: 0 a slice of late arrivals moved and more remain (or a stale
+--     caller whose parts are not all appended); 1 this run finished the
+--     opening (or a stale caller of another opening)
 local rec = redis.call('HMGET', KEYS[6], 'state', 'seed', 'method', 'counts', 'cursors', 'n')
 if rec[1] ~= 'moving' or rec[2] ~= ARGV[1] then
   return {-1, 0, '', 0, 0, 1}

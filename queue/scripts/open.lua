@@ -43,10 +43,16 @@
 -- position = ticket - serving - departed below (stream/doc.go). The run
 -- that empties the pre-queue publishes ONE event {kind="open"}.
 --
--- Returns {moved, shuffled, seed, waiting, sched, done}: moved = -1: no
--- such room; done = 0: a slice ran and more remain (moved = 0); done = 1
--- with moved = 0: nothing to do (not yet time, or already opened); done =
--- 1 with moved > 0: this run finished the opening and moved is its total.
+-- Returns {moved, shuffled, seed, waiting, sched, done}:
+--   1 moved: the users the opening moved into the queue, counted when it
+--     finishes (0 while slices remain; -1: no such room)
+--   2 shuffled: how many of them were shuffled (method random; the late
+--     arrivals that follow in arrival order are not)
+--   3 seed: the shuffle's seed (hex; '' for fifo and when nothing ran)
+--   4 waiting: the queue's length after the opening (0 until it finishes)
+--   5 sched: the room's schedule number after the opening (0 until then)
+--   6 done: 0 a slice ran and more remain; 1 nothing to do (moved 0: not
+--     yet time, or already opened) or this run finished the opening
 if redis.call('EXISTS', KEYS[1]) == 0 then
   return {-1, 0, '', 0, 0, 1}
 end

@@ -1,5 +1,5 @@
 -- pcommit: remove from one sealed part the users the room's queue has
--- taken up to cursor (merge.go: the commit of a slice). Idempotent by the
+-- taken up to cursor (prequeue_merge.go: the commit of a slice). Idempotent by the
 -- cursor; a commit behind the part's does nothing. With final = 1 (the
 -- whole part is in the room), the part's merge state goes and the part
 -- stays sealed for this opening (arrivals go to the room).

@@ -1,4 +1,4 @@
--- penter: put a user in one part of a room's sharded pre-queue (parts.go),
+-- penter: put a user in one part of a room's sharded pre-queue (prequeue_parts.go),
 -- or report that they are there. Runs on the part's own hash tag {room~p},
 -- so a Redis Cluster spreads the parts of one hot room over its masters.
 --
@@ -13,7 +13,12 @@
 -- ARGV[1] user id
 -- ARGV[2] the number of parts the caller believes the room has
 --
--- Returns {"PREQUEUE", new(0|1), partCount, opensAtMs, nowMs, paused(0|1)}
+-- Returns {"PREQUEUE", new, partCount, opensAtMs, nowMs, paused}:
+--   2 new: 1 when the user entered now, 0 when they were already there
+--   3 partCount: the users in this part after the call
+--   4 opensAtMs: the room's opening as the part's copy has it (ms)
+--   5 nowMs: this part's Redis clock (ms)
+--   6 paused: 1 when the room is paused, else 0
 -- or {"ROOM"}:
 -- the room must decide (no copy, another number of parts, not a queueing
 -- method, past the opening by this part's clock, or sealed by an opening),

@@ -1,5 +1,5 @@
 -- pseal: close one part of a sharded pre-queue to arrivals at the room's
--- opening (merge.go), and count it. Idempotent: a sealed part no longer
+-- opening (prequeue_merge.go), and count it. Idempotent: a sealed part no longer
 -- changes size until its users are committed into the room's queue, so
 -- every instance that seals it reads the same count.
 --

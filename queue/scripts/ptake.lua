@@ -1,5 +1,5 @@
 -- ptake: read the users of one sealed part at places cursor … cursor +
--- count − 1 of its order (merge.go: the take of a slice). It changes
+-- count − 1 of its order (prequeue_merge.go: the take of a slice). It changes
 -- nothing, so a repeated take returns the same users.
 --
 -- KEYS[1] prequeue ZSET  the part's users in their order (commits remove
@@ -10,7 +10,10 @@
 -- ARGV[1] cursor: the first place to read (places count from the seal)
 -- ARGV[2] count
 --
--- Returns {status, user, score, left(0|1), …}: status 1, or 0 when the
+-- Returns {status, user, score, left, user, score, left, …}: status 1,
+-- then one triple per user taken, in the part's order (at most count):
+-- the user id, their score in the part (the arrival, or the shuffled
+-- place) and left (1: they left after the seal, else 0); or {0} when the
 -- part is not being merged or has committed past cursor (a stale caller).
 local st = redis.call('HMGET', KEYS[2], 'merging', 'committed')
 local committed = tonumber(st[2] or '0')

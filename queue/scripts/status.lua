@@ -22,7 +22,7 @@
 --   {"PARTS", parts, opensAtMs, sched, closed(0|1), nowMs, paused(0|1), message,
 --    waiting, idle(0|1)}   not in the room's keys, whose pre-queue is
 --                      sharded (cfg prequeue_parts > 1): the caller reads
---                      the user's part (parts.go); waiting counts the
+--                      the user's part (prequeue_parts.go); waiting counts the
 --                      room's queue and own pre-queue
 -- Admission pops a user and stores their token in one script, and the
 -- opening moves the pre-queue into the queue in one script, so between two

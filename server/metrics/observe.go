@@ -10,7 +10,7 @@ import (
 // change only with its record (rooms.go).
 
 // ObserveAdmission sets the room's gauges and counts after one admission
-// run (queue.AdmitterOptions.OnAdmit). A run that found work (someone
+// run (admission.Options.OnAdmit). A run that found work (someone
 // waiting or active, someone admitted, pruned or removed, an opening due)
 // is activity of the room here; one that found none (a room's last run
 // reports its zeros) updates the room's series if it has them and keeps

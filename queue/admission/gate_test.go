@@ -1,4 +1,4 @@
-package queue_test
+package admission_test
 
 import (
 	"context"
@@ -8,10 +8,11 @@ import (
 	"time"
 
 	"waitingroom/queue"
+	"waitingroom/queue/admission"
 	"waitingroom/queue/queuetest"
 )
 
-// tickGate is a queue.Gate that allows per admissions a tick and records
+// tickGate is a admission.Gate that allows per admissions a tick and records
 // what the runs asked, were allowed and used.
 type tickGate struct {
 	mu                   sync.Mutex
@@ -66,7 +67,7 @@ func TestAdmitterGatesAdaptiveRooms(t *testing.T) {
 		}
 	}
 	gate := &tickGate{per: 4}
-	a := q.NewAdmitter(queue.AdmitterOptions{Gate: gate})
+	a := admission.New(q, admission.Options{Gate: gate})
 	active := func(room string) int64 {
 		t.Helper()
 		info, err := q.Room(ctx, room)

@@ -1,13 +1,15 @@
-package queue
+package admission
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
 	"time"
 
+	"waitingroom/queue"
 	"waitingroom/queue/loop"
 	"waitingroom/queue/members"
 )
@@ -22,21 +24,21 @@ const minTokens = 8
 const maxRunsPerTick = 16
 
 // DefaultSweepEvery is how often the admitter looks at every room it runs
-// for work it was not woken for (AdmitterOptions.SweepEvery).
+// for work it was not woken for (Options.SweepEvery).
 const DefaultSweepEvery = 30 * time.Second
 
 // defaultParallel is how many rooms' admission runs one tick has in
-// flight at once (AdmitterOptions.Parallel).
+// flight at once (Options.Parallel).
 const defaultParallel = 16
 
-// AdmitterOptions configure an Admitter.
-type AdmitterOptions struct {
+// Options configure an Admitter.
+type Options struct {
 	// Interval between ticks (WR_ADMIT_INTERVAL, default 100ms).
 	Interval time.Duration
 	// OnAdmit, when set, is called after every successful admission run,
 	// from one of the tick's goroutines (runs of different rooms are
 	// concurrent); it must not block.
-	OnAdmit func(AdmitResult)
+	OnAdmit func(queue.AdmitResult)
 	// OnRelease, when set, is called when this instance stops running a
 	// room because another instance runs it now (Members); a room that
 	// merely went idle is not released (its last run reported it empty).
@@ -45,12 +47,12 @@ type AdmitterOptions struct {
 	// first tick, and again if Redis lost its data (a restart without
 	// persistence), so the configured rooms never stay gone.
 	Rooms    []string
-	Defaults RoomConfig
+	Defaults queue.RoomConfig
 	// Stored, when set, returns the room definitions kept outside Redis
 	// (the admin API's, in Postgres): they are recreated like Rooms,
 	// with their own configuration (which wins over Defaults for a room
 	// named in both). Read at each sweep; an error keeps the last read.
-	Stored func(ctx context.Context) (map[string]RoomConfig, error)
+	Stored func(ctx context.Context) (map[string]queue.RoomConfig, error)
 	// Members shares the rooms among the live instances: this instance
 	// runs only the rooms it owns, and beats once a tick. nil: it runs
 	// every room (a lone instance, tests).
@@ -104,8 +106,8 @@ type Gate interface {
 // rooms). The admission script stays atomic, so two instances running a
 // room at once during a hand-over never admit beyond its target.
 type Admitter struct {
-	q *Queue
-	o AdmitterOptions
+	q *queue.Queue
+	o Options
 
 	mu      sync.Mutex
 	running map[string]*roomRun // rooms with work that this instance runs
@@ -115,9 +117,9 @@ type Admitter struct {
 	sweepNow chan struct{}
 	prepared bool // Prepare was called
 	sweptAt  time.Time
-	stored   map[string]RoomConfig // the last read of Stored
-	storedAt time.Time             // when it was read
-	down     bool                  // Redis unreachable: logged once, until it returns
+	stored   map[string]queue.RoomConfig // the last read of Stored
+	storedAt time.Time                   // when it was read
+	down     bool                        // Redis unreachable: logged once, until it returns
 	// storedDown: the last read of Stored failed (logged once).
 	storedDown bool
 }
@@ -135,10 +137,10 @@ type roomRun struct {
 // Defaults is the configuration of the rooms the admitter creates when
 // missing (WR_TARGET_ACTIVE, WR_ENTRY_TTL): the admin API creates rooms
 // with it too.
-func (a *Admitter) Defaults() RoomConfig { return a.o.Defaults }
+func (a *Admitter) Defaults() queue.RoomConfig { return a.o.Defaults }
 
-// NewAdmitter returns an Admitter for q.
-func (q *Queue) NewAdmitter(o AdmitterOptions) *Admitter {
+// New returns an Admitter of q's rooms.
+func New(q *queue.Queue, o Options) *Admitter {
 	if o.Interval <= 0 {
 		o.Interval = 100 * time.Millisecond
 	}
@@ -293,7 +295,7 @@ func (a *Admitter) beat(ctx context.Context) error {
 	}
 	changed, err := m.Beat(ctx)
 	if err != nil {
-		return unavailable("admission beat", err)
+		return fmt.Errorf("admission: beat: %w: %w", queue.ErrUnavailable, err)
 	}
 	if changed {
 		a.Resweep()
@@ -318,11 +320,11 @@ func (a *Admitter) checkRoomSet(ctx context.Context) error {
 	if !a.expectsRooms() {
 		return nil
 	}
-	n, err := a.q.rdb.Exists(ctx, a.q.roomsKey()).Result()
+	found, err := a.q.HasRooms(ctx)
 	if err != nil {
-		return unavailable("admission rooms", err)
+		return err
 	}
-	if n == 0 {
+	if !found {
 		a.Resweep()
 	}
 	return nil
@@ -452,7 +454,7 @@ func (a *Admitter) sweep(ctx context.Context, now time.Time) error {
 // from an older one: a room deleted through the admin API (its definition
 // removed first, then its keys) is not brought back by a stale copy.
 func (a *Admitter) createMissing(ctx context.Context, names []string, readStored bool, now time.Time) ([]string, error) {
-	missing := func(defs map[string]RoomConfig) []string {
+	missing := func(defs map[string]queue.RoomConfig) []string {
 		var out []string
 		for r := range defs {
 			if _, found := slices.BinarySearch(names, r); !found && a.owns(r) {
@@ -481,8 +483,8 @@ func (a *Admitter) createMissing(ctx context.Context, names []string, readStored
 // is created with: the configured ones with Defaults, the stored ones with
 // their own (read again first when readStored; a failed read keeps the
 // last one, logged once).
-func (a *Admitter) definitions(ctx context.Context, readStored bool, now time.Time) map[string]RoomConfig {
-	var stored map[string]RoomConfig
+func (a *Admitter) definitions(ctx context.Context, readStored bool, now time.Time) map[string]queue.RoomConfig {
+	var stored map[string]queue.RoomConfig
 	var err error
 	readStored = readStored && a.o.Stored != nil
 	if readStored {
@@ -505,7 +507,7 @@ func (a *Admitter) definitions(ctx context.Context, readStored bool, now time.Ti
 		}
 		a.stored, a.storedAt = stored, now
 	}
-	want := make(map[string]RoomConfig, len(a.o.Rooms)+len(a.stored))
+	want := make(map[string]queue.RoomConfig, len(a.o.Rooms)+len(a.stored))
 	for _, r := range a.o.Rooms {
 		want[r] = a.o.Defaults
 	}
@@ -516,7 +518,7 @@ func (a *Admitter) definitions(ctx context.Context, readStored bool, now time.Ti
 }
 
 // create creates room with cfg, logging it.
-func (a *Admitter) create(ctx context.Context, room string, cfg RoomConfig) error {
+func (a *Admitter) create(ctx context.Context, room string, cfg queue.RoomConfig) error {
 	a.o.Logger.LogAttrs(ctx, slog.LevelInfo, "creating configured room", slog.String("room", room))
 	return a.q.EnsureRoom(ctx, room, cfg)
 }
@@ -524,9 +526,9 @@ func (a *Admitter) create(ctx context.Context, room string, cfg RoomConfig) erro
 // configured returns the configuration a configured room (WR_ROOMS) is
 // created with when missing — its stored definition when it has one, else
 // Defaults — and whether room is configured.
-func (a *Admitter) configured(room string) (RoomConfig, bool) {
+func (a *Admitter) configured(room string) (queue.RoomConfig, bool) {
 	if !slices.Contains(a.o.Rooms, room) {
-		return RoomConfig{}, false
+		return queue.RoomConfig{}, false
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -595,7 +597,7 @@ func (a *Admitter) runDue(ctx context.Context, now time.Time) error {
 	}
 	wg.Wait()
 	for _, err := range errs {
-		if err != nil && !errors.Is(err, ErrRoomNotFound) {
+		if err != nil && !errors.Is(err, queue.ErrRoomNotFound) {
 			return err
 		}
 	}
@@ -606,7 +608,7 @@ func (a *Admitter) runDue(ctx context.Context, now time.Time) error {
 // (or failed with err): every tick while anyone waits or an opening is
 // due, at the earlier of the opening and the next entry deadline while
 // only those remain, never once it is empty or gone.
-func (a *Admitter) schedule(room string, res AdmitResult, err error) {
+func (a *Admitter) schedule(room string, res queue.AdmitResult, err error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	rr := a.running[room]
@@ -614,7 +616,7 @@ func (a *Admitter) schedule(room string, res AdmitResult, err error) {
 		return
 	}
 	switch {
-	case errors.Is(err, ErrRoomNotFound):
+	case errors.Is(err, queue.ErrRoomNotFound):
 		delete(a.running, room)
 	case err != nil:
 		rr.next = time.Time{} // Redis unreachable: try again next tick
@@ -639,9 +641,9 @@ func (a *Admitter) giveBack(gated bool, asked, allowed int) {
 // (zero: the next tick). Times are Redis's clock, compared with this
 // instance's: a clock behind Redis's runs a little late, one ahead a little
 // early, and either way the run after puts it right.
-func nextRun(res AdmitResult) time.Time {
-	pending := res.PreQueue > 0 || res.Merge == MergeArmed
-	if res.Waiting > 0 || (pending && res.OpensAt.IsZero()) || res.Due || res.Merge == MergeMoving {
+func nextRun(res queue.AdmitResult) time.Time {
+	pending := res.PreQueue > 0 || res.Merge == queue.MergeArmed
+	if res.Waiting > 0 || (pending && res.OpensAt.IsZero()) || res.Due || res.Merge == queue.MergeMoving {
 		return time.Time{}
 	}
 	next := res.NextDeadline
@@ -658,7 +660,7 @@ func (a *Admitter) open(ctx context.Context, room string, sharded bool) error {
 	if sharded {
 		open = a.q.Merge
 	}
-	res, err := open(ctx, room, NewShuffleSeed())
+	res, err := open(ctx, room, queue.NewShuffleSeed())
 	if err != nil {
 		return err
 	}
@@ -679,9 +681,9 @@ func (a *Admitter) open(ctx context.Context, room string, sharded bool) error {
 // room's runs pass at most the tokens the Gate allows (a run with none
 // still prunes and measures), and the tick's runs end once it allowed
 // fewer than asked for.
-func (a *Admitter) admitRoom(ctx context.Context, room string, want int, gated bool) (AdmitResult, error) {
+func (a *Admitter) admitRoom(ctx context.Context, room string, want int, gated bool) (queue.AdmitResult, error) {
 	n := max(want, minTokens)
-	var res AdmitResult
+	var res queue.AdmitResult
 	merged := false // a sharded opening's merge ran in this tick
 	for range maxRunsPerTick {
 		var err error
@@ -690,7 +692,7 @@ func (a *Admitter) admitRoom(ctx context.Context, room string, want int, gated b
 			n = a.o.Gate.Take(n)
 		}
 		res, err = a.q.Admit(ctx, room, n)
-		if errors.Is(err, ErrRoomNotFound) {
+		if errors.Is(err, queue.ErrRoomNotFound) {
 			// A configured room comes back at once (it cannot be
 			// deleted); any other may have been deleted on purpose, so
 			// the next sweep decides from a fresh read of the stored
@@ -718,7 +720,7 @@ func (a *Admitter) admitRoom(ctx context.Context, room string, want int, gated b
 		if a.o.OnAdmit != nil {
 			a.o.OnAdmit(res)
 		}
-		if res.Due || (res.Merge == MergeMoving && !merged) {
+		if res.Due || (res.Merge == queue.MergeMoving && !merged) {
 			// The opening time has come: turn the pre-queue into the
 			// queue (one idempotent script; another instance may have
 			// done it already), then admit in the same tick. A sharded

@@ -1,7 +1,8 @@
-package queue_test
+package admission_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"waitingroom/queue"
+	"waitingroom/queue/admission"
 	"waitingroom/queue/members"
 	"waitingroom/queue/queuetest"
 )
@@ -71,7 +73,7 @@ func manyRooms(t *testing.T, q *queue.Queue, n int, target int64, ttl time.Durat
 	return rooms
 }
 
-func mustTick(t *testing.T, a *queue.Admitter) {
+func mustTick(t *testing.T, a *admission.Admitter) {
 	t.Helper()
 	if err := a.Tick(context.Background()); err != nil {
 		t.Fatal(err)
@@ -100,7 +102,7 @@ func TestAdmitterIdleRoomsCostNothing(t *testing.T) {
 	ctx := context.Background()
 	manyRooms(t, q, 200, 10, time.Minute)
 	var runs sync.Map // room → runs
-	a := q.NewAdmitter(queue.AdmitterOptions{Woken: true, SweepEvery: time.Hour,
+	a := admission.New(q, admission.Options{Woken: true, SweepEvery: time.Hour,
 		OnAdmit: func(r queue.AdmitResult) {
 			n, _ := runs.LoadOrStore(r.Room, new(atomic.Int64))
 			n.(*atomic.Int64).Add(1)
@@ -161,7 +163,7 @@ func TestAdmitterIdleRoomsCostNothing(t *testing.T) {
 // events looks at every room each tick, so nothing waits for a wake-up.
 func TestAdmitterWithoutWakeupsSweepsEveryTick(t *testing.T) {
 	q, _ := queuetest.Queue(t, 5, time.Minute)
-	a := q.NewAdmitter(queue.AdmitterOptions{})
+	a := admission.New(q, admission.Options{})
 	mustTick(t, a)
 	queuetest.Enter(t, q, "alice")
 	mustTick(t, a)
@@ -175,7 +177,7 @@ func TestAdmitterWithoutWakeupsSweepsEveryTick(t *testing.T) {
 func TestAdmitterRunsOnlyAdmissionsDue(t *testing.T) {
 	q, _ := queuetest.Queue(t, 5, 300*time.Millisecond)
 	var runs atomic.Int64
-	a := q.NewAdmitter(queue.AdmitterOptions{Woken: true, SweepEvery: time.Hour, OnAdmit: func(queue.AdmitResult) { runs.Add(1) }})
+	a := admission.New(q, admission.Options{Woken: true, SweepEvery: time.Hour, OnAdmit: func(queue.AdmitResult) { runs.Add(1) }})
 	queuetest.Enter(t, q, "alice")
 	mustTick(t, a) // sweep: r1 has work; alice admitted
 	if s := stateOf(t, q, "r1", "alice"); s != queue.Ready {
@@ -209,12 +211,12 @@ func TestAdmittersShareRooms(t *testing.T) {
 	key := prefix + "instances"
 	type inst struct {
 		m    *members.Members
-		a    *queue.Admitter
+		a    *admission.Admitter
 		runs sync.Map
 	}
 	newInst := func(id string) *inst {
 		in := &inst{m: members.New(rdb, members.Options{Key: key, ID: id, Expiry: time.Hour})}
-		in.a = q.NewAdmitter(queue.AdmitterOptions{Woken: true, Members: in.m, SweepEvery: time.Hour,
+		in.a = admission.New(q, admission.Options{Woken: true, Members: in.m, SweepEvery: time.Hour,
 			OnAdmit: func(r queue.AdmitResult) { in.runs.Store(r.Room, true) }})
 		return in
 	}
@@ -313,7 +315,7 @@ func TestAdmittersAtOnceNeverPassTheTarget(t *testing.T) {
 	}
 	var wg sync.WaitGroup
 	for range 2 {
-		a := q.NewAdmitter(queue.AdmitterOptions{}) // no Members: owns every room
+		a := admission.New(q, admission.Options{}) // no Members: owns every room
 		wg.Go(func() {
 			for range 20 {
 				if err := a.Tick(ctx); err != nil {
@@ -340,7 +342,7 @@ func TestAdmitterRecreatesStoredRooms(t *testing.T) {
 	q := queue.New(rdb, queue.Options{Prefix: prefix})
 	ctx := context.Background()
 	stored := map[string]queue.RoomConfig{"launch": {Target: 7, EntryTTL: time.Minute, DisplayName: "The launch"}}
-	a := q.NewAdmitter(queue.AdmitterOptions{Logger: testLogger(t), Woken: true, SweepEvery: time.Hour, Rooms: []string{"main"},
+	a := admission.New(q, admission.Options{Logger: testLogger(t), Woken: true, SweepEvery: time.Hour, Rooms: []string{"main"},
 		Defaults: queue.RoomConfig{Target: 3, EntryTTL: time.Minute},
 		Stored:   func(context.Context) (map[string]queue.RoomConfig, error) { return stored, nil }})
 	mustTick(t, a)
@@ -359,4 +361,31 @@ func TestAdmitterRecreatesStoredRooms(t *testing.T) {
 	rdb.Del(ctx, keys...)
 	mustTick(t, a)
 	check("after the data loss and one tick")
+}
+
+func TestAdmitterRecreatesConfiguredRooms(t *testing.T) {
+	rdb, prefix := queuetest.Redis(t)
+	q := queue.New(rdb, queue.Options{Prefix: prefix})
+	ctx := context.Background()
+	a := admission.New(q, admission.Options{Logger: testLogger(t), Rooms: []string{"main"}, Defaults: queue.RoomConfig{Target: 3, EntryTTL: time.Minute}})
+	if err := a.Tick(ctx); err != nil {
+		t.Fatal(err)
+	}
+	info, err := q.Room(ctx, "main")
+	if err != nil || info.Target != 3 {
+		t.Fatalf("room after the first tick = %+v, %v", info, err)
+	}
+	// Redis loses everything (a restart without persistence): the next tick
+	// creates the room again.
+	keys, _ := rdb.Keys(ctx, prefix+"*").Result()
+	rdb.Del(ctx, keys...)
+	if _, err := q.Enter(ctx, "main", "alice"); !errors.Is(err, queue.ErrRoomNotFound) {
+		t.Fatalf("enter after data loss: %v", err)
+	}
+	if err := a.Tick(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := q.Enter(ctx, "main", "alice"); err != nil || st.Position != 1 {
+		t.Fatalf("enter after the next tick = %+v, %v", st, err)
+	}
 }
