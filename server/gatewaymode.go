@@ -13,6 +13,7 @@ import (
 	"waitingroom/server/api"
 	"waitingroom/server/client"
 	"waitingroom/server/gateway"
+	"waitingroom/server/gateway/origin"
 	"waitingroom/server/token"
 )
 
@@ -46,8 +47,8 @@ type gatewayIdentity struct {
 	acl     *access.Lists
 }
 
-func (g gatewayIdentity) Forwarded(ctx *fasthttp.RequestCtx) gateway.Forwarded {
-	f := gateway.Forwarded{Client: g.clients.Addr(ctx), Peer: ctx.RemoteIP(), Proto: "http", Host: string(ctx.Host())}
+func (g gatewayIdentity) Forwarded(ctx *fasthttp.RequestCtx) origin.Forwarded {
+	f := origin.Forwarded{Client: g.clients.Addr(ctx), Peer: ctx.RemoteIP(), Proto: "http", Host: string(ctx.Host())}
 	if g.clients.ViaProxy(ctx) {
 		f.Chain = strings.TrimSpace(string(ctx.Request.Header.Peek(fiber.HeaderXForwardedFor)))
 	}

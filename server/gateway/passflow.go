@@ -180,7 +180,7 @@ func (g *Gateway) inFlight() time.Duration {
 	if g.auth {
 		return time.Second
 	}
-	return 2 * g.o.Upstream.timeout
+	return 2 * g.o.Upstream.Timeout()
 }
 
 // oncePassID is a once pass's id: the same for every retry of one entry
