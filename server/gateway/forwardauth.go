@@ -156,6 +156,14 @@ func (g *Gateway) authRefused(ctx *fasthttp.RequestCtx, nginx bool, msg string) 
 	}
 }
 
+// authorize is forward auth's decision to let a request of kind through:
+// the site's proxy forwards it, with pass p when it is protected ("" when
+// not).
+func (g *Gateway) authorize(ctx *fasthttp.RequestCtx, kind, p string) {
+	allow(ctx, p)
+	g.m.requests.WithLabelValues(kind, "allowed").Inc()
+}
+
 // allow is forward auth's yes: 200, with the pass for the origin when the
 // request is protected.
 func allow(ctx *fasthttp.RequestCtx, p string) {

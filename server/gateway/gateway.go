@@ -204,7 +204,7 @@ func (g *Gateway) judge(ctx *fasthttp.RequestCtx, anyMethod bool, path, raw stri
 		return
 	}
 	if !protected {
-		g.forward(ctx, kindUnprotected, "")
+		g.through(ctx, kindUnprotected, "")
 		return
 	}
 	st := g.o.Settings.Get(room)
@@ -246,19 +246,27 @@ func Judgement(ctx *fasthttp.RequestCtx) (method, route, room, decision string, 
 	return j.method, j.route, j.room, j.decision, true
 }
 
+// through lets a request through with pass p (may be ""): in forward
+// auth the site's proxy forwards it once authorized (authorize,
+// forwardauth.go), in gateway mode the gateway forwards it. It returns how
+// it went, for the caller to settle a pass; latency -1: nothing to learn
+// about the origin's speed.
+func (g *Gateway) through(ctx *fasthttp.RequestCtx, kind, p string) (failed bool, latency time.Duration) {
+	if g.auth {
+		g.authorize(ctx, kind, p)
+		return false, -1
+	}
+	return g.forward(ctx, kind, p)
+}
+
 // forward sends the request on with pass (may be "") and answers the
 // origin's answer or the failure. It returns how it went, for the caller
-// to settle a pass.
+// to settle a pass. Gateway mode only: forward auth forwards nothing.
 //
 // A WebSocket upgrade is joined to the origin instead when the origin
 // switches (origin.Client.Tunnel); its latency is reported as -1:
 // nothing to learn about the origin's speed.
 func (g *Gateway) forward(ctx *fasthttp.RequestCtx, kind, p string) (failed bool, latency time.Duration) {
-	if g.auth {
-		allow(ctx, p)
-		g.m.requests.WithLabelValues(kind, "allowed").Inc()
-		return false, -1
-	}
 	upgrade := origin.IsUpgrade(&ctx.Request.Header)
 	f := g.o.Identity.Forwarded(ctx)
 	g.o.Upstream.Prepare(&ctx.Request, f, g.o.Identity.OwnCookie)
