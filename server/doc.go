@@ -15,11 +15,12 @@
 //	GET  …/challenge, jwks.json        gatewaymode.go → packages pow, pass (gateway mode)
 //
 // In gateway mode (WR_UPSTREAM) all of it lives under /_wr and every other
-// path is the origin's, handed to package gateway below Fiber. Around the
-// handlers, in the order a request meets them: package listener (the
-// connections), the protocol filter (protocolfilter.go, package protocol),
-// the deny list (access.go), the cross-site gate (package crosssite) and
-// layer 1's limits (package ratelimit/httplimit). Package api writes the
+// path is the origin's, handed to package gateway below Fiber (the
+// dispatch by mode, gatewaymode.go). Around the handlers, in the order a
+// request meets them: package listener (the connections), the protocol
+// filter (protocolfilter.go, package protocol), the deny list (access.go),
+// the cross-site gate (package crosssite) and layer 1's limits (package
+// ratelimit/httplimit). Package api writes the
 // errors; apigate.go records refused tokens as security events and
 // accesslog.go every answer's access line.
 //

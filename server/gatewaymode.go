@@ -13,6 +13,8 @@ import (
 	"waitingroom/server/api"
 	"waitingroom/server/client"
 	"waitingroom/server/gateway"
+	"waitingroom/server/gateway/origin"
+	"waitingroom/server/protocol"
 	"waitingroom/server/token"
 )
 
@@ -46,8 +48,8 @@ type gatewayIdentity struct {
 	acl     *access.Lists
 }
 
-func (g gatewayIdentity) Forwarded(ctx *fasthttp.RequestCtx) gateway.Forwarded {
-	f := gateway.Forwarded{Client: g.clients.Addr(ctx), Peer: ctx.RemoteIP(), Proto: "http", Host: string(ctx.Host())}
+func (g gatewayIdentity) Forwarded(ctx *fasthttp.RequestCtx) origin.Forwarded {
+	f := origin.Forwarded{Client: g.clients.Addr(ctx), Peer: ctx.RemoteIP(), Proto: "http", Host: string(ctx.Host())}
 	if g.clients.ViaProxy(ctx) {
 		f.Chain = strings.TrimSpace(string(ctx.Request.Header.Peek(fiber.HeaderXForwardedFor)))
 	}
@@ -80,6 +82,65 @@ func (gatewayIdentity) OwnCookie(name []byte) bool {
 		}
 	}
 	return false
+}
+
+// gatewayPaths says where a request of the public port goes in gateway
+// mode: toOrigin, a path outside gateway.Prefix (the origin's); auth,
+// forward auth's question. Both are checked by the protocol filter as the
+// origin's requests are: forward auth's question carries the original
+// request's headers (a Content-Encoding among them). Both false outside
+// gateway mode.
+func (s *Server) gatewayPaths(ctx *fasthttp.RequestCtx, gatewayMode bool) (toOrigin, auth bool) {
+	toOrigin = gatewayMode && !ownPath(ctx.Path())
+	auth = gatewayMode && s.gw.ForwardAuth() && gateway.IsAuthPath(ctx.Path())
+	return toOrigin, auth
+}
+
+// dispatch answers a request the protocol filter let in, by mode: forward
+// auth's question; a path of the origin's (the gateway's, or 404 in
+// forward auth, where the site's proxy routes it); else the waiting
+// room's own (next), its streamed body (gateway mode) held to
+// WR_BODY_LIMIT first.
+func (s *Server) dispatch(ctx *fasthttp.RequestCtx, next fasthttp.RequestHandler, toOrigin, auth bool) {
+	switch {
+	case auth:
+		s.authorize(ctx)
+	case toOrigin && s.gw.ForwardAuth():
+		notForwarded.Write(ctx)
+	case toOrigin:
+		s.toOrigin(ctx)
+	case ctx.Request.IsBodyStream():
+		if r := protocol.BufferBody(ctx, s.cfg.BodyLimit); r != nil {
+			r.Write(ctx) // the origin's limit let it in; the waiting room's does not
+			return
+		}
+		next(ctx)
+	default:
+		next(ctx)
+	}
+}
+
+// notForwarded answers a path outside gateway.Prefix in forward auth,
+// where the site's own proxy routes the origin's paths.
+var notForwarded = protocol.NotFound("forward auth (WR_FORWARD_AUTH=on): this port serves " + gateway.Prefix + "/ only; the site's proxy routes the rest and asks " + gateway.AuthPath)
+
+// authorize answers forward auth's question (gateway.Authorize), from a
+// trusted proxy only.
+func (s *Server) authorize(ctx *fasthttp.RequestCtx) {
+	d := &s.acl.Current().Deny
+	s.gw.Authorize(ctx, s.clients.ViaProxy(ctx), d.HasNets() && d.HasIP(s.clients.Addr(ctx)))
+}
+
+// toOrigin hands a request for the origin to the gateway, unless its
+// address is denied.
+func (s *Server) toOrigin(ctx *fasthttp.RequestCtx) {
+	if d := &s.acl.Current().Deny; d.HasNets() && d.HasIP(s.clients.Addr(ctx)) {
+		protocol.Denied.Write(ctx)
+		return
+	}
+	// The origin sees the id the client will see: its log lines match.
+	ctx.Request.Header.Set(api.RequestIDHeader, api.RequestID(ctx))
+	s.gw.Handle(ctx)
 }
 
 // ownPath reports whether a path is the waiting room's own in gateway mode.

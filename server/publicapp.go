@@ -21,11 +21,11 @@ func (s *Server) newPublicApp() *fiber.App {
 	bodyLimit := s.cfg.BodyLimit
 	if s.gw != nil {
 		// The origin's bodies are larger; the waiting room's own are
-		// checked against WR_BODY_LIMIT by the dispatch (guardProtocol).
+		// checked against WR_BODY_LIMIT by the dispatch (gatewaymode.go).
 		bodyLimit = max(bodyLimit, s.gw.BodyLimit())
 	}
 	cfg := api.FiberConfig("waitingroom", bodyLimit, s.log)
-	// Gateway mode streams request bodies (protocolfilter.go): a body for
+	// Gateway mode streams request bodies (gatewaymode.go): a body for
 	// the origin is never held whole, one refused is never read.
 	cfg.StreamRequestBody = s.gw != nil && !s.gw.ForwardAuth()
 	app := fiber.New(cfg)

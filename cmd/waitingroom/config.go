@@ -20,6 +20,7 @@ import (
 	"waitingroom/server/accesslog"
 	"waitingroom/server/checkout"
 	"waitingroom/server/gateway"
+	upstream "waitingroom/server/gateway/origin" // origin is a test helper's name here
 	"waitingroom/server/listener"
 	"waitingroom/server/login"
 	"waitingroom/server/metrics"
@@ -82,7 +83,7 @@ type Config struct {
 // GatewayConfig is gateway mode's configuration; Upstream.URL empty and
 // ForwardAuth false: off.
 type GatewayConfig struct {
-	Upstream gateway.UpstreamConfig
+	Upstream upstream.Config
 	// ForwardAuth (WR_FORWARD_AUTH=on): the site's own proxy asks
 	// /_wr/auth about each request and the instance forwards nothing
 	// (package gateway, forwardauth.go); it excludes WR_UPSTREAM.
@@ -364,15 +365,15 @@ func (p *envParser) admission(c *Config) {
 // and the pass keys (checked in secrets).
 func (p *envParser) gateway(c *Config) {
 	g := &c.Gateway
-	g.Upstream = gateway.UpstreamConfig{
+	g.Upstream = upstream.Config{
 		URL:            p.str("WR_UPSTREAM", ""),
 		ConnectTimeout: p.duration("WR_UPSTREAM_CONNECT_TIMEOUT", 2*time.Second, 100*time.Millisecond, time.Minute),
 		Timeout:        p.duration("WR_UPSTREAM_TIMEOUT", 30*time.Second, time.Second, 10*time.Minute),
 		BodyLimit:      int(p.int("WR_UPSTREAM_BODY_LIMIT", 32<<20, 1<<10, 1<<30)),
-		Tunnels: gateway.TunnelConfig{
-			Idle:    p.duration("WR_TUNNEL_IDLE_TIMEOUT", gateway.DefaultTunnelIdle, time.Second, 24*time.Hour),
-			Max:     int(p.int("WR_MAX_TUNNELS", gateway.DefaultMaxTunnels, 1, 10_000_000)),
-			PerAddr: int(p.int("WR_MAX_TUNNELS_PER_IP", gateway.DefaultTunnelsPerIP, 1, 10_000_000)),
+		Tunnels: upstream.TunnelConfig{
+			Idle:    p.duration("WR_TUNNEL_IDLE_TIMEOUT", upstream.DefaultTunnelIdle, time.Second, 24*time.Hour),
+			Max:     int(p.int("WR_MAX_TUNNELS", upstream.DefaultMaxTunnels, 1, 10_000_000)),
+			PerAddr: int(p.int("WR_MAX_TUNNELS_PER_IP", upstream.DefaultTunnelsPerIP, 1, 10_000_000)),
 		},
 	}
 	c.Server.VisitorTTL = p.duration("WR_VISITOR_TTL", 24*time.Hour, time.Minute, 30*24*time.Hour)
@@ -383,7 +384,7 @@ func (p *envParser) gateway(c *Config) {
 	}
 	g.Difficulty = int(p.int("WR_POW_DIFFICULTY", pow.DefaultDifficulty, pow.MinDifficulty, pow.MaxDifficulty))
 	if g.Upstream.URL != "" {
-		if _, _, err := gateway.ParseUpstream(g.Upstream.URL); err != nil {
+		if _, _, err := upstream.ParseURL(g.Upstream.URL); err != nil {
 			p.fail("WR_UPSTREAM", g.Upstream.URL, err.Error())
 		}
 	}

@@ -28,6 +28,7 @@ import (
 	"waitingroom/server/checkout"
 	"waitingroom/server/faults"
 	"waitingroom/server/gateway"
+	upstream "waitingroom/server/gateway/origin" // origin is a test helper's name here
 	"waitingroom/server/login"
 	"waitingroom/server/metrics"
 	"waitingroom/server/pass"
@@ -236,7 +237,7 @@ func (w *wiring) gateway() error {
 	if !g.Enabled() {
 		return nil
 	}
-	var up *gateway.Upstream // none in forward auth
+	var up *upstream.Client // none in forward auth
 	if g.Upstream.URL != "" {
 		var err error
 		if up, err = gateway.NewUpstream(g.Upstream); err != nil {

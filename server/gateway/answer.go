@@ -214,7 +214,7 @@ func (m gatewayMetrics) answered(kind string, code int) {
 }
 
 // statusClass is the class of an origin's status code (100 to 999, as
-// response.go reads it): "1xx" to "5xx", else "other".
+// package origin reads it): "1xx" to "5xx", else "other".
 func statusClass(code int) string {
 	if code < 100 || code >= 600 {
 		return "other"

@@ -13,11 +13,12 @@
 // reaches the origin: the Waitingroom-Pass header (package pass). Protected
 // requests' latency and failures feed adaptive admission (signals.go).
 //
-// Forwarding is an HTTP/1.1 client of the package's own (Upstream,
-// upstream.go: what goes to the origin and what does not, bodies streamed
-// both ways), the origin's answers read strictly (response.go), WebSocket
-// joined only after a real switch (tunnel.go); the origin failing, slow or
-// oversized is 502 or 504 in the contract's JSON.
+// Forwarding is package origin's HTTP/1.1 client (NewUpstream hands it the
+// pass header a client may never send); the gateway keeps the policy
+// (upstream.go): the tunnels counted per client address, the request's
+// own faults (413, 400, 429, 503) and the origin's failing, slow or
+// oversized answers as 502 or 504 in the contract's JSON, the origin's
+// health (originhealth.go) and the tunnels' metrics.
 //
 // The package owns the rooms' gateway settings (Settings, Store: one Redis
 // hash under the instance's prefix, "gw:rooms", reloaded every second by

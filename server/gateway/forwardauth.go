@@ -7,6 +7,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"waitingroom/server/gateway/origin"
 	"waitingroom/server/pass"
 )
 
@@ -155,6 +156,14 @@ func (g *Gateway) authRefused(ctx *fasthttp.RequestCtx, nginx bool, msg string) 
 	}
 }
 
+// authorize is forward auth's decision to let a request of kind through:
+// the site's proxy forwards it, with pass p when it is protected ("" when
+// not).
+func (g *Gateway) authorize(ctx *fasthttp.RequestCtx, kind, p string) {
+	allow(ctx, p)
+	g.m.requests.WithLabelValues(kind, "allowed").Inc()
+}
+
 // allow is forward auth's yes: 200, with the pass for the origin when the
 // request is protected.
 func allow(ctx *fasthttp.RequestCtx, p string) {
@@ -227,6 +236,15 @@ func validMethod(m []byte) bool {
 	return true
 }
 
+// isTokenChar reports whether c may be in an RFC 9110 token.
+func isTokenChar(c byte) bool {
+	switch {
+	case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		return true
+	}
+	return bytes.IndexByte([]byte("!#$%&'*+-.^_`|~"), c) >= 0
+}
+
 // validTarget: a request target in origin form (a path and its query),
 // without spaces, control characters or "#" (no request target holds a
 // fragment; an origin that took one for a fragment would route on less
@@ -244,19 +262,17 @@ func validTarget(u []byte) bool {
 	return true
 }
 
-// overridden reports whether a request names one of rerouteHeaders
-// (Expect aside), in either spelling: they ask an origin's framework for
-// another method or path than the request line's. The gateway removes
-// them before the origin (prepareRequest); in forward auth the proxy is
-// to, and a request naming one is judged by every route of its path.
+// overridden reports whether a request names one of the rerouting
+// headers (origin.Reroutes: Expect aside), in either spelling: they ask an
+// origin's framework for another method or path than the request line's.
+// The gateway removes them before the origin (origin's Prepare); in
+// forward auth the proxy is to, and a request naming one is judged by
+// every route of its path.
 func overridden(h *fasthttp.RequestHeader) bool {
 	found := false
 	h.VisitAll(func(k, _ []byte) {
-		k = bytes.ReplaceAll(k, []byte{'_'}, []byte{'-'})
-		for _, n := range rerouteHeaders {
-			if n != "Expect" && bytes.EqualFold(k, []byte(n)) {
-				found = true
-			}
+		if origin.Reroutes(k) {
+			found = true
 		}
 	})
 	return found

@@ -13,6 +13,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"waitingroom/queue"
+	"waitingroom/server/gateway/origin"
 	"waitingroom/server/pass"
 	"waitingroom/server/ratelimit/local"
 	"waitingroom/server/token"
@@ -47,7 +48,7 @@ type Recorder interface {
 // Identity is what the server knows of a request: who is asking, over
 // which scheme, and with which queue token.
 type Identity interface {
-	Forwarded(ctx *fasthttp.RequestCtx) Forwarded
+	Forwarded(ctx *fasthttp.RequestCtx) origin.Forwarded
 	// QueueUser is the subject of the request's queue token when it is a
 	// valid token for room, else "".
 	QueueUser(ctx *fasthttp.RequestCtx, room string) string
@@ -58,9 +59,10 @@ type Identity interface {
 
 // Options are a Gateway's parts.
 type Options struct {
-	// Upstream is the origin; nil in forward auth (forwardauth.go), where
-	// the gateway only judges requests a proxy asks about.
-	Upstream *Upstream
+	// Upstream is the origin's client (NewUpstream); nil in forward auth
+	// (forwardauth.go), where the gateway only judges requests a proxy
+	// asks about.
+	Upstream *origin.Client
 	Settings *Store
 	Slots    Slots
 	Signer   Signer
@@ -78,6 +80,7 @@ type Gateway struct {
 	o       Options
 	auth    bool // forward auth: no Upstream, nothing forwarded
 	m       gatewayMetrics
+	tunnels tunnelMetrics
 	gate    sessionGate // sessions' limits, this instance's part
 	samples sampler     // the adaptive signals, one visitor at a time
 	// decisions bounds a visit's decisions in forward auth (DecisionHold).
@@ -90,10 +93,8 @@ func New(o Options) *Gateway {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	if o.Registerer != nil && o.Upstream != nil {
-		o.Upstream.Register(o.Registerer)
-	}
-	g := &Gateway{o: o, auth: o.Upstream == nil, m: newGatewayMetrics(o.Registerer), samples: sampler{rec: o.Recorder}}
+	tunnels := newTunnelMetrics(o.Registerer, o.Upstream)
+	g := &Gateway{o: o, auth: o.Upstream == nil, m: newGatewayMetrics(o.Registerer), tunnels: tunnels, samples: sampler{rec: o.Recorder}}
 	if g.auth {
 		g.decisions = local.New(local.Options{})
 	}
@@ -105,7 +106,7 @@ func New(o Options) *Gateway {
 // Rails, Sinatra (Rack), Laravel and Symfony read a _method field from the
 // body — Rack from a POST with no media type or one it splits at "," or
 // ";", Laravel also from JSON — and Express's method-override from the
-// query (the override headers never reach the origin: prepareRequest
+// query (the override headers never reach the origin: origin's Prepare
 // drops them). The gateway does not read bodies, and does not guess which
 // media type an origin parses, so every POST with a body, or whose query
 // names _method in any key, is judged by every route of its path whatever
@@ -150,7 +151,7 @@ func (g *Gateway) BodyLimit() int {
 	if g.auth {
 		return 0
 	}
-	return int(g.o.Upstream.bodyLimit)
+	return int(g.o.Upstream.BodyLimit())
 }
 
 // ForwardAuth reports whether the gateway only judges (forward auth).
@@ -165,7 +166,7 @@ func (g *Gateway) Handle(ctx *fasthttp.RequestCtx) {
 // RequestPaths are a request's two spellings of its path that Match
 // reads: sent, the path as the origin receives it (the public port's
 // server decodes and normalizes the path, and the request line to the
-// origin re-encodes it, upstream.go's writeHead), and raw, the path as the
+// origin re-encodes it, package origin's writeHead), and raw, the path as the
 // client sent it.
 func RequestPaths(ctx *fasthttp.RequestCtx) (sent, raw string) {
 	u := ctx.URI()
@@ -203,7 +204,7 @@ func (g *Gateway) judge(ctx *fasthttp.RequestCtx, anyMethod bool, path, raw stri
 		return
 	}
 	if !protected {
-		g.forward(ctx, kindUnprotected, "")
+		g.through(ctx, kindUnprotected, "")
 		return
 	}
 	st := g.o.Settings.Get(room)
@@ -245,27 +246,35 @@ func Judgement(ctx *fasthttp.RequestCtx) (method, route, room, decision string, 
 	return j.method, j.route, j.room, j.decision, true
 }
 
-// forward sends the request on with pass (may be "") and answers the
-// origin's answer or the failure. It returns how it went, for the caller
-// to settle a pass.
-//
-// A WebSocket upgrade is joined to the origin instead when the origin
-// switches (tunnel.go); its latency is reported as -1: nothing to learn
+// through lets a request through with pass p (may be ""): in forward
+// auth the site's proxy forwards it once authorized (authorize,
+// forwardauth.go), in gateway mode the gateway forwards it. It returns how
+// it went, for the caller to settle a pass; latency -1: nothing to learn
 // about the origin's speed.
-func (g *Gateway) forward(ctx *fasthttp.RequestCtx, kind, p string) (failed bool, latency time.Duration) {
+func (g *Gateway) through(ctx *fasthttp.RequestCtx, kind, p string) (failed bool, latency time.Duration) {
 	if g.auth {
-		allow(ctx, p)
-		g.m.requests.WithLabelValues(kind, "allowed").Inc()
+		g.authorize(ctx, kind, p)
 		return false, -1
 	}
-	upgrade := isUpgrade(&ctx.Request.Header)
+	return g.forward(ctx, kind, p)
+}
+
+// forward sends the request on with pass (may be "") and answers the
+// origin's answer or the failure. It returns how it went, for the caller
+// to settle a pass. Gateway mode only: forward auth forwards nothing.
+//
+// A WebSocket upgrade is joined to the origin instead when the origin
+// switches (origin.Client.Tunnel); its latency is reported as -1:
+// nothing to learn about the origin's speed.
+func (g *Gateway) forward(ctx *fasthttp.RequestCtx, kind, p string) (failed bool, latency time.Duration) {
+	upgrade := origin.IsUpgrade(&ctx.Request.Header)
 	f := g.o.Identity.Forwarded(ctx)
-	prepareRequest(&ctx.Request, f, g.o.Identity.OwnCookie)
+	g.o.Upstream.Prepare(&ctx.Request, f, g.o.Identity.OwnCookie)
 	if p != "" {
 		ctx.Request.Header.Set(pass.HeaderName, p)
 	}
 	if upgrade {
-		joined, err := g.o.Upstream.Tunnel(ctx, f.Client, g.o.Identity.OwnCookie)
+		joined, err := g.tunnel(ctx, f.Client)
 		switch {
 		case err == nil && joined:
 			g.m.requests.WithLabelValues(kind, "upgraded").Inc()
@@ -310,7 +319,7 @@ func (g *Gateway) failed(ctx *fasthttp.RequestCtx, kind string, err error) (refu
 			return true
 		}
 	}
-	if errors.Is(err, ErrTimeout) {
+	if errors.Is(err, origin.ErrTimeout) {
 		g.m.requests.WithLabelValues(kind, "timeout").Inc()
 		g.o.Logger.LogAttrs(ctx, slog.LevelWarn, "gateway: origin timed out", slog.String("error", err.Error()))
 		writeError(ctx, errGatewayTimeout)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync/atomic"
 	"time"
+
+	"waitingroom/server/gateway/origin"
 )
 
 // The origin's health, as the gateway last saw it: /readyz's origin check
@@ -50,9 +52,9 @@ func (h *originHealth) last(now time.Time) (err error, fresh bool) {
 func (g *Gateway) noteForward(status int, err error) {
 	now := time.Now()
 	switch {
-	case errors.Is(err, ErrTooLarge), errors.Is(err, ErrRequestBody):
+	case errors.Is(err, origin.ErrTooLarge), errors.Is(err, origin.ErrRequestBody):
 		// The request's fault: nothing learnt of the origin.
-	case errors.Is(err, errDial):
+	case errors.Is(err, origin.ErrDial):
 		g.health.note(fmt.Errorf("%w: %w", ErrOriginUnreachable, err), now)
 	case err != nil:
 		g.health.note(fmt.Errorf("%w: %w", ErrOriginErrors, err), now)
@@ -84,7 +86,7 @@ func (g *Gateway) Probe(ctx context.Context) error {
 	if g.auth {
 		return nil
 	}
-	if err := g.o.Upstream.probe(ctx); err != nil {
+	if err := g.o.Upstream.Probe(ctx); err != nil {
 		return fmt.Errorf("%w: %w", ErrOriginUnreachable, err)
 	}
 	return nil
@@ -95,5 +97,5 @@ func (g *Gateway) Origin() string {
 	if g.auth {
 		return ""
 	}
-	return g.o.Upstream.addr
+	return g.o.Upstream.Addr()
 }

@@ -91,7 +91,7 @@ func (g *Gateway) once(ctx *fasthttp.RequestCtx, room string, st Settings) (done
 		g.unavailable(ctx, "issuing a visit", err)
 		return true, false
 	}
-	failed, latency := g.forward(ctx, kindProtected, p)
+	failed, latency := g.through(ctx, kindProtected, p)
 	g.record(room, claim.User, latency, failed)
 	if g.settle(ctx, claim, failed) {
 		return true, false // kept for a retry: no visit yet
@@ -135,7 +135,7 @@ func (g *Gateway) visit(ctx *fasthttp.RequestCtx, room string, st Settings, raw 
 	if p == "" {
 		return true
 	}
-	failed, latency := g.forward(ctx, kindProtected, p)
+	failed, latency := g.through(ctx, kindProtected, p)
 	g.record(room, c.Subject, latency, failed)
 	return true
 }
@@ -180,7 +180,7 @@ func (g *Gateway) inFlight() time.Duration {
 	if g.auth {
 		return time.Second
 	}
-	return 2 * g.o.Upstream.timeout
+	return 2 * g.o.Upstream.Timeout()
 }
 
 // oncePassID is a once pass's id: the same for every retry of one entry
@@ -277,7 +277,7 @@ func (g *Gateway) session(ctx *fasthttp.RequestCtx, room string, st Settings) (d
 				p := g.sign(ctx, pass.Claims{Room: room, Subject: c.Subject, PassID: c.ID, Mode: pass.ModeSession,
 					IssuedAt: c.IssuedAt.Time, Expiry: held.Deadline})
 				if p != "" {
-					g.forwardSession(ctx, room, c.Subject, p)
+					g.sessionThrough(ctx, room, c.Subject, p)
 				}
 				return true, false
 			}
@@ -311,7 +311,7 @@ func (g *Gateway) openSession(ctx *fasthttp.RequestCtx, room string, st Settings
 	}
 	release, _, _ := g.gate.acquire(room+"\x00"+id, g.inFlightLimit(st), now)
 	defer release()
-	g.forwardSession(ctx, room, user, p)
+	g.sessionThrough(ctx, room, user, p)
 	secure := g.secure(ctx)
 	setCookie(ctx, SessionCookie(room), session, st.SessionMax, secure)
 	if cookie && !g.auth { // one Set-Cookie at most in forward auth (once)
@@ -320,10 +320,11 @@ func (g *Gateway) openSession(ctx *fasthttp.RequestCtx, room string, st Settings
 	return true
 }
 
-// forwardSession forwards a request of a session: the origin's failures
-// end nothing (the session holds its slot until it ends or goes idle).
-func (g *Gateway) forwardSession(ctx *fasthttp.RequestCtx, room, user, p string) {
-	failed, latency := g.forward(ctx, kindProtected, p)
+// sessionThrough lets a request of a session through: the origin's
+// failures end nothing (the session holds its slot until it ends or goes
+// idle).
+func (g *Gateway) sessionThrough(ctx *fasthttp.RequestCtx, room, user, p string) {
+	failed, latency := g.through(ctx, kindProtected, p)
 	g.record(room, user, latency, failed)
 }
 

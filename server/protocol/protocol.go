@@ -8,7 +8,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/valyala/fasthttp"
 
-	"waitingroom/server/gateway"
+	"waitingroom/server/gateway/origin"
 )
 
 // The filter runs on every request fasthttp has parsed, before any Fiber
@@ -52,7 +52,7 @@ import (
 // Request bodies in gateway mode (fiber.Config.StreamRequestBody): the
 // server reads a request's headers and at most its first 8 KiB of body
 // before the handler runs. A body for the origin streams to it as the
-// client sends it (package gateway), and one the gateway refuses (no
+// client sends it (package origin), and one the gateway refuses (no
 // pass, a denied address) is never read: the connection is then closed,
 // or the rest of the body would be read as the next request. The waiting
 // room's own handlers read c.Body(): BufferBody reads it first, never
@@ -78,7 +78,7 @@ func BufferBody(ctx *fasthttp.RequestCtx, limit int) *Refusal {
 // CloseIfUnread closes the connection of a request whose streamed body
 // was not read whole.
 func CloseIfUnread(ctx *fasthttp.RequestCtx) {
-	if ctx.Request.IsBodyStream() && ctx.Request.Header.ContentLength() != 0 && !gateway.BodyConsumed(ctx) {
+	if ctx.Request.IsBodyStream() && ctx.Request.Header.ContentLength() != 0 && !origin.BodyConsumed(ctx) {
 		ctx.SetConnectionClose()
 	}
 }

@@ -1,4 +1,4 @@
-package gateway
+package origin
 
 import (
 	"bufio"

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package gateway
+package origin
 
 // peekIdle cannot look at the socket here: the connection is taken as
 // open (a closed one is retried once, for requests without a body).

@@ -1,4 +1,4 @@
-package gateway
+package origin
 
 import (
 	"bufio"
@@ -12,10 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
-
-	"waitingroom/server/listener"
 )
 
 // WebSocket (tunnel.go): the visitor's connection is joined to the
@@ -39,7 +36,7 @@ import (
 type TunnelConfig struct {
 	Idle    time.Duration // WR_TUNNEL_IDLE_TIMEOUT: closed after this long with no byte either way
 	Max     int           // WR_MAX_TUNNELS: open at once on this instance
-	PerAddr int           // WR_MAX_TUNNELS_PER_IP: open at once per client address (IPv6: per /64)
+	PerAddr int           // WR_MAX_TUNNELS_PER_IP: open at once per client address (Tunnel's addr)
 }
 
 // Defaults of TunnelConfig's zero fields.
@@ -71,27 +68,12 @@ var (
 	errTunnelsShutdown = errors.New("shutting down")
 )
 
-// refusals are the forward's errors that are the request's, not the
-// origin's: answered in the contract's JSON, a pass kept, nothing learnt
-// about the origin. close: the request's body may be left unread.
-var refusals = []struct {
-	err     error
-	outcome string
-	failure failure
-	close   bool
-}{
-	{ErrTooLarge, "too_large", failure{fasthttp.StatusRequestEntityTooLarge, "payload_too_large", "the request body is too large", 0}, true},
-	{ErrRequestBody, "bad_request", failure{fasthttp.StatusBadRequest, "invalid_request", "the request body could not be read", 0}, true},
-	{ErrBadUpgrade, "bad_request", failure{fasthttp.StatusBadRequest, "invalid_request", ErrBadUpgrade.Error(), 0}, false},
-	{ErrTunnelsPerAddr, "tunnels_per_address", failure{fasthttp.StatusTooManyRequests, "rate_limited", "too many open WebSocket connections from your address; close some", 5}, false},
-	{ErrTunnelsTotal, "tunnels_total", failure{fasthttp.StatusServiceUnavailable, "unavailable", "too many open WebSocket connections; retry shortly", 5}, false},
-}
-
 // websocketKeyGUID is RFC 6455's constant of the accept key.
 const websocketKeyGUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 
-// isUpgrade reports whether a request asks to switch to WebSocket.
-func isUpgrade(h *fasthttp.RequestHeader) bool {
+// IsUpgrade reports whether a request asks to switch to WebSocket
+// (Client.Tunnel).
+func IsUpgrade(h *fasthttp.RequestHeader) bool {
 	if !bytes.EqualFold(h.Peek("Upgrade"), []byte("websocket")) {
 		return false
 	}
@@ -123,11 +105,13 @@ func acceptKey(key string) string {
 // tunnels are the open joined connections: counted per client address
 // and in total, closed at shutdown.
 type tunnels struct {
-	byAddr listener.Counts
 	mu     sync.Mutex
+	byAddr map[string]int
 	conns  map[net.Conn]struct{}
 	total  int
 	done   bool
+	// joined: open now; idleClosed: closed for their idle time, ever.
+	joined, idleClosed atomic.Int64
 }
 
 // take counts one more tunnel for addr, or says which cap refuses it.
@@ -139,16 +123,22 @@ func (t *tunnels) take(addr string, c TunnelConfig) error {
 		return errTunnelsShutdown
 	case t.total >= c.Max:
 		return ErrTunnelsTotal
-	case !t.byAddr.Acquire(addr, c.PerAddr):
+	case t.byAddr[addr] >= c.PerAddr:
 		return ErrTunnelsPerAddr
 	}
+	if t.byAddr == nil {
+		t.byAddr = map[string]int{}
+	}
+	t.byAddr[addr]++
 	t.total++
 	return nil
 }
 
 func (t *tunnels) release(addr string) {
-	t.byAddr.Release(addr)
 	t.mu.Lock()
+	if t.byAddr[addr]--; t.byAddr[addr] <= 0 {
+		delete(t.byAddr, addr)
+	}
 	t.total--
 	t.mu.Unlock()
 }
@@ -181,24 +171,26 @@ func (t *tunnels) closeAll() {
 	t.mu.Unlock()
 }
 
+// Tunnels is how many tunnels are joined now.
+func (u *Client) Tunnels() int64 { return u.open.joined.Load() }
+
+// TunnelsIdleClosed is how many tunnels were closed after TunnelConfig.Idle
+// with no byte either way, since the client was made.
+func (u *Client) TunnelsIdleClosed() int64 { return u.open.idleClosed.Load() }
+
 // Tunnel asks the origin to switch ctx's request (prepared: forwarding
-// headers set) to WebSocket for client. joined: the origin switched and
-// the connections are joined once the handler returns. Otherwise the
-// origin's answer is in ctx's response (nil error), or err says why not
-// (ErrBadUpgrade, ErrTunnelsPerAddr, ErrTunnelsTotal or a forward's kinds).
-func (u *Upstream) Tunnel(ctx *fasthttp.RequestCtx, client net.IP, own func([]byte) bool) (joined bool, err error) {
+// headers set) to WebSocket for the client counted as addr (the caps per
+// address count by it). joined: the origin switched and the connections
+// are joined once the handler returns. Otherwise the origin's answer is in
+// ctx's response (nil error), or err says why not (ErrBadUpgrade,
+// ErrTunnelsPerAddr, ErrTunnelsTotal or a forward's kinds).
+func (u *Client) Tunnel(ctx *fasthttp.RequestCtx, addr string, own func([]byte) bool) (joined bool, err error) {
 	key := websocketKey(&ctx.Request.Header)
 	if key == "" {
 		return false, ErrBadUpgrade
 	}
-	addr := listener.AddrKey(client)
 	if err := u.open.take(addr, u.tc); err != nil {
-		switch err {
-		case ErrTunnelsPerAddr:
-			u.m.refused.WithLabelValues("per_address").Inc()
-		case ErrTunnelsTotal:
-			u.m.refused.WithLabelValues("total").Inc()
-		default:
+		if err != ErrTunnelsPerAddr && err != ErrTunnelsTotal {
 			return false, ErrBadGateway
 		}
 		return false, err
@@ -225,8 +217,7 @@ func (u *Upstream) Tunnel(ctx *fasthttp.RequestCtx, client net.IP, own func([]by
 		ctx.SetConnectionClose()
 		return false, err
 	}
-	if !bytes.EqualFold(head.get("Upgrade"), []byte("websocket")) || !head.hasToken("Connection", "upgrade") ||
-		string(head.get("Sec-WebSocket-Accept")) != acceptKey(key) {
+	if !switched(head, key) {
 		c.Close()
 		release()
 		return false, ErrBadGateway
@@ -240,9 +231,17 @@ func (u *Upstream) Tunnel(ctx *fasthttp.RequestCtx, client net.IP, own func([]by
 	return true, nil
 }
 
+// switched reports whether a 101 is a real switch to WebSocket: Upgrade:
+// websocket, Connection: upgrade, and the Sec-WebSocket-Accept that
+// answers key (RFC 6455 §4.2.2).
+func switched(head *originHead, key string) bool {
+	return bytes.EqualFold(head.get("Upgrade"), []byte("websocket")) && head.hasToken("Connection", "upgrade") &&
+		string(head.get("Sec-WebSocket-Accept")) == acceptKey(key)
+}
+
 // handshake writes the upgrade request on c and reads the answer's head
 // (1xx other than 101 skipped).
-func (u *Upstream) handshake(ctx *fasthttp.RequestCtx, c *originConn) (*originHead, error) {
+func (u *Client) handshake(ctx *fasthttp.RequestCtx, c *originConn) (*originHead, error) {
 	w := &deadlineWriter{c: c, d: u.connect}
 	bw := bufio.NewWriterSize(w, 4<<10)
 	writeHead(bw, &ctx.Request, 0, true)
@@ -281,14 +280,14 @@ func switchReply(head *originHead, own func([]byte) bool, requestID []byte) []by
 // join sends the 101 and what the origin sent after it, then copies both
 // ways until either side is done or neither has sent a byte for the idle
 // time, then closes both.
-func (u *Upstream) join(visitor net.Conn, origin *originConn, reply []byte) {
+func (u *Client) join(visitor net.Conn, origin *originConn, reply []byte) {
 	defer origin.Close()
 	if !u.open.add(origin) {
 		return
 	}
 	defer u.open.remove(origin)
-	u.m.open.Inc()
-	defer u.m.open.Dec()
+	u.open.joined.Add(1)
+	defer u.open.joined.Add(-1)
 	_ = visitor.SetWriteDeadline(time.Now().Add(u.tc.Idle))
 	if _, err := visitor.Write(reply); err != nil {
 		return
@@ -329,29 +328,6 @@ func (u *Upstream) join(visitor net.Conn, origin *originConn, reply []byte) {
 	origin.Close()
 	<-done
 	if idled.Load() {
-		u.m.idleClosed.Inc()
+		u.open.idleClosed.Add(1)
 	}
-}
-
-// tunnelMetrics count the tunnels.
-type tunnelMetrics struct {
-	open       prometheus.Gauge
-	refused    *prometheus.CounterVec
-	idleClosed prometheus.Counter
-}
-
-func newTunnelMetrics() tunnelMetrics {
-	return tunnelMetrics{
-		open: prometheus.NewGauge(prometheus.GaugeOpts{Name: "waitingroom_gateway_tunnels",
-			Help: "WebSocket connections joined to the origin, open now."}),
-		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "waitingroom_gateway_tunnels_refused_total",
-			Help: "WebSocket upgrades refused by a tunnel cap, by reason (per_address, total)."}, []string{"reason"}),
-		idleClosed: prometheus.NewCounter(prometheus.CounterOpts{Name: "waitingroom_gateway_tunnels_idle_closed_total",
-			Help: "Tunnels closed after WR_TUNNEL_IDLE_TIMEOUT with no byte either way."}),
-	}
-}
-
-// Register registers the upstream's metrics (the tunnels') with reg.
-func (u *Upstream) Register(reg prometheus.Registerer) {
-	reg.MustRegister(u.m.open, u.m.refused, u.m.idleClosed)
 }

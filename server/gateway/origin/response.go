@@ -1,4 +1,4 @@
-package gateway
+package origin
 
 import (
 	"bufio"
@@ -257,7 +257,7 @@ const chunkLineLimit = 4 << 10
 // the connection goes back to the pool when it can be reused. Its
 // memory is the connection's read buffer, whatever the body's size.
 type originBody struct {
-	u     *Upstream
+	u     *Client
 	c     *originConn
 	kind  bodyKind
 	left  int64 // bodyLength: bytes left; bodyChunked: left in this chunk
