@@ -75,8 +75,10 @@ func FuzzReadHead(f *testing.F) {
 				t.Fatalf("field %q: %q", fl.name, fl.value)
 			}
 		}
-		// An empty Transfer-Encoding lists no coding: the length frames.
+		// A Transfer-Encoding is exactly chunked, never beside a length.
 		switch {
+		case codings > 0 && !h.chunked:
+			t.Fatal("a Transfer-Encoding other than chunked accepted")
 		case h.chunked && (lengths > 0 || h.length >= 0):
 			t.Fatal("Content-Length and chunked both accepted")
 		case lengths > 0 && h.length < 0, lengths == 0 && h.length >= 0:

@@ -171,10 +171,12 @@ func (h *originHead) addField(l []byte) error {
 }
 
 // framing reads how the body is delimited: two different lengths, a
-// length beside Transfer-Encoding, or a coding other than chunked are
-// refused.
+// length beside Transfer-Encoding, or a Transfer-Encoding other than
+// exactly chunked (an empty one included: read as no coding it would let
+// the length frame what another reader takes for chunks) are refused.
 func (h *originHead) framing() error {
 	var codings int
+	te := false
 	for _, f := range h.fields {
 		switch {
 		case bytes.EqualFold(f.name, []byte("Content-Length")):
@@ -186,6 +188,7 @@ func (h *originHead) framing() error {
 				h.length = n
 			}
 		case bytes.EqualFold(f.name, []byte("Transfer-Encoding")):
+			te = true
 			for _, v := range bytes.Split(f.value, []byte{','}) {
 				if v = bytes.TrimSpace(v); len(v) > 0 {
 					codings++
@@ -195,9 +198,9 @@ func (h *originHead) framing() error {
 		}
 	}
 	switch {
-	case codings > 1 || (codings == 1 && !h.chunked):
+	case te && (codings != 1 || !h.chunked):
 		return malformed("a transfer coding other than chunked")
-	case h.chunked && h.length >= 0:
+	case te && h.length >= 0:
 		return malformed("both Content-Length and Transfer-Encoding")
 	}
 	h.close = !h.http11 || h.hasToken("Connection", "close")

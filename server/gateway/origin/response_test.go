@@ -36,6 +36,11 @@ func TestReadHeadRefusesAmbiguousAnswers(t *testing.T) {
 		{"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n", false, 0, 0, false},
 		{"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", false, 0, 0, false},
 		{"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n", false, 0, 0, false},
+		// An empty coding list: no coding to one reader, a broken chunked
+		// answer to another.
+		{"HTTP/1.1 200 OK\r\nTransfer-Encoding:\r\nContent-Length: 2\r\n\r\nok", false, 0, 0, false},
+		{"HTTP/1.1 200 OK\r\nTransfer-Encoding: ,\r\nContent-Length: 2\r\n\r\nok", false, 0, 0, false},
+		{"HTTP/1.1 200 OK\r\nTransfer-Encoding: \r\n\r\n", false, 0, 0, false},
 		{"HTTP/1.1 200 OK\r\nX-A: a\rX-B: b\r\n\r\n", false, 0, 0, false},
 		{"HTTP/1.1 200 OK\r\nX-A: a\x00\r\n\r\n", false, 0, 0, false},
 		{"HTTP/1.1 200 OK\nContent-Length: 1\n\n", false, 0, 0, false},
