@@ -164,7 +164,7 @@ func (w *wiring) admission() {
 	// the hub's subscription wakes a room's runner (streams below).
 	// An instance is taken for stopped after five missed beats (one a
 	// tick), so its rooms move within about five ticks.
-	ao.Members = members.New(w.rdb, members.Options{Key: w.prefix + "instances", ID: randomID(),
+	ao.Members = members.New(w.rdb, members.Options{Key: w.prefix + "instances", ID: newInstanceID(),
 		Expiry: max(members.DefaultExpiry, 5*cmp.Or(ao.Interval, 100*time.Millisecond))})
 	ao.Woken = true
 	if w.store != nil {
@@ -186,7 +186,7 @@ func (w *wiring) admission() {
 		p.Checkout = checkout.New(co)
 	}
 	ad.Rule.Pool = w.store != nil // the capacity rule reads the pool's figures
-	ad.Owner = randomID()         // the controller's lease owner: must not collide
+	ad.Owner = newInstanceID()    // the controller's lease owner: must not collide
 	ad.OnStep, ad.OnChange, ad.Logger = p.Metrics.ObserveStep, p.Metrics.ObserveLimitChange, p.Log
 	ad.Running = p.Admitter.Running // the rooms this instance runs
 	p.Controller = adaptive.NewController(w.rdb, p.Queue, ad)
@@ -318,8 +318,10 @@ func (p *Parts) loops() []loop.Loop {
 	return loops
 }
 
-// randomID is 128 random bits, base64url: an id that must not collide.
-func randomID() string {
+// newInstanceID is 128 random bits, base64url: a new id this instance goes
+// by in Redis (its membership, its leases' owner), which must not collide
+// with another instance's; it need not be secret.
+func newInstanceID() string {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)
 	return base64.RawURLEncoding.EncodeToString(b)
