@@ -342,83 +342,125 @@ type taken struct {
 
 // mergeSlice takes, appends and commits the next slice of rec.
 func (q *Queue) mergeSlice(ctx context.Context, room string, rec mergeRecord, stop int) error {
+	want, window, ok := q.sliceWant(room, rec)
+	if !ok {
+		return nil
+	}
+	got, ok, err := q.sliceTake(ctx, room, rec, want)
+	if err != nil || !ok {
+		return err
+	}
+	order, used := sliceOrder(got, window, q.openSlice)
+	if stop == stopAfterTake {
+		return nil
+	}
+	next := slices.Clone(rec.cursors)
+	for p := range next {
+		next[p] += used[p]
+	}
+	if err := q.sliceAppend(ctx, room, rec, next, order); err != nil {
+		return err
+	}
+	if stop == stopAfterAppend {
+		return nil
+	}
+	// Commit what the room now records (another instance may have
+	// appended this slice first, with the same cursors).
+	return q.mergeCommit(ctx, room, rec.tag, next)
+}
+
+// sliceWant is how many users each part gives the next slice of rec and,
+// for method random, the slice's window of the interleave (nil for fifo).
+// ok is false when the cached interleave does not fit rec (a stale record).
+func (q *Queue) sliceWant(room string, rec mergeRecord) (want []int, window []uint8, ok bool) {
 	parts := len(rec.counts)
 	pos := sum(rec.cursors)
 	m := q.openSlice
-	want := make([]int, parts) // how many each part gives this slice
-	var window []uint8
+	want = make([]int, parts)
 	if rec.method == string(MethodRandom) {
 		seq := q.interleaves.get(room, rec.seed, rec.counts)
 		if len(seq) != rec.n {
-			return nil
+			return nil, nil, false
 		}
 		window = seq[pos:min(pos+m, rec.n)]
 		for _, p := range window {
 			want[int(p)]++
 		}
-	} else {
-		for p := range parts {
-			want[p] = min(m, rec.counts[p]-rec.cursors[p])
-		}
+		return want, window, true
 	}
-	got := make([][]taken, parts)
 	for p := range parts {
+		want[p] = min(m, rec.counts[p]-rec.cursors[p])
+	}
+	return want, nil, true
+}
+
+// sliceTake reads from each part, from its cursor, the users want says it
+// gives (ptake.lua, read-only). ok is false for a stale caller or a part
+// that changed under a stale record: the next step reads the record again.
+func (q *Queue) sliceTake(ctx context.Context, room string, rec mergeRecord, want []int) (got [][]taken, ok bool, err error) {
+	got = make([][]taken, len(want))
+	for p := range want {
 		if want[p] <= 0 {
 			continue
 		}
 		pk := q.partKeys(room, p)
 		v, err := partTakeScript.Run(ctx, q.rdb, []string{pk.prequeue, pk.state, pk.left}, rec.cursors[p], want[p]).Slice()
 		if err != nil {
-			return unavailable("merge take", err)
+			return nil, false, unavailable("merge take", err)
 		}
 		r := asReply("ptake", v)
 		if r.int(0) != 1 || r.err != nil {
-			return r.err // a stale caller: the next step reads the record again
+			return nil, false, r.err // a stale caller: the next step reads the record again
 		}
 		for i := 1; i+2 < len(v); i += 3 {
 			got[p] = append(got[p], taken{user: r.str(i), score: r.float(i + 1), left: r.int(i+2) == 1, part: p})
 		}
 		if r.err != nil {
-			return r.err
+			return nil, false, r.err
 		}
 		if len(got[p]) != want[p] {
-			return nil // the part changed under a stale record
+			return nil, false, nil // the part changed under a stale record
 		}
 	}
-	var order []taken
-	used := make([]int, parts)
+	return got, true, nil
+}
+
+// sliceOrder is the slice's users in merged order, and how many it used
+// of each part: the window's part indices in turn (method random), or
+// (fifo) the parts' heads in arrival time (µs, each part's Redis clock),
+// ties by part, until the slice holds m users.
+func sliceOrder(got [][]taken, window []uint8, m int) (order []taken, used []int) {
+	used = make([]int, len(got))
 	if window != nil {
 		for _, p := range window {
 			order = append(order, got[p][used[p]])
 			used[p]++
 		}
-	} else {
-		// fifo: the parts' heads in arrival time (µs, each part's Redis
-		// clock), ties by part, until the slice is full.
-		for len(order) < m {
-			best := -1
-			for p := range parts {
-				if used[p] >= len(got[p]) {
-					continue
-				}
-				if best < 0 || cmp.Compare(got[p][used[p]].score, got[best][used[best]].score) < 0 {
-					best = p
-				}
+		return order, used
+	}
+	for len(order) < m {
+		best := -1
+		for p := range got {
+			if used[p] >= len(got[p]) {
+				continue
 			}
-			if best < 0 {
-				break
+			if best < 0 || cmp.Compare(got[p][used[p]].score, got[best][used[best]].score) < 0 {
+				best = p
 			}
-			order = append(order, got[best][used[best]])
-			used[best]++
 		}
+		if best < 0 {
+			break
+		}
+		order = append(order, got[best][used[best]])
+		used[best]++
 	}
-	if stop == stopAfterTake {
-		return nil
-	}
-	next := slices.Clone(rec.cursors)
-	for p := range parts {
-		next[p] += used[p]
-	}
+	return order, used
+}
+
+// sliceAppend appends the slice's users who are still there to the room's
+// queue with fresh tickets, recording the slice number and the parts' next
+// cursors in the same step (mappend.lua).
+func (q *Queue) sliceAppend(ctx context.Context, room string, rec mergeRecord, next []int, order []taken) error {
 	k := q.keys(room)
 	args := []any{rec.seed, rec.slice, intsCSV(next), q.grace.Milliseconds(), k.channel, room}
 	for _, t := range order {
@@ -429,12 +471,7 @@ func (q *Queue) mergeSlice(ctx context.Context, room string, rec mergeRecord, st
 	if err := mergeAppendScript.Run(ctx, q.rdb, []string{k.seq, k.queue, k.seen, k.tokens, k.active, q.mergeKey(room), k.stats, k.cfg}, args...).Err(); err != nil {
 		return unavailable("merge append", err)
 	}
-	if stop == stopAfterAppend {
-		return nil
-	}
-	// Commit what the room now records (another instance may have
-	// appended this slice first, with the same cursors).
-	return q.mergeCommit(ctx, room, rec.tag, next)
+	return nil
 }
 
 // mergeCommit removes from each part the users up to its cursor.

@@ -159,7 +159,7 @@ func (s *Server) visitor(c *fiber.Ctx) (string, error) {
 			return v.Subject, s.checkUser(v.Subject)
 		}
 	}
-	id := visitorPrefix + randomID()
+	id := newVisitorID()
 	api.SetUser(c, &id)
 	tok, err := s.tokens.IssueVisitor(id, s.cfg.VisitorTTL)
 	if err != nil {

@@ -334,10 +334,10 @@ func (s *Server) Serve(ctx context.Context, public, admin net.Listener) error {
 // they are closed.
 const serveReturn = 2 * time.Second
 
-// randomID is 128 random bits, base64url: ids nobody can guess (the
-// anonymous visitors').
-func randomID() string {
+// newVisitorID is a new anonymous visitor's identity: visitorPrefix and
+// 128 random bits, base64url, so nobody can guess another visitor's.
+func newVisitorID() string {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)
-	return base64.RawURLEncoding.EncodeToString(b)
+	return visitorPrefix + base64.RawURLEncoding.EncodeToString(b)
 }

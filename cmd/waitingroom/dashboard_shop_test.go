@@ -8,7 +8,6 @@ package main
 
 import (
 	"context"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,8 +15,6 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
-
-	"waitingroom/server/pass"
 )
 
 // shopState is a JS condition: the shop panel is shown in state s.
@@ -54,22 +51,6 @@ func (p *page) shotOf(name, id string) {
 	p.t.Logf("screenshot: %s", file)
 }
 
-// through sends a GET for path through in's gateway, asking for JSON, and
-// checks its status.
-func through(t *testing.T, in *instance, path string, want int) {
-	t.Helper()
-	req, _ := http.NewRequest("GET", in.base+path, nil)
-	req.Header.Set("Accept", "application/json")
-	res, err := client.Do(req)
-	if err != nil {
-		t.Fatalf("GET %s: %v", path, err)
-	}
-	res.Body.Close()
-	if res.StatusCode != want {
-		t.Fatalf("GET %s through the gateway = %d, want %d", path, res.StatusCode, want)
-	}
-}
-
 // TestDashboardShopFailing: behind a gateway the panel shows the origin
 // healthy with its answers, and failing — the panel, its state line and
 // the 5xx count — within 10 s of the origin's first 500.
@@ -77,8 +58,7 @@ func TestDashboardShopFailing(t *testing.T) {
 	parallel(t)
 	b := newBrowser(t)
 	o := startFailingOrigin(t)
-	in := newRedisOnlyEnv(t).start(map[string]string{"WR_UPSTREAM": o.srv.URL, "WR_PROTECT": "GET /checkout/*=sale",
-		"WR_PASS_KEY": pass.GenerateKey(), "WR_ROOMS": "sale", "WR_UPSTREAM_TIMEOUT": "2s"})
+	in := shopGateway(t, o)
 	p := openDashboard(t, b, in, in.admin)
 	p.giveToken(testAdminToken)
 	p.waitLive()
@@ -111,13 +91,7 @@ func TestDashboardShopForwardAuth(t *testing.T) {
 	parallel(t)
 	b := newBrowser(t)
 	in := forwardAuthInstance(t, nil)
-	c := visitor(t)
-	if code, _, _ := ask(t, in, c, false, "GET", "/public"); code != 200 {
-		t.Fatalf("unprotected decision = %d, want 200", code)
-	}
-	if code, _, _ := ask(t, in, c, false, "POST", "/api/orders"); code != 403 {
-		t.Fatalf("protected decision without a pass = %d, want 403", code)
-	}
+	shopDecisions(t, in)
 	p := openDashboard(t, b, in, in.admin)
 	p.giveToken(testAdminToken)
 	p.waitLive()

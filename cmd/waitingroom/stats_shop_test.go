@@ -6,41 +6,9 @@ package main
 // against the management port's OpenAPI description.
 
 import (
-	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync/atomic"
 	"testing"
-
-	"waitingroom/server/pass"
 )
-
-// failingOrigin answers 200, or 500 while fail is set; /cut closes the
-// connection without an answer (the gateway's bad_gateway).
-type failingOrigin struct {
-	srv  *httptest.Server
-	fail atomic.Bool
-}
-
-func startFailingOrigin(t *testing.T) *failingOrigin {
-	t.Helper()
-	o := &failingOrigin{}
-	o.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch {
-		case r.URL.Path == "/cut":
-			conn, _, err := w.(http.Hijacker).Hijack()
-			if err == nil {
-				conn.Close()
-			}
-		case o.fail.Load():
-			http.Error(w, "down", http.StatusInternalServerError)
-		default:
-			_, _ = w.Write([]byte("ok"))
-		}
-	}))
-	t.Cleanup(o.srv.Close)
-	return o
-}
 
 // shopStats is GET /admin/stats' shop object, checked against the
 // description (nil when the answer has none).
@@ -61,8 +29,7 @@ func count(m map[string]any, k string) float64 {
 
 func TestStatsShopGateway(t *testing.T) {
 	o := startFailingOrigin(t)
-	in := newRedisOnlyEnv(t).start(map[string]string{"WR_UPSTREAM": o.srv.URL, "WR_PROTECT": "GET /checkout/*=sale",
-		"WR_PASS_KEY": pass.GenerateKey(), "WR_ROOMS": "sale", "WR_UPSTREAM_TIMEOUT": "2s"})
+	in := shopGateway(t, o)
 	s := loadSpec(t, in.admin+"/admin/openapi.json")
 	shop := shopStats(t, s, in)
 	if shop == nil || shop["mode"] != "gateway" || shop["originVisible"] != true || shop["origin"] != "ok" {
@@ -81,24 +48,11 @@ func TestStatsShopGateway(t *testing.T) {
 		}
 	}
 
-	get := func(path string, want int) {
-		t.Helper()
-		req, _ := http.NewRequest("GET", in.base+path, nil)
-		req.Header.Set("Accept", "application/json")
-		res, err := client.Do(req)
-		if err != nil {
-			t.Fatalf("GET %s: %v", path, err)
-		}
-		res.Body.Close()
-		if res.StatusCode != want {
-			t.Fatalf("GET %s through the gateway = %d, want %d", path, res.StatusCode, want)
-		}
-	}
-	get("/public", 200)
-	get("/public", 200)
-	get("/checkout/cart", 403) // no pass
+	through(t, in, "/public", 200)
+	through(t, in, "/public", 200)
+	through(t, in, "/checkout/cart", 403) // no pass
 	o.fail.Store(true)
-	get("/public", 500)
+	through(t, in, "/public", 500)
 
 	shop = shopStats(t, s, in)
 	answers, _ = shop["answers"].(map[string]any)
@@ -120,7 +74,7 @@ func TestStatsShopGateway(t *testing.T) {
 		t.Errorf("latency has no buckets: %v", lat)
 	}
 
-	get("/cut", 502)
+	through(t, in, "/cut", 502)
 	shop = shopStats(t, s, in)
 	requests, _ = shop["requests"].(map[string]any)
 	if count(requests, "bad_gateway") != 1 {
@@ -134,13 +88,7 @@ func TestStatsShopGateway(t *testing.T) {
 func TestStatsShopForwardAuth(t *testing.T) {
 	in := forwardAuthInstance(t, nil)
 	s := loadSpec(t, in.admin+"/admin/openapi.json")
-	c := visitor(t)
-	if code, _, _ := ask(t, in, c, false, "GET", "/public"); code != 200 {
-		t.Fatalf("unprotected decision = %d, want 200", code)
-	}
-	if code, _, _ := ask(t, in, c, false, "POST", "/api/orders"); code != 403 {
-		t.Fatalf("protected decision without a pass = %d, want 403", code)
-	}
+	c := shopDecisions(t, in)
 	if code, _, _ := ask(t, in, c, false, "GET", "no-slash"); code != 400 {
 		t.Fatalf("a target it cannot judge = %d, want 400", code)
 	}

@@ -22,7 +22,6 @@ import (
 	"waitingroom/server"
 	"waitingroom/server/access"
 	"waitingroom/server/accesslog"
-	"waitingroom/server/admin"
 	"waitingroom/server/admin/audit"
 	"waitingroom/server/api"
 	"waitingroom/server/checkout"
@@ -45,46 +44,26 @@ import (
 // Parts are the instance's components, each built by wire from its own
 // configuration (Config) and given its dependencies here: the clients,
 // the other components it calls, the logger and the callbacks that feed
-// the metrics. The HTTP adapters get them through server.Deps; the
-// background loops are theirs (loops).
+// the metrics. Those the HTTP adapters call are the embedded server.Deps,
+// handed to server.New as they are (deps); the background loops are the
+// components' own (loops).
 type Parts struct {
-	Metrics *metrics.Metrics
-	Log     *slog.Logger // the instance's, request ids added (api.LogHandler)
-	Sec     *seclog.Log
-	Tokens  *token.Issuer
-	Queue   *queue.Queue
-	// Limiter shares the queue's batch runner: the decisions and enters
-	// of concurrent requests share round trips.
-	Limiter *ratelimit.Limiter
-	Polls   *local.Limiter
-	Access  *access.Lists
-	Faults  *faults.Faults
-	// Logins and Checkout are the built-in login and the demo order API;
-	// nil without Postgres (Config.UsesPostgres).
-	Logins     *login.Login
-	Admitter   *admission.Admitter
-	Recorder   *adaptive.Recorder // order signals for adaptive admission
-	Checkout   *checkout.Checkout
-	Controller *adaptive.Controller
+	// Deps: Logger is the instance's, request ids added (api.LogHandler);
+	// Limiter shares the queue's batch runner, so the decisions and enters
+	// of concurrent requests share round trips; Logins and Checkout (the
+	// built-in login and the demo order API) and Definitions are nil
+	// without Postgres (Config.UsesPostgres).
+	server.Deps
+	Recorder *adaptive.Recorder // order signals for adaptive admission
 	// Gate is adaptive rooms' pool gate; nil without Postgres or with
 	// WR_ADAPTIVE_GATE=off.
-	Gate      *adaptive.PoolGate
-	Hub       *stream.Hub
-	Presence  *presence.Presence
-	History   *history.History
-	Audit     *audit.Log
-	Readiness *readiness.Checks
-	// AccessPublic and AccessAdmin are the two ports' access logs.
-	AccessPublic, AccessAdmin *accesslog.Log
-	// Gateway is gateway mode's parts; nil when it is off.
-	Gateway *server.GatewayParts
+	Gate *adaptive.PoolGate
 	// pool is the database pool's figures for the order signals; nil
 	// without Postgres (never a nil *pgstore.Store in the interface).
 	pool adaptive.PoolStats
 	// definitions is the rooms' durable record (Postgres), configured the
 	// rooms WR_ROOMS names: the admin API's. Nil without Postgres.
 	definitions *pgstore.Store
-	configured  []string
 }
 
 // wiring is what every component is built on: the configuration, the
@@ -104,12 +83,13 @@ type wiring struct {
 // again whenever Redis has lost them.
 func wire(w wiring, m *metrics.Metrics, log *slog.Logger) (*Parts, error) {
 	w.prefix = cmp.Or(w.prefix, queue.DefaultPrefix)
-	w.p = &Parts{Metrics: m, definitions: w.store, configured: w.cfg.Admission.Rooms}
+	w.p = &Parts{Deps: server.Deps{Metrics: m, ConfiguredRooms: w.cfg.Admission.Rooms}, definitions: w.store}
 	if w.store != nil {
-		w.p.pool = w.store
+		// Only with a store: a nil *pgstore.Store in an interface is not nil.
+		w.p.pool, w.p.Definitions = w.store, w.store
 	}
 	// Lines logged while serving a request carry its id (api.LogHandler).
-	w.p.Log = slog.New(api.LogHandler(log.Handler()))
+	w.p.Logger = slog.New(api.LogHandler(log.Handler()))
 	w.core()
 	w.admission()
 	w.streams()
@@ -124,7 +104,7 @@ func wire(w wiring, m *metrics.Metrics, log *slog.Logger) (*Parts, error) {
 // Postgres, the built-in login.
 func (w *wiring) core() {
 	p, cfg := w.p, w.cfg
-	p.Sec = seclog.New(p.Log, p.Metrics.SecEvents)
+	p.Sec = seclog.New(p.Logger, p.Metrics.SecEvents)
 	p.Tokens = token.New(cfg.Tokens)
 	// The queue's scripts and the limiter's share round trips (one
 	// batch.Runner), as the decisions and enters of concurrent requests do.
@@ -141,7 +121,7 @@ func (w *wiring) core() {
 		return // no users to log in
 	}
 	p.Logins = login.New(login.Options{
-		Config: cfg.Login, Store: w.store, Limiter: p.Limiter, Logger: p.Log,
+		Config: cfg.Login, Store: w.store, Limiter: p.Limiter, Logger: p.Logger,
 		OnVerify: func(d time.Duration) { p.Metrics.Bcrypt.Observe(d.Seconds()) },
 		OnBusy:   p.Metrics.BcryptBusy.Inc,
 	})
@@ -159,12 +139,12 @@ func (w *wiring) admission() {
 		p.Metrics.ObserveAdmission(res)
 		p.Recorder.Admission(res.Room, res.Active, res.Waiting, res.Target, time.Now())
 	}
-	ao.Logger = p.Log
+	ao.Logger = p.Logger
 	// The rooms are shared among the live instances, each run by one;
 	// the hub's subscription wakes a room's runner (streams below).
 	// An instance is taken for stopped after five missed beats (one a
 	// tick), so its rooms move within about five ticks.
-	ao.Members = members.New(w.rdb, members.Options{Key: w.prefix + "instances", ID: randomID(),
+	ao.Members = members.New(w.rdb, members.Options{Key: w.prefix + "instances", ID: newInstanceID(),
 		Expiry: max(members.DefaultExpiry, 5*cmp.Or(ao.Interval, 100*time.Millisecond))})
 	ao.Woken = true
 	if w.store != nil {
@@ -181,13 +161,13 @@ func (w *wiring) admission() {
 	p.Admitter = admission.New(p.Queue, ao)
 	if w.store != nil {
 		co := cfg.Checkout
-		co.Store, co.Slots, co.Recorder, co.Delay, co.Logger = w.store, p.Queue, p.Recorder, p.Faults.OrderDelay, p.Log
+		co.Store, co.Slots, co.Recorder, co.Delay, co.Logger = w.store, p.Queue, p.Recorder, p.Faults.OrderDelay, p.Logger
 		co.RowDelay = p.Faults.RowDelay
 		p.Checkout = checkout.New(co)
 	}
 	ad.Rule.Pool = w.store != nil // the capacity rule reads the pool's figures
-	ad.Owner = randomID()         // the controller's lease owner: must not collide
-	ad.OnStep, ad.OnChange, ad.Logger = p.Metrics.ObserveStep, p.Metrics.ObserveLimitChange, p.Log
+	ad.Owner = newInstanceID()    // the controller's lease owner: must not collide
+	ad.OnStep, ad.OnChange, ad.Logger = p.Metrics.ObserveStep, p.Metrics.ObserveLimitChange, p.Logger
 	ad.Running = p.Admitter.Running // the rooms this instance runs
 	p.Controller = adaptive.NewController(w.rdb, p.Queue, ad)
 }
@@ -197,11 +177,11 @@ func (w *wiring) admission() {
 func (w *wiring) streams() {
 	p, cfg := w.p, w.cfg
 	ho := cfg.Streams
-	ho.Source, ho.OnDrop, ho.OnReplace, ho.Logger = p.Queue, p.Metrics.StreamDrops.Inc, p.Metrics.StreamReplaced.Inc, p.Log
+	ho.Source, ho.OnDrop, ho.OnReplace, ho.Logger = p.Queue, p.Metrics.StreamDrops.Inc, p.Metrics.StreamReplaced.Inc, p.Logger
 	ho.OnEvent, ho.OnSubscribed = p.Admitter.Wake, p.Admitter.Resweep // the admission's wake-ups
 	p.Hub = stream.New(ho)
 	p.Presence = presence.New(p.Queue, p.Hub, cfg.Queue.IdleTimeout)
-	p.History = history.New(w.rdb, p.Queue, p.Log).WithForecasts(p.Hub.Forecast).WithJudge(p.Metrics.JudgedETA).
+	p.History = history.New(w.rdb, p.Queue, p.Logger).WithForecasts(p.Hub.Forecast).WithJudge(p.Metrics.JudgedETA).
 		WithShown(p.Metrics.ShownETA).WithRunning(p.Admitter.Running)
 }
 
@@ -209,11 +189,11 @@ func (w *wiring) streams() {
 // the admin audit log and the readiness checks.
 func (w *wiring) edge() {
 	p := w.p
-	p.AccessPublic = accesslog.New(p.Log, w.cfg.AccessLog)
+	p.AccessPublic = accesslog.New(p.Logger, w.cfg.AccessLog)
 	// The management port logs what WR_ACCESS_LOG asks, but for the
 	// successes of its scrapes and probes (server.logAccess).
 	adminMode := w.cfg.AccessLog
-	p.AccessAdmin = accesslog.New(p.Log, adminMode)
+	p.AccessAdmin = accesslog.New(p.Logger, adminMode)
 	p.Audit = audit.New(w.rdb, w.prefix)
 	rdb := w.rdb
 	var pingPostgres func(context.Context) error // none without Postgres
@@ -258,7 +238,7 @@ func (w *wiring) gateway() error {
 		Proxy: gateway.New(gateway.Options{
 			Upstream: up, Settings: settings, Slots: p.Queue, Signer: passes, Tokens: p.Tokens,
 			Recorder: p.Recorder, Identity: server.GatewayIdentity(w.http, p.Tokens, p.Access),
-			Logger: p.Log, Registerer: p.Metrics.Registry,
+			Logger: p.Logger, Registerer: p.Metrics.Registry,
 		}),
 		Settings: settings,
 		Passes:   passes,
@@ -268,19 +248,7 @@ func (w *wiring) gateway() error {
 }
 
 // deps are the components the HTTP adapters call.
-func (p *Parts) deps() server.Deps {
-	var defs admin.Definitions // none without Postgres: a nil interface
-	if p.definitions != nil {
-		defs = p.definitions
-	}
-	return server.Deps{
-		Logger: p.Log, Metrics: p.Metrics, Tokens: p.Tokens, Queue: p.Queue, Hub: p.Hub,
-		Presence: p.Presence, Limiter: p.Limiter, Polls: p.Polls, Access: p.Access, Logins: p.Logins,
-		Checkout: p.Checkout, Sec: p.Sec, AccessPublic: p.AccessPublic, AccessAdmin: p.AccessAdmin,
-		Admitter: p.Admitter, Controller: p.Controller, Faults: p.Faults, History: p.History, Audit: p.Audit,
-		Readiness: p.Readiness, Gateway: p.Gateway, Definitions: defs, ConfiguredRooms: p.configured,
-	}
-}
+func (p *Parts) deps() server.Deps { return p.Deps }
 
 // loops are the components' background loops. Serve does not start them:
 // Main does, with loop.Start before Serve, and stops them after Serve has
@@ -318,8 +286,10 @@ func (p *Parts) loops() []loop.Loop {
 	return loops
 }
 
-// randomID is 128 random bits, base64url: an id that must not collide.
-func randomID() string {
+// newInstanceID is 128 random bits, base64url: a new id this instance goes
+// by in Redis (its membership, its leases' owner), which must not collide
+// with another instance's; it need not be secret.
+func newInstanceID() string {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)
 	return base64.RawURLEncoding.EncodeToString(b)

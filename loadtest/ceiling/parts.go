@@ -60,38 +60,19 @@ func runParts(ctx context.Context, cfg ceilingConfig, rep *ceilingReport) error 
 	if err := cc.Ping(ctx).Err(); err != nil {
 		return fmt.Errorf("ceiling: --cluster: %w", err)
 	}
-	var mu sync.Mutex
-	var addrs []string
-	if err := cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
-		mu.Lock()
-		addrs = append(addrs, m.Options().Addr)
-		mu.Unlock()
-		return nil
-	}); err != nil {
+	addrs, err := clusterMasters(ctx, cc)
+	if err != nil {
 		return fmt.Errorf("ceiling: --cluster: %w", err)
 	}
-	slices.Sort(addrs)
 	stats := make([]*measure.RedisStats, len(addrs))
 	for i, a := range addrs {
 		c := redis.NewClient(&redis.Options{Addr: a})
 		defer c.Close()
 		stats[i] = &measure.RedisStats{Client: c}
 	}
-	slots, err := cc.ClusterSlots(ctx).Result()
+	owner, err := keyOwner(ctx, cc)
 	if err != nil {
 		return fmt.Errorf("ceiling: --cluster: %w", err)
-	}
-	owner := func(key string) string {
-		slot, err := cc.ClusterKeySlot(ctx, key).Result()
-		if err != nil {
-			return ""
-		}
-		for _, s := range slots {
-			if int64(s.Start) <= slot && slot <= int64(s.End) && len(s.Nodes) > 0 {
-				return s.Nodes[0].Addr
-			}
-		}
-		return ""
 	}
 	var salt [4]byte
 	_, _ = rand.Read(salt[:])
@@ -111,13 +92,7 @@ func runParts(ctx context.Context, cfg ceilingConfig, rep *ceilingReport) error 
 			queue.RoomConfig{Target: 0, EntryTTL: time.Hour}); err != nil {
 			return fmt.Errorf("ceiling: room %s: %w", room, err)
 		}
-		holds := map[string][]string{owner("x{" + room + "}"): {"room"}}
-		if s > 1 {
-			for p := range s {
-				a := owner("x{" + room + "~" + strconv.Itoa(p) + "}")
-				holds[a] = append(holds[a], "part "+strconv.Itoa(p))
-			}
-		}
+		holds := roomHolds(owner, room, s)
 		fmt.Fprintf(os.Stderr, "ceiling: %d parts, %d connections × pipelines of %d, %v\n", s, conns, cfg.pipeline, cfg.dur)
 		st, err := partsStepRun(ctx, q, stats, room, s, conns, cfg)
 		if err != nil {
@@ -136,6 +111,56 @@ func runParts(ctx context.Context, cfg ceilingConfig, rep *ceilingReport) error 
 		}
 	}
 	return nil
+}
+
+// clusterMasters are the addresses of the cluster's masters, sorted.
+func clusterMasters(ctx context.Context, cc *redis.ClusterClient) ([]string, error) {
+	var mu sync.Mutex
+	var addrs []string
+	if err := cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+		mu.Lock()
+		addrs = append(addrs, m.Options().Addr)
+		mu.Unlock()
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	slices.Sort(addrs)
+	return addrs, nil
+}
+
+// keyOwner is a function giving the address of the master that holds a
+// key ("" when unknown), by the cluster's slots as they are now.
+func keyOwner(ctx context.Context, cc *redis.ClusterClient) (func(key string) string, error) {
+	slots, err := cc.ClusterSlots(ctx).Result()
+	if err != nil {
+		return nil, err
+	}
+	return func(key string) string {
+		slot, err := cc.ClusterKeySlot(ctx, key).Result()
+		if err != nil {
+			return ""
+		}
+		for _, s := range slots {
+			if int64(s.Start) <= slot && slot <= int64(s.End) && len(s.Nodes) > 0 {
+				return s.Nodes[0].Addr
+			}
+		}
+		return ""
+	}, nil
+}
+
+// roomHolds is, by master address, what of room (sharded into parts
+// parts) each master holds: "room", "part 0", ….
+func roomHolds(owner func(string) string, room string, parts int) map[string][]string {
+	holds := map[string][]string{owner("x{" + room + "}"): {"room"}}
+	if parts > 1 {
+		for p := range parts {
+			a := owner("x{" + room + "~" + strconv.Itoa(p) + "}")
+			holds[a] = append(holds[a], "part "+strconv.Itoa(p))
+		}
+	}
+	return holds
 }
 
 func partsStepRun(ctx context.Context, q *queue.Queue, stats []*measure.RedisStats, room string, parts, conns int, cfg ceilingConfig) (partsStep, error) {

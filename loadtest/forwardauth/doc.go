@@ -11,32 +11,16 @@
 // run it; and nginx → origin, the same file with its auth_request line
 // off. The common --base, --admin and --admin-token are not used.
 //
-// First --visitors visitors (one per connection) each enter the room
-// anonymously, poll until READY and ask /_wr/auth once about the
-// protected path: the answer's Set-Cookie is the visit. (A visit's
-// decisions are bounded by the room's sessionInFlight per 200 ms, which
-// the scenario raises to its most, 1,000, so that the closed loop
-// measures decisions, not that bound.) Then
-// five phases, each --conns (64) keep-alive connections in a closed loop
-// for --warmup (2s) unmeasured and --duration (10s) measured, connection
-// i with the cookies of visitor i mod --visitors:
-//
-//	decide: unprotected           GET /_wr/auth about GET /products/1, asked from 127.0.0.1
-//	decide: protected, visit      the same about GET /checkout/cart
-//	nginx → origin                GET /products/1 through the template without auth_request
-//	nginx auth: unprotected       GET /products/1 through auth_request
-//	nginx auth: protected, visit  GET /checkout/cart through auth_request
-//
-// Each phase reports requests/s, latency percentiles and the CPU time per
-// request of each process (utime + stime from /proc/<pid>/stat, an nginx's
-// workers included) and of the machine (/proc/stat). Read: decisions/s and
-// the waiting room's µs per decision from the first two; the overhead of
-// forward auth as the auth phases' requests/s ÷ nginx → origin's, and as
-// the serving side's CPU per request (waiting room, proxy, origin) less
-// its. The load tool shares the CPUs with everything it measures, so the
-// rates are the machine's: compare within one run. The checks are
-// counts: every answer 200, the waiting room's own count of decisions
-// (waitingroom_gateway_requests_total) equal to the requests that ask it
-// and 0 for nginx → origin, a pass on every protected answer (the origin
-// says whether the pass reached it) and none elsewhere, no cookie set.
+// First --visitors visitors each enter the room, poll until READY and ask
+// /_wr/auth once about the protected path: the answer's Set-Cookie is the
+// visit (a visit's decisions are bounded by the room's sessionInFlight
+// per 200 ms, which the scenario raises to its most, 1,000, so that the
+// closed loop measures decisions, not that bound). Then five phases
+// (decide: unprotected / protected, visit; nginx → origin; nginx auth:
+// unprotected / protected, visit), each --conns (64) keep-alive
+// connections in a closed loop for --warmup (2s) unmeasured and
+// --duration (10s) measured, connection i with visitor i mod --visitors's
+// cookies. Each reports requests/s, latency and each process's CPU per
+// request; the checks are counts. The phases, the checks and how to read
+// them: docs/bench/forward-auth.md.
 package forwardauth

@@ -109,33 +109,13 @@ func Run(ctx context.Context, o *scenario.Options, args []string) (_ report.Repo
 		}
 	}()
 	rep.Nginx, rep.Redis, rep.ProxyWorkers = st.nginxVersion, st.redisURL, st.proxyWorkers
-	rep.ProxyConfig = st.template
-	if wd, err := os.Getwd(); err == nil {
-		if rel, err := filepath.Rel(wd, st.template); err == nil {
-			rep.ProxyConfig = rel
-		}
-	}
+	rep.ProxyConfig = relToWorkdir(st.template)
 
 	wr := "http://" + st.wrAddr
 	p := &probe{srcs: st.cpuSources(), adm: &client.Admin{Base: "http://" + st.adminAddr, HTTP: client.New(2, o.Timeout)}}
 	hc := client.NewFrom(proxyAddr, c.conns, o.Timeout)
-	decided := func(h http.Header) bool { return h.Get(passHeader) != "" }
-	reached := func(h http.Header) bool { return h.Get(gotPassHeader) == "1" }
-	steps := []struct {
-		dst    **phase
-		name   string
-		url    string
-		ask    string // the URI asked about, for /_wr/auth itself
-		passed func(http.Header) bool
-	}{
-		{&rep.DecideOpen, "decide: unprotected", wr + authPath, openURI, decided},
-		{&rep.DecideVisit, "decide: protected, visit", wr + authPath, protectedURI, decided},
-		{&rep.Direct, "nginx → origin", "http://" + st.directAddr + openURI, "", reached},
-		{&rep.AuthOpen, "nginx auth: unprotected", "http://" + st.authAddr + openURI, "", reached},
-		{&rep.AuthVisit, "nginx auth: protected, visit", "http://" + st.authAddr + protectedURI, "", reached},
-	}
 	var vs []visit
-	for _, s := range steps {
+	for _, s := range faSteps(rep, st, wr) {
 		if ctx.Err() != nil {
 			break
 		}
@@ -153,15 +133,7 @@ func Run(ctx context.Context, o *scenario.Options, args []string) (_ report.Repo
 				return rep, fmt.Errorf("forward-auth: a visit lasts %v, less than a phase (--warmup + --duration) and %v", left.Round(time.Second), visitSlack)
 			}
 		}
-		hs := make([]http.Header, len(vs))
-		for i, v := range vs {
-			hs[i] = http.Header{}
-			if s.ask != "" {
-				askAbout(hs[i], http.MethodGet, s.ask, v.cookie)
-			} else {
-				hs[i].Set("Cookie", v.cookie)
-			}
-		}
+		hs := s.headers(vs)
 		fmt.Fprintf(os.Stderr, "forward-auth: %s: %d conns, %v warm-up + %v\n", s.name, c.conns, c.warm, c.dur)
 		*s.dst = p.measure(ctx, hc, s.name, target{url: s.url, headers: hs, passed: s.passed}, c.conns, c.warm, c.dur)
 		if err := st.alive(); err != nil {
@@ -173,6 +145,59 @@ func Run(ctx context.Context, o *scenario.Options, args []string) (_ report.Repo
 	rep.LoadAfter = loadAverage()
 	rep.finish()
 	return rep, nil
+}
+
+// relToWorkdir is path relative to the working directory, or path itself
+// when it has none.
+func relToWorkdir(path string) string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return path
+	}
+	if rel, err := filepath.Rel(wd, path); err == nil {
+		return rel
+	}
+	return path
+}
+
+// faStep is one measured phase: where its result goes, its name, the URL
+// it loads, the URI asked about (for /_wr/auth itself, else "") and how a
+// response shows the request went through.
+type faStep struct {
+	dst    **phase
+	name   string
+	url    string
+	ask    string
+	passed func(http.Header) bool
+}
+
+// faSteps are the phases in the order they run: the decision alone
+// (wr is the waiting room's base URL), then nginx without and with it.
+func faSteps(rep *faReport, st *stack, wr string) []faStep {
+	decided := func(h http.Header) bool { return h.Get(passHeader) != "" }
+	reached := func(h http.Header) bool { return h.Get(gotPassHeader) == "1" }
+	return []faStep{
+		{&rep.DecideOpen, "decide: unprotected", wr + authPath, openURI, decided},
+		{&rep.DecideVisit, "decide: protected, visit", wr + authPath, protectedURI, decided},
+		{&rep.Direct, "nginx → origin", "http://" + st.directAddr + openURI, "", reached},
+		{&rep.AuthOpen, "nginx auth: unprotected", "http://" + st.authAddr + openURI, "", reached},
+		{&rep.AuthVisit, "nginx auth: protected, visit", "http://" + st.authAddr + protectedURI, "", reached},
+	}
+}
+
+// headers are the request headers of each visitor in vs for s: their
+// cookie, asked about s.ask when the phase calls /_wr/auth itself.
+func (s faStep) headers(vs []visit) []http.Header {
+	hs := make([]http.Header, len(vs))
+	for i, v := range vs {
+		hs[i] = http.Header{}
+		if s.ask != "" {
+			askAbout(hs[i], http.MethodGet, s.ask, v.cookie)
+		} else {
+			hs[i].Set("Cookie", v.cookie)
+		}
+	}
+	return hs
 }
 
 // firstEnd is when the first of vs's visits ends (the zero time for

@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -18,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"waitingroom/loadtest/internal/client"
+	"waitingroom/loadtest/internal/proc"
 )
 
 var (
@@ -31,13 +31,17 @@ const pageBytes = 1024
 // startDeadline bounds the wait for each process to be ready.
 const startDeadline = 60 * time.Second
 
+// stopGrace bounds the wait for a process to exit after SIGTERM; then it
+// is killed.
+const stopGrace = 10 * time.Second
+
 // stack is what the scenario runs against: the waiting room, the origin
 // and the proxy, each a process of its own, over a run directory that is
 // removed at the end.
 type stack struct {
 	dir            string
-	server, origin *proc
-	direct, prx    *proc // the template with auth_request off, and as shipped
+	server, origin *proc.Proc
+	direct, prx    *proc.Proc // the template with auth_request off, and as shipped
 	proxyWorkers   int
 	rdb            *redis.Client // the server's database
 	redisURL       string
@@ -89,7 +93,7 @@ func startStack(ctx context.Context, c faConfig, room string) (s *stack, err err
 		}
 	}
 	for _, a := range []*string{&s.wrAddr, &s.adminAddr, &s.originAddr, &s.directAddr, &s.authAddr} {
-		if *a, err = freeAddr(); err != nil {
+		if *a, err = proc.FreeAddr(); err != nil {
 			return s, err
 		}
 	}
@@ -145,13 +149,9 @@ func (s *stack) openRedis(ctx context.Context, raw string, db int) error {
 
 // buildServer builds waitingroom/cmd/waitingroom into dir.
 func buildServer(dir string) (string, error) {
-	goTool, err := exec.LookPath("go")
+	path, err := proc.GoBuild(dir, "waitingroom", "waitingroom/cmd/waitingroom")
 	if err != nil {
-		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
-	path := filepath.Join(dir, "waitingroom")
-	if out, err := exec.Command(goTool, "build", "-o", path, "waitingroom/cmd/waitingroom").CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build waitingroom/cmd/waitingroom (from within the module, or name a binary with --server-bin): %w\n%s", err, out)
+		return "", fmt.Errorf("%w\n(or name a binary with --server-bin)", err)
 	}
 	return path, nil
 }
@@ -186,11 +186,11 @@ const (
 // answers a decision.
 func (s *stack) startServer(ctx context.Context, bin, room string) error {
 	var err error
-	if s.server, err = startProc(s.dir, "waitingroom", s.serverEnv(room), bin); err != nil {
+	if s.server, err = proc.Start(s.dir, s.dir, "waitingroom", s.serverEnv(room), bin); err != nil {
 		return err
 	}
 	if err := client.AwaitReady(ctx, "http://"+s.adminAddr, startDeadline); err != nil {
-		return errors.Join(err, s.server.running())
+		return errors.Join(err, s.server.Running())
 	}
 	// Each connection asks in a closed loop with one visit's cookie,
 	// thousands of decisions a second: the most a visit may have in
@@ -240,7 +240,7 @@ func (s *stack) startNginx(bin, tmplPath string) error {
 	if err := os.WriteFile(filepath.Join(www, "page.html"), []byte(page), 0o644); err != nil {
 		return err
 	}
-	start := func(name, conf string, vars map[string]string) (*proc, error) {
+	start := func(name, conf string, vars map[string]string) (*proc.Proc, error) {
 		prefix := filepath.Join(s.dir, name)
 		if err := os.MkdirAll(prefix, 0o755); err != nil {
 			return nil, err
@@ -249,12 +249,12 @@ func (s *stack) startNginx(bin, tmplPath string) error {
 			return nil, err
 		}
 		// As the template says to run it: -p DIR -c nginx.conf.
-		p, err := startProc(s.dir, name, nil, bin, "-p", prefix, "-c", "nginx.conf", "-g", "daemon off;")
+		p, err := proc.Start(s.dir, s.dir, name, nil, bin, "-p", prefix, "-c", "nginx.conf", "-g", "daemon off;")
 		if err != nil {
 			return nil, err
 		}
-		p.errorLog = filepath.Join(prefix, "error.log")
-		if err := p.awaitListening(vars["LISTEN_ADDR"], startDeadline); err != nil {
+		p.ErrorLog = filepath.Join(prefix, "error.log")
+		if err := p.AwaitListening(vars["LISTEN_ADDR"], startDeadline); err != nil {
 			return p, err
 		}
 		return p, nil
@@ -271,7 +271,7 @@ func (s *stack) startNginx(bin, tmplPath string) error {
 	if s.prx, err = start("proxy", string(tmpl), proxyVars(s.authAddr)); err != nil {
 		return err
 	}
-	s.proxyWorkers = len(childrenOf(s.prx.pid()))
+	s.proxyWorkers = len(childrenOf(s.prx.Pid()))
 	return nil
 }
 
@@ -316,9 +316,9 @@ func render(conf string, vars map[string]string) string {
 // then empties the server's database and removes the run directory.
 func (s *stack) close() error {
 	var errs []error
-	for _, p := range []*proc{s.prx, s.direct, s.origin, s.server} {
+	for _, p := range []*proc.Proc{s.prx, s.direct, s.origin, s.server} {
 		if p != nil {
-			errs = append(errs, p.stop())
+			errs = append(errs, p.Stop(stopGrace))
 		}
 	}
 	if s.rdb != nil {
@@ -338,9 +338,9 @@ func (s *stack) close() error {
 // alive is nil while every process runs, else names the first that
 // exited (its output comes with close's error).
 func (s *stack) alive() error {
-	for _, p := range []*proc{s.server, s.origin, s.direct, s.prx} {
-		if p.running() != nil {
-			return fmt.Errorf("%s exited during the run", p.name)
+	for _, p := range []*proc.Proc{s.server, s.origin, s.direct, s.prx} {
+		if p.Running() != nil {
+			return fmt.Errorf("%s exited during the run", p.Name)
 		}
 	}
 	return nil
@@ -350,8 +350,8 @@ func (s *stack) alive() error {
 // waiting room, the proxies' (both, one idle in each phase) and the
 // origin's nginx with their workers, and the load tool itself.
 func (s *stack) cpuSources() []cpuSource {
-	return []cpuSource{{procServer, s.server.pid(), false}, {procProxy, s.prx.pid(), true}, {procProxy, s.direct.pid(), true},
-		{procOrigin, s.origin.pid(), true}, {procTool, os.Getpid(), false}}
+	return []cpuSource{{procServer, s.server.Pid(), false}, {procProxy, s.prx.Pid(), true}, {procProxy, s.direct.Pid(), true},
+		{procOrigin, s.origin.Pid(), true}, {procTool, os.Getpid(), false}}
 }
 
 // The names of the processes in the report.

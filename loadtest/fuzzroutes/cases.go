@@ -176,55 +176,19 @@ const specials = `/.\%?#;`
 func (g *gen) mutate(t string) string {
 	switch g.r.IntN(13) {
 	case 0, 1: // percent-encode a character, 1..3 rounds
-		i := g.pos(t)
-		if strings.ContainsRune(specials, rune(t[i])) || g.chance(0.3) {
-			d := 1 + g.r.IntN(3)
-			g.note("encode %q ×%d", t[i], d)
-			return t[:i] + encode(t[i], d, g.chance(0.5)) + t[i+1:]
-		}
-		return t
+		return g.encodeChar(t)
 	case 2: // a dot segment somewhere
-		dot := g.pick(".", "..", "...", ".. ", "%2e", "%2e%2e", ".%2e", "%2E.", "%252e%252e", "..;", "..%20", "%2e%2e%2f", "..%5c", "%c0%ae%c0%ae")
-		i := g.slash(t)
-		seg := "/" + dot
-		if strings.Contains(dot, "..") || strings.Contains(strings.ToLower(dot), "2e%2e") || strings.Contains(dot, "%c0") {
-			if g.chance(0.5) {
-				seg = "/" + g.pick("x", "public", "checkout", "api") + seg
-			}
-		}
-		g.note("dot segment %q", seg)
-		return t[:i] + seg + t[i:]
+		return g.dotSegment(t)
 	case 3: // a trailing dot segment (the protected prefix, then up)
 		tail := g.pick("/..", "%2f..", "/%2e%2e", "/%252e%252e", "\\..", "%5c..", "/../", "/.", "/..%2f", "/..;/x", "%2f%2e%2e", "/%2E%2E/x/..")
 		g.note("trailing %q", tail)
 		return strings.TrimSuffix(t, "/") + tail
 	case 4: // a separator
-		i := g.slash(t)
-		if i == 0 || i >= len(t) {
-			return t
-		}
-		sep := g.pick("//", `\`, "%2f", "%2F", "%5c", "%5C", "%252f", "/./", "///", `/\`)
-		g.note("separator %q", sep)
-		return t[:i] + sep + t[i+1:]
+		return g.separator(t)
 	case 5: // case
-		if g.chance(0.5) {
-			g.note("upper case")
-			return strings.ToUpper(t)
-		}
-		i := g.pos(t)
-		g.note("case of %q", t[i])
-		return t[:i] + swapCase(t[i:i+1]) + t[i+1:]
+		return g.changeCase(t)
 	case 6: // unicode look-alikes, raw or encoded
-		from, to := g.lookalike()
-		i := strings.Index(t, from)
-		if i < 0 {
-			return t
-		}
-		if g.chance(0.5) {
-			to = encodeAll(to)
-		}
-		g.note("look-alike %q for %q", to, from)
-		return t[:i] + to + t[i+len(from):]
+		return g.lookalikeIn(t)
 	case 7: // ;params
 		i := g.slash(t)
 		p := g.pick(";", ";x=1", ";jsessionid=1", ";/", "%3b", ";.json")
@@ -243,19 +207,88 @@ func (g *gen) mutate(t string) string {
 		g.note("then %q", s)
 		return t + s
 	case 11: // a special character anywhere
-		i := g.pos(t)
-		ch := specials[g.r.IntN(len(specials))]
-		s := string(ch)
-		if d := g.r.IntN(4); d > 0 {
-			s = encode(ch, d, g.chance(0.5))
-		}
-		g.note("insert %q", s)
-		return t[:i] + s + t[i:]
+		return g.insertSpecial(t)
 	default: // a prefix that leads elsewhere, then back
 		p := g.pick("/x/..", "/public/%2e%2e", "//", "/.", "/public%2f..", "/%2e%2e", "/..", "/public/..%2f..")
 		g.note("prefix %q", p)
 		return p + t
 	}
+}
+
+// encodeChar percent-encodes a character of t, 1..3 rounds, or leaves t
+// as it is when the draw passes the character over.
+func (g *gen) encodeChar(t string) string {
+	i := g.pos(t)
+	if strings.ContainsRune(specials, rune(t[i])) || g.chance(0.3) {
+		d := 1 + g.r.IntN(3)
+		g.note("encode %q ×%d", t[i], d)
+		return t[:i] + encode(t[i], d, g.chance(0.5)) + t[i+1:]
+	}
+	return t
+}
+
+// dotSegment inserts a dot segment into t at a slash.
+func (g *gen) dotSegment(t string) string {
+	dot := g.pick(".", "..", "...", ".. ", "%2e", "%2e%2e", ".%2e", "%2E.", "%252e%252e", "..;", "..%20", "%2e%2e%2f", "..%5c", "%c0%ae%c0%ae")
+	i := g.slash(t)
+	seg := "/" + dot
+	if strings.Contains(dot, "..") || strings.Contains(strings.ToLower(dot), "2e%2e") || strings.Contains(dot, "%c0") {
+		if g.chance(0.5) {
+			seg = "/" + g.pick("x", "public", "checkout", "api") + seg
+		}
+	}
+	g.note("dot segment %q", seg)
+	return t[:i] + seg + t[i:]
+}
+
+// separator replaces a slash of t with another separator.
+func (g *gen) separator(t string) string {
+	i := g.slash(t)
+	if i == 0 || i >= len(t) {
+		return t
+	}
+	sep := g.pick("//", `\`, "%2f", "%2F", "%5c", "%5C", "%252f", "/./", "///", `/\`)
+	g.note("separator %q", sep)
+	return t[:i] + sep + t[i+1:]
+}
+
+// changeCase upper-cases t, or swaps the case of one of its characters.
+func (g *gen) changeCase(t string) string {
+	if g.chance(0.5) {
+		g.note("upper case")
+		return strings.ToUpper(t)
+	}
+	i := g.pos(t)
+	g.note("case of %q", t[i])
+	return t[:i] + swapCase(t[i:i+1]) + t[i+1:]
+}
+
+// lookalikeIn replaces a part of t with a unicode look-alike, raw or
+// encoded.
+func (g *gen) lookalikeIn(t string) string {
+	from, to := g.lookalike()
+	i := strings.Index(t, from)
+	if i < 0 {
+		return t
+	}
+	if g.chance(0.5) {
+		to = encodeAll(to)
+	}
+	g.note("look-alike %q for %q", to, from)
+	return t[:i] + to + t[i+len(from):]
+}
+
+// insertSpecial inserts a special character, raw or encoded, anywhere in
+// t.
+func (g *gen) insertSpecial(t string) string {
+	i := g.pos(t)
+	ch := specials[g.r.IntN(len(specials))]
+	s := string(ch)
+	if d := g.r.IntN(4); d > 0 {
+		s = encode(ch, d, g.chance(0.5))
+	}
+	g.note("insert %q", s)
+	return t[:i] + s + t[i:]
 }
 
 // pos is a random index of t past the first byte (t is never empty).

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"waitingroom/loadtest/internal/client"
+	"waitingroom/loadtest/internal/proc"
 )
 
 // The front doors: the waiting room as the gateway (WR_UPSTREAM), and
@@ -33,6 +33,18 @@ var Fronts = []string{FrontGateway, FrontNginx, FrontCaddy}
 
 // Protect is the waiting room's WR_PROTECT in every front door.
 const Protect = "GET /checkout/*=sale, POST /api/orders=sale"
+
+// stopGrace bounds the wait for a process to exit after SIGTERM; then it
+// is killed.
+const stopGrace = 5 * time.Second
+
+// running is p.Running with the scenario's prefix.
+func running(p *proc.Proc) error {
+	if err := p.Running(); err != nil {
+		return fmt.Errorf("fuzzroutes: %w", err)
+	}
+	return nil
+}
 
 // startDeadline bounds the wait for each process to be ready.
 const startDeadline = 60 * time.Second
@@ -60,7 +72,7 @@ type Stack struct {
 	Pairs []Pair
 
 	dir     string
-	procs   []*proc // in start order
+	procs   []*proc.Proc // in start order
 	origins map[string]*runningOrigin
 	rdb     *redis.Client
 	ownDB   bool
@@ -222,15 +234,31 @@ func (s *Stack) openRedis(ctx context.Context, raw string, db int) (string, erro
 
 // goBuild builds pkg into dir/name.
 func goBuild(dir, name, pkg string) (string, error) {
-	goTool, err := exec.LookPath("go")
+	path, err := proc.GoBuild(dir, name, pkg)
 	if err != nil {
-		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
-	path := filepath.Join(dir, name)
-	if out, err := exec.Command(goTool, "build", "-o", path, pkg).CombinedOutput(); err != nil {
-		return "", fmt.Errorf("fuzzroutes: go build %s (from within the module): %w\n%s", pkg, err, out)
+		return "", fmt.Errorf("fuzzroutes: %w", err)
 	}
 	return path, nil
+}
+
+// startProc runs bin with args from dir with env added to this process's
+// environment, its output in logDir/<name>.log (proc.Start).
+func startProc(logDir, dir, name string, env []string, bin string, args ...string) (*proc.Proc, error) {
+	p, err := proc.Start(logDir, dir, name, append(os.Environ(), env...), bin, args...)
+	if err != nil {
+		return nil, fmt.Errorf("fuzzroutes: %w", err)
+	}
+	return p, nil
+}
+
+// freeAddr is a loopback address below the ephemeral range, which Caddy
+// can bind (proc.FreeAddrBelowEphemeral).
+func freeAddr() (string, error) {
+	addr, err := proc.FreeAddrBelowEphemeral()
+	if err != nil {
+		return "", fmt.Errorf("fuzzroutes: %w", err)
+	}
+	return addr, nil
 }
 
 // startOrigin starts o from its folder and waits until GET /__ready
@@ -252,8 +280,8 @@ func (s *Stack) startOrigin(ctx context.Context, o Origin, dir, goOrigin string)
 		return err
 	}
 	s.procs = append(s.procs, p)
-	if err := p.awaitListening(addr, startDeadline); err != nil {
-		return err
+	if err := p.AwaitListening(addr, startDeadline); err != nil {
+		return fmt.Errorf("fuzzroutes: %w", err)
 	}
 	s.origins[o.Name] = &runningOrigin{Origin: o, addr: addr, tail: &logTail{path: logFile}}
 	return awaitAnswer(ctx, p, addr, "/__ready", "ready")
@@ -284,7 +312,7 @@ func (s *Stack) startWaitingRoom(ctx context.Context, name, bin, redisURL string
 	}
 	s.procs = append(s.procs, p)
 	if err := client.AwaitReady(ctx, "http://"+adminAddr, startDeadline); err != nil {
-		return "", errors.Join(fmt.Errorf("fuzzroutes: %s: %w", name, err), p.running())
+		return "", errors.Join(fmt.Errorf("fuzzroutes: %s: %w", name, err), running(p))
 	}
 	return httpAddr, nil
 }
@@ -338,16 +366,16 @@ func (s *Stack) startFront(ctx context.Context, front, origin, serverBin, redisU
 			return "", err
 		}
 		s.procs = append(s.procs, p)
-		err = p.awaitListening(listen, startDeadline)
+		err = p.AwaitListening(listen, startDeadline)
 		if err == nil {
 			return listen, nil
 		}
 		if attempt < 3 && strings.Contains(err.Error(), "in use") {
 			s.procs = s.procs[:len(s.procs)-1]
-			_ = p.stop() // it has exited: the error says so, and is the one above
+			_ = p.StopGroup(stopGrace) // it has exited: the error says so, and is the one above
 			continue
 		}
-		return "", err
+		return "", fmt.Errorf("fuzzroutes: %w", err)
 	}
 }
 
@@ -357,8 +385,8 @@ func (s *Stack) startFront(ctx context.Context, front, origin, serverBin, redisU
 func (s *Stack) Close() error {
 	var errs []error
 	for i := len(s.procs) - 1; i >= 0; i-- {
-		if err := s.procs[i].stop(); err != nil {
-			errs = append(errs, err)
+		if err := s.procs[i].StopGroup(stopGrace); err != nil {
+			errs = append(errs, fmt.Errorf("fuzzroutes: %w", err))
 		}
 	}
 	s.procs = nil

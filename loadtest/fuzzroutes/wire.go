@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"waitingroom/loadtest/internal/proc"
 )
 
 // conn is one keep-alive connection to a front door, dialled when first
@@ -88,7 +90,7 @@ func (k *conn) close() {
 
 // awaitAnswer polls GET path of addr until it answers 200 with body want,
 // giving up when p exits or after startDeadline.
-func awaitAnswer(ctx context.Context, p *proc, addr, path, want string) error {
+func awaitAnswer(ctx context.Context, p *proc.Proc, addr, path, want string) error {
 	deadline := time.Now().Add(startDeadline)
 	k := &conn{addr: addr, timeout: 5 * time.Second}
 	defer k.close()
@@ -101,11 +103,11 @@ func awaitAnswer(ctx context.Context, p *proc, addr, path, want string) error {
 		if err == nil {
 			err = fmt.Errorf("%d %q", a.status, a.body)
 		}
-		if rerr := p.running(); rerr != nil {
+		if rerr := running(p); rerr != nil {
 			return rerr
 		}
 		if ctx.Err() != nil || time.Now().After(deadline) {
-			return errors.Join(fmt.Errorf("fuzzroutes: %s: GET %s not answered %q within %v", p.name, path, want, startDeadline), err, ctx.Err())
+			return errors.Join(fmt.Errorf("fuzzroutes: %s: GET %s not answered %q within %v", p.Name, path, want, startDeadline), err, ctx.Err())
 		}
 		time.Sleep(50 * time.Millisecond) // a poll: the origin says nothing when it is ready
 	}

@@ -108,7 +108,21 @@ func finite(v float64) float64 {
 	return v
 }
 
+// Print writes the report for a reader: the run, the creation, the two
+// phases side by side, the per-idle-room cost, then the cleanup.
 func (r *roomsReport) Print(w io.Writer) {
+	among := "among idle rooms"
+	if r.Among != nil {
+		among = "among " + report.Commas(r.Among.IdleRooms) + " idle rooms"
+	}
+	r.printRun(w)
+	r.printPhases(w, among)
+	r.printPerIdleRoom(w, among)
+	r.printCleanup(w)
+}
+
+// printRun writes the run's setting, the instances and the creation.
+func (r *roomsReport) printRun(w io.Writer) {
 	fmt.Fprintf(w, "\nrooms scenario: %s idle rooms beside the busy room %s (targetActive %s) on %d instance(s); %d users enter it one after another in each phase (%s)\n",
 		report.Commas(r.Rooms), r.BusyRoom, report.Commas(int(r.Target)), len(r.Instances), r.Users, r.Transport)
 	for i, in := range r.Instances {
@@ -122,11 +136,11 @@ func (r *roomsReport) Print(w io.Writer) {
 		fmt.Fprintf(w, "create: %s of %s idle rooms in %.1f s (%s/s), PUT /admin/rooms/{room}; failed %d%s\n",
 			report.Commas(c.Created), report.Commas(c.Rooms), c.Seconds, report.Commas(int(c.PerSecond+0.5)), c.Failed, report.Counts(c.Failures))
 	}
+}
 
-	among := "among idle rooms"
-	if r.Among != nil {
-		among = "among " + report.Commas(r.Among.IdleRooms) + " idle rooms"
-	}
+// printPhases writes the table of the lone phase beside the among phase:
+// the idle window's costs, then the users' READY.
+func (r *roomsReport) printPhases(w io.Writer, among string) {
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "\t lone\t %s\n", among)
@@ -174,7 +188,11 @@ func (r *roomsReport) Print(w io.Writer) {
 	}))
 	tw.Flush()
 	fmt.Fprintln(w, "READY latency: from sending the enter to READY seen (the enter answer, the stream or a poll); cores = CPU seconds ÷ wall seconds of the window")
+}
 
+// printPerIdleRoom writes what one idle room costs, the READY ratios and
+// Redis's top commands in each phase.
+func (r *roomsReport) printPerIdleRoom(w io.Writer, among string) {
 	if p := r.PerIdleRoom; p != nil {
 		fmt.Fprintf(w, "\nper idle room (among − lone, ÷ %s rooms): ", report.Commas(r.Among.IdleRooms))
 		if r.Lone.Window.Redis != nil && r.Among.Window.Redis != nil {
@@ -205,7 +223,10 @@ func (r *roomsReport) Print(w io.Writer) {
 	if !r.RedisGiven {
 		fmt.Fprintln(w, "Redis figures: n/a (pass --redis URL)")
 	}
+}
 
+// printCleanup writes what the cleanup deleted, or why there was none.
+func (r *roomsReport) printCleanup(w io.Writer) {
 	if c := r.Cleanup; c != nil {
 		fmt.Fprintln(w)
 		switch {

@@ -23,9 +23,8 @@
 // work on parsed requests, write through Fiber and register a metric, while
 // this package works on bytes and sockets and is tested with plain ones.
 //
-// Concurrency: a Public is safe for concurrent use (fasthttp accepts on one
-// goroutine and serves each connection on its own); counts are atomic or
-// under a mutex, MarkServed and Close may race with the first-request
-// timer. A headerGuardConn is read by one goroutine at a time, as every
-// net.Conn is.
+// Concurrency: a Public is safe for concurrent use (fasthttp accepts on
+// one goroutine and serves each connection on its own); counts are atomic
+// or under a mutex, MarkServed and Close may race with the first-request
+// timer. A headerGuardConn is read by one goroutine at a time.
 package listener
