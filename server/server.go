@@ -214,6 +214,7 @@ func (s *Server) newAdminApp(d Deps) *fiber.App {
 		Token:        s.cfg.AdminToken,
 		BodyLimit:    s.cfg.BodyLimit,
 		Logger:       s.log,
+		Errors:       errorTable,
 		Sec:          s.sec,
 		Guard:        s.guardProtocol,
 		Metrics:      s.m.Registry,
