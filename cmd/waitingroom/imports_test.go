@@ -85,7 +85,7 @@ var floorSiblings = map[[2]string]string{
 // standAlone are the packages of server that import nothing of the module,
 // each by a rule of its own; of the floors, only who may import them
 // applies to them.
-var standAlone = under("server/api", "server/openapi", "server/pass/passcheck")
+var standAlone = under("server/api", "server/openapi", "server/gateway/origin", "server/pass/passcheck")
 
 // floorOf is the index of p's floor in serverFloors (0 the top), -1 for none.
 func floorOf(p string) int {
@@ -135,6 +135,8 @@ var importRules = []importRule{
 	// visible; so not even queue's errors are api's.
 	{name: "the HTTP edge (api, openapi) imports nothing of the module: the domain's errors are mapped to the contract above it",
 		from: under("server/api", "server/openapi"), to: func(string) bool { return true }},
+	{name: "the gateway's client to an origin stands alone (the standard library and fasthttp): the policy is the gateway's",
+		from: under("server/gateway/origin"), to: func(string) bool { return true }},
 	{name: "an origin's pass check stands alone (the standard library and golang-jwt)",
 		from: under("server/pass/passcheck"), to: func(string) bool { return true }},
 	{name: "the load tool drives the server over HTTP: of server it uses only client-side pieces",
@@ -272,6 +274,8 @@ func TestImportRulesCatchBreaks(t *testing.T) {
 		{"server/openapi", "queue", "the HTTP edge"},
 		{"server/newpkg", "", "on none of server's floors"},
 		{"server/pass/passcheck", "server/pass", "an origin's pass check stands alone"},
+		{"server/gateway/origin", "server/listener", "the gateway's client to an origin stands alone"},
+		{"server/gateway/origin", "queue", "the gateway's client to an origin stands alone"},
 		{"loadtest/surge", "server/checkout", "the load tool drives the server over HTTP"},
 		{"server/pgstore", "server/pgstore/pgtest", "test helpers are imported by tests only"},
 	} {
