@@ -14,11 +14,11 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"waitingroom/internal/loop"
 	"waitingroom/queue"
 	"waitingroom/queue/adaptive"
 	"waitingroom/queue/admission"
 	"waitingroom/queue/history"
-	"waitingroom/queue/loop"
 	"waitingroom/queue/presence"
 	"waitingroom/server/access"
 	"waitingroom/server/accesslog"
