@@ -56,8 +56,8 @@ var testHelpers = []string{"queue/queuetest", "server/pgstore/pgtest", "loadtest
 // serverFloors are server's packages by floor, top down. A package imports
 // only packages on a floor below its own, and of its own floor only the
 // pairs floorSiblings names, each with its reason. Every package of server
-// (but a test helper) is on one floor; queue, stream and web are below them
-// all.
+// (but a test helper) is on one floor; internal, queue, stream and web are
+// below them all.
 var serverFloors = []struct {
 	name, what string
 	pkgs       []string
