@@ -19,6 +19,7 @@ COPY go.mod go.sum ./
 # Every top-level package the command imports (cmd/waitingroom/deploy_test.go
 # checks this list against `go list -deps`).
 COPY cmd ./cmd
+COPY internal ./internal
 COPY queue ./queue
 COPY server ./server
 COPY stream ./stream

@@ -12,8 +12,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"waitingroom/internal/batch"
 	"waitingroom/queue"
-	"waitingroom/queue/batch"
 	"waitingroom/queue/queuetest"
 )
 

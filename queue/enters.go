@@ -14,7 +14,7 @@ import (
 // (so tickets follow that order for users who are new). It is the bulk
 // form the load tool drives to find how many enters one Redis shard takes
 // (docs/scale.md, the capacity model); the HTTP path enters one user per
-// request and batches concurrent requests itself (package queue/batch).
+// request and batches concurrent requests itself (package internal/batch).
 //
 // The slice of statuses and the slice of errors are both as long as users:
 // errs[i] is ErrRoomClosed for a user the room refused, or

@@ -11,7 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"waitingroom/queue/batch"
+	"waitingroom/internal/batch"
 )
 
 // Sentinel errors. The HTTP layer maps each to one status in one table.

@@ -74,7 +74,7 @@ func (s *Server) loginError(c *fiber.Ctx, loginID string, err error) error {
 	case errors.As(err, &limiter):
 		return errors.Join(api.ErrUnavailable, limiter.Err)
 	case errors.As(err, &store):
-		return api.StoreError(store.Err)
+		return storeError(store.Err)
 	}
 	return err
 }

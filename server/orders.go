@@ -100,7 +100,7 @@ func (s *Server) orders(c *fiber.Ctx) error {
 	}
 	list, err := s.checkout.Orders(c.UserContext(), claims.Subject, room)
 	if err != nil {
-		return api.StoreError(err)
+		return storeError(err)
 	}
 	docs := make([]orderDoc, len(list))
 	for i, o := range list {
@@ -120,7 +120,7 @@ func (s *Server) product(c *fiber.Ctx) error {
 	}
 	p, err := s.checkout.Product(c.UserContext(), id)
 	if err != nil {
-		return api.StoreError(err)
+		return storeError(err)
 	}
 	return c.JSON(p)
 }

@@ -24,7 +24,7 @@ func (s *Server) newPublicApp() *fiber.App {
 		// checked against WR_BODY_LIMIT by the dispatch (gatewaymode.go).
 		bodyLimit = max(bodyLimit, s.gw.BodyLimit())
 	}
-	cfg := api.FiberConfig("waitingroom", bodyLimit, s.log)
+	cfg := api.FiberConfig("waitingroom", bodyLimit, s.log, errorTable)
 	// Gateway mode streams request bodies (gatewaymode.go): a body for
 	// the origin is never held whole, one refused is never read.
 	cfg.StreamRequestBody = s.gw != nil && !s.gw.ForwardAuth()
@@ -81,7 +81,7 @@ func (s *Server) observe(c *fiber.Ctx) error {
 	err := c.Next()
 	route := api.RouteName(c, err) // "unmatched": one label for every unknown path
 	if err != nil {
-		if werr := api.Write(c, s.log, err); werr != nil {
+		if werr := errorTable.Write(c, s.log, err); werr != nil {
 			return werr
 		}
 	}

@@ -14,11 +14,11 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"waitingroom/internal/loop"
 	"waitingroom/queue"
 	"waitingroom/queue/adaptive"
 	"waitingroom/queue/admission"
 	"waitingroom/queue/history"
-	"waitingroom/queue/loop"
 	"waitingroom/queue/presence"
 	"waitingroom/server/access"
 	"waitingroom/server/accesslog"
@@ -214,6 +214,7 @@ func (s *Server) newAdminApp(d Deps) *fiber.App {
 		Token:        s.cfg.AdminToken,
 		BodyLimit:    s.cfg.BodyLimit,
 		Logger:       s.log,
+		Errors:       errorTable,
 		Sec:          s.sec,
 		Guard:        s.guardProtocol,
 		Metrics:      s.m.Registry,

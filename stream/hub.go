@@ -11,9 +11,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"waitingroom/internal/loop"
 	"waitingroom/queue"
 	"waitingroom/queue/estimate"
-	"waitingroom/queue/loop"
 )
 
 // Source is what the hub reads from Redis (implemented by *queue.Queue).

@@ -7,8 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"waitingroom/internal/loop"
 	"waitingroom/queue"
-	"waitingroom/queue/loop"
 )
 
 // shard holds a share of the connections, with its own lock and worker.

@@ -23,7 +23,7 @@ const module = "waitingroom"
 // pkgInfo is one package of the module as go list reports it, imports
 // limited to the module's own packages.
 type pkgInfo struct {
-	Path    string   // "queue/batch", without the module
+	Path    string   // "queue/history", without the module
 	Imports []string // of the package's non-test files
 }
 
@@ -33,6 +33,7 @@ type importRule struct {
 	name     string
 	from, to func(string) bool
 	allowed  func(from, to string) bool
+	explain  func(from, to string) string // optional: what the report adds to the rule's name
 }
 
 func under(prefixes ...string) func(string) bool {
@@ -52,20 +53,92 @@ func not(f func(string) bool) func(string) bool { return func(p string) bool { r
 // the tests, the load tool's server under test and fake room.
 var testHelpers = []string{"queue/queuetest", "server/pgstore/pgtest", "loadtest/internal/smoke", "loadtest/internal/fakeroom"}
 
+// serverFloors are server's packages by floor, top down. A package imports
+// only packages on a floor below its own, and of its own floor only the
+// pairs floorSiblings names, each with its reason. Every package of server
+// (but a test helper) is on one floor; internal, queue, stream and web are
+// below them all.
+var serverFloors = []struct {
+	name, what string
+	pkgs       []string
+}{
+	{"top", "the composition of the two apps", []string{"server"}},
+	{"adapters", "the handlers and middleware of the apps, on Fiber and fasthttp", []string{
+		"server/admin", "server/client", "server/crosssite", "server/page", "server/protocol",
+		"server/push", "server/ratelimit/httplimit", "server/roominfo"}},
+	{"edge", "the contract's form the adapters share: errors, JSON decoding, Fiber's configuration, the OpenAPI documents", []string{
+		"server/api", "server/openapi"}},
+	{"policy", "the use cases and the instance's shared state, which know nothing of HTTP's contract", []string{
+		"server/access", "server/accesslog", "server/admin/audit", "server/checkout", "server/faults",
+		"server/gateway", "server/login", "server/metrics", "server/pow", "server/queuestatus", "server/readiness"}},
+	{"data", "stores, tokens, limiters, logs, sockets, the origin's client: what policy is made of", []string{
+		"server/gateway/origin", "server/listener", "server/pass", "server/pass/passcheck", "server/pgstore",
+		"server/ratelimit", "server/ratelimit/local", "server/seclog", "server/token"}},
+}
+
+// floorSiblings are the imports within a floor, each with its reason.
+var floorSiblings = map[[2]string]string{
+	{"server/crosssite", "server/client"}:          "the gate asks the resolver the handlers ask who the client is and whether it came over HTTPS",
+	{"server/ratelimit/local", "server/ratelimit"}: "the in-memory limiter answers in ratelimit's Limit and Result, so that a caller reads both alike",
+}
+
+// standAlone are the packages of server that import nothing of the module,
+// each by a rule of its own; of the floors, only who may import them
+// applies to them.
+var standAlone = under("server/api", "server/openapi", "server/gateway/origin", "server/pass/passcheck")
+
+// floorOf is the index of p's floor in serverFloors (0 the top), -1 for none.
+func floorOf(p string) int {
+	for i, f := range serverFloors {
+		if slices.Contains(f.pkgs, p) {
+			return i
+		}
+	}
+	return -1
+}
+
+func serverPkg(p string) bool { return under("server")(p) && !slices.Contains(testHelpers, p) }
+
+func floorAllows(from, to string) bool {
+	f, t := floorOf(from), floorOf(to)
+	return f >= 0 && t >= 0 && (t > f || t == f && floorSiblings[[2]string{from, to}] != "")
+}
+
+// floorNames says an import's floors: "policy → policy".
+func floorNames(from, to string) string {
+	name := func(p string) string {
+		if i := floorOf(p); i >= 0 {
+			return serverFloors[i].name
+		}
+		return "no floor"
+	}
+	return name(from) + " → " + name(to)
+}
+
 // importRules, from the bottom of the graph up.
 var importRules = []importRule{
-	{name: "queue is the bottom layer: it imports only queue's own packages",
-		from: under("queue"), to: not(under("queue"))},
+	{name: "internal holds generic helpers under every layer: it imports nothing of the module outside internal",
+		from: under("internal"), to: not(under("internal"))},
+	{name: "queue is the bottom layer: it imports only queue's own packages and internal's helpers",
+		from: under("queue"), to: not(under("queue", "internal"))},
 	{name: "stream builds on queue alone",
-		from: under("stream"), to: not(under("queue", "stream"))},
+		from: under("stream"), to: not(under("queue", "stream", "internal"))},
 	{name: "web embeds files and imports nothing of the project",
 		from: under("web"), to: func(string) bool { return true }},
 	{name: "nothing imports the composition root",
 		from: func(string) bool { return true }, to: under("cmd")},
 	{name: "nothing outside the load tool imports it",
 		from: not(under("loadtest")), to: under("loadtest")},
-	{name: "no package below server imports server, the HTTP adapter",
-		from: func(p string) bool { return strings.HasPrefix(p, "server/") }, to: func(p string) bool { return p == "server" }},
+	{name: "server's floors: a package of server imports only packages on a lower floor (serverFloors)",
+		from: func(p string) bool { return serverPkg(p) && !standAlone(p) }, to: serverPkg,
+		allowed: floorAllows, explain: floorNames},
+	// api is the contract's form alone: the table from the domain's errors
+	// to it is package server's (errors.go), where every domain package is
+	// visible; so not even queue's errors are api's.
+	{name: "the HTTP edge (api, openapi) imports nothing of the module: the domain's errors are mapped to the contract above it",
+		from: under("server/api", "server/openapi"), to: func(string) bool { return true }},
+	{name: "the gateway's client to an origin stands alone (the standard library and fasthttp): the policy is the gateway's",
+		from: under("server/gateway/origin"), to: func(string) bool { return true }},
 	{name: "an origin's pass check stands alone (the standard library and golang-jwt)",
 		from: under("server/pass/passcheck"), to: func(string) bool { return true }},
 	{name: "the load tool drives the server over HTTP: of server it uses only client-side pieces",
@@ -86,9 +159,16 @@ func checkImports(pkgs []pkgInfo) []string {
 		for _, imp := range p.Imports {
 			for _, r := range importRules {
 				if r.from(p.Path) && r.to(imp) && imp != p.Path && (r.allowed == nil || !r.allowed(p.Path, imp)) {
-					out = append(out, fmt.Sprintf("%s imports %s: %s", p.Path, imp, r.name))
+					line := fmt.Sprintf("%s imports %s: %s", p.Path, imp, r.name)
+					if r.explain != nil {
+						line += ": " + r.explain(p.Path, imp)
+					}
+					out = append(out, line)
 				}
 			}
+		}
+		if serverPkg(p.Path) && floorOf(p.Path) < 0 {
+			out = append(out, p.Path+" is on none of server's floors: add it to serverFloors")
 		}
 	}
 	return out
@@ -142,15 +222,38 @@ func TestImportRules(t *testing.T) {
 	for _, v := range checkImports(pkgs) {
 		t.Error(v)
 	}
+	for _, f := range serverFloors {
+		for _, p := range f.pkgs {
+			if !slices.ContainsFunc(pkgs, func(q pkgInfo) bool { return q.Path == p }) {
+				t.Errorf("serverFloors names %s, which go list does not know", p)
+			}
+		}
+	}
+	for pair := range floorSiblings {
+		if floorOf(pair[0]) != floorOf(pair[1]) || floorOf(pair[0]) < 0 {
+			t.Errorf("floorSiblings names %s → %s, not two packages of one floor", pair[0], pair[1])
+		}
+		if !slices.ContainsFunc(pkgs, func(q pkgInfo) bool { return q.Path == pair[0] && slices.Contains(q.Imports, pair[1]) }) {
+			t.Errorf("floorSiblings names %s → %s, which go list does not find: drop it", pair[0], pair[1])
+		}
+	}
 }
 
 // TestImportRulesCatchBreaks: each rule reports a graph that breaks it,
 // and a graph that keeps them all reports nothing.
 func TestImportRulesCatchBreaks(t *testing.T) {
 	good := []pkgInfo{
-		{Path: "queue", Imports: []string{"queue/batch", "queue/loop"}},
-		{Path: "stream", Imports: []string{"queue", "queue/estimate"}},
-		{Path: "server", Imports: []string{"queue", "server/token", "stream", "web"}},
+		{Path: "internal/loop"},
+		{Path: "internal/batch"},
+		{Path: "queue", Imports: []string{"internal/batch", "internal/loop", "queue/estimate"}},
+		{Path: "stream", Imports: []string{"internal/loop", "queue", "queue/estimate"}},
+		{Path: "server", Imports: []string{"queue", "server/admin", "server/api", "server/crosssite", "server/gateway", "server/token", "stream", "web"}},
+		{Path: "server/admin", Imports: []string{"queue", "server/api", "server/gateway", "server/openapi"}},
+		{Path: "server/crosssite", Imports: []string{"server/api", "server/client"}},
+		{Path: "server/client", Imports: []string{"server/access", "server/api", "server/listener"}},
+		{Path: "server/api"},
+		{Path: "server/gateway", Imports: []string{"queue", "server/gateway/origin", "server/ratelimit/local", "server/token"}},
+		{Path: "server/ratelimit/local", Imports: []string{"server/ratelimit"}},
 		{Path: "cmd/waitingroom", Imports: []string{"server"}},
 		{Path: "loadtest/surge", Imports: []string{"loadtest/internal/client", "server/pow", "stream/sseclient"}},
 		{Path: "queue/queuetest", Imports: []string{"queue"}},
@@ -160,17 +263,33 @@ func TestImportRulesCatchBreaks(t *testing.T) {
 		t.Fatalf("a graph that keeps the rules: %q", v)
 	}
 	for _, bad := range []struct{ from, to, rule string }{
+		{"internal/loop", "queue", "internal holds generic helpers"},
+		{"internal/batch", "server/ratelimit", "internal holds generic helpers"},
 		{"queue/history", "stream", "queue is the bottom layer"},
 		{"stream", "server/token", "stream builds on queue alone"},
 		{"web", "queue", "web embeds files"},
 		{"server", "cmd/waitingroom", "nothing imports the composition root"},
 		{"server/admin", "loadtest/internal/client", "nothing outside the load tool"},
-		{"server/gateway", "server", "no package below server"},
+		{"server/gateway", "server", "server's floors"},          // up to the top
+		{"server/gateway", "server/checkout", "server's floors"}, // policy sideways
+		{"server/gateway", "server/api", "server's floors"},      // policy up to the edge
+		{"server/admin", "server/push", "server's floors"},       // adapters sideways
+		{"server/pgstore", "server/login", "server's floors"},    // data up to policy
+		{"server/token", "server/pass", "server's floors"},       // data sideways
+		{"server/api", "server/pgstore", "the HTTP edge"},
+		{"server/openapi", "queue", "the HTTP edge"},
+		{"server/newpkg", "", "on none of server's floors"},
 		{"server/pass/passcheck", "server/pass", "an origin's pass check stands alone"},
+		{"server/gateway/origin", "server/listener", "the gateway's client to an origin stands alone"},
+		{"server/gateway/origin", "queue", "the gateway's client to an origin stands alone"},
 		{"loadtest/surge", "server/checkout", "the load tool drives the server over HTTP"},
 		{"server/pgstore", "server/pgstore/pgtest", "test helpers are imported by tests only"},
 	} {
-		v := checkImports(append(slices.Clone(good), pkgInfo{Path: bad.from, Imports: []string{bad.to}}))
+		p := pkgInfo{Path: bad.from}
+		if bad.to != "" {
+			p.Imports = []string{bad.to}
+		}
+		v := checkImports(append(slices.Clone(good), p))
 		if len(v) != 1 || !strings.Contains(v[0], bad.rule) {
 			t.Errorf("%s importing %s: reported %q, want one report of %q", bad.from, bad.to, v, bad.rule)
 		}

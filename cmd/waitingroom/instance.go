@@ -11,7 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
-	"waitingroom/queue/loop"
+	"waitingroom/internal/loop"
 	"waitingroom/server"
 	"waitingroom/server/listener"
 	"waitingroom/server/metrics"

@@ -11,12 +11,12 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"waitingroom/internal/batch"
+	"waitingroom/internal/loop"
 	"waitingroom/queue"
 	"waitingroom/queue/adaptive"
 	"waitingroom/queue/admission"
-	"waitingroom/queue/batch"
 	"waitingroom/queue/history"
-	"waitingroom/queue/loop"
 	"waitingroom/queue/members"
 	"waitingroom/queue/presence"
 	"waitingroom/server"

@@ -44,7 +44,7 @@ const costsRoom = "costs"
 
 // The kinds the server batches (enter, status, event numbers, snapshots,
 // PUBLISH) are sent in pipelines of --depth (default 10): a busy
-// instance's batch (package queue/batch) is of that order; a lightly
+// instance's batch (package internal/batch) is of that order; a lightly
 // loaded one sends one or two scripts per round trip, and each then
 // carries more of the socket work.
 

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"waitingroom/internal/loop"
 	"waitingroom/loadtest/internal/client"
 	"waitingroom/loadtest/internal/crowdnet"
 	"waitingroom/loadtest/internal/measure"
@@ -19,7 +20,6 @@ import (
 	"waitingroom/loadtest/internal/pace"
 	"waitingroom/loadtest/internal/report"
 	"waitingroom/loadtest/internal/scenario"
-	"waitingroom/queue/loop"
 )
 
 // crowdConfig is the crowd scenario's flags.

@@ -11,9 +11,9 @@ import (
 	"sync"
 	"time"
 
+	"waitingroom/internal/loop"
 	"waitingroom/loadtest/internal/measure"
 	"waitingroom/loadtest/internal/report"
-	"waitingroom/queue/loop"
 )
 
 // crowdReport is what a crowd run did: counts, and how long its shoppers

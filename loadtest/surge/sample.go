@@ -5,9 +5,9 @@ import (
 	"sync"
 	"time"
 
+	"waitingroom/internal/loop"
 	"waitingroom/loadtest/internal/client"
 	"waitingroom/loadtest/internal/measure"
-	"waitingroom/queue/loop"
 )
 
 // roomSample is one read of GET /admin/rooms/{room}.

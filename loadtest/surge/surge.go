@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"waitingroom/internal/loop"
 	"waitingroom/loadtest/internal/client"
 	"waitingroom/loadtest/internal/crowdnet"
 	"waitingroom/loadtest/internal/measure"
@@ -25,7 +26,6 @@ import (
 	"waitingroom/loadtest/internal/scenario"
 	"waitingroom/loadtest/internal/stream"
 	"waitingroom/loadtest/internal/users"
-	"waitingroom/queue/loop"
 )
 
 // surgeOutcome is where one user of a surge ended.

@@ -12,8 +12,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"waitingroom/internal/loop"
 	"waitingroom/queue"
-	"waitingroom/queue/loop"
 )
 
 //go:embed scripts/adapt.lua

@@ -9,8 +9,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"waitingroom/internal/loop"
 	"waitingroom/queue"
-	"waitingroom/queue/loop"
 )
 
 // orderAcc is one room's orders of one window not yet flushed.

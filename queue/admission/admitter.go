@@ -9,8 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"waitingroom/internal/loop"
 	"waitingroom/queue"
-	"waitingroom/queue/loop"
 	"waitingroom/queue/members"
 )
 

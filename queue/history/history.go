@@ -12,9 +12,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"waitingroom/internal/loop"
 	"waitingroom/queue"
 	"waitingroom/queue/estimate"
-	"waitingroom/queue/loop"
 )
 
 //go:embed scripts/claim.lua

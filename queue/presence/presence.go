@@ -14,7 +14,7 @@
 // Concurrency: Seen is safe for concurrent use and takes one of 16 shard
 // locks; Run is the only flusher.
 //
-// Imports: queue and queue/loop only.
+// Imports: queue and internal/loop only.
 package presence
 
 import (
@@ -23,8 +23,8 @@ import (
 	"sync"
 	"time"
 
+	"waitingroom/internal/loop"
 	"waitingroom/queue"
-	"waitingroom/queue/loop"
 )
 
 const (

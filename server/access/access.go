@@ -8,7 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"waitingroom/queue/loop"
+	"waitingroom/internal/loop"
 )
 
 // RefreshEvery is how often Run reads the lists from Redis: a change made

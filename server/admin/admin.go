@@ -33,6 +33,9 @@ type Options struct {
 	BodyLimit int // WR_BODY_LIMIT
 	Logger    *slog.Logger
 	Sec       *seclog.Log // security events: failed and throttled authentications
+	// Errors maps the errors of the domain packages the handlers return
+	// (queue, faults, ...) to the contract's responses: the server's table.
+	Errors api.Table
 	// Guard is installed on the app first, before any Fiber middleware
 	// (the server's protocol filter); nil for none.
 	Guard func(app *fiber.App)
@@ -102,7 +105,7 @@ type app struct {
 // New builds the management app.
 func New(o Options) *fiber.App {
 	a := &app{Options: o}
-	f := fiber.New(api.FiberConfig("waitingroom-admin", o.BodyLimit, o.Logger))
+	f := fiber.New(api.FiberConfig("waitingroom-admin", o.BodyLimit, o.Logger, o.Errors))
 	a.routes = f.Server().Handler // Fiber's own, before the guard wraps it
 	if o.Guard != nil {
 		o.Guard(f) // first: nothing in Fiber runs before it

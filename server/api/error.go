@@ -8,12 +8,6 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/utils"
-
-	"waitingroom/queue"
-	"waitingroom/server/checkout"
-	"waitingroom/server/faults"
-	"waitingroom/server/pgstore"
-	"waitingroom/server/token"
 )
 
 // Error is an error with its HTTP status and the contract's code: the one
@@ -37,45 +31,22 @@ func BadRequest(msg string) error {
 // closed) could not answer in time. Join it with the cause for the log.
 var ErrUnavailable = &Error{Status: 503, Code: "unavailable", Message: "the service is briefly unavailable; retry shortly", RetryAfter: 1}
 
-// StoreError is the answer to a store error: its business outcome (the
-// table below), 400 with the reason for a value the database refused
-// (pgstore.InputError: the request's fault, never an outage), else 503.
-func StoreError(err error) error {
-	var ie *pgstore.InputError
-	switch {
-	case errors.As(err, &ie):
-		return BadRequest("a value of the request was refused: " + ie.Reason)
-	case pgstore.IsOutcome(err):
-		return err
-	}
-	return errors.Join(ErrUnavailable, err)
-}
-
 // ErrUnauthorized: the request carries no valid token.
 var ErrUnauthorized = &Error{Status: fiber.StatusUnauthorized, Code: "unauthorized", Message: "a valid token is required"}
 
-// errorTable maps the packages' sentinel errors to responses: the one place
-// where domain errors become HTTP statuses.
-var errorTable = []struct {
-	err error
-	api Error
-}{
-	{queue.ErrRoomNotFound, Error{Status: 404, Code: "room_not_found", Message: "no such room"}},
-	{queue.ErrRoomClosed, Error{Status: 423, Code: "room_closed", Message: "this sale has closed or sold out. Thank you for your interest; please check back for the next one"}},
-	{queue.ErrPrequeueNotEmpty, Error{Status: 409, Code: "prequeue_not_empty", Message: "prequeueParts changes only while the room's pre-queue is empty and no opening is merging it"}},
-	{queue.ErrBadParts, Error{Status: 400, Code: "invalid_request", Message: "prequeueParts must be from 1 to 16"}},
-	{queue.ErrNotInQueue, Error{Status: 404, Code: "not_in_queue", Message: "you are not in this queue (never entered, left, or your entry window ended): enter again"}},
-	{queue.ErrEntryTokenInvalid, Error{Status: 403, Code: "entry_token_invalid", Message: "the entry token is unknown, already used, expired or not yours"}},
-	{queue.ErrUnavailable, Error{Status: 503, Code: "unavailable", Message: "the queue is briefly unavailable; your place is kept, retry shortly", RetryAfter: 1}},
-	{token.ErrInvalid, Error{Status: 401, Code: "unauthorized", Message: "the token is missing, expired or invalid"}},
-	{pgstore.ErrProductNotFound, Error{Status: 404, Code: "product_not_found", Message: "no such product"}},
-	{pgstore.ErrOutOfStock, Error{Status: 409, Code: "out_of_stock", Message: "not enough stock left for this order"}},
-	{pgstore.ErrInvalidInput, Error{Status: 400, Code: "invalid_request", Message: "a value of the request was refused"}},
-	{checkout.ErrNoEntryToken, Error{Status: 403, Code: "entry_token_invalid", Message: "the X-Entry-Token header is required"}},
-	{checkout.ErrUnavailable, Error{Status: 503, Code: "unavailable", Message: "the shop is briefly unavailable; your entry token is kept, retry the same order", RetryAfter: 1}},
-	{checkout.ErrEntryLost, Error{Status: 503, Code: "unavailable", Message: "the shop is briefly unavailable and your entry window could not be kept: enter again", RetryAfter: 1}},
-	{checkout.ErrUnknownUser, Error{Status: 401, Code: "unauthorized", Message: "this account no longer exists"}},
-	{faults.ErrDisabled, Error{Status: 403, Code: "faults_disabled", Message: "fault injection is off: start the server with WR_FAULT_INJECTION=on"}},
+// Table maps the errors of the packages behind the edge to the contract's
+// responses: the one place where domain errors become HTTP statuses. This
+// package knows none of those packages: the composition (package server),
+// where all of them are visible, builds the table once and hands it to
+// each app it builds (FiberConfig) and to whatever writes an error itself
+// (Write). A Table is read-only once built.
+type Table []Mapping
+
+// Mapping is a row of a Table: an error that is Err (errors.Is) is answered
+// as As.
+type Mapping struct {
+	Err error
+	As  Error
 }
 
 // fiberCodes names Fiber's own errors (routing, body limit) in the contract's form.
@@ -125,16 +96,18 @@ func fiberError(status int) *Error {
 	return &Error{Status: status, Code: code, Message: msg}
 }
 
-// Resolve resolves err to the response the client gets. Unknown errors
-// are 500 with a generic message; their detail only goes to the log.
-func Resolve(err error) (*Error, bool) {
+// Resolve resolves err to the response the client gets: an *Error as it
+// is, else the first row of t that err is, else Fiber's own errors by
+// status. Unknown errors are 500 with a generic message; their detail only
+// goes to the log.
+func (t Table) Resolve(err error) (*Error, bool) {
 	var ae *Error
 	if errors.As(err, &ae) {
 		return ae, true
 	}
-	for i := range errorTable {
-		if errors.Is(err, errorTable[i].err) {
-			e := errorTable[i].api
+	for i := range t {
+		if errors.Is(err, t[i].Err) {
+			e := t[i].As
 			return &e, true
 		}
 	}
@@ -145,12 +118,12 @@ func Resolve(err error) (*Error, bool) {
 	return &Error{Status: 500, Code: "internal", Message: "internal error"}, false
 }
 
-// Write writes err in the contract's form. A 5xx is logged to log with
+// Write writes err in the contract's form, resolved by t. A 5xx is logged to log with
 // its cause and, through c.UserContext(), its request id: at warn when
 // known (a dependency is down), at error when not. Every one: an operator
 // holding a failed request's id must find its line, during an outage too.
-func Write(c *fiber.Ctx, log *slog.Logger, err error) error {
-	ae, known := Resolve(err)
+func (t Table) Write(c *fiber.Ctx, log *slog.Logger, err error) error {
+	ae, known := t.Resolve(err)
 	if ae.Status >= 500 {
 		level := slog.LevelWarn
 		if !known {

@@ -15,7 +15,8 @@ import (
 const ReadBufferSize = 16 << 10
 
 // FiberConfig is the configuration of both apps (public and management):
-// bodies up to bodyLimit bytes, errors written by Write to log.
+// bodies up to bodyLimit bytes, errors resolved by errs and written by its
+// Write to log.
 //
 // ReduceMemoryUsage returns a connection's read and write buffers to
 // fasthttp's pools whenever nothing is buffered: an idle keep-alive
@@ -25,7 +26,7 @@ const ReadBufferSize = 16 << 10
 // per request.
 //
 // Multipart forms are never pre-parsed: no endpoint takes one.
-func FiberConfig(name string, bodyLimit int, log *slog.Logger) fiber.Config {
+func FiberConfig(name string, bodyLimit int, log *slog.Logger, errs Table) fiber.Config {
 	return fiber.Config{
 		AppName:                      name,
 		DisableStartupMessage:        true,
@@ -35,7 +36,7 @@ func FiberConfig(name string, bodyLimit int, log *slog.Logger) fiber.Config {
 		ReadBufferSize:               ReadBufferSize,
 		ReduceMemoryUsage:            true,
 		DisablePreParseMultipartForm: true,
-		ErrorHandler:                 func(c *fiber.Ctx, err error) error { return Write(c, log, err) },
+		ErrorHandler:                 func(c *fiber.Ctx, err error) error { return errs.Write(c, log, err) },
 	}
 }
 

@@ -19,7 +19,8 @@
 // the error says why an order was not placed: the packages' sentinels,
 // this package's (ErrNoEntryToken, ErrUnavailable, ErrEntryLost,
 // ErrUnknownUser), a *RefusedError or a *StoreError; the server maps them
-// to the contract (package api's table, and server/errors.go for the last two).
+// to the contract (server/errors.go: its error table, and checkoutError
+// for the last two).
 //
 // Checkout.Orders reads a user's own orders back (newest first, at most
 // MaxOrdersRead), so a page can show the result of an order after a

@@ -8,7 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"waitingroom/queue/loop"
+	"waitingroom/internal/loop"
 )
 
 // MaxOrderDelay bounds the injected order delay.

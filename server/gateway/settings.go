@@ -9,8 +9,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"waitingroom/internal/loop"
 	"waitingroom/queue"
-	"waitingroom/queue/loop"
 )
 
 // Challenge and pass modes of a room.

@@ -12,7 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"waitingroom/queue/batch"
+	"waitingroom/internal/batch"
 )
 
 var (

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"waitingroom/queue/loop"
+	"waitingroom/internal/loop"
 )
 
 // Every is how often the readiness loop checks the dependencies.

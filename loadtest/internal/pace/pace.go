@@ -10,8 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"waitingroom/internal/loop"
 	"waitingroom/loadtest/internal/report"
-	"waitingroom/queue/loop"
 )
 
 // Sleep waits d or until ctx ends; it reports whether the full d passed.

@@ -12,9 +12,9 @@ import (
 	"syscall"
 	"time"
 
+	"waitingroom/internal/loop"
 	"waitingroom/loadtest/internal/client"
 	"waitingroom/loadtest/internal/report"
-	"waitingroom/queue/loop"
 )
 
 // CheckNoFile fails when the open-file limit cannot hold need descriptors

@@ -4,9 +4,8 @@
 // them all at shutdown, naming any that do not stop in time.
 //
 // It imports only the standard library, so any package may use it without
-// a cycle; it sits under queue because the import rules
-// (cmd/waitingroom's TestImportRules) let queue, the bottom layer, import
-// only queue's own packages, and queue's admitter runs on it.
+// a cycle: the module's internal/ holds such generic helpers, under every
+// layer (cmd/waitingroom's TestImportRules).
 //
 // Concurrency: each call runs fn on the caller's goroutine, one call at a
 // time, and returns once ctx is done (never while fn runs: a running fn is

@@ -7,7 +7,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"waitingroom/queue/loop"
+	"waitingroom/internal/loop"
 )
 
 // run starts body on its own goroutine inside a bubble, lets the fake clock

@@ -3,7 +3,7 @@ package loop_test
 import (
 	"testing"
 
-	"waitingroom/queue/loop"
+	"waitingroom/internal/loop"
 )
 
 func TestLatestKeepsTheNewestRead(t *testing.T) {
