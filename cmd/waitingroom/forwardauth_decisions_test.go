@@ -193,8 +193,8 @@ func TestForwardAuthRefusesWhatItCannotJudge(t *testing.T) {
 
 	untrusted := forwardAuthInstance(t, map[string]string{"WR_TRUSTED_PROXIES": "192.0.2.1"})
 	code, _, m := ask(t, untrusted, c, false, "GET", "/public")
-	if code != 403 || m["error"] != "untrusted_proxy" {
-		t.Fatalf("a question from a peer outside WR_TRUSTED_PROXIES: %d %v", code, m)
+	if msg, _ := m["message"].(string); code != 403 || m["error"] != "untrusted_proxy" || !strings.Contains(msg, "proxies of WR_TRUSTED_PROXIES only") {
+		t.Fatalf("a question from a peer outside WR_TRUSTED_PROXIES: %d %v, want 403 untrusted_proxy naming the variable", code, m)
 	}
 	// The page and API are served to anyone.
 	if code, _, m := call(t, c, "POST", untrusted.base+"/_wr/api/v1/rooms/sale/enter", ""); code != 200 || m["status"] == nil {

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -241,7 +242,7 @@ func (w *wiring) gateway() error {
 	if g.Upstream.URL != "" {
 		var err error
 		if up, err = gateway.NewUpstream(g.Upstream); err != nil {
-			return err
+			return fmt.Errorf("WR_UPSTREAM: %w", err)
 		}
 	}
 	passes, err := pass.New(g.Passes)
@@ -258,7 +259,7 @@ func (w *wiring) gateway() error {
 		Proxy: gateway.New(gateway.Options{
 			Upstream: up, Settings: settings, Slots: p.Queue, Signer: passes, Tokens: p.Tokens,
 			Recorder: p.Recorder, Identity: server.GatewayIdentity(w.http, p.Tokens, p.Access),
-			Logger: p.Log, Registerer: p.Metrics.Registry,
+			Logger: p.Log, Registerer: p.Metrics.Registry, TrustedProxiesName: "WR_TRUSTED_PROXIES",
 		}),
 		Settings: settings,
 		Passes:   passes,
