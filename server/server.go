@@ -34,6 +34,7 @@ import (
 	"waitingroom/server/metrics"
 	"waitingroom/server/pass"
 	"waitingroom/server/pow"
+	"waitingroom/server/protocol"
 	"waitingroom/server/push"
 	"waitingroom/server/queuestatus"
 	"waitingroom/server/ratelimit"
@@ -127,6 +128,8 @@ type Server struct {
 	passes     *pass.Signer
 	pow        *pow.Pow
 	prefix     string // where the page and API live: "" or gateway.Prefix
+	// notForwarded answers a path of the origin's in forward auth.
+	notForwarded *protocol.Refusal
 	// The ports' access logs (accesslog.go).
 	accessPublic, accessAdmin *accesslog.Log
 }
@@ -153,6 +156,7 @@ func New(d Deps, cfg Config) (*Server, error) {
 	if g := d.Gateway; g != nil {
 		s.gw, s.gwSettings, s.passes, s.pow = g.Proxy, g.Settings, g.Passes, g.PoW
 		s.prefix = gateway.Prefix
+		s.notForwarded = notForwarded(cfg.Names.ForwardAuth)
 	}
 	s.crossSite = &crosssite.Gate{Origins: cfg.CORSOrigins, Anonymous: d.Gateway != nil,
 		Cookie: queueCookie, Clients: s.clients, Sec: s.sec}
@@ -238,6 +242,7 @@ func (s *Server) newAdminApp(d Deps) *fiber.App {
 		CheckOrigin:  checkOrigin,
 		ClientKey:    s.clientKey,
 		ClientIP:     s.clientIP,
+		Names:        s.cfg.Names.Admin,
 	})
 }
 

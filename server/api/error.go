@@ -75,7 +75,7 @@ var errorTable = []struct {
 	{checkout.ErrUnavailable, Error{Status: 503, Code: "unavailable", Message: "the shop is briefly unavailable; your entry token is kept, retry the same order", RetryAfter: 1}},
 	{checkout.ErrEntryLost, Error{Status: 503, Code: "unavailable", Message: "the shop is briefly unavailable and your entry window could not be kept: enter again", RetryAfter: 1}},
 	{checkout.ErrUnknownUser, Error{Status: 401, Code: "unauthorized", Message: "this account no longer exists"}},
-	{faults.ErrDisabled, Error{Status: 403, Code: "faults_disabled", Message: "fault injection is off: start the server with WR_FAULT_INJECTION=on"}},
+	{faults.ErrDisabled, Error{Status: 403, Code: "faults_disabled", Message: "fault injection is off on this instance"}},
 }
 
 // fiberCodes names Fiber's own errors (routing, body limit) in the contract's form.
