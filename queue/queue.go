@@ -115,9 +115,9 @@ type Options struct {
 	// before the rate is updated (default 5s).
 	RateWindow time.Duration
 	// IdleTimeout: a waiting user neither polling nor holding a stream for
-	// this long has abandoned the queue and is removed by the admission run
-	// (WR_IDLE_TIMEOUT). 0 keeps everyone. The drop is remembered for
-	// idleMemory (Status then says ErrIdle) unless the user enters again.
+	// this long has abandoned the queue and is removed by the admission
+	// run. 0 keeps everyone. The drop is remembered for idleMemory (Status
+	// then says ErrIdle) unless the user enters again.
 	IdleTimeout time.Duration
 	// Grace turns presence-aware admission on (0: off): the admission run
 	// passes over a waiting user whose expected return (the seen score:

@@ -42,7 +42,7 @@ type RoomConfig struct {
 	// controller sets Target within [MinActive, MaxActive].
 	Mode Mode
 	// MinActive and MaxActive bound an adaptive room's Target; 0 means the
-	// configured default (WR_ADAPTIVE_MIN, WR_ADAPTIVE_MAX).
+	// configured default (the adaptive controller's Rule.Min, Rule.Max).
 	MinActive, MaxActive int64
 	// Method is the queueing method ("" reads as MethodFIFO).
 	Method Method

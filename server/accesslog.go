@@ -21,7 +21,7 @@ import (
 const originRoute = "origin"
 
 // quietAdmin are the management port's routes whose successes are never
-// logged, whatever WR_ACCESS_LOG says: a scraper's and the probes'.
+// logged, whatever the access log's mode says: a scraper's and the probes'.
 var quietAdmin = map[string]bool{"/metrics": true, "/healthz": true, "/readyz": true}
 
 // logAccess writes ctx's access line, if its port's log wants it. srv is

@@ -14,6 +14,6 @@ func (s *Server) clientKey(c *fiber.Ctx) string { return s.clients.Key(c.Context
 func (s *Server) clientIP(c *fiber.Ctx) string { return s.clients.IP(c.Context()) }
 
 // clientAddr is the socket's peer, unless that peer is a trusted proxy
-// (WR_TRUSTED_PROXIES) that names the client in WR_CLIENT_IP_HEADER
+// (Config.TrustedProxies) that names the client in Config.ClientIPHeader
 // (client.Resolver.Addr).
 func (s *Server) clientAddr(c *fiber.Ctx) net.IP { return s.clients.Addr(c.Context()) }

@@ -4,54 +4,68 @@ import (
 	"net"
 	"time"
 
+	"waitingroom/server/admin"
 	"waitingroom/server/client"
 	"waitingroom/server/listener"
 	"waitingroom/server/queuestatus"
 	"waitingroom/server/ratelimit"
 )
 
-// Config is the HTTP adapters' configuration. cmd/waitingroom reads it
-// from the environment (the variable of each setting is named in its
-// comment, and in docs/operations.md's table); a test may fill it
-// directly. The components' own configurations are the composition
-// root's: it builds them, and hands New the built components (Deps).
+// Config is the HTTP adapters' configuration. cmd/waitingroom reads it from
+// the environment (docs/operations.md, Configuration, and docs/security.md
+// name the variable of each setting); a test may fill it directly. The
+// components' own configurations are the composition root's: it builds
+// them, and hands New the built components (Deps).
 type Config struct {
-	HTTPAddr  string // WR_HTTP_ADDR: the API and the page
-	AdminAddr string // WR_ADMIN_ADDR: metrics, health, admin
-	// AdminToken (WR_ADMIN_TOKEN) is the bearer token of /admin; empty
-	// refuses every admin request.
+	HTTPAddr  string // the public address: the API and the page
+	AdminAddr string // the management address: metrics, health, admin
+	// AdminToken is the bearer token of /admin; empty refuses every admin
+	// request.
 	AdminToken   string
-	BodyLimit    int           // WR_BODY_LIMIT: larger bodies get 413
-	Shutdown     time.Duration // WR_SHUTDOWN_TIMEOUT
-	CookieSecure bool          // WR_COOKIE_SECURE: mark the wr_queue cookie Secure
-	// CORSOrigins (WR_CORS_ORIGINS): exact origins allowed to call the API
-	// from a browser with credentials; empty: no CORS headers at all.
+	BodyLimit    int           // larger bodies get 413
+	Shutdown     time.Duration // the graceful shutdown's bound
+	CookieSecure bool          // mark the wr_queue cookie Secure
+	// CORSOrigins: exact origins allowed to call the API from a browser
+	// with credentials; empty: no CORS headers at all.
 	CORSOrigins []string
-	// TrustedProxies (WR_TRUSTED_PROXIES) may tell the client's IP in
-	// ClientIPHeader (WR_CLIENT_IP_HEADER); from anyone else the header
-	// (and X-Forwarded-For) is ignored.
+	// TrustedProxies may tell the client's IP in ClientIPHeader; from
+	// anyone else the header (and X-Forwarded-For) is ignored.
 	TrustedProxies []*net.IPNet
 	ClientIPHeader string
-	// SSE and WS (WR_TRANSPORTS) are the push transports offered; a
-	// disabled one answers 503 so clients fall back (polling is always on).
+	// SSE and WS are the push transports offered; a disabled one answers
+	// 503 so clients fall back (polling is always on).
 	SSE, WS     bool
-	PollBands   queuestatus.Bands // WR_POLL_BANDS
-	MaxQuantity int               // WR_MAX_QUANTITY: largest quantity one order may ask
-	AccessTTL   time.Duration     // WR_ACCESS_TTL: lifetime of access tokens
-	QueueTTL    time.Duration     // WR_QUEUE_TTL: lifetime of queue tokens
-	// VisitorTTL (WR_VISITOR_TTL, gateway mode) is how long an anonymous
-	// visitor keeps its identity (and so its place) without coming back.
+	PollBands   queuestatus.Bands // pollAfterMs by position
+	MaxQuantity int               // largest quantity one order may ask
+	AccessTTL   time.Duration     // lifetime of access tokens
+	QueueTTL    time.Duration     // lifetime of queue tokens
+	// VisitorTTL (gateway mode) is how long an anonymous visitor keeps its
+	// identity (and so its place) without coming back.
 	VisitorTTL time.Duration
-	// RateLimits (WR_RATE_LIMITS) switches layer 1's limits, login's
-	// included; off is for benchmarks of the paths behind them.
+	// RateLimits switches layer 1's limits, login's included; off is for
+	// benchmarks of the paths behind them.
 	RateLimits bool
 	Limits     Limits
 
-	// Listener: WR_MAX_CONNS (MaxConns, which must be positive here: the
-	// composition root derives it from the descriptor limit),
-	// WR_MAX_CONNS_PER_IP (PerAddr; behind a trusted proxy it caps each
-	// forwarded client's open streams instead), WR_FIRST_REQUEST_TIMEOUT.
+	// Listener: MaxConns must be positive here (the composition root
+	// derives it from the descriptor limit when the operator sets none);
+	// PerAddr 0 is PerAddressCap's; behind a trusted proxy PerAddr caps
+	// each forwarded client's open streams instead.
 	Listener listener.Config
+
+	// Names are the operator's names of the settings that some answers
+	// ask to change.
+	Names Names
+}
+
+// Names are what the operator calls the settings that some answers ask to
+// change (cmd/waitingroom: its environment variables); the answers quote
+// them as they are.
+type Names struct {
+	Admin admin.Names // the management app's
+	// ForwardAuth is forward auth's switch, named with "=on" by the 404 of
+	// a path outside gateway.Prefix in forward auth.
+	ForwardAuth string
 }
 
 // clients is the resolver of the requests' clients under c's proxies.
@@ -62,17 +76,16 @@ func (c Config) clients() client.Resolver {
 // Limits are layer 1's limits outside login (login.Config has those), each
 // "RATE/PERIOD[:BURST]".
 type Limits struct {
-	EnterIP   ratelimit.Limit // WR_LIMIT_ENTER_IP: enters per client address
-	EnterUser ratelimit.Limit // WR_LIMIT_ENTER_USER: enters per user
-	Stream    ratelimit.Limit // WR_LIMIT_STREAM: stream connects per user and room
-	OrderRoom ratelimit.Limit // WR_LIMIT_ORDER_ROOM: orders per room, queue or not
-	OrderUser ratelimit.Limit // WR_LIMIT_ORDER_USER: orders per user
-	// EnterNewIP and EnterNewNet (WR_LIMIT_ENTER_NEW_IP,
-	// WR_LIMIT_ENTER_NEW_NET): new places an anonymous visitor (gateway
+	EnterIP   ratelimit.Limit // enters per client address
+	EnterUser ratelimit.Limit // enters per user
+	Stream    ratelimit.Limit // stream connects per user and room
+	OrderRoom ratelimit.Limit // orders per room, queue or not
+	OrderUser ratelimit.Limit // orders per user
+	// EnterNewIP and EnterNewNet: new places an anonymous visitor (gateway
 	// mode) takes in one room, per address and per network (visitorenter.go).
 	EnterNewIP  ratelimit.Limit
 	EnterNewNet ratelimit.Limit
-	// OrdersRead (WR_LIMIT_ORDERS_READ): reads of one's own orders per
-	// user — each is a Postgres query.
+	// OrdersRead: reads of one's own orders per user — each is a Postgres
+	// query.
 	OrdersRead ratelimit.Limit
 }

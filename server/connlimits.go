@@ -39,16 +39,16 @@ func (s *Server) connExempt(ip net.IP) bool {
 const streamAddrLimit = "streams_per_address"
 
 // holdStream counts a stream about to start against its client address's
-// cap (WR_MAX_CONNS_PER_IP) when the request came through a trusted proxy:
-// the listener cannot tell that proxy's clients apart, so a client behind
-// it could otherwise hold any number of streams. The key is the forwarded
-// address (clientKey: IPv6 per /64); an address on the allow list is not
-// counted. Direct clients are already capped per connection by the
+// cap (Config.Listener.PerAddr) when the request came through a trusted
+// proxy: the listener cannot tell that proxy's clients apart, so a client
+// behind it could otherwise hold any number of streams. The key is the
+// forwarded address (clientKey: IPv6 per /64); an address on the allow list
+// is not counted. Direct clients are already capped per connection by the
 // listener. A refusal comes before the stream starts, as JSON: 429
 // rate_limited with Retry-After — at the HTTP layer this is a limit on one
 // client like the others of layer 1 (a 503 would read as an outage in the
-// route metrics and alerts). The returned release gives the slot back
-// (call it once, when the stream ends; a no-op when nothing was counted).
+// route metrics and alerts). The returned release gives the slot back (call
+// it once, when the stream ends; a no-op when nothing was counted).
 func (s *Server) holdStream(c *fiber.Ctx) (release func(), err error) {
 	if len(s.cfg.TrustedProxies) == 0 || s.cfg.Listener.PerAddr <= 0 || !s.clients.Trusted(c.Context().RemoteIP()) {
 		return func() {}, nil

@@ -1,5 +1,5 @@
 // Package server is the waiting room's HTTP face: the public API and page
-// on WR_HTTP_ADDR and the management app (package admin) on WR_ADMIN_ADDR,
+// on Config.HTTPAddr and the management app (package admin) on AdminAddr,
 // served by Fiber over the components the composition root (cmd/waitingroom)
 // built and handed to New (Deps); Config holds the HTTP settings. Each
 // handler decodes, checks the token, calls one component, maps its answer:
@@ -14,7 +14,7 @@
 //	GET  /, /rooms/{r}, /static/*      publicapp.go   → the embedded page (package web)
 //	GET  …/challenge, jwks.json        gatewaymode.go → packages pow, pass (gateway mode)
 //
-// In gateway mode (WR_UPSTREAM) all of it lives under /_wr and every other
+// In gateway mode (Deps.Gateway) all of it lives under /_wr and every other
 // path is the origin's, handed to package gateway below Fiber (the
 // dispatch by mode, gatewaymode.go). Around the handlers, in the order a
 // request meets them: package listener (the connections), the protocol

@@ -37,7 +37,7 @@ var errorTable = api.Table{
 	{Err: checkout.ErrUnavailable, As: api.Error{Status: 503, Code: "unavailable", Message: "the shop is briefly unavailable; your entry token is kept, retry the same order", RetryAfter: 1}},
 	{Err: checkout.ErrEntryLost, As: api.Error{Status: 503, Code: "unavailable", Message: "the shop is briefly unavailable and your entry window could not be kept: enter again", RetryAfter: 1}},
 	{Err: checkout.ErrUnknownUser, As: api.Error{Status: 401, Code: "unauthorized", Message: "this account no longer exists"}},
-	{Err: faults.ErrDisabled, As: api.Error{Status: 403, Code: "faults_disabled", Message: "fault injection is off: start the server with WR_FAULT_INJECTION=on"}},
+	{Err: faults.ErrDisabled, As: api.Error{Status: 403, Code: "faults_disabled", Message: "fault injection is off on this instance"}},
 }
 
 // storeError is the answer to a store error: its business outcome (the

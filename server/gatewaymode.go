@@ -18,12 +18,12 @@ import (
 	"waitingroom/server/token"
 )
 
-// Gateway mode (package gateway): with WR_UPSTREAM set, the public port is
+// Gateway mode (package gateway): with an origin set, the public port is
 // a reverse proxy in front of that origin. The waiting room's own page and
 // API move under gateway.Prefix (/_wr/...); every other path is the
 // origin's, answered by the gateway below Fiber: unprotected requests are
-// forwarded at once (no Redis call), protected ones (WR_PROTECT and the
-// rooms' own routes) need a pass. Visitors are anonymous: enter without an
+// forwarded at once (no Redis call), protected ones (the configured routes
+// and the rooms' own) need a pass. Visitors are anonymous: enter without an
 // access token gives them a signed identity in an HttpOnly cookie.
 
 // visitorCookie holds an anonymous visitor's identity (token.KindVisitor);
@@ -100,13 +100,13 @@ func (s *Server) gatewayPaths(ctx *fasthttp.RequestCtx, gatewayMode bool) (toOri
 // auth's question; a path of the origin's (the gateway's, or 404 in
 // forward auth, where the site's proxy routes it); else the waiting
 // room's own (next), its streamed body (gateway mode) held to
-// WR_BODY_LIMIT first.
+// Config.BodyLimit first.
 func (s *Server) dispatch(ctx *fasthttp.RequestCtx, next fasthttp.RequestHandler, toOrigin, auth bool) {
 	switch {
 	case auth:
 		s.authorize(ctx)
 	case toOrigin && s.gw.ForwardAuth():
-		notForwarded.Write(ctx)
+		s.notForwarded.Write(ctx)
 	case toOrigin:
 		s.toOrigin(ctx)
 	case ctx.Request.IsBodyStream():
@@ -120,9 +120,12 @@ func (s *Server) dispatch(ctx *fasthttp.RequestCtx, next fasthttp.RequestHandler
 	}
 }
 
-// notForwarded answers a path outside gateway.Prefix in forward auth,
-// where the site's own proxy routes the origin's paths.
-var notForwarded = protocol.NotFound("forward auth (WR_FORWARD_AUTH=on): this port serves " + gateway.Prefix + "/ only; the site's proxy routes the rest and asks " + gateway.AuthPath)
+// notForwarded is the answer to a path outside gateway.Prefix in forward
+// auth, where the site's own proxy routes the origin's paths; forwardAuth
+// is the name of forward auth's switch.
+func notForwarded(forwardAuth string) *protocol.Refusal {
+	return protocol.NotFound("forward auth (" + forwardAuth + "=on): this port serves " + gateway.Prefix + "/ only; the site's proxy routes the rest and asks " + gateway.AuthPath)
+}
 
 // authorize answers forward auth's question (gateway.Authorize), from a
 // trusted proxy only.

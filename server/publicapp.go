@@ -21,7 +21,7 @@ func (s *Server) newPublicApp() *fiber.App {
 	bodyLimit := s.cfg.BodyLimit
 	if s.gw != nil {
 		// The origin's bodies are larger; the waiting room's own are
-		// checked against WR_BODY_LIMIT by the dispatch (gatewaymode.go).
+		// checked against Config.BodyLimit by the dispatch (gatewaymode.go).
 		bodyLimit = max(bodyLimit, s.gw.BodyLimit())
 	}
 	cfg := api.FiberConfig("waitingroom", bodyLimit, s.log, errorTable)

@@ -34,6 +34,7 @@ import (
 	"waitingroom/server/metrics"
 	"waitingroom/server/pass"
 	"waitingroom/server/pow"
+	"waitingroom/server/protocol"
 	"waitingroom/server/push"
 	"waitingroom/server/queuestatus"
 	"waitingroom/server/ratelimit"
@@ -78,12 +79,13 @@ type Deps struct {
 	History    *history.History
 	Audit      *audit.Log
 	Readiness  *readiness.Checks
-	// Gateway mode's parts; nil when it is off (WR_UPSTREAM unset).
+	// Gateway mode's parts; nil when it is off.
 	Gateway *GatewayParts
 	// Definitions is the durable record of the rooms' definitions
 	// (pgstore.Store), which the admin API's PUT and DELETE keep (nil: none,
-	// the rooms live in Redis alone); ConfiguredRooms are the rooms
-	// WR_ROOMS names, which it never deletes.
+	// the rooms live in Redis alone); ConfiguredRooms are the rooms the
+	// admission loop creates at start (admission.Options.Rooms), which it
+	// never deletes.
 	Definitions     admin.Definitions
 	ConfiguredRooms []string
 }
@@ -126,6 +128,8 @@ type Server struct {
 	passes     *pass.Signer
 	pow        *pow.Pow
 	prefix     string // where the page and API live: "" or gateway.Prefix
+	// notForwarded answers a path of the origin's in forward auth.
+	notForwarded *protocol.Refusal
 	// The ports' access logs (accesslog.go).
 	accessPublic, accessAdmin *accesslog.Log
 }
@@ -152,6 +156,7 @@ func New(d Deps, cfg Config) (*Server, error) {
 	if g := d.Gateway; g != nil {
 		s.gw, s.gwSettings, s.passes, s.pow = g.Proxy, g.Settings, g.Passes, g.PoW
 		s.prefix = gateway.Prefix
+		s.notForwarded = notForwarded(cfg.Names.ForwardAuth)
 	}
 	s.crossSite = &crosssite.Gate{Origins: cfg.CORSOrigins, Anonymous: d.Gateway != nil,
 		Cookie: queueCookie, Clients: s.clients, Sec: s.sec}
@@ -238,6 +243,7 @@ func (s *Server) newAdminApp(d Deps) *fiber.App {
 		CheckOrigin:  checkOrigin,
 		ClientKey:    s.clientKey,
 		ClientIP:     s.clientIP,
+		Names:        s.cfg.Names.Admin,
 	})
 }
 
@@ -248,23 +254,42 @@ func (s *Server) Public() *fiber.App { return s.public }
 func (s *Server) Admin() *fiber.App { return s.admin }
 
 // Run listens on the configured addresses and serves until ctx is done
-// (Serve; the loops are the caller's).
+// (Serve; the loops are the caller's). A failure to listen is a
+// *ListenError.
 func (s *Server) Run(ctx context.Context) error {
 	pub, err := net.Listen("tcp", s.cfg.HTTPAddr)
 	if err != nil {
-		return fmt.Errorf("server: listen WR_HTTP_ADDR %s: %w", s.cfg.HTTPAddr, err)
+		return &ListenError{Field: "HTTPAddr", Addr: s.cfg.HTTPAddr, Err: err}
 	}
 	adm, err := net.Listen("tcp", s.cfg.AdminAddr)
 	if err != nil {
 		pub.Close()
-		return fmt.Errorf("server: listen WR_ADMIN_ADDR %s: %w", s.cfg.AdminAddr, err)
+		return &ListenError{Field: "AdminAddr", Addr: s.cfg.AdminAddr, Err: err}
 	}
 	return s.Serve(ctx, pub, adm)
 }
 
+// ListenError is Run's failure to listen on one of Config's two
+// addresses; Field names which: "HTTPAddr" (the public address) or
+// "AdminAddr" (the management address).
+type ListenError struct {
+	Field, Addr string
+	Err         error
+}
+
+func (e *ListenError) Error() string {
+	which := "public"
+	if e.Field == "AdminAddr" {
+		which = "management"
+	}
+	return fmt.Sprintf("server: listen on the %s address %s: %v", which, e.Addr, e.Err)
+}
+
+func (e *ListenError) Unwrap() error { return e.Err }
+
 // Serve serves the public and management apps on the given listeners until
 // ctx is done or a listener fails; then it shuts down within
-// WR_SHUTDOWN_TIMEOUT: streams first (told to reconnect elsewhere), then
+// Config.Shutdown: streams first (told to reconnect elsewhere), then
 // HTTP (in-flight orders finish). It does not run the background loops
 // (Loops): the caller starts them before and stops them after.
 func (s *Server) Serve(ctx context.Context, public, admin net.Listener) error {

@@ -18,6 +18,7 @@ import (
 	"waitingroom/server"
 	"waitingroom/server/access"
 	"waitingroom/server/accesslog"
+	"waitingroom/server/admin"
 	"waitingroom/server/checkout"
 	"waitingroom/server/gateway"
 	upstream "waitingroom/server/gateway/origin" // origin is a test helper's name here
@@ -163,6 +164,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		MaxQuantity:  int(p.int("WR_MAX_QUANTITY", 10, 1, 1_000_000)),
 		AccessTTL:    p.duration("WR_ACCESS_TTL", time.Hour, time.Minute, 30*24*time.Hour),
 		QueueTTL:     p.duration("WR_QUEUE_TTL", 6*time.Hour, time.Minute, 7*24*time.Hour),
+		Names:        settingNames,
 	}
 	c.Tokens = token.Config{Secret: getenv("WR_JWT_SECRET"), Previous: getenv("WR_JWT_SECRET_PREVIOUS")}
 	c.Queue = queue.Options{IdleTimeout: p.durationOrZero("WR_IDLE_TIMEOUT", 5*time.Minute, 5*time.Second, 24*time.Hour)}
@@ -184,6 +186,15 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	}
 	p.secrets(&c)
 	return c, p.err
+}
+
+// settingNames are the variables that answers of the HTTP adapters name
+// when they ask the operator to change a setting (server.Names); forward
+// auth's refusal of an untrusted proxy names WR_TRUSTED_PROXIES (wire.go).
+var settingNames = server.Names{
+	Admin: admin.Names{Token: "WR_ADMIN_TOKEN", Rooms: "WR_ROOMS", Upstream: "WR_UPSTREAM",
+		Protect: "WR_PROTECT", FaultInjection: "WR_FAULT_INJECTION"},
+	ForwardAuth: "WR_FORWARD_AUTH",
 }
 
 // Logs: WR_LOG_LEVEL, WR_LOG_FORMAT and WR_ACCESS_LOG.

@@ -15,6 +15,9 @@ import (
 // real nginx and Caddy, is in the proxy tests). The test client plays the
 // proxy: 127.0.0.1 is WR_TRUSTED_PROXIES.
 
+// notForwardedMessage is forward auth's 404 for a path outside /_wr/.
+const notForwardedMessage = "forward auth (WR_FORWARD_AUTH=on): this port serves /_wr/ only; the site's proxy routes the rest and asks /_wr/auth"
+
 // forwardAuthInstance starts a forward-auth instance on Redis alone
 // protecting the README's routes for room "sale", with no proof of work.
 func forwardAuthInstance(t *testing.T, vars map[string]string) *instance {
@@ -146,8 +149,8 @@ func TestForwardAuthRefusesWhatItCannotJudge(t *testing.T) {
 			t.Errorf("%s: %d %v %v, want %d (Waitingroom-Status %q)", tc.name, code, m, h, tc.status, tc.nginx)
 		}
 	}
-	if code, _, m := call(t, c, "GET", in.base+"/checkout/x", ""); code != 404 || m["error"] != "not_found" {
-		t.Errorf("a path outside /_wr/: %d %v, want 404 not_found", code, m)
+	if code, _, m := call(t, c, "GET", in.base+"/checkout/x", ""); code != 404 || m["error"] != "not_found" || m["message"] != notForwardedMessage {
+		t.Errorf("a path outside /_wr/: %d %v, want 404 not_found naming WR_FORWARD_AUTH", code, m)
 	}
 	// The same routes as the gateway's, read canonically: no spelling of
 	// a protected path passes without a pass; a path origins read apart
@@ -193,8 +196,8 @@ func TestForwardAuthRefusesWhatItCannotJudge(t *testing.T) {
 
 	untrusted := forwardAuthInstance(t, map[string]string{"WR_TRUSTED_PROXIES": "192.0.2.1"})
 	code, _, m := ask(t, untrusted, c, false, "GET", "/public")
-	if code != 403 || m["error"] != "untrusted_proxy" {
-		t.Fatalf("a question from a peer outside WR_TRUSTED_PROXIES: %d %v", code, m)
+	if msg, _ := m["message"].(string); code != 403 || m["error"] != "untrusted_proxy" || !strings.Contains(msg, "proxies of WR_TRUSTED_PROXIES only") {
+		t.Fatalf("a question from a peer outside WR_TRUSTED_PROXIES: %d %v, want 403 untrusted_proxy naming the variable", code, m)
 	}
 	// The page and API are served to anyone.
 	if code, _, m := call(t, c, "POST", untrusted.base+"/_wr/api/v1/rooms/sale/enter", ""); code != 200 || m["status"] == nil {

@@ -64,7 +64,7 @@ func TestGatewayRedisOnly(t *testing.T) {
 	// The admin API changes rooms in Redis, and says they are not recorded.
 	for _, room := range []string{"sale", "flash"} {
 		p := do(t, "PUT", in.admin+"/admin/rooms/"+room, testAdminToken, map[string]any{"targetActive": 7})
-		if p.status != 200 || p.num("targetActive") != 7 || !strings.HasPrefix(p.header.Get(admin.HeaderDefinition), "not-recorded") {
+		if def := p.header.Get(admin.HeaderDefinition); p.status != 200 || p.num("targetActive") != 7 || !strings.HasPrefix(def, "not-recorded") || !strings.Contains(def, "only WR_ROOMS rooms") {
 			t.Fatalf("PUT %s = %d %v %s, want 200 with %s: not-recorded", room, p.status, p.header, p.raw, admin.HeaderDefinition)
 		}
 	}

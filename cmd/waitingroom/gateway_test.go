@@ -362,6 +362,9 @@ func TestGatewayAdminSettings(t *testing.T) {
 		if r.status != 400 {
 			t.Errorf("PUT %v: %d %s, want 400", bad, r.status, r.raw)
 		}
+		if _, ok := bad["protect"].(string); ok && !strings.Contains(r.str("message"), "or null for WR_PROTECT's") {
+			t.Errorf("PUT %v: %s, want a message naming WR_PROTECT", bad, r.raw)
+		}
 	}
 	if g := in.adminRoom("sale").body["gateway"].(map[string]any); g["challenge"] != "pow" || g["difficulty"] != float64(12) {
 		t.Fatalf("a refused PUT changed the settings: %v", g)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -148,8 +149,19 @@ func (m *Main) checkOrigin(ctx context.Context) {
 }
 
 // Run listens on WR_HTTP_ADDR and WR_ADMIN_ADDR and serves until ctx is
-// done; it returns once the streams and HTTP have shut down.
-func (m *Main) Run(ctx context.Context) error { return m.srv.Run(ctx) }
+// done; it returns once the streams and HTTP have shut down. A failure to
+// listen names the variable of the address.
+func (m *Main) Run(ctx context.Context) error {
+	err := m.srv.Run(ctx)
+	var le *server.ListenError
+	if errors.As(err, &le) {
+		return fmt.Errorf("%s: %w", listenVars[le.Field], err)
+	}
+	return err
+}
+
+// listenVars are the variables of server.Config's addresses.
+var listenVars = map[string]string{"HTTPAddr": "WR_HTTP_ADDR", "AdminAddr": "WR_ADMIN_ADDR"}
 
 // Serve is Run on listeners of the caller's (the tests' loopback ports).
 func (m *Main) Serve(ctx context.Context, public, admin net.Listener) error {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"net"
 	"os"
 	"os/exec"
 	"strings"
@@ -41,5 +42,28 @@ func TestHelp(t *testing.T) {
 		if _, stderr, code := run(t, args); code != 1 || !strings.Contains(stderr, "Usage") {
 			t.Errorf("waitingroom %s: exit %d, stderr %q: want 1 with the usage", args, code, stderr)
 		}
+	}
+}
+
+// TestListenFailureNamesVariable: an address the instance cannot listen
+// on stops it with a message naming that address's variable (the server
+// names only its option). A gateway on Redis alone, whose Redis and
+// origin point nowhere: nothing else is needed to reach the listening.
+func TestListenFailureNamesVariable(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { taken.Close() })
+	for _, v := range []string{"WR_HTTP_ADDR", "WR_ADMIN_ADDR"} {
+		t.Run(v, func(t *testing.T) {
+			t.Parallel() // each waits a few seconds for the Redis that is not there
+			env := map[string]string{"WR_DEV": "1", "WR_UPSTREAM": "http://127.0.0.1:9", "REDIS_URL": "redis://127.0.0.1:1/0",
+				"WR_HTTP_ADDR": "127.0.0.1:0", "WR_ADMIN_ADDR": "127.0.0.1:0", v: taken.Addr().String()}
+			stderr, code := commandRun(t, env, "serve")
+			if code != 1 || !strings.Contains(stderr, v+": server: listen on the") || !strings.Contains(stderr, taken.Addr().String()) {
+				t.Errorf("%s taken: exit %d, stderr %q; want 1 and a message naming %s and the address", v, code, stderr, v)
+			}
+		})
 	}
 }

@@ -274,3 +274,28 @@ func TestOperatorRootLeadsToDashboard(t *testing.T) {
 		t.Fatalf("the dashboard: %d", r.status)
 	}
 }
+
+// TestAdminRefusalsNameTheVariables: the admin API's refusals that ask the
+// operator to change a setting name its variable (the admin package names
+// only what cmd hands it, admin.Names), word for word as before.
+func TestAdminRefusalsNameTheVariables(t *testing.T) {
+	in := newEnv(t).start(nil)
+	for _, c := range []struct {
+		method, path, token string
+		body                any
+		status              int
+		message             string
+	}{
+		{"GET", "/admin/rooms", "", nil, 401, "the admin API needs Authorization: Bearer $WR_ADMIN_TOKEN"},
+		{"PUT", "/admin/faults", testAdminToken, map[string]string{"orderDelay": "1s"}, 403,
+			"fault injection is off: start the server with WR_FAULT_INJECTION=on"},
+		{"PUT", "/admin/rooms/default", testAdminToken, map[string]any{"gateway": map[string]any{"pass": "session"}}, 400,
+			"gateway settings need gateway mode (WR_UPSTREAM)"},
+		{"DELETE", "/admin/rooms/default", testAdminToken, nil, 409,
+			"room default is in WR_ROOMS, so every instance would create it again at once: remove it from WR_ROOMS everywhere first"},
+	} {
+		if r := do(t, c.method, in.admin+c.path, c.token, c.body); r.status != c.status || r.str("message") != c.message {
+			t.Errorf("%s %s: %d %s, want %d %q", c.method, c.path, r.status, r.raw, c.status, c.message)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -221,7 +222,7 @@ func (w *wiring) gateway() error {
 	if g.Upstream.URL != "" {
 		var err error
 		if up, err = gateway.NewUpstream(g.Upstream); err != nil {
-			return err
+			return fmt.Errorf("WR_UPSTREAM: %w", err)
 		}
 	}
 	passes, err := pass.New(g.Passes)
@@ -238,7 +239,7 @@ func (w *wiring) gateway() error {
 		Proxy: gateway.New(gateway.Options{
 			Upstream: up, Settings: settings, Slots: p.Queue, Signer: passes, Tokens: p.Tokens,
 			Recorder: p.Recorder, Identity: server.GatewayIdentity(w.http, p.Tokens, p.Access),
-			Logger: p.Logger, Registerer: p.Metrics.Registry,
+			Logger: p.Logger, Registerer: p.Metrics.Registry, TrustedProxiesName: "WR_TRUSTED_PROXIES",
 		}),
 		Settings: settings,
 		Passes:   passes,

@@ -32,7 +32,7 @@ type Rooms interface {
 
 // Options configure a Controller.
 type Options struct {
-	// Window is the length of one signals window (WR_ADAPTIVE_WINDOW).
+	// Window is the length of one signals window.
 	Window time.Duration
 	// Rule holds the default bounds (a room's own minActive/maxActive win),
 	// the sample floor and the p90 ceiling.
@@ -75,10 +75,10 @@ func NewController(rdb redis.UniversalClient, rooms Rooms, o Options) *Controlle
 }
 
 // Rule is the controller's default bounds, sample floor and p90 ceiling
-// (WR_ADAPTIVE_*): the admin API checks a room's own bounds against it.
+// (Options.Rule): the admin API checks a room's own bounds against it.
 func (c *Controller) Rule() Rule { return c.o.Rule }
 
-// Window is the length of one signals window (WR_ADAPTIVE_WINDOW).
+// Window is the length of one signals window (Options.Window).
 func (c *Controller) Window() time.Duration { return c.o.Window }
 
 // State reads what the controller last stored for room. Errors:

@@ -36,8 +36,8 @@ type Recorder struct {
 	acc    map[accKey]*orderAcc
 }
 
-// NewRecorder returns a Recorder for windows of the given length
-// (WR_ADAPTIVE_WINDOW), writing with rdb under the keys of rooms.
+// NewRecorder returns a Recorder for windows of the given length (the
+// controller's Options.Window), writing with rdb under the keys of rooms.
 func NewRecorder(rdb redis.UniversalClient, rooms Rooms, window time.Duration) *Recorder {
 	return &Recorder{rdb: rdb, rooms: rooms, window: window, acc: map[accKey]*orderAcc{}}
 }

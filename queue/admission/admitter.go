@@ -33,7 +33,7 @@ const defaultParallel = 16
 
 // Options configure an Admitter.
 type Options struct {
-	// Interval between ticks (WR_ADMIT_INTERVAL, default 100ms).
+	// Interval between ticks (default 100ms).
 	Interval time.Duration
 	// OnAdmit, when set, is called after every successful admission run,
 	// from one of the tick's goroutines (runs of different rooms are
@@ -135,8 +135,7 @@ type roomRun struct {
 }
 
 // Defaults is the configuration of the rooms the admitter creates when
-// missing (WR_TARGET_ACTIVE, WR_ENTRY_TTL): the admin API creates rooms
-// with it too.
+// missing (Options.Defaults): the admin API creates rooms with it too.
 func (a *Admitter) Defaults() queue.RoomConfig { return a.o.Defaults }
 
 // New returns an Admitter of q's rooms.
@@ -523,7 +522,7 @@ func (a *Admitter) create(ctx context.Context, room string, cfg queue.RoomConfig
 	return a.q.EnsureRoom(ctx, room, cfg)
 }
 
-// configured returns the configuration a configured room (WR_ROOMS) is
+// configured returns the configuration a configured room (Options.Rooms) is
 // created with when missing — its stored definition when it has one, else
 // Defaults — and whether room is configured.
 func (a *Admitter) configured(room string) (queue.RoomConfig, bool) {

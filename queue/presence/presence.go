@@ -2,7 +2,7 @@
 // in Redis, in batches — one pipeline per room a second, not a Redis write
 // per poll — so that the admission run passes over those who stopped
 // coming (presence-aware admission, queue.Options.Grace) and removes those
-// who abandoned the queue (WR_IDLE_TIMEOUT, queue.Options.IdleTimeout).
+// who abandoned the queue (queue.Options.IdleTimeout).
 //
 // A user is seen when they poll (Seen, from the HTTP layer, with the
 // pollAfter the poll was answered) or hold a stream on this instance
@@ -75,7 +75,8 @@ func New(q *queue.Queue, streams Streams, idle time.Duration) *Presence {
 }
 
 // Idle is how long a waiting user may go unseen before losing the place
-// (WR_IDLE_TIMEOUT; 0: never): the idle refusal names it.
+// (New's idle, queue.Options.IdleTimeout; 0: never): the idle refusal
+// names it.
 func (p *Presence) Idle() time.Duration { return p.idle }
 
 // Seen records that user polled room and was told to poll again after

@@ -9,7 +9,7 @@ import (
 	"waitingroom/server/seclog"
 )
 
-// Mode is which requests get a line (WR_ACCESS_LOG).
+// Mode is which requests get a line: the operator's choice.
 type Mode uint8
 
 const (
@@ -21,7 +21,7 @@ const (
 	All
 )
 
-// ParseMode reads WR_ACCESS_LOG's value: off, errors or all.
+// ParseMode reads a Mode's name: off, errors or all.
 func ParseMode(v string) (Mode, error) {
 	switch v {
 	case "errors":

@@ -1,5 +1,5 @@
 // Package accesslog is the access log: one line per request an operator
-// asked for (WR_ACCESS_LOG), within a line budget per status so that a
+// asked for (Mode), within a line budget per status so that a
 // flood of refused requests cannot fill the disk.
 //
 // A line holds what the caller puts in an Entry: never a query string, a

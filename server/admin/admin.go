@@ -28,9 +28,9 @@ import (
 
 // Options are what the management app needs.
 type Options struct {
-	// Token is WR_ADMIN_TOKEN; empty, the admin API refuses everyone.
+	// Token is the admin API's bearer token; empty, it refuses everyone.
 	Token     string
-	BodyLimit int // WR_BODY_LIMIT
+	BodyLimit int // request bodies; larger ones get 413
 	Logger    *slog.Logger
 	Sec       *seclog.Log // security events: failed and throttled authentications
 	// Errors maps the errors of the domain packages the handlers return
@@ -43,8 +43,8 @@ type Options struct {
 	Metrics prometheus.Gatherer
 	Queue   *queue.Queue
 	// Controller reads a room's adaptive state; Rule is its limit rule
-	// (the bounds a room falls back to); Window is WR_ADAPTIVE_WINDOW,
-	// shown while a room has no evaluated window.
+	// (the bounds a room falls back to); Window is the length of its
+	// signals window, shown while a room has no evaluated window.
 	Controller *adaptive.Controller
 	Rule       adaptive.Rule
 	Window     time.Duration
@@ -62,8 +62,9 @@ type Options struct {
 	// DELETE removes it (roomdelete.go). Nil on an instance without
 	// Postgres: the rooms live in Redis alone (HeaderDefinition).
 	Definitions Definitions
-	// Configured are the rooms WR_ROOMS names, which every instance
-	// creates again whenever they are missing: DELETE refuses them.
+	// Configured are the rooms created at start (admission.Options.Rooms),
+	// which every instance creates again whenever they are missing: DELETE
+	// refuses them.
 	Configured []string
 	// History is the rooms' shared history (and their longest waits);
 	// Audit the log of the changes made through the admin API.
@@ -83,6 +84,24 @@ type Options struct {
 	// ClientKey is the subject of the throttle (the client address's key);
 	// ClientIP is the client address as logged.
 	ClientKey, ClientIP func(c *fiber.Ctx) string
+	// Names are the operator's names of the settings that answers ask to
+	// change.
+	Names Names
+}
+
+// Names are what the operator calls the settings that some answers of the
+// admin API ask to change (cmd/waitingroom: its environment variables);
+// the answers quote them as they are.
+type Names struct {
+	Token    string // Options.Token's: the bearer token (401)
+	Rooms    string // Options.Configured's: the rooms created at start
+	Upstream string // gateway mode's origin (gateway settings outside it)
+	// Protect is the configured routes' (gateway.NewStore's defaults),
+	// also the protectFrom of a room without routes of its own.
+	Protect string
+	// FaultInjection is the switch of fault injection (Faults.Enabled),
+	// named with "=on" by the refusal of PUT /admin/faults.
+	FaultInjection string
 }
 
 // Definitions is the durable record of room definitions the admin API
@@ -192,8 +211,8 @@ func (a *app) readyz(c *fiber.Ctx) error {
 	return c.Status(code).JSON(fiber.Map{"status": status, "checks": checks})
 }
 
-// auth requires "Authorization: Bearer $WR_ADMIN_TOKEN" (compared in
-// constant time). Without WR_ADMIN_TOKEN the admin API refuses everyone.
+// auth requires "Authorization: Bearer " and Options.Token (compared in
+// constant time). Without a token the admin API refuses everyone.
 // Failures are logged as security events and throttled per address
 // (throttle.go): past the allowance, 429 before the token is compared.
 func (a *app) auth(c *fiber.Ctx) error {
@@ -204,7 +223,7 @@ func (a *app) auth(c *fiber.Ctx) error {
 	got := api.Bearer(c)
 	if want == "" || subtle.ConstantTimeCompare([]byte(got), []byte(want)) != 1 {
 		a.failed(c, got != "")
-		return &api.Error{Status: 401, Code: "unauthorized", Message: "the admin API needs Authorization: Bearer $WR_ADMIN_TOKEN"}
+		return &api.Error{Status: 401, Code: "unauthorized", Message: "the admin API needs Authorization: Bearer $" + a.Names.Token}
 	}
 	return c.Next()
 }

@@ -23,11 +23,11 @@ const dashboardCSP = api.PageCSP
 // a browser cannot attach a bearer token to a page navigation, so requiring
 // it for the shell would force the token into a URL or a cookie. Everything
 // with data or effect — GET /admin/rooms and PUT /admin/rooms/{room} — goes
-// through the /admin group and needs "Authorization: Bearer
-// $WR_ADMIN_TOKEN" as before. The operator types the token into the page;
-// the script keeps it in sessionStorage (this tab only, gone when the tab
-// closes), sends it only in the Authorization header of same-origin fetches
-// (CSP connect-src 'self'), and never puts it in a URL, a cookie or
+// through the /admin group and needs the admin token (Options.Token) in
+// "Authorization: Bearer …" as before. The operator types the token into
+// the page; the script keeps it in sessionStorage (this tab only, gone when
+// the tab closes), sends it only in the Authorization header of same-origin
+// fetches (CSP connect-src 'self'), and never puts it in a URL, a cookie or
 // localStorage. A token the server refuses is dropped and asked for again.
 // No cookie means no ambient authority, so a cross-site form cannot act on
 // the admin API on the operator's behalf.

@@ -1,9 +1,9 @@
-// Package admin owns the management app (WR_ADMIN_ADDR, never the public
-// port): /healthz, /readyz, /metrics, the profiles under /debug/pprof, the
-// operator dashboard at /admin/ (GET / leads there) and the admin API under
-// /admin (rooms — paged, changed, deleted — and their history, faults,
-// access, stats, the audit log), with its bearer-token check and the
-// in-memory throttle of failed authentications (throttle.go).
+// Package admin owns the management app (the management port, never the
+// public one): /healthz, /readyz, /metrics, the profiles under
+// /debug/pprof, the operator dashboard at /admin/ (GET / leads there) and
+// the admin API under /admin (rooms — paged, changed, deleted — and their
+// history, faults, access, stats, the audit log), with its bearer-token
+// check and the in-memory throttle of failed authentications (throttle.go).
 //
 // New builds the app from Options: the domain objects it reads and changes
 // (the queue, the adaptive controller and its rule, the access lists, the

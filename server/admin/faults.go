@@ -12,9 +12,9 @@ import (
 )
 
 // Fault injection (package faults: an order delay shared through Redis) in
-// the admin API, which shows and sets it. Refusing to set it on an
-// instance without WR_FAULT_INJECTION=on is api's mapping of
-// faults.ErrDisabled.
+// the admin API, which shows and sets it. Setting it on an instance whose
+// fault injection is off (Faults.Enabled) is refused with 403
+// faults_disabled, naming the switch (Names.FaultInjection).
 
 // faultsDoc is the faults as the admin API shows them.
 type faultsDoc struct {
@@ -39,6 +39,14 @@ func (a *app) getFaults(c *fiber.Ctx) error {
 	return c.JSON(newFaultsDoc(a.Faults.Enabled(), d, r))
 }
 
+// faultsDisabled refuses to set the faults on an instance whose fault
+// injection is off (api's faults.ErrDisabled), naming the switch that
+// turns it on.
+func (a *app) faultsDisabled() error {
+	return &api.Error{Status: fiber.StatusForbidden, Code: "faults_disabled",
+		Message: "fault injection is off: start the server with " + a.Names.FaultInjection + "=on"}
+}
+
 func newFaultsDoc(enabled bool, order, row time.Duration) faultsDoc {
 	return faultsDoc{Enabled: enabled, OrderDelay: order.String(), OrderDelayMs: order.Milliseconds(),
 		RowDelay: row.String(), RowDelayMs: row.Milliseconds()}
@@ -54,7 +62,7 @@ type faultsPut struct {
 
 func (a *app) putFaults(c *fiber.Ctx) error {
 	if !a.Faults.Enabled() {
-		return faults.ErrDisabled // before reading the body, whatever it holds
+		return a.faultsDisabled() // before reading the body, whatever it holds
 	}
 	var req faultsPut
 	if err := api.DecodeStrict(c, &req); err != nil {

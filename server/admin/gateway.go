@@ -15,7 +15,7 @@ import (
 // only): how visitors enter (challenge, difficulty), what the pass allows
 // (pass, sessionTtl, sessionMaxTtl, and a session's limits) and which
 // requests need one (protect, and whether those routes are the room's own
-// or WR_PROTECT's).
+// or the configured ones).
 type gatewayDoc struct {
 	Challenge            string   `json:"challenge"`
 	Difficulty           int      `json:"difficulty"`
@@ -32,13 +32,13 @@ type gatewayDoc struct {
 	SessionNetwork       bool     `json:"sessionNetwork"`
 	Protect              []string `json:"protect"`
 	// ProtectFrom is "room" when the room has routes of its own, else
-	// "WR_PROTECT".
+	// Names.Protect (the configured routes').
 	ProtectFrom string `json:"protectFrom"`
 }
 
 // gatewayPut is the "gateway" object of PUT /admin/rooms/{room}; absent
 // fields stay. protect: a list of "METHOD /pattern" (this room's), [] for
-// none, null to go back to WR_PROTECT's.
+// none, null to go back to the configured ones.
 type gatewayPut struct {
 	Challenge     *string         `json:"challenge"`
 	Difficulty    *int            `json:"difficulty"`
@@ -67,7 +67,7 @@ func (a *app) gatewayDocOf(room string) *gatewayDoc {
 		SessionTTL: fmtDuration(s.SessionTTL), SessionTTLSeconds: s.SessionTTL.Seconds(),
 		SessionMaxTTL: fmtDuration(s.SessionMax), SessionMaxTTLSeconds: s.SessionMax.Seconds(),
 		SessionRate: s.SessionRate, SessionBurst: s.SessionBurst, SessionInFlight: s.SessionInFlight, SessionNetwork: s.SessionNetwork,
-		Protect: []string{}, ProtectFrom: "WR_PROTECT"}
+		Protect: []string{}, ProtectFrom: a.Names.Protect}
 	if s.Protect != nil {
 		d.ProtectFrom = "room"
 	}
@@ -85,7 +85,7 @@ func (a *app) putGateway(c *fiber.Ctx, room string, req *gatewayPut) error {
 		return nil
 	}
 	if a.Gateway == nil {
-		return api.BadRequest("gateway settings need gateway mode (WR_UPSTREAM)")
+		return api.BadRequest("gateway settings need gateway mode (" + a.Names.Upstream + ")")
 	}
 	s := a.Gateway.Get(room)
 	if req.Challenge != nil {
@@ -114,7 +114,7 @@ func (a *app) putGateway(c *fiber.Ctx, room string, req *gatewayPut) error {
 	}
 	if len(req.Protect) > 0 {
 		if err := json.Unmarshal(req.Protect, &s.Protect); err != nil {
-			return api.BadRequest(`protect must be a list of "METHOD /path" (this room's routes), [] for none, or null for WR_PROTECT's`)
+			return api.BadRequest(`protect must be a list of "METHOD /path" (this room's routes), [] for none, or null for ` + a.Names.Protect + `'s`)
 		}
 	}
 	_, err := a.Gateway.Put(c.UserContext(), room, s)

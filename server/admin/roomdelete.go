@@ -25,8 +25,8 @@ var besideKeys = []string{"adaptive", "history", "history:meta", "history:ticket
 // deleteRoom answers DELETE /admin/rooms/{room}[?force=true] with 204.
 //
 // Refusals: 400 for an invalid name or force value; 409 room_configured
-// for a room WR_ROOMS names (every instance would create it again at
-// once); 409 room_not_empty while anyone waits, is pre-queued or is
+// for a room of Options.Configured (every instance would create it again
+// at once); 409 room_not_empty while anyone waits, is pre-queued or is
 // admitted, unless force; 404 room_not_found when nothing of the room is
 // left anywhere; 503 when Postgres or Redis does not answer.
 //
@@ -52,7 +52,7 @@ func (a *app) deleteRoom(c *fiber.Ctx) error {
 	}
 	if slices.Contains(a.Configured, room) {
 		return &api.Error{Status: fiber.StatusConflict, Code: "room_configured",
-			Message: "room " + room + " is in WR_ROOMS, so every instance would create it again at once: remove it from WR_ROOMS everywhere first"}
+			Message: "room " + room + " is in " + a.Names.Rooms + ", so every instance would create it again at once: remove it from " + a.Names.Rooms + " everywhere first"}
 	}
 	ctx := c.UserContext()
 	r, err := a.Queue.Room(ctx, room)

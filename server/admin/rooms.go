@@ -32,7 +32,7 @@ type roomDoc struct {
 	// once (they keep their place until seen again or dropped as idle).
 	PassedOver int64 `json:"passedOver"`
 	// Mode is "fixed" or "adaptive"; MinActive and MaxActive bound the
-	// adaptive limit (the room's own, else WR_ADAPTIVE_MIN/MAX).
+	// adaptive limit (the room's own, else Options.Rule's Min and Max).
 	Mode       string          `json:"mode"`
 	MinActive  int64           `json:"minActive"`
 	MaxActive  int64           `json:"maxActive"`
@@ -94,13 +94,16 @@ func toRoomDoc(r queue.RoomInfo) roomDoc {
 
 // HeaderDefinition is the header of a PUT /admin/rooms/{room} answer on an
 // instance that records no room definitions (no Postgres: gateway mode
-// without DATABASE_URL); its value is NotRecorded. The change is in force
-// in Redis, but a Redis that lost its data loses it: a room WR_ROOMS names
-// comes back with the configured defaults, any other does not come back.
-const (
-	HeaderDefinition = "Waitingroom-Definition"
-	NotRecorded      = "not-recorded; no Postgres (DATABASE_URL unset): after a Redis data loss only WR_ROOMS rooms come back, with the configured defaults"
-)
+// without DATABASE_URL); its value is notRecorded's. The change is in
+// force in Redis, but a Redis that lost its data loses it: a room of
+// Options.Configured comes back with the configured defaults, any other
+// does not come back.
+const HeaderDefinition = "Waitingroom-Definition"
+
+// notRecorded is HeaderDefinition's value: "not-recorded; " and why.
+func (a *app) notRecorded() string {
+	return "not-recorded; no Postgres (DATABASE_URL unset): after a Redis data loss only " + a.Names.Rooms + " rooms come back, with the configured defaults"
+}
 
 // errNotRecorded answers a change that is in force in Redis but whose
 // definition Postgres did not record: repeating the PUT records it.
@@ -144,8 +147,8 @@ type roomPut struct {
 	EntryTTL     json.RawMessage `json:"entryTtl"` // "90s" or a number of seconds
 	Paused       *bool           `json:"paused"`
 	Mode         *string         `json:"mode"`      // "fixed" or "adaptive"
-	MinActive    *int64          `json:"minActive"` // 0: back to WR_ADAPTIVE_MIN
-	MaxActive    *int64          `json:"maxActive"` // 0: back to WR_ADAPTIVE_MAX
+	MinActive    *int64          `json:"minActive"` // 0: back to Options.Rule's Min
+	MaxActive    *int64          `json:"maxActive"` // 0: back to Options.Rule's Max
 	Method       *string         `json:"method"`
 	OpensAt      json.RawMessage `json:"opensAt"` // RFC 3339; null or "" clears
 	Gateway      *gatewayPut     `json:"gateway"` // gateway mode only
@@ -194,7 +197,7 @@ func (a *app) putRoom(c *fiber.Ctx) error {
 	// was not recorded. Without a record at all the change is made in
 	// Redis alone, and the answer's header says so.
 	if a.Definitions == nil {
-		c.Set(HeaderDefinition, NotRecorded)
+		c.Set(HeaderDefinition, a.notRecorded())
 	} else if err := a.Definitions.PutRoomDefinition(c.UserContext(), r.Name, r.RoomConfig, u); err != nil {
 		inForce(c)
 		return errors.Join(errNotRecorded, err)

@@ -20,9 +20,9 @@ import (
 // returns. Only failures count.
 //
 // The state is in this instance's memory, not Redis: the management port
-// listens on loopback or an operator network by default (WR_ADMIN_ADDR),
-// its clients are few, and the admin API must keep answering while Redis is
-// down. With a 16-byte random token, 10 guesses a minute is no threat.
+// listens on loopback or an operator network by default, its clients are
+// few, and the admin API must keep answering while Redis is down. With a
+// 16-byte random token, 10 guesses a minute is no threat.
 const (
 	failBurst = 10
 	failEvery = 6 * time.Second // 10 a minute

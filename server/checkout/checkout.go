@@ -47,8 +47,8 @@ type Options struct {
 	// (pgstore.Store does).
 	Orders   OrderReader
 	Recorder Recorder
-	// Timeout is the order transaction's deadline (WR_ORDER_TIMEOUT); a
-	// consumed token is in flight for at most twice as long.
+	// Timeout is the order transaction's deadline; a consumed token is in
+	// flight for at most twice as long.
 	Timeout time.Duration
 	// Delay, when set, is the injected order delay now (faults.OrderDelay).
 	Delay func() time.Duration
@@ -86,7 +86,7 @@ type Request struct {
 	Room, User string // from the queue token; User is the numeric user id
 	EntryToken string // "" when the client sent none
 	ProductID  int64  // validated by the caller: > 0
-	Quantity   int    // validated by the caller: 1…WR_MAX_QUANTITY
+	Quantity   int    // validated by the caller: 1 to its configured maximum
 	// Limits, when set, is checked after the token's presence and before
 	// anything else; its error is returned as is.
 	Limits func(ctx context.Context) error

@@ -14,14 +14,12 @@ import (
 // Resolver tells what a request says of its client, believing only the
 // trusted proxies.
 type Resolver struct {
-	// TrustedProxies (WR_TRUSTED_PROXIES) may tell the client's IP in
-	// Header (WR_CLIENT_IP_HEADER), the scheme in X-Forwarded-Proto and
-	// the request id; from anyone else those headers (and
-	// X-Forwarded-For) are ignored.
+	// TrustedProxies may tell the client's IP in Header, the scheme in
+	// X-Forwarded-Proto and the request id; from anyone else those headers
+	// (and X-Forwarded-For) are ignored.
 	TrustedProxies []*net.IPNet
 	Header         string
-	// AlwaysHTTPS (WR_COOKIE_SECURE): every request counts as HTTPS (the
-	// operator says so).
+	// AlwaysHTTPS: every request counts as HTTPS (the operator says so).
 	AlwaysHTTPS bool
 }
 

@@ -1,6 +1,6 @@
 // Package client tells what a request says of its client, believing only
-// the trusted proxies (WR_TRUSTED_PROXIES): the client's address and the
-// key per-address limits count it by, whether the request came over
+// the trusted proxies (Resolver.TrustedProxies): the client's address and
+// the key per-address limits count it by, whether the request came over
 // HTTPS, and the request id a trusted proxy passed on. The public app's
 // handlers, the gateway's identity and the management app's throttle all
 // ask it, so that they agree on who a client is.

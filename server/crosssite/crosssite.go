@@ -31,24 +31,25 @@ import (
 //     another site could make its visitors' browsers take places;
 //   - every WebSocket handshake, cookie or not;
 //
-// unless it comes from the same origin or from an origin in WR_CORS_ORIGINS
+// unless it comes from the same origin or from an origin in Gate.Origins
 // (the operator's list of trusted origins). Same origin is judged from
 // Sec-Fetch-Site when the browser sends it (same-origin and none pass;
 // same-site and cross-site pass only with an allowed Origin), else from the
 // Origin header against the request's Host ("null" is foreign; the host and
-// port are compared, not the scheme, which a server behind a TLS-terminating
-// proxy may not know; behind a WR_TRUSTED_PROXIES peer its X-Forwarded-Host
-// counts too). A request with neither header is not from a browser's
-// cross-site context and passes. Requests carrying an Authorization header
-// and no cookie (non-browser clients, the load tool, the page's own bearer
-// calls) are unaffected: another site cannot make a browser send that
-// header without a CORS preflight, which only WR_CORS_ORIGINS pass.
+// port are compared, not the scheme, which a server behind a
+// TLS-terminating proxy may not know; behind a trusted proxy its
+// X-Forwarded-Host counts too). A request with neither header is not from a
+// browser's cross-site context and passes. Requests carrying an
+// Authorization header and no cookie (non-browser clients, the load tool,
+// the page's own bearer calls) are unaffected: another site cannot make a
+// browser send that header without a CORS preflight, which only
+// Gate.Origins pass.
 var ErrCrossSite = &api.Error{Status: fiber.StatusForbidden, Code: "cross_site",
 	Message: "this request must come from the waiting room's own pages or an allowed origin"}
 
 // Gate applies the rule above.
 type Gate struct {
-	// Origins (WR_CORS_ORIGINS) are the operator's trusted origins.
+	// Origins are the operator's trusted origins.
 	Origins []string
 	// Anonymous (gateway mode): every state-changing request without an
 	// Authorization header is judged, cookie or not.
@@ -125,7 +126,7 @@ func (g *Gate) sameOrigin(c *fiber.Ctx) bool {
 	return fwd != "" && g.Clients.Trusted(c.Context().RemoteIP()) && strings.EqualFold(u.Host, strings.TrimSpace(fwd))
 }
 
-// allowedOrigin reports whether origin is in WR_CORS_ORIGINS.
+// allowedOrigin reports whether origin is in g.Origins.
 func (g *Gate) allowedOrigin(origin string) bool {
 	for _, o := range g.Origins {
 		if strings.EqualFold(o, origin) {

@@ -6,9 +6,9 @@
 // The delay is set through the admin API, stored in Redis (one hash,
 // "<prefix>faults", built in keys.go) and read by every instance twice a
 // second (Faults.Run), so a change on one instance is in force on all
-// within RefreshEvery. An instance started without WR_FAULT_INJECTION=on
-// (New's enabled false) refuses to set it (ErrDisabled) and never applies
-// it, whatever Redis holds.
+// within RefreshEvery. An instance started without fault injection (New's
+// enabled false) refuses to set it (ErrDisabled) and never applies it,
+// whatever Redis holds.
 //
 // Concurrency: a Faults is safe for concurrent use; OrderDelay reads an
 // atomic copy, Run loads on the caller's goroutine until its context is

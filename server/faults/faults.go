@@ -31,7 +31,8 @@ type Faults struct {
 }
 
 // New returns the faults stored under prefix (the server's key prefix);
-// enabled is WR_FAULT_INJECTION. It does no I/O.
+// enabled is the operator's switch: off, the faults are never set here
+// nor applied. It does no I/O.
 func New(rdb redis.UniversalClient, prefix string, enabled bool) *Faults {
 	return &Faults{rdb: rdb, key: key(prefix), enabled: enabled}
 }

@@ -1,10 +1,11 @@
 // Package gateway is gateway mode: the waiting room in front of any origin.
-// With WR_UPSTREAM set, the public port answers every path outside Prefix
-// (/_wr) here, below Fiber. Routes (WR_PROTECT, and a room's own through
-// the admin API) say which requests need a pass and which room queues
-// them, matched on a canonical form of the path at least as lenient as the
-// origins behind (routes.go); a path origins read differently is 400. A
-// request no route covers is forwarded at once, with no Redis call.
+// With an origin set, the public port answers every path outside Prefix
+// (/_wr) here, below Fiber. Routes (the configured ones, NewStore's
+// defaults, and a room's own through the admin API) say which requests need
+// a pass and which room queues them, matched on a canonical form of the
+// path at least as lenient as the origins behind (routes.go); a path
+// origins read differently is 400. A request no route covers is forwarded
+// at once, with no Redis call.
 //
 // A protected request carries a pass or is refused (a page navigation gets
 // 303 to the room's waiting page, anything else 403 pass_required).

@@ -11,12 +11,12 @@ import (
 	"waitingroom/server/pass"
 )
 
-// Forward auth (WR_FORWARD_AUTH=on): the site keeps its own reverse proxy
-// (nginx, Caddy, Traefik, Envoy), which asks AuthPath about each request
-// before it forwards it, and the gateway forwards nothing. The question
-// is the original request, told in headers by a proxy of
-// WR_TRUSTED_PROXIES (only those are believed: anyone else is refused),
-// in one of two conventions:
+// Forward auth (New without an Upstream): the site keeps its own reverse
+// proxy (nginx, Caddy, Traefik, Envoy), which asks AuthPath about each
+// request before it forwards it, and the gateway forwards nothing. The
+// question is the original request, told in headers by one of the server's
+// trusted proxies (only those are believed: anyone else is refused), in one
+// of two conventions:
 //
 //   - X-Forwarded-Method and X-Forwarded-Uri (Caddy's forward_auth,
 //     Traefik's ForwardAuth, Envoy's ext_authz with those headers set): the
@@ -53,14 +53,14 @@ import (
 const AuthPath = Prefix + "/auth"
 
 // Authorize answers one request of AuthPath; trusted: its peer is one of
-// WR_TRUSTED_PROXIES; denied: its client (as the proxy tells it) is on the
-// deny list.
+// the server's trusted proxies; denied: its client (as the proxy tells it)
+// is on the deny list.
 func (g *Gateway) Authorize(ctx *fasthttp.RequestCtx, trusted, denied bool) {
 	if !trusted {
 		ctx.SetUserValue(judgedKey{}, &judged{decision: "refused"})
 		g.m.requests.WithLabelValues("unknown", "untrusted_proxy").Inc()
 		writeJSON(ctx, fasthttp.StatusForbidden, 0, map[string]string{"error": "untrusted_proxy",
-			"message": "this endpoint answers the proxies of WR_TRUSTED_PROXIES only; add this proxy's address there"})
+			"message": "this endpoint answers the proxies of " + g.o.TrustedProxiesName + " only; add this proxy's address there"})
 		return
 	}
 	h := &ctx.Request.Header

@@ -72,6 +72,10 @@ type Options struct {
 	Logger   *slog.Logger
 	// Registerer receives the gateway's metrics (nil: none registered).
 	Registerer prometheus.Registerer
+	// TrustedProxiesName is what the operator calls the trusted proxies'
+	// setting: forward auth's refusal of any other peer says to add the
+	// proxy there (cmd/waitingroom: the variable's name).
+	TrustedProxiesName string
 }
 
 // Gateway answers every request of the public port outside Prefix: it
@@ -145,7 +149,7 @@ func (g *Gateway) Close() {
 }
 
 // BodyLimit is the largest request body forwarded to the origin
-// (WR_UPSTREAM_BODY_LIMIT): the public port reads no more. 0 in forward
+// (origin.Config.BodyLimit): the public port reads no more. 0 in forward
 // auth, which forwards nothing.
 func (g *Gateway) BodyLimit() int {
 	if g.auth {

@@ -23,15 +23,16 @@ type Route struct {
 	Room    string
 }
 
-// String is the route as WR_PROTECT writes it: "GET /checkout/*=sale".
+// String is the route as ParseRoutes reads it: "GET /checkout/*=sale".
 func (r Route) String() string { return r.Method + " " + r.Pattern + "=" + r.Room }
 
 // methods a route may name: the methods the public port accepts at all.
 var methods = map[string]bool{"*": true, "GET": true, "HEAD": true, "POST": true, "PUT": true,
 	"DELETE": true, "PATCH": true, "OPTIONS": true, "CONNECT": true, "TRACE": true}
 
-// ParseRoutes reads WR_PROTECT's form: comma-separated "METHOD /pattern=room".
-// An empty string is no route. Errors say which entry is wrong and why.
+// ParseRoutes reads the configured routes' form, comma-separated
+// "METHOD /pattern=room". An empty string is no route. Errors say which
+// entry is wrong and why.
 func ParseRoutes(s string) ([]Route, error) {
 	var out []Route
 	for _, entry := range strings.Split(s, ",") {

@@ -46,7 +46,7 @@ type Settings struct {
 	SessionBurst    int     `json:"sessionBurst"`
 	SessionInFlight int     `json:"sessionInFlight"`
 	SessionNetwork  bool    `json:"sessionNetwork"`
-	// Protect, when set, replaces the room's routes from WR_PROTECT: each
+	// Protect, when set, replaces the room's configured routes: each
 	// "METHOD /pattern" (the room is this one).
 	Protect []string `json:"protect"`
 }
@@ -78,11 +78,12 @@ const (
 	DefaultSessionInFlight = 16
 )
 
-// Default are the settings of a room nobody has changed: a proof of work
-// of difficulty leading zero bits (package pow's default, or
-// WR_POW_DIFFICULTY; WR_GATEWAY_CHALLENGE=off turns it off), and once
-// passes. Anonymous enters are free to make; the proof is what each costs
-// a bot (docs/security.md, "Queue stuffing by anonymous visitors").
+// Default are the settings of a room nobody has changed: a proof of work of
+// difficulty leading zero bits (package pow's default unless the operator
+// chose another), and once passes; an operator who turns the challenge off
+// has the composition root set Challenge to ChallengeOff. Anonymous enters
+// are free to make; the proof is what each costs a bot (docs/security.md,
+// "Queue stuffing by anonymous visitors").
 func Default(difficulty int) Settings {
 	return Settings{Challenge: ChallengePoW, Difficulty: difficulty, Pass: PassOnce, VisitTTL: DefaultVisitTTL,
 		SessionTTL: 10 * time.Minute, SessionMax: time.Hour,
@@ -133,7 +134,7 @@ type snapshot struct {
 type Store struct {
 	rdb      redis.UniversalClient
 	key      string
-	defaults []Route // WR_PROTECT
+	defaults []Route // the configured routes
 	base     Settings
 	cur      loop.Latest[snapshot]
 }
@@ -148,7 +149,7 @@ func NewStore(rdb redis.UniversalClient, prefix string, defaults []Route, base S
 }
 
 // build compiles the route table: a room with its own Protect replaces
-// its WR_PROTECT routes.
+// its configured routes.
 func (st *Store) build(rooms map[string]Settings) *snapshot {
 	var routes []Route
 	for _, r := range st.defaults {
@@ -236,8 +237,8 @@ func (st *Store) Put(ctx context.Context, room string, s Settings) (Settings, er
 }
 
 // Delete removes room's settings — a deleted room's, so that a room
-// created again under its name starts from the base settings and
-// WR_PROTECT's routes — and reports whether it had any; then it reloads
+// created again under its name starts from the base settings and the
+// configured routes — and reports whether it had any; then it reloads
 // the settings here (other instances follow within RefreshEvery).
 func (st *Store) Delete(ctx context.Context, room string) (bool, error) {
 	n, err := st.rdb.HDel(ctx, st.key, room).Result()

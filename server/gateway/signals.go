@@ -13,7 +13,7 @@ import (
 //
 //   - a visitor (the pass's subject) gives at most one sample a window
 //     (its first request's latency and outcome), so with the default
-//     WR_ADAPTIVE_MIN_SAMPLES (20) one visitor is at most a twentieth of
+//     adaptive.Rule.MinSamples (20) one visitor is at most a twentieth of
 //     a window's samples, below what moves the p90;
 //   - a failure counts only once confirmFailing distinct visitors failed
 //     in the window, on this instance: the first failures wait, and are

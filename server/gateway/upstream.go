@@ -24,7 +24,7 @@ func NewUpstream(c origin.Config) (*origin.Client, error) {
 	c.PassHeader = pass.HeaderName
 	u, err := origin.New(c)
 	if err != nil {
-		return nil, fmt.Errorf("gateway: WR_UPSTREAM: %w", err)
+		return nil, fmt.Errorf("gateway: upstream URL: %w", err)
 	}
 	return u, nil
 }
@@ -63,7 +63,7 @@ func newTunnelMetrics(reg prometheus.Registerer, u *origin.Client) tunnelMetrics
 				Help: "WebSocket connections joined to the origin, open now."}, func() float64 { return float64(u.Tunnels()) }),
 			m.refused,
 			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "waitingroom_gateway_tunnels_idle_closed_total",
-				Help: "Tunnels closed after WR_TUNNEL_IDLE_TIMEOUT with no byte either way."}, func() float64 { return float64(u.TunnelsIdleClosed()) }),
+				Help: "Tunnels closed after the tunnel idle timeout with no byte either way."}, func() float64 { return float64(u.TunnelsIdleClosed()) }),
 		)
 	}
 	return m

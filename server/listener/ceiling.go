@@ -28,12 +28,13 @@ func ceilingFor(nofile, reserved int) int {
 	return max(nofile-reserved-margin, 1)
 }
 
-// PerAddressCap is the default of WR_MAX_CONNS_PER_IP: 5 % of the
-// connection ceiling, at least 8. One address — one host, or one IPv6 /64 —
-// can then never hold more than a twentieth of the instance, so it takes at
-// least twenty addresses to fill it, while a browser (about 6 connections
-// per host, one of them a stream) and a household or office behind one NAT
-// fit easily: at the ceiling derived from 20,000 descriptors the cap is 970.
-// Carrier-grade NATs and proxies that carry many clients belong on the
-// access allow list or in WR_TRUSTED_PROXIES.
+// PerAddressCap is the per-address cap (Config.PerAddr) of a server
+// configured with none: 5 % of the connection ceiling, at least 8. One
+// address — one host, or one IPv6 /64 — can then never hold more than a
+// twentieth of the instance, so it takes at least twenty addresses to fill
+// it, while a browser (about 6 connections per host, one of them a stream)
+// and a household or office behind one NAT fit easily: at the ceiling
+// derived from 20,000 descriptors the cap is 970. Carrier-grade NATs and
+// proxies that carry many clients belong on the access allow list or among
+// the server's trusted proxies.
 func PerAddressCap(maxConns int) int { return max(maxConns/20, 8) }

@@ -15,14 +15,16 @@ import (
 // Config is the public listener's configuration and its callbacks into the
 // server. The zero values of the callbacks do nothing.
 type Config struct {
-	// MaxConns caps the open public connections (WR_MAX_CONNS, derived by
-	// Ceiling when 0 there); it must be positive here.
+	// MaxConns caps the open public connections (the composition root
+	// derives it with Ceiling when the operator sets none); it must be
+	// positive here.
 	MaxConns int
 	// PerAddr caps the open connections of one client address (AddrKey of
-	// the peer; WR_MAX_CONNS_PER_IP, derived by PerAddressCap); 0: no cap.
+	// the peer); 0: no cap. A server configured with none passes
+	// PerAddressCap's.
 	PerAddr int
-	// FirstRequest (WR_FIRST_REQUEST_TIMEOUT) closes a connection that has
-	// not sent one complete request this long after accept; 0: no deadline.
+	// FirstRequest closes a connection that has not sent one complete
+	// request this long after accept; 0: no deadline.
 	FirstRequest time.Duration
 	// Exempt says which peers are counted against the ceiling only, not
 	// per address (the server's trusted proxies and allow list).

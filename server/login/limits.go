@@ -13,11 +13,11 @@ import (
 // BCrypt. When Redis cannot decide, they fail closed (a *LimiterError):
 // BCrypt is the CPU sink.
 //
-//	login_attempts_ip  WR_LIMIT_LOGIN_ATTEMPTS_IP 120/1m:60  every attempt per address: the CPU guard
+//	login_attempts_ip  Config.AttemptsIP  120/1m:60  every attempt per address: the CPU guard
 //	                   against one client looping on an account it knows the password of
-//	login_ip           WR_LIMIT_LOGIN_IP          10/1m:10   failures per address (any accounts)
-//	login_pair         WR_LIMIT_LOGIN_PAIR        5/5m:5     failures per account and address
-//	login_id           WR_LIMIT_LOGIN_ID          10/1m:5    failures per account, from anywhere
+//	login_ip           Config.IP          10/1m:10   failures per address (any accounts)
+//	login_pair         Config.Pair        5/5m:5     failures per account and address
+//	login_id           Config.ID          10/1m:5    failures per account, from anywhere
 //
 // Before BCrypt, login_id is peeked (nothing recorded), then one script
 // decides login_attempts_ip, login_ip and login_pair at once, all or

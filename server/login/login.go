@@ -20,15 +20,15 @@ const bcryptWait = 2 * time.Second
 
 // Config holds the login settings.
 type Config struct {
-	BcryptCost int // WR_BCRYPT_COST: the dummy hash's cost
-	// BcryptConcurrency (WR_BCRYPT_CONCURRENCY) is how many BCrypt
+	BcryptCost int // the dummy hash's cost
+	// BcryptConcurrency is how many BCrypt
 	// verifications run at once; 0: half the cores, at least 1.
 	BcryptConcurrency int
 	// The four login limits (see the package doc).
-	AttemptsIP ratelimit.Limit // login_attempts_ip, WR_LIMIT_LOGIN_ATTEMPTS_IP
-	IP         ratelimit.Limit // login_ip, WR_LIMIT_LOGIN_IP
-	Pair       ratelimit.Limit // login_pair, WR_LIMIT_LOGIN_PAIR
-	ID         ratelimit.Limit // login_id, WR_LIMIT_LOGIN_ID
+	AttemptsIP ratelimit.Limit // login_attempts_ip
+	IP         ratelimit.Limit // login_ip
+	Pair       ratelimit.Limit // login_pair
+	ID         ratelimit.Limit // login_id
 }
 
 // Store is what a login needs from Postgres (pgstore.Store): an unknown

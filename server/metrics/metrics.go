@@ -95,7 +95,7 @@ func (m *Metrics) histogram(name, help string, buckets []float64) prometheus.His
 func (m *Metrics) registerQueue() {
 	m.Orders = m.counterVec("waitingroom_orders_total", "Order attempts by result.", "result")
 	m.DependencyUp = m.gaugeVec("waitingroom_dependency_up", "1 when the dependency (redis, postgres) answered this instance's last readiness check (every 5 s, as GET /readyz checks), else 0.", "dependency")
-	m.RoomsMissing = m.gauge("waitingroom_rooms_missing", "Configured rooms (WR_ROOMS) absent from Redis at this instance's last readiness check (every 5 s, as GET /readyz's rooms check); kept while Redis does not answer.")
+	m.RoomsMissing = m.gauge("waitingroom_rooms_missing", "Configured rooms (those created at start) absent from Redis at this instance's last readiness check (every 5 s, as GET /readyz's rooms check); kept while Redis does not answer.")
 }
 
 // registerHTTP: requests, logins, layer 1 and the public connections.
@@ -108,12 +108,12 @@ func (m *Metrics) registerHTTP() {
 	m.Registry.MustRegister(m.HTTPDuration)
 	m.Bcrypt = m.histogram("waitingroom_bcrypt_seconds", "BCrypt password verifications (login only).",
 		[]float64{.01, .025, .05, .075, .1, .15, .25, .5, 1, 2.5})
-	m.BcryptBusy = m.counter("waitingroom_bcrypt_busy_total", "Logins answered 503 because every BCrypt slot (WR_BCRYPT_CONCURRENCY) stayed taken for 2 s.")
+	m.BcryptBusy = m.counter("waitingroom_bcrypt_busy_total", "Logins answered 503 because every BCrypt slot stayed taken for 2 s.")
 	m.RateLimited = m.counterVec("waitingroom_rate_limited_total", "Requests refused with 429 by layer 1, by limit.", "limit")
 	m.SecEvents = m.counterVec("waitingroom_security_events_total", "Security events by name (login_failed, token_refused, rate_limited, cross_site, admin_auth_failed, admin_auth_throttled, challenge_refused), counted whether or not their log line was suppressed.", "event")
-	m.ConnRefused = m.counterVec("waitingroom_connections_refused_total", "Public connections refused with 503 at accept, by reason: ceiling (WR_MAX_CONNS) or per_address (WR_MAX_CONNS_PER_IP).", "reason")
+	m.ConnRefused = m.counterVec("waitingroom_connections_refused_total", "Public connections refused with 503 at accept, by reason: ceiling (the connection cap) or per_address (the per-address cap).", "reason")
 	m.ProtocolRefused = m.counterVec("waitingroom_protocol_refused_total", "Requests refused at the HTTP protocol's edge before any handler, by reason (content_encoding, length_and_chunked, method).", "reason")
-	m.IdleClosed = m.counter("waitingroom_connections_idle_closed_total", "Public connections closed for not sending a complete first request within WR_FIRST_REQUEST_TIMEOUT.")
+	m.IdleClosed = m.counter("waitingroom_connections_idle_closed_total", "Public connections closed for not sending a complete first request within the first-request timeout.")
 }
 
 // registerStreams: the push streams.
@@ -121,7 +121,7 @@ func (m *Metrics) registerStreams() {
 	m.Streams = m.gaugeVec("waitingroom_stream_connections", "Open push streams by transport (sse, ws).", "transport")
 	m.StreamEvents = m.counterVec("waitingroom_stream_events_total", "Status updates written to push streams.", "transport")
 	m.StreamDrops = m.counter("waitingroom_stream_dropped_total", "Streams dropped because their client did not read (slow or dead).")
-	m.StreamReplaced = m.counter("waitingroom_stream_replaced_total", "Streams ended because their user opened a newer one beyond WR_MAX_STREAMS_PER_USER (the newest wins).")
+	m.StreamReplaced = m.counter("waitingroom_stream_replaced_total", "Streams ended because their user opened a newer one beyond the per-user stream cap (the newest wins).")
 	m.FanoutLag = m.histogram("waitingroom_stream_fanout_lag_seconds",
 		"From an admission or departure being published (Redis clock) to its update being written to a stream.",
 		[]float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5})

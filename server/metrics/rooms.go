@@ -11,12 +11,11 @@ import (
 type Options struct {
 	// QuietAfter: a room's series are removed once it has had no activity
 	// here (an admission run of this instance's, an enter through it) for
-	// this long; DefaultQuietAfter when 0. WR_METRICS_ROOM_QUIET.
+	// this long; DefaultQuietAfter when 0.
 	QuietAfter time.Duration
 	// MaxRooms: at most this many rooms have series at once; a room
 	// active beyond it gets none (counted in waitingroom_rooms_left_out)
 	// until a room with series goes quiet. DefaultMaxRooms when 0.
-	// WR_METRICS_MAX_ROOMS.
 	MaxRooms int
 	// Now is the clock (time.Now when nil): the tests drive it.
 	Now func() time.Time
@@ -126,7 +125,7 @@ func newRooms(o Options) *rooms {
 	r.admitted = cv("waitingroom_admitted_total", "Users admitted by this instance's admission runs.")
 	r.entered = cv("waitingroom_entered_total", "New tickets issued through this instance.")
 	r.expired = cv("waitingroom_entry_expired_total", "Admissions whose entry window ended unused (no-shows), pruned by this instance.")
-	r.abandoned = cv("waitingroom_abandoned_total", "Waiting users removed for neither polling nor holding a stream for WR_IDLE_TIMEOUT (counted by the instance whose admission run removed them).")
+	r.abandoned = cv("waitingroom_abandoned_total", "Waiting users removed for neither polling nor holding a stream for the idle timeout (counted by the instance whose admission run removed them).")
 	r.passedOver = cv("waitingroom_passed_over_total", "Absent waiting users this instance's admission runs passed over (presence-aware admission), each counted once, when the first user behind them was admitted; they keep their place until seen again or dropped as idle.")
 	r.etaError = gv("waitingroom_eta_error_ratio",
 		"Median |ETA − wait| ÷ wait of the estimates shown to the room's last in line and to the one in the middle over the last hour, judged once they had their turn (0 until one is: see waitingroom_eta_judged).")
@@ -148,8 +147,8 @@ func newRooms(o Options) *rooms {
 	r.totExpired = c("waitingroom_rooms_entry_expired_total", "Admissions whose entry window ended unused, pruned by this instance, all rooms.")
 	r.totAbandoned = c("waitingroom_rooms_abandoned_total", "Waiting users removed as idle by this instance's admission runs, all rooms.")
 	r.totPassedOver = c("waitingroom_rooms_passed_over_total", "Absent waiting users passed over by this instance's admission runs (each once), all rooms.")
-	r.withSeries = g("waitingroom_rooms_with_series", "Rooms with per-room series here: active here within WR_METRICS_ROOM_QUIET, at most WR_METRICS_MAX_ROOMS.")
-	r.leftOut = g("waitingroom_rooms_left_out", "Rooms active here within WR_METRICS_ROOM_QUIET that have no per-room series because WR_METRICS_MAX_ROOMS rooms have them; the totals (waitingroom_rooms_*) count them.")
+	r.withSeries = g("waitingroom_rooms_with_series", "Rooms with per-room series here: active here within the quiet time, at most the rooms cap.")
+	r.leftOut = g("waitingroom_rooms_left_out", "Rooms active here within the quiet time that have no per-room series because the rooms cap is reached; the totals (waitingroom_rooms_*) count them.")
 	return r
 }
 

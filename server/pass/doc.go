@@ -11,8 +11,8 @@
 // (JWKS) the gateway publishes; package passcheck does that for an origin
 // written in Go, and its doc says how to do it in any other language.
 //
-// Keys are 32-byte Ed25519 seeds in base64 (WR_PASS_KEY signs; the keys
-// of WR_PASS_KEY_PREVIOUS only stay published): key.go's opening comment
+// Keys are 32-byte Ed25519 seeds in base64 (Config.Key signs; the keys of
+// Config.Previous only stay published): key.go's opening comment
 // says how to make one and how to rotate them without an origin ever
 // refusing a pass.
 //

@@ -19,17 +19,18 @@ import (
 // (or GenerateKey). A key's id (kid, in every pass's header and in the key
 // set) is the first 8 bytes of the SHA-256 of its public key, in hex.
 //
-// Rotation: cmd reads WR_PASS_KEY (Config.Key, which signs every pass) and
-// WR_PASS_KEY_PREVIOUS (Config.Previous: keys that sign nothing but stay
-// in the published key set, so origins keep accepting the passes they
-// signed until those expire). To rotate without an origin
-// ever refusing a pass, even while instances of the gateway run with
-// different settings:
+// Rotation: Config.Key signs every pass; Config.Previous are keys that
+// sign nothing but stay in the published key set, so origins keep
+// accepting the passes they signed until those expire. To rotate without
+// an origin ever refusing a pass, even while instances of the gateway run
+// with different settings:
 //
-//  1. publish the new key first: WR_PASS_KEY=old, WR_PASS_KEY_PREVIOUS=new;
-//  2. sign with it: WR_PASS_KEY=new, WR_PASS_KEY_PREVIOUS=old;
+//  1. publish the new key first: Key old, Previous new;
+//  2. sign with it: Key new, Previous old;
 //  3. once the last pass of the old key has expired: drop it from
-//     WR_PASS_KEY_PREVIOUS.
+//     Previous.
+//
+// docs/gateway.md says it in the operator's variables.
 
 // keyEncodings are the base64 forms ParseKey accepts, padded forms first.
 var keyEncodings = []*base64.Encoding{

@@ -41,8 +41,7 @@ type Claims struct {
 	IssuedAt, Expiry time.Time
 }
 
-// Config is the signer's keys. The server fills it from WR_PASS_KEY and
-// WR_PASS_KEY_PREVIOUS (ParseKey reads each).
+// Config is the signer's keys (ParseKey reads each from its base64).
 type Config struct {
 	// Key signs every pass; it is published first in the key set.
 	Key ed25519.PrivateKey

@@ -13,7 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// DefaultPoolSize is the pool size used when Options.PoolSize is 0 (WR_DB_POOL).
+// DefaultPoolSize is the pool size used when Options.PoolSize is 0.
 const DefaultPoolSize = 40
 
 // Business outcomes. Any other error returned by a Store is an infrastructure
@@ -37,7 +37,7 @@ func IsOutcome(err error) bool {
 
 // Options configures Open.
 type Options struct {
-	PoolSize   int32                 // WR_DB_POOL; DefaultPoolSize if 0
+	PoolSize   int32                 // connections at most; DefaultPoolSize if 0
 	Registerer prometheus.Registerer // where metrics are registered; nil = don't register
 	Logger     *slog.Logger          // nil = slog.Default()
 }
@@ -54,7 +54,7 @@ type Store struct {
 	heldNs   atomic.Int64 // connections' total hold, acquire to release
 	busy     atomic.Int64 // acquires begun and not yet released: held or waiting
 	releases atomic.Int64 // connections released, all time
-	size     int          // the pool's size (WR_DB_POOL)
+	size     int          // the pool's size (Options.PoolSize)
 }
 
 // AcquireStats returns the pool acquires made so far and their total wait,

@@ -22,8 +22,8 @@ import (
 
 // Difficulty bounds: a challenge asks for at least MinDifficulty and at
 // most MaxDifficulty leading zero bits. DefaultDifficulty is a room's
-// unless changed (WR_POW_DIFFICULTY); see the package doc for what it
-// costs the page's worker.
+// unless the operator or the room's settings change it; see the package doc
+// for what it costs the page's worker.
 const (
 	MinDifficulty     = 1
 	MaxDifficulty     = 32

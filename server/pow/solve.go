@@ -15,16 +15,16 @@ import (
 // page's Content-Security-Policy already allows (worker-src falls back to
 // script-src 'self').
 //
-// Cost, measured on the development machine (2 shared cores; BENCHMARKS.md): in headless Chromium (WR_POW_MEASURE=1 go test
-// -count=1 -run TestMeasureWorker -v ./server/pow/) the worker hashed about
-// 2.7 M/s on a quiet machine and crypto.subtle.digest about 0.16 M/s,
-// hence the worker's own SHA-256; under load it hashed far less (0.15 M/s
-// at a load average of 19), and the page's median solve at 22 bits took
-// 1.0 s quiet but 6.5 s loaded, hence DefaultDifficulty 20. Solve, in Go
-// with the CPU's SHA instructions, hashes 8–16 M per CPU-second
-// (BenchmarkSolve): a bot pays 2^20 hashes, about 0.1 CPU-seconds, per
-// entry at the default. Verify costs one HMAC, one SHA-256 and one Redis
-// round trip (BenchmarkVerify).
+// Cost, measured on the development machine (2 shared cores;
+// BENCHMARKS.md): in headless Chromium (TestMeasureWorker, worker_test.go,
+// which says how to run it) the worker hashed about 2.7 M/s on a quiet
+// machine and crypto.subtle.digest about 0.16 M/s, hence the worker's own
+// SHA-256; under load it hashed far less (0.15 M/s at a load average of
+// 19), and the page's median solve at 22 bits took 1.0 s quiet but 6.5 s
+// loaded, hence DefaultDifficulty 20. Solve, in Go with the CPU's SHA
+// instructions, hashes 8–16 M per CPU-second (BenchmarkSolve): a bot pays
+// 2^20 hashes, about 0.1 CPU-seconds, per entry at the default. Verify
+// costs one HMAC, one SHA-256 and one Redis round trip (BenchmarkVerify).
 
 // validSolution: a decimal counter of 1 to 20 digits.
 func validSolution(s string) bool {

@@ -21,7 +21,7 @@ import (
 //     counts the compressed bytes: 600 bytes can become 256 MiB. No client
 //     of this API compresses its small JSON bodies, so the server never
 //     inflates anything (decodeJSON also reads the raw body). The compressed
-//     body was read within WR_BODY_LIMIT with sound framing, so the
+//     body was read within the body limit with sound framing, so the
 //     connection stays open;
 //   - Content-Length together with Transfer-Encoding: 400 invalid_request
 //     and the connection closed (RFC 9112 §6.1: the framing is ambiguous,
@@ -56,7 +56,7 @@ import (
 // pass, a denied address) is never read: the connection is then closed,
 // or the rest of the body would be read as the next request. The waiting
 // room's own handlers read c.Body(): BufferBody reads it first, never
-// more than WR_BODY_LIMIT, a chunked body included.
+// more than its limit, a chunked body included.
 
 // BufferBody reads a streamed request body whole, up to limit; a refusal
 // when it is larger or the client fails to send it.

@@ -21,8 +21,8 @@ import (
 // Options are what the streams need.
 type Options struct {
 	Hub *stream.Hub
-	// SSE and WS (WR_TRANSPORTS) are the transports offered; a disabled
-	// one answers 503 so clients fall back (polling is always on).
+	// SSE and WS are the transports offered; a disabled one answers 503 so
+	// clients fall back (polling is always on).
 	SSE, WS bool
 	// Open admits a stream's request before it starts: its queue token,
 	// its limits, its user's status and its client's slot. A refusal is
@@ -76,7 +76,8 @@ const replacedRetryMs = 300_000
 // {"type":"reconnect",...} frame (WebSocket) of a replaced stream.
 var replacedDoc = `"reason":"replaced","retryAfterMs":` + strconv.Itoa(replacedRetryMs) + `,"message":"this place is followed by a newer connection (another tab or device); this one stops, and the place is kept"}`
 
-// errTransportOff: the operator disabled this push transport (WR_TRANSPORTS).
+// errTransportOff: the operator disabled this push transport (Options.SSE,
+// Options.WS).
 var errTransportOff = &api.Error{Status: 503, Code: "unavailable", Message: "this push transport is off here: use another one, or poll", RetryAfter: 60}
 
 // goneDoc is the data of a "gone" event: the contract's error form.

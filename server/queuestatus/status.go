@@ -55,7 +55,7 @@ type Doc struct {
 // Docs turns a queue.Status into its document: the poll bands say when
 // to poll again, the room's forecast the wait.
 type Docs struct {
-	Bands    Bands // WR_POLL_BANDS
+	Bands    Bands // the poll bands: pollAfterMs by position
 	Forecast func(room string) estimate.Forecast
 }
 

@@ -24,8 +24,8 @@ type Options struct {
 	// instance without it (gateway mode without DATABASE_URL), which is
 	// then neither checked nor reported.
 	Redis, Postgres func(ctx context.Context) error
-	// Queue and Rooms are the rooms check: the configured rooms
-	// (WR_ROOMS) must exist in the queue.
+	// Queue and Rooms are the rooms check: the configured rooms (those
+	// created at start) must exist in the queue.
 	Queue Rooms
 	Rooms []string
 	// OnDependency hears each ping's outcome, OnMissing each rooms
@@ -97,7 +97,7 @@ func (c *Checks) Run(ctx context.Context) {
 }
 
 // Rooms is /readyz's rooms check: nil when every configured room
-// (WR_ROOMS) exists in Redis, else an error naming those that do not.
+// (Options.Rooms) exists in Redis, else an error naming those that do not.
 //
 // Redis answering is not enough to queue anyone: the admission loop
 // creates the configured rooms, one interval after the start and again
@@ -115,11 +115,11 @@ func (c *Checks) Run(ctx context.Context) {
 // loop's first run and count the rooms it is about to create, until the
 // next sample 5 s later (the alert waits 2 minutes).
 //
-// Only the configured rooms count: they are the ones the loop recreates
-// (so waiting ends the failure) and those gateway mode's WR_PROTECT routes
-// may name. A room created through the admin API is not recreated after a
-// loss, and failing on it would keep every instance out for good. No
-// configured room: the check passes without calling Redis.
+// Only the configured rooms count: they are the ones the loop recreates (so
+// waiting ends the failure) and those gateway mode's configured routes may
+// name. A room created through the admin API is not recreated after a loss,
+// and failing on it would keep every instance out for good. No configured
+// room: the check passes without calling Redis.
 func (c *Checks) Rooms(ctx context.Context) error {
 	missing, err := c.missing(ctx)
 	if err != nil {

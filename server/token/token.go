@@ -45,8 +45,8 @@ type Claims struct {
 	Seq int64 `json:"seq,omitempty"`
 }
 
-// Config is the tokens' keys. The server fills it from WR_JWT_SECRET and
-// WR_JWT_SECRET_PREVIOUS (cmd/waitingroom's LoadConfig checks their length).
+// Config is the tokens' keys, the operator's secrets (cmd/waitingroom's
+// LoadConfig checks their length).
 type Config struct {
 	// Secret signs every new token and verifies them.
 	Secret string

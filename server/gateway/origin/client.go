@@ -28,14 +28,14 @@ import (
 // not (Client.Prepare). X-Forwarded-For (a trusted proxy's chain plus the
 // peer), X-Forwarded-Proto, X-Forwarded-Host and Forwarded are set; Host
 // is kept. Bodies stream both ways: a request body as the client sends it
-// (up to WR_UPSTREAM_BODY_LIMIT, ErrTooLarge beyond), an answer as the
+// (up to Config.BodyLimit, ErrTooLarge beyond), an answer as the
 // visitor reads it, whatever its framing, through a fixed read buffer per
 // connection (a slow reader holds the origin back). The origin's answers
 // are read strictly (response.go): conflicting lengths, a bare CR, a 101
 // nobody asked for are ErrBadGateway; 1xx interim answers are skipped;
 // Set-Cookie for the waiting room's cookies is dropped.
-// WR_UPSTREAM_TIMEOUT bounds the wait for the headers and each silence in
-// the body. An origin that fails before its headers is ErrBadGateway or
+// Config.Timeout bounds the wait for the headers and each silence in the
+// body. An origin that fails before its headers is ErrBadGateway or
 // ErrTimeout; one that fails while its body streams has its connection to
 // the visitor closed (the status was already sent).
 
@@ -74,20 +74,20 @@ const (
 
 // Config is the origin's address and limits.
 type Config struct {
-	URL            string        // WR_UPSTREAM: http://host:port or https://host:port, no path
-	ConnectTimeout time.Duration // WR_UPSTREAM_CONNECT_TIMEOUT
-	// Timeout (WR_UPSTREAM_TIMEOUT) bounds the wait for the origin's
-	// response headers and each silence while its body streams, not the
-	// whole body: a long download at a steady pace is never cut.
+	URL            string        // http://host:port or https://host:port, no path
+	ConnectTimeout time.Duration // connecting to the origin, its TLS handshake included
+	// Timeout bounds the wait for the origin's response headers and each
+	// silence while its body streams, not the whole body: a long download
+	// at a steady pace is never cut.
 	Timeout   time.Duration
-	BodyLimit int // WR_UPSTREAM_BODY_LIMIT: request bodies, streamed (413 beyond)
+	BodyLimit int // request bodies, streamed (413 beyond)
 	Tunnels   TunnelConfig
 	// PassHeader is the header the gateway hands the origin a pass in: a
 	// client's own is never forwarded (Prepare), in either spelling.
 	PassHeader string
 }
 
-// ParseURL checks WR_UPSTREAM's form and returns its address (host:port,
+// ParseURL checks Config.URL's form and returns its address (host:port,
 // the scheme's port when none is given) and whether it speaks TLS.
 func ParseURL(raw string) (addr string, tls bool, err error) {
 	u, err := url.Parse(raw)
@@ -513,7 +513,7 @@ func copyHead(resp *fasthttp.Response, head *originHead, own func([]byte) bool) 
 
 // localLocation is an origin's Location made to send the visitor back
 // through the gateway: an absolute URL naming the origin itself — its
-// address in WR_UPSTREAM, or the visitor's host name at the origin's
+// address in Config.URL, or the visitor's host name at the origin's
 // port, as an origin that builds redirects from Host and its own port
 // (nginx's default) does — becomes the same path on the gateway (a
 // path-absolute reference, resolved against the host the visitor used).

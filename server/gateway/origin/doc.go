@@ -1,6 +1,6 @@
 // Package origin is the gateway's HTTP/1.1 client to one origin (Client,
-// New: WR_UPSTREAM's address and limits), over a pool of idle
-// connections; it imports nothing of the waiting room.
+// New: Config's address and limits), over a pool of idle connections; it
+// imports nothing of the waiting room.
 //
 // What goes to the origin (Prepare, client.go): method, path, query and
 // body; never the hop-by-hop headers, the rerouting ones

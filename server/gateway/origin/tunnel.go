@@ -34,9 +34,9 @@ import (
 
 // TunnelConfig bounds the tunnels.
 type TunnelConfig struct {
-	Idle    time.Duration // WR_TUNNEL_IDLE_TIMEOUT: closed after this long with no byte either way
-	Max     int           // WR_MAX_TUNNELS: open at once on this instance
-	PerAddr int           // WR_MAX_TUNNELS_PER_IP: open at once per client address (Tunnel's addr)
+	Idle    time.Duration // closed after this long with no byte either way
+	Max     int           // open at once on this instance
+	PerAddr int           // open at once per client address (Tunnel's addr)
 }
 
 // Defaults of TunnelConfig's zero fields.

@@ -7,8 +7,8 @@
 // copies a template), for the tests that act on the database as a whole
 // (refuse its connections, terminate its sessions).
 //
-// The server is found through WR_TEST_DATABASE_URL, else DATABASE_URL, else
-// DefaultURL. A test whose server cannot be reached FAILS with a message
+// The server is found as AdminURL says (from the environment, else
+// DefaultURL). A test whose server cannot be reached FAILS with a message
 // saying so; it never skips, so a CI run without Postgres cannot pass
 // silently. Start the services with `make test`.
 //

@@ -17,8 +17,8 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// DefaultURL is the server used when neither WR_TEST_DATABASE_URL nor
-// DATABASE_URL is set.
+// DefaultURL is the server used when the environment names none
+// (AdminURL).
 const DefaultURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
 
 // timeout bounds each administrative step (connect, create, drop).

@@ -71,7 +71,7 @@ const (
 
 // Options are the limits' parts.
 type Options struct {
-	On      bool               // WR_RATE_LIMITS: off, no request is limited
+	On      bool               // off: no request is limited
 	Limiter *ratelimit.Limiter // the shared limits, in Redis
 	Polls   *local.Limiter     // the poll pace, in this instance's memory
 	// Exempt reports whether the request's address or user ("" before
