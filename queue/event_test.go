@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"waitingroom/queue"
+	"waitingroom/queue/queuetest"
 )
 
 // eventChannel is room's channel. Its name is part of the wire contract
@@ -130,7 +131,7 @@ func TestEventsTyped(t *testing.T) {
 		t.Fatalf("departure event = %+v (admission ev %d)", leave, admit.Ev)
 	}
 	reject := queue.MethodReject
-	mustUpdate(t, q, "r1", queue.RoomUpdate{Method: &reject})
+	queuetest.Update(t, q, "r1", queue.RoomUpdate{Method: &reject})
 	cfg := must("the method change").Event
 	if cfg.Kind != queue.EventConfig || cfg.Closed == nil || !*cfg.Closed || cfg.Sched < 1 || cfg.Ev != leave.Ev+1 {
 		t.Fatalf("config event = %+v", cfg)

@@ -13,59 +13,10 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"waitingroom/queue"
+	"waitingroom/queue/queuetest"
 )
 
 func ptr[T any](v T) *T { return &v }
-
-// mustUpdate changes room r of q.
-func mustUpdate(tb testing.TB, q *queue.Queue, room string, u queue.RoomUpdate) queue.RoomInfo {
-	tb.Helper()
-	info, err := q.UpdateRoom(context.Background(), room, u, true, queue.RoomConfig{Target: 0, EntryTTL: time.Minute})
-	if err != nil {
-		tb.Fatalf("update %s: %v", room, err)
-	}
-	return info
-}
-
-// redisNow is Redis's clock, which the scripts use.
-func redisNow(tb testing.TB, rdb *redis.Client) time.Time {
-	tb.Helper()
-	now, err := rdb.Time(context.Background()).Result()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return now
-}
-
-// openEvents counts the open events received on ps until it has been
-// quiet for 200 ms.
-func openEvents(ctx context.Context, ps *redis.PubSub) int {
-	opens := 0
-	for {
-		m, err := ps.ReceiveTimeout(ctx, 200*time.Millisecond)
-		if err != nil {
-			return opens
-		}
-		if msg, ok := m.(*redis.Message); ok && strings.Contains(msg.Payload, `"kind":"open"`) {
-			opens++
-		}
-	}
-}
-
-// queueOrder returns room's queue, front first, with its tickets.
-func queueOrder(tb testing.TB, rdb *redis.Client, prefix, room string) ([]string, []int64) {
-	tb.Helper()
-	zs, err := rdb.ZRangeWithScores(context.Background(), prefix+"{"+room+"}:queue", 0, -1).Result()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	users := make([]string, len(zs))
-	tickets := make([]int64, len(zs))
-	for i, z := range zs {
-		users[i], tickets[i] = z.Member.(string), int64(z.Score)
-	}
-	return users, tickets
-}
 
 // chiSquare is the statistic of observed counts against a uniform expectation.
 func chiSquare(counts []int, total int) float64 {
@@ -92,10 +43,10 @@ func TestShuffleIsFairAndReproducible(t *testing.T) {
 	for i := range counts {
 		counts[i] = make([]int, n)
 	}
-	future := redisNow(t, rdb).Add(time.Hour)
+	future := queuetest.RedisNow(t, rdb).Add(time.Hour)
 	for run := range runs {
 		room := "s" + strconv.Itoa(run)
-		mustUpdate(t, q, room, queue.RoomUpdate{Method: ptr(queue.MethodRandom), OpensAt: &future})
+		queuetest.Update(t, q, room, queue.RoomUpdate{Method: ptr(queue.MethodRandom), OpensAt: &future})
 		arrival := make([]string, n)
 		for u := range n {
 			arrival[u] = "u" + strconv.Itoa(u)
@@ -104,13 +55,13 @@ func TestShuffleIsFairAndReproducible(t *testing.T) {
 				t.Fatalf("enter before opening: %+v, %v (want PREQUEUE without position or ticket)", st, err)
 			}
 		}
-		mustUpdate(t, q, room, queue.RoomUpdate{OpensAt: &time.Time{}})
+		queuetest.Update(t, q, room, queue.RoomUpdate{OpensAt: &time.Time{}})
 		seed := queue.NewShuffleSeed()
 		res, err := q.Open(ctx, room, seed)
 		if err != nil || res.Moved != n || res.Shuffled != n || res.Seed != seed {
 			t.Fatalf("open: %+v, %v", res, err)
 		}
-		got, tickets := queueOrder(t, rdb, prefix, room)
+		got, tickets := queuetest.Order(t, rdb, prefix, room)
 		order := queue.Shuffle(seed, arrival)
 		for pos, u := range got {
 			if want := order[pos]; u != want {
@@ -174,13 +125,13 @@ func TestRandomOpeningPutsLateArrivalsBehind(t *testing.T) {
 	q, rdb := mustQueue(t, 0, time.Minute)
 	prefix := prefixOf(t, q, rdb)
 	ctx := context.Background()
-	far := redisNow(t, rdb).Add(time.Hour)
-	mustUpdate(t, q, "r1", queue.RoomUpdate{Method: ptr(queue.MethodRandom), OpensAt: &far})
+	far := queuetest.RedisNow(t, rdb).Add(time.Hour)
+	queuetest.Update(t, q, "r1", queue.RoomUpdate{Method: ptr(queue.MethodRandom), OpensAt: &far})
 	for i := range 8 {
 		mustEnter(t, q, "e"+strconv.Itoa(i))
 	}
-	past := redisNow(t, rdb).Add(-time.Second)
-	mustUpdate(t, q, "r1", queue.RoomUpdate{OpensAt: &past})
+	past := queuetest.RedisNow(t, rdb).Add(-time.Second)
+	queuetest.Update(t, q, "r1", queue.RoomUpdate{OpensAt: &past})
 	for _, u := range []string{"l1", "l2"} {
 		if st := mustEnter(t, q, u); st.State != queue.PreQueue {
 			t.Fatalf("%s before the opening run: %+v", u, st)
@@ -191,7 +142,7 @@ func TestRandomOpeningPutsLateArrivalsBehind(t *testing.T) {
 	if err != nil || res.Moved != 10 || res.Shuffled != 8 {
 		t.Fatalf("open: %+v, %v", res, err)
 	}
-	users, _ := queueOrder(t, rdb, prefix, "r1")
+	users, _ := queuetest.Order(t, rdb, prefix, "r1")
 	early := make([]string, 8)
 	for i := range early {
 		early[i] = "e" + strconv.Itoa(i)
@@ -215,7 +166,7 @@ func TestRejectKeepsWaitingUsers(t *testing.T) {
 	ctx := context.Background()
 	mustEnter(t, q, "a")
 	mustEnter(t, q, "b")
-	mustUpdate(t, q, "r1", queue.RoomUpdate{Method: ptr(queue.MethodReject)})
+	queuetest.Update(t, q, "r1", queue.RoomUpdate{Method: ptr(queue.MethodReject)})
 	if _, err := q.Enter(ctx, "r1", "c"); !errors.Is(err, queue.ErrRoomClosed) {
 		t.Fatalf("enter a closed room: %v, want ErrRoomClosed", err)
 	}
@@ -231,7 +182,7 @@ func TestRejectKeepsWaitingUsers(t *testing.T) {
 			t.Fatalf("re-enter of %s: %+v", u, again)
 		}
 	}
-	mustUpdate(t, q, "r1", queue.RoomUpdate{Method: ptr(queue.MethodFIFO)})
+	queuetest.Update(t, q, "r1", queue.RoomUpdate{Method: ptr(queue.MethodFIFO)})
 	if res := mustAdmit(t, q, 8); !slices.Equal(res.Admitted, []string{"a", "b"}) {
 		t.Fatalf("reopened room admitted %v", res.Admitted)
 	}
@@ -244,7 +195,7 @@ func TestPassthroughAdmitsAtOnce(t *testing.T) {
 	mustEnter(t, q, "w1")
 	mustEnter(t, q, "w2")
 	mustEnter(t, q, "w3")
-	info := mustUpdate(t, q, "r1", queue.RoomUpdate{Method: ptr(queue.MethodPassthrough)})
+	info := queuetest.Update(t, q, "r1", queue.RoomUpdate{Method: ptr(queue.MethodPassthrough)})
 	if info.Method != queue.MethodPassthrough {
 		t.Fatalf("method = %q", info.Method)
 	}

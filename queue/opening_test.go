@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"waitingroom/queue"
+	"waitingroom/queue/queuetest"
 )
 
 // TestOpeningInSlices: a random opening far larger than one run of the
@@ -25,16 +26,16 @@ func TestOpeningInSlices(t *testing.T) {
 	queue.SetOpenSlice(q, 7, 8)
 	prefix := prefixOf(t, q, rdb)
 	ctx := context.Background()
-	far := redisNow(t, rdb).Add(time.Hour)
-	mustUpdate(t, q, "r1", queue.RoomUpdate{Method: ptr(queue.MethodRandom), OpensAt: &far})
+	far := queuetest.RedisNow(t, rdb).Add(time.Hour)
+	queuetest.Update(t, q, "r1", queue.RoomUpdate{Method: ptr(queue.MethodRandom), OpensAt: &far})
 	const n = 100
 	early := make([]string, n)
 	for i := range early {
 		early[i] = "e" + strconv.Itoa(i)
 		mustEnter(t, q, early[i])
 	}
-	past := redisNow(t, rdb).Add(-time.Second)
-	mustUpdate(t, q, "r1", queue.RoomUpdate{OpensAt: &past})
+	past := queuetest.RedisNow(t, rdb).Add(-time.Second)
+	queuetest.Update(t, q, "r1", queue.RoomUpdate{OpensAt: &past})
 	ps := rdb.Subscribe(ctx, eventChannel(q, "r1"))
 	defer ps.Close()
 	if _, err := ps.Receive(ctx); err != nil {
@@ -55,7 +56,7 @@ func TestOpeningInSlices(t *testing.T) {
 		t.Fatalf("second call: %+v, %v", res, err)
 	}
 	order := queue.Shuffle(seed, early)
-	if users, tickets := queueOrder(t, rdb, prefix, "r1"); !slices.Equal(users, order[:7]) || !slices.Equal(tickets, []int64{1, 2, 3, 4, 5, 6, 7}) {
+	if users, tickets := queuetest.Order(t, rdb, prefix, "r1"); !slices.Equal(users, order[:7]) || !slices.Equal(tickets, []int64{1, 2, 3, 4, 5, 6, 7}) {
 		t.Fatalf("after the first move: %v %v, want %v with tickets 1..7", users, tickets, order[:7])
 	}
 	if adm, err := q.Admit(ctx, "r1", 50); err != nil || len(adm.Admitted) != 0 || !adm.Due {
@@ -118,7 +119,7 @@ func TestOpeningInSlices(t *testing.T) {
 	if opened != 1 {
 		t.Fatalf("%d calls reported the opening (%+v), want 1", opened, reports)
 	}
-	users, tickets := queueOrder(t, rdb, prefix, "r1")
+	users, tickets := queuetest.Order(t, rdb, prefix, "r1")
 	if want := append(slices.Clone(order), late...); !slices.Equal(users, want) {
 		t.Fatalf("queue after the opening:\n%v\nwant\n%v", users, want)
 	}
@@ -130,7 +131,7 @@ func TestOpeningInSlices(t *testing.T) {
 	if info, _ := q.Room(ctx, "r1"); info.ShuffleSeed != seed || info.Shuffled != n {
 		t.Fatalf("recorded: seed %q shuffled %d", info.ShuffleSeed, info.Shuffled)
 	}
-	if opens := openEvents(ctx, ps); opens != 1 {
+	if opens := queuetest.OpenEvents(ctx, ps); opens != 1 {
 		t.Fatalf("open events = %d, want 1", opens)
 	}
 }

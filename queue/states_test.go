@@ -19,7 +19,7 @@ func TestPausedAndMessageAreSaid(t *testing.T) {
 	ctx := context.Background()
 	mustEnter(t, q, "a")
 	next, _ := mustSubscribe(t, q)
-	mustUpdate(t, q, "r1", queue.RoomUpdate{Paused: ptr(true), Message: ptr("back at 10:30\nthanks")})
+	queuetest.Update(t, q, "r1", queue.RoomUpdate{Paused: ptr(true), Message: ptr("back at 10:30\nthanks")})
 	n, _ := next()
 	e := n.Event
 	if e.Kind != queue.EventConfig || e.Paused == nil || !*e.Paused || e.Message == nil || *e.Message != "back at 10:30\nthanks" {
@@ -39,7 +39,7 @@ func TestPausedAndMessageAreSaid(t *testing.T) {
 		t.Fatalf("snapshot = %+v, %v", snaps, err)
 	}
 	// Resumed and the message cleared: said the same way.
-	mustUpdate(t, q, "r1", queue.RoomUpdate{Paused: ptr(false), Message: ptr("")})
+	queuetest.Update(t, q, "r1", queue.RoomUpdate{Paused: ptr(false), Message: ptr("")})
 	if n, _ := next(); n.Event.Paused == nil || *n.Event.Paused || n.Event.Message == nil || *n.Event.Message != "" {
 		t.Fatalf("config event after resuming = %+v", n)
 	}
@@ -47,11 +47,11 @@ func TestPausedAndMessageAreSaid(t *testing.T) {
 		t.Fatalf("status after resuming = %+v", st)
 	}
 	// The pre-queue and a closed room say them too.
-	mustUpdate(t, q, "r1", queue.RoomUpdate{OpensAt: ptr(time.Now().Add(time.Hour)), Message: ptr("soon")})
+	queuetest.Update(t, q, "r1", queue.RoomUpdate{OpensAt: ptr(time.Now().Add(time.Hour)), Message: ptr("soon")})
 	if st := mustEnter(t, q, "p"); st.State != queue.PreQueue || st.Message != "soon" || st.Paused {
 		t.Fatalf("pre-queue = %+v", st)
 	}
-	mustUpdate(t, q, "r1", queue.RoomUpdate{Method: ptr(queue.MethodReject), Paused: ptr(true)})
+	queuetest.Update(t, q, "r1", queue.RoomUpdate{Method: ptr(queue.MethodReject), Paused: ptr(true)})
 	if st, _ := q.Status(ctx, "r1", "a"); st.State != queue.Closed || !st.Paused || st.Message != "soon" {
 		t.Fatalf("closed = %+v", st)
 	}
@@ -132,7 +132,7 @@ func TestIdleDropIsRemembered(t *testing.T) {
 func TestRoomTexts(t *testing.T) {
 	q, _ := mustQueue(t, 0, time.Minute)
 	ctx := context.Background()
-	info := mustUpdate(t, q, "r1", queue.RoomUpdate{Message: ptr("hi"), DisplayName: ptr("Winter sale"), Description: ptr("Coats\nand hats")})
+	info := queuetest.Update(t, q, "r1", queue.RoomUpdate{Message: ptr("hi"), DisplayName: ptr("Winter sale"), Description: ptr("Coats\nand hats")})
 	if info.Message != "hi" || info.DisplayName != "Winter sale" || info.Description != "Coats\nand hats" {
 		t.Fatalf("room = %+v", info.RoomConfig)
 	}
@@ -151,7 +151,7 @@ func TestRoomTexts(t *testing.T) {
 			t.Fatalf("ConfigOf(%s): %v, want ErrRoomNotFound", room, err)
 		}
 	}
-	info = mustUpdate(t, q, "r1", queue.RoomUpdate{Message: ptr(""), DisplayName: ptr("")})
+	info = queuetest.Update(t, q, "r1", queue.RoomUpdate{Message: ptr(""), DisplayName: ptr("")})
 	if info.Message != "" || info.DisplayName != "" || info.Description != "Coats\nand hats" {
 		t.Fatalf("after clearing = %+v", info.RoomConfig)
 	}

@@ -12,7 +12,6 @@ package main
 import (
 	"errors"
 	"io"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
@@ -20,7 +19,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -28,6 +26,7 @@ import (
 
 	"github.com/fasthttp/websocket"
 
+	"waitingroom/internal/freeport"
 	"waitingroom/server/gateway"
 	"waitingroom/server/pass"
 	"waitingroom/server/pass/passcheck"
@@ -98,32 +97,15 @@ func prefixDir(t *testing.T, name string) string {
 	return dir
 }
 
-// freeAddr is a loopback address no one listens on (a moment ago), its
-// port below the kernel's ephemeral range: Caddy binds its port on every
-// interface, and that bind fails while any connection of this busy
-// machine uses the port as its own end, which a port of the ephemeral
-// range (where net.Listen's ":0" picks) often is.
+// freeAddr is a loopback address for a proxy a test starts
+// (freeport.BelowEphemeral: Caddy binds every interface).
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	low := 32768
-	if raw, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
-		if f := strings.Fields(string(raw)); len(f) == 2 {
-			if n, err := strconv.Atoi(f[0]); err == nil && n > 12000 {
-				low = n
-			}
-		}
+	addr, err := freeport.BelowEphemeral()
+	if err != nil {
+		t.Fatal(err)
 	}
-	for range 200 {
-		port := 10000 + rand.IntN(low-10000)
-		l, err := net.Listen("tcp", ":"+strconv.Itoa(port))
-		if err != nil {
-			continue
-		}
-		l.Close()
-		return "127.0.0.1:" + strconv.Itoa(port)
-	}
-	t.Fatalf("no free port between 10000 and %d", low)
-	return ""
+	return addr
 }
 
 // startProxy runs p in front of origin asking waitingroom (host:port

@@ -16,6 +16,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"waitingroom/internal/freeport"
 	"waitingroom/loadtest/internal/client"
 	"waitingroom/loadtest/internal/proc"
 )
@@ -252,9 +253,9 @@ func startProc(logDir, dir, name string, env []string, bin string, args ...strin
 }
 
 // freeAddr is a loopback address below the ephemeral range, which Caddy
-// can bind (proc.FreeAddrBelowEphemeral).
+// can bind (freeport.BelowEphemeral).
 func freeAddr() (string, error) {
-	addr, err := proc.FreeAddrBelowEphemeral()
+	addr, err := freeport.BelowEphemeral()
 	if err != nil {
 		return "", fmt.Errorf("fuzzroutes: %w", err)
 	}

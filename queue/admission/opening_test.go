@@ -9,61 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"waitingroom/queue"
 	"waitingroom/queue/admission"
 	"waitingroom/queue/queuetest"
 )
-
-// mustUpdate changes room r of q.
-func mustUpdate(tb testing.TB, q *queue.Queue, room string, u queue.RoomUpdate) queue.RoomInfo {
-	tb.Helper()
-	info, err := q.UpdateRoom(context.Background(), room, u, true, queue.RoomConfig{Target: 0, EntryTTL: time.Minute})
-	if err != nil {
-		tb.Fatalf("update %s: %v", room, err)
-	}
-	return info
-}
-
-func redisNow(tb testing.TB, rdb *redis.Client) time.Time {
-	tb.Helper()
-	now, err := rdb.Time(context.Background()).Result()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return now
-}
-
-// openEvents counts the open events received on ps until it has been
-// quiet for 200 ms.
-func openEvents(ctx context.Context, ps *redis.PubSub) int {
-	opens := 0
-	for {
-		m, err := ps.ReceiveTimeout(ctx, 200*time.Millisecond)
-		if err != nil {
-			return opens
-		}
-		if msg, ok := m.(*redis.Message); ok && strings.Contains(msg.Payload, `"kind":"open"`) {
-			opens++
-		}
-	}
-}
-
-// queueOrder returns room's queue, front first, with its tickets.
-func queueOrder(tb testing.TB, rdb *redis.Client, prefix, room string) ([]string, []int64) {
-	tb.Helper()
-	zs, err := rdb.ZRangeWithScores(context.Background(), prefix+"{"+room+"}:queue", 0, -1).Result()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	users := make([]string, len(zs))
-	tickets := make([]int64, len(zs))
-	for i, z := range zs {
-		users[i], tickets[i] = z.Member.(string), int64(z.Score)
-	}
-	return users, tickets
-}
 
 // TestOpeningWithTwoAdmittersIsAtomicAndIdempotent: two admission loops
 // tick concurrently across the opening time. The pre-queue becomes the
@@ -75,8 +24,8 @@ func TestOpeningWithTwoAdmittersIsAtomicAndIdempotent(t *testing.T) {
 	ctx := context.Background()
 	// Someone already waits in the room before the sale is scheduled.
 	early := queuetest.Enter(t, q, "early")
-	far := redisNow(t, rdb).Add(time.Hour)
-	mustUpdate(t, q, "r1", queue.RoomUpdate{OpensAt: &far})
+	far := queuetest.RedisNow(t, rdb).Add(time.Hour)
+	queuetest.Update(t, q, "r1", queue.RoomUpdate{OpensAt: &far})
 	const n = 40
 	for i := range n {
 		st := queuetest.Enter(t, q, "p"+strconv.Itoa(i))
@@ -105,8 +54,8 @@ func TestOpeningWithTwoAdmittersIsAtomicAndIdempotent(t *testing.T) {
 	if _, err := ps.Receive(ctx); err != nil {
 		t.Fatal(err)
 	}
-	soon := redisNow(t, rdb).Add(300 * time.Millisecond)
-	mustUpdate(t, q, "r1", queue.RoomUpdate{OpensAt: &soon})
+	soon := queuetest.RedisNow(t, rdb).Add(300 * time.Millisecond)
+	queuetest.Update(t, q, "r1", queue.RoomUpdate{OpensAt: &soon})
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
 	for _, a := range []*admission.Admitter{a1, a2} {
@@ -133,7 +82,7 @@ func TestOpeningWithTwoAdmittersIsAtomicAndIdempotent(t *testing.T) {
 	close(stop)
 	wg.Wait()
 
-	users, tickets := queueOrder(t, rdb, prefix, "r1")
+	users, tickets := queuetest.Order(t, rdb, prefix, "r1")
 	want := []string{"early"}
 	for i := range n - 1 {
 		want = append(want, "p"+strconv.Itoa(i))
@@ -155,7 +104,7 @@ func TestOpeningWithTwoAdmittersIsAtomicAndIdempotent(t *testing.T) {
 		t.Fatalf("status after opening: %+v, %v", st, err)
 	}
 	// Exactly one open event among what was published.
-	if opens := openEvents(ctx, ps); opens != 1 {
+	if opens := queuetest.OpenEvents(ctx, ps); opens != 1 {
 		t.Fatalf("open events = %d, want 1", opens)
 	}
 	if res, err := q.Open(ctx, "r1", queue.NewShuffleSeed()); err != nil || res.Moved != 0 {

@@ -9,13 +9,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -174,32 +172,6 @@ func FreeAddr() (string, error) {
 	}
 	defer ln.Close()
 	return ln.Addr().String(), nil
-}
-
-// FreeAddrBelowEphemeral is a loopback address no one listens on (a
-// moment ago), its port below the kernel's ephemeral range: Caddy binds
-// its port on every interface, and that bind fails while a connection of
-// this machine uses the port as its own end, which a port of the
-// ephemeral range often is.
-func FreeAddrBelowEphemeral() (string, error) {
-	low := 32768
-	if raw, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
-		if f := strings.Fields(string(raw)); len(f) == 2 {
-			if n, err := strconv.Atoi(f[0]); err == nil && n > 12000 {
-				low = n
-			}
-		}
-	}
-	for range 200 {
-		port := 10000 + rand.IntN(low-10000)
-		l, err := net.Listen("tcp", ":"+strconv.Itoa(port))
-		if err != nil {
-			continue
-		}
-		l.Close()
-		return "127.0.0.1:" + strconv.Itoa(port), nil
-	}
-	return "", errors.New("no free port between 10000 and the ephemeral range")
 }
 
 // GoBuild builds the module's package pkg into dir/name, with the go
