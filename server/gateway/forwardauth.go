@@ -229,20 +229,11 @@ func validMethod(m []byte) bool {
 		return false
 	}
 	for _, c := range m {
-		if !isTokenChar(c) || (c >= 'a' && c <= 'z') {
+		if !origin.IsTokenChar(c) || (c >= 'a' && c <= 'z') {
 			return false
 		}
 	}
 	return true
-}
-
-// isTokenChar reports whether c may be in an RFC 9110 token.
-func isTokenChar(c byte) bool {
-	switch {
-	case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
-		return true
-	}
-	return bytes.IndexByte([]byte("!#$%&'*+-.^_`|~"), c) >= 0
 }
 
 // validTarget: a request target in origin form (a path and its query),

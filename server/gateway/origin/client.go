@@ -693,7 +693,7 @@ func forwardedValue(f Forwarded) string {
 func quoteIfNeeded(v string) string {
 	token := v != ""
 	for i := 0; i < len(v); i++ {
-		token = token && isTokenChar(v[i])
+		token = token && IsTokenChar(v[i])
 	}
 	if token {
 		return v

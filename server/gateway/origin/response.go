@@ -156,7 +156,7 @@ func (h *originHead) addField(l []byte) error {
 		return malformed("a header line without a name")
 	}
 	for _, c := range name {
-		if !isTokenChar(c) {
+		if !IsTokenChar(c) {
 			return malformed("a bad header name")
 		}
 	}
@@ -221,8 +221,9 @@ func parseLength(v []byte) (int64, error) {
 	return n, nil
 }
 
-// isTokenChar reports whether c may be in an RFC 9110 token.
-func isTokenChar(c byte) bool {
+// IsTokenChar reports whether c may be in an RFC 9110 token (a method,
+// a header name, a transfer coding).
+func IsTokenChar(c byte) bool {
 	switch {
 	case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
 		return true
