@@ -224,10 +224,6 @@ func (e *env) start(vars map[string]string) *instance {
 	done := make(chan error, 1)
 	go func() { done <- m.Serve(ctx, pub, adm) }()
 	stop := sync.OnceFunc(func() {
-		// Connections the client dialed but never used count as "new" to
-		// the server, which waits 5 s for them at shutdown: close them.
-		client.CloseIdleConnections()
-		http.DefaultClient.CloseIdleConnections() // http.Get's
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("serve: %v", err)
