@@ -210,15 +210,28 @@ func limitChanges(ins ...*instance) []limitChange {
 // TestAdaptiveLimitFollowsSlowdown: two instances serve a room in adaptive
 // mode under steady ordering, the room's admission (and so its controller)
 // run by one of them. With an order delay injected (pg_sleep in the
-// transaction, holding one of 4 pool connections), acquires queue for the
-// pool and the limit is cut for it (pool_wait) until a window shows the
-// pool's acquire wait low again; with the delay removed the pool is idle
-// while users wait, and the limit grows for capacity. Asserted is what the
-// rule guarantees from a window's signals alone, with no memory of an
-// earlier latency to race: the reasons and directions of the changes,
-// their bounds, and that no window's limit was changed twice (one leader
-// per window). How far the limit falls or grows is not: it follows how
-// long this machine takes to tell users and serve them.
+// transaction, holding one of 4 pool connections on each instance),
+// acquires queue for the pool and the limit is cut for it (pool_wait)
+// until a window shows the pool's acquire wait low again; with the delay
+// removed the pool is idle while users wait, and the limit grows for
+// capacity. Asserted is what the rule guarantees from a window's signals
+// alone, with no memory of an earlier latency to race: the reasons and
+// directions of the changes, their bounds, and that no window's limit was
+// changed twice (one leader per window). How far the limit falls or grows
+// is not: it follows how long this machine takes to tell users and serve
+// them.
+//
+// The scenario is sized so that the two phases cannot overlap, however
+// loaded the machine: the capacity rule sets about 0.95 × the pools'
+// connections ÷ the share of an admitted user's time spent holding one.
+// Each user thinks 200 ms between READY and the order (as a shopper reads
+// the page), so a healthy order, even one slowed tenfold by a busy CPU,
+// holds a connection for a small share of it and the start's 16 slots
+// stand; a delayed order (800 ms) holds one for most of it, so the 8
+// connections sustain about 10 slots and the start's 16 queue. The users
+// start one by one, and the slowdown begins only once the limit stands at
+// the start again: the first admission's burst reaches the pool together
+// and may be cut for it, which is not the slowdown's cut.
 func TestAdaptiveLimitFollowsSlowdown(t *testing.T) {
 	longScenario(t)
 	const (
@@ -226,6 +239,8 @@ func TestAdaptiveLimitFollowsSlowdown(t *testing.T) {
 		minL    = 2
 		maxL    = 32
 		workers = 16
+		think   = 200 * time.Millisecond
+		delay   = 800 * time.Millisecond
 	)
 	e := newEnv(t)
 	vars := map[string]string{
@@ -258,8 +273,19 @@ func TestAdaptiveLimitFollowsSlowdown(t *testing.T) {
 	var wg sync.WaitGroup
 	t.Cleanup(wg.Wait)
 	t.Cleanup(func() { close(stop) })
+	pause := func(d time.Duration) bool {
+		select {
+		case <-stop:
+			return false
+		case <-time.After(d):
+			return true
+		}
+	}
 	for i, w := range ws {
 		wg.Go(func() {
+			if !pause(time.Duration(i) * window / 4) {
+				return
+			}
 			for {
 				select {
 				case <-stop:
@@ -269,15 +295,16 @@ func TestAdaptiveLimitFollowsSlowdown(t *testing.T) {
 				r := do(t, "POST", w.in.base+"/api/v1/rooms/default/enter", w.access, nil)
 				qt := r.str("queueToken")
 				for r.str("status") == "WAITING" {
-					select {
-					case <-stop:
+					if !pause(25 * time.Millisecond) {
 						return
-					case <-time.After(25 * time.Millisecond):
 					}
 					r = w.in.position("default", qt)
 				}
 				if r.str("status") != "READY" {
 					continue
+				}
+				if !pause(think) {
+					return
 				}
 				w.in.order(qt, r.str("entryToken"), i%3+1, 1)
 			}
@@ -285,19 +312,22 @@ func TestAdaptiveLimitFollowsSlowdown(t *testing.T) {
 	}
 	windowNow := func() int64 { return time.Now().UnixMilli() / window.Milliseconds() }
 
-	// Healthy: a baseline forms.
-	waitWithin(t, 30*time.Second, "a healthy window with a baseline", func() bool {
-		s := signals(room())
-		return s["stale"] == false && s["baselineP90Ms"].(float64) > 0
-	})
-	before := room().num("targetActive")
 	t.Cleanup(func() {
 		if t.Failed() { // what the controller saw, for a failure under a loaded machine
 			t.Logf("limit changes %+v; room now %s", limitChanges(a, b), room().raw)
 		}
 	})
+	// Healthy: a baseline forms, and the limit stands at the start (or
+	// above it) in a window read with orders.
+	var before int64
+	waitWithin(t, 60*time.Second, "a healthy window with a baseline at the start's limit", func() bool {
+		r := room()
+		s := signals(r)
+		before = r.num("targetActive")
+		return s["stale"] == false && s["baselineP90Ms"].(float64) > 0 && before >= 16
+	})
 	slowFrom := windowNow()
-	if r := do(t, "PUT", a.admin+"/admin/faults", testAdminToken, `{"orderDelay":"300ms"}`); r.status != 200 {
+	if r := do(t, "PUT", a.admin+"/admin/faults", testAdminToken, `{"orderDelay":"`+delay.String()+`"}`); r.status != 200 {
 		t.Fatalf("PUT faults = %d %s", r.status, r.raw)
 	}
 	// Slow: acquires queue for the pool, and a window that shows it cuts
