@@ -5,7 +5,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gofiber/contrib/websocket"
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/middleware/cors"
 	"github.com/valyala/fasthttp"
@@ -49,7 +48,7 @@ func (s *Server) newPublicApp() *fiber.App {
 	v1.Get("/rooms/:room/position", s.position)
 	v1.Post("/rooms/:room/leave", s.leave)
 	v1.Get("/rooms/:room/events", s.streams.Events)
-	v1.Get("/rooms/:room/ws", s.streams.Upgrade, websocket.New(s.streams.WebSocket))
+	v1.Get("/rooms/:room/ws", s.streams.WebSocket)
 	v1.Post("/orders", s.order)
 	v1.Get("/orders", s.orders)
 	v1.Get("/products/:id", s.product)

@@ -72,3 +72,23 @@ func Document(body []byte) fiber.Handler {
 		return c.Send(body)
 	}
 }
+
+// WantsUpgrade reports whether c asks, by any reading of its headers, to
+// switch protocols: an Upgrade header of any value, or a Connection header
+// that mentions upgrade anywhere, in any of their copies. It is the broad
+// reading, for the checks that must see every request a handler could
+// upgrade (the cross-site gate): the WebSocket handshake accepts a strict
+// subset of these (push.WebSocket).
+func WantsUpgrade(c *fiber.Ctx) bool {
+	found := false
+	c.Request().Header.VisitAll(func(k, v []byte) {
+		switch {
+		case found:
+		case strings.EqualFold(string(k), fiber.HeaderUpgrade):
+			found = true
+		case strings.EqualFold(string(k), fiber.HeaderConnection):
+			found = strings.Contains(strings.ToLower(string(v)), "upgrade")
+		}
+	})
+	return found
+}

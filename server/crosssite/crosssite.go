@@ -6,7 +6,6 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/gofiber/contrib/websocket"
 	"github.com/gofiber/fiber/v2"
 
 	"waitingroom/server/api"
@@ -78,7 +77,7 @@ func (g *Gate) hasCookie(c *fiber.Ctx) bool {
 
 // Check refuses a cross-site request with ErrCrossSite, before any work.
 func (g *Gate) Check(c *fiber.Ctx) error {
-	if !websocket.IsWebSocketUpgrade(c) {
+	if !api.WantsUpgrade(c) { // a WebSocket carries no CORS: its origin is judged
 		switch c.Method() {
 		case fiber.MethodGet, fiber.MethodHead, fiber.MethodOptions:
 			return nil

@@ -13,5 +13,6 @@
 //
 // Concurrency: Streams are safe for concurrent use; each stream runs in
 // one goroutine of its own (the hijacked connection's, or the WebSocket
-// handler's plus a reader of control frames), which ends with the stream.
+// handler's, which reads the client's control frames at the liveness
+// checks: wsPeer), which ends with the stream.
 package push

@@ -12,9 +12,10 @@ import (
 	"waitingroom/stream"
 )
 
-// livenessEvery is how often an SSE stream checks whether its client has
-// closed the connection (a chore the hub hands out on its sweeps). A write to a closed peer often succeeds (the
-// kernel buffers it), so heartbeats alone notice a departed client only
+// livenessEvery is how often a stream checks whether its client has
+// closed the connection (a chore the hub hands out on its sweeps); a
+// WebSocket stream reads its client's frames then (wsPeer). A write to a
+// closed peer often succeeds (the kernel buffers it), so heartbeats alone notice a departed client only
 // after two of them; a departed client's stream would hold its descriptor
 // for 30 s or more, which matters in a reconnect storm.
 const livenessEvery = 2 * time.Second
