@@ -3,6 +3,7 @@ package push
 import (
 	"bytes"
 	"encoding/binary"
+	"io"
 	"net"
 	"testing"
 	"time"
@@ -213,4 +214,67 @@ func FuzzWSParse(f *testing.F) {
 			t.Fatalf("frame of %d bytes from %d, payload %d", n, len(b), len(fr.payload))
 		}
 	})
+}
+
+// TestWSWriterAnswers: the stream answers a ping with a pong of its
+// payload and a client's close with a close frame, on the socket.
+func TestWSWriterAnswers(t *testing.T) {
+	server, client := socketPair(t)
+	w := &wsWriter{conn: server, peer: newWSPeer(server, time.Now())}
+	read := func(n int) []byte {
+		t.Helper()
+		b := make([]byte, n)
+		_ = client.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if _, err := io.ReadFull(client, b); err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	if _, err := client.Write(clientFrame(0x89, []byte("are you there"), false)); err != nil {
+		t.Fatal(err)
+	}
+	checkUntil(t, w.peer, func(v wsVerdict) bool {
+		for _, b := range v.pings { // what closed() does with them
+			w.control(wsPong, b)
+		}
+		return len(v.pings) > 0
+	})
+	if got, want := read(15), append([]byte{0x8A, 13}, "are you there"...); !bytes.Equal(got, want) {
+		t.Fatalf("pong = %q, want %q", got, want)
+	}
+	if _, err := client.Write(clientFrame(0x88, []byte{0x03, 0xe8}, false)); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !w.closed() {
+		if time.Now().After(deadline) {
+			t.Fatal("the client's close never ended the stream")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	head := read(4)
+	if head[0] != 0x88 || binary.BigEndian.Uint16(head[2:]) != wsCloseNormal {
+		t.Fatalf("close frame head % x", head)
+	}
+}
+
+// TestWSFrameHeads: a server frame's head carries its length in the form
+// RFC 6455 asks for at each size.
+func TestWSFrameHeads(t *testing.T) {
+	for _, c := range []struct {
+		n    int
+		head []byte
+	}{
+		{0, []byte{0x81, 0}},
+		{125, []byte{0x81, 125}},
+		{126, []byte{0x81, 126, 0, 126}},
+		{65535, []byte{0x81, 126, 0xff, 0xff}},
+		{65536, []byte{0x81, 127, 0, 0, 0, 0, 0, 1, 0, 0}},
+	} {
+		b := make([]byte, wsHeadRoom+c.n)
+		f := wsFrame(wsText, b)
+		if !bytes.Equal(f[:len(c.head)], c.head) || len(f) != len(c.head)+c.n {
+			t.Errorf("payload %d: head % x, frame %d bytes", c.n, f[:len(c.head)], len(f))
+		}
+	}
 }
