@@ -90,6 +90,7 @@ type Gateway struct {
 	// decisions bounds a visit's decisions in forward auth (DecisionHold).
 	decisions *local.Limiter
 	health    originHealth // the last forward's outcome (originhealth.go)
+	passes    passCache    // the passes of visits and sessions, handed out again for a second
 }
 
 // New returns a Gateway. It does no I/O.

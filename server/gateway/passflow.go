@@ -131,7 +131,7 @@ func (g *Gateway) visit(ctx *fasthttp.RequestCtx, room string, st Settings, raw 
 		return true
 	}
 	defer release()
-	p := g.sign(ctx, pass.Claims{Room: room, Subject: c.Subject, PassID: c.ID, Mode: pass.ModeOnce, IssuedAt: now, Expiry: c.ExpiresAt.Time})
+	p := g.signFor(ctx, key, pass.Claims{Room: room, Subject: c.Subject, PassID: c.ID, Mode: pass.ModeOnce, IssuedAt: now, Expiry: c.ExpiresAt.Time}, now)
 	if p == "" {
 		return true
 	}
@@ -274,8 +274,8 @@ func (g *Gateway) session(ctx *fasthttp.RequestCtx, room string, st Settings) (d
 				// the session's owner keeps it.
 				return g.openSession(ctx, room, st), false
 			case held.OK:
-				p := g.sign(ctx, pass.Claims{Room: room, Subject: c.Subject, PassID: c.ID, Mode: pass.ModeSession,
-					IssuedAt: c.IssuedAt.Time, Expiry: held.Deadline})
+				p := g.signFor(ctx, key, pass.Claims{Room: room, Subject: c.Subject, PassID: c.ID, Mode: pass.ModeSession,
+					IssuedAt: c.IssuedAt.Time, Expiry: held.Deadline}, time.Now())
 				if p != "" {
 					g.sessionThrough(ctx, room, c.Subject, p)
 				}
