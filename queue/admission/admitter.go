@@ -57,13 +57,14 @@ type Options struct {
 	// runs only the rooms it owns, and beats once a tick. nil: it runs
 	// every room (a lone instance, tests).
 	Members *members.Members
-	// Woken says that every event of every room is handed to Wake and
-	// every (re)subscription to Resweep (the stream hub's subscription
-	// does it): then a room without work costs nothing until woken, and
-	// the rooms are swept every SweepEvery, and Run runs a woken room at
-	// once rather than at the next tick (Wake). Without it every tick
-	// sweeps every room (one command per room per tick): right for tests
-	// and a handful of rooms, not for thousands.
+	// Woken says that every event of every room (but an admission run's
+	// own: queue.Event.Wakes) is handed to Wake and every (re)subscription
+	// to Resweep (the stream hub's subscription does it): then a room
+	// without work costs nothing until woken, the rooms are swept every
+	// SweepEvery, and Run runs a woken room at once rather than at the
+	// next tick (Wake). Without it every tick sweeps every room (one
+	// command per room per tick): right for tests and a handful of rooms,
+	// not for thousands.
 	Woken bool
 	// WakeGap: the least time from the start of a room's run to a run for
 	// a wake-up between ticks (see Wake; default a tenth of Interval), so
