@@ -194,7 +194,7 @@ func (a *Admitter) Wake(room string) {
 	soon := false
 	if a.o.Woken && !a.soon[room] && a.owns(room) {
 		rr := a.running[room]
-		soon = rr == nil || !rr.next.IsZero()
+		soon = rr == nil || !rr.next.IsZero() || rr.ranAt.IsZero()
 		if soon {
 			a.soon[room] = true
 		}
@@ -648,15 +648,16 @@ func (a *Admitter) take(room string, rr *roomRun, now time.Time) job {
 // runSoon runs the rooms woken at rest (Wake) whose last run here started
 // at least WakeGap ago, at most Parallel at once, and returns how long
 // until the next of the others may run (0: none left). A room that the
-// next tick runs anyway (someone waits: its own runs publish, and so do
-// departures) or that another instance owns now is left to the ticks.
+// next tick runs anyway after a run here (someone waits: its own runs
+// publish, and so do departures) or that another instance owns now is
+// left to the ticks; one a sweep found busy, not run here yet, is not.
 func (a *Admitter) runSoon(ctx context.Context, now time.Time) time.Duration {
 	var jobs []job
 	var after time.Duration
 	a.mu.Lock()
 	for r := range a.soon {
 		rr := a.running[r]
-		if !a.owns(r) || (rr != nil && rr.next.IsZero()) {
+		if !a.owns(r) || (rr != nil && rr.next.IsZero() && !rr.ranAt.IsZero()) {
 			delete(a.soon, r)
 			continue
 		}
