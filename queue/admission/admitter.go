@@ -132,6 +132,7 @@ type Admitter struct {
 	// sweepNow wakes Run's sweep loop (capacity 1): a sweep was asked for.
 	sweepNow chan struct{}
 	prepared bool // Prepare was called
+	ticked   bool // a tick ran (runDue): from then on Wake runs rooms at once
 	sweptAt  time.Time
 	stored   map[string]queue.RoomConfig // the last read of Stored
 	storedAt time.Time                   // when it was read
@@ -182,17 +183,19 @@ func New(q *queue.Queue, o Options) *Admitter {
 
 // Wake tells the admitter that room changed (one of its events): if this
 // instance runs it, it is run at the next tick. Under Run with wake-ups
-// (Options.Woken), a room that the next tick would not run anyway — one
-// at rest, or holding only admissions or a pre-queue (its first arrival's
-// event) — is run at once instead, or once WakeGap has passed since its
-// last run started: a woken room does not wait for the next tick, and a
-// stream of wake-ups runs it at most once per WakeGap. Safe for concurrent
-// use; it never blocks on Redis.
+// (Options.Woken), once the admitter has ticked, a room that the next
+// tick would not run anyway — one at rest, or holding only admissions or
+// a pre-queue (its first arrival's event) — is run at once instead, or
+// once WakeGap has passed since its last run started: a woken room does
+// not wait for the next tick, and a stream of wake-ups runs it at most
+// once per WakeGap. Before its first tick (Tick, or Run's an interval
+// after its start) an admitter runs no room, woken ones included: they
+// wait for that tick. Safe for concurrent use; it never blocks on Redis.
 func (a *Admitter) Wake(room string) {
 	a.mu.Lock()
 	a.woken[room] = true
 	soon := false
-	if a.o.Woken && !a.soon[room] && a.owns(room) {
+	if a.o.Woken && a.ticked && !a.soon[room] && a.owns(room) {
 		rr := a.running[room]
 		soon = rr == nil || !rr.next.IsZero() || rr.ranAt.IsZero()
 		if soon {
@@ -689,6 +692,7 @@ func (a *Admitter) runDue(ctx context.Context, now time.Time) error {
 	var jobs []job
 	var released []string
 	a.mu.Lock()
+	a.ticked = true
 	for r := range a.woken {
 		if a.owns(r) && a.running[r] == nil {
 			a.running[r] = &roomRun{}

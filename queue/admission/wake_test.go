@@ -38,12 +38,14 @@ func (c *runCounts) total() (n int64) {
 	return n
 }
 
-// running starts a's Run after its Prepare (so the rooms' first sweep is
-// over when it returns) and stops it at the test's end.
+// running starts a's Run after its first tick (the rooms' first sweep:
+// from then on a wake-up runs a room at once) and stops it at the test's
+// end.
 func running(t *testing.T, a *admission.Admitter) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	a.Prepare(ctx)
+	a.Prepare(ctx) // Run's own, done here: Run does not sweep as it starts
+	mustTick(t, a)
 	done := make(chan struct{})
 	go func() { a.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
