@@ -3,6 +3,7 @@ package admission_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -255,5 +256,27 @@ func TestAdmitterRefillsGateOncePerIntervalBetweenTicks(t *testing.T) {
 	gate.mu.Unlock()
 	if refills != 1 {
 		t.Fatalf("gate refilled %d times for two runs within an interval, want 1", refills)
+	}
+}
+
+// TestAdmitterRunsSweptRoomForItsWakeUp: a room a sweep found busy waits
+// for the next tick (an hour here) unless woken; its wake-up, heard after
+// the sweep, runs it at once.
+func TestAdmitterRunsSweptRoomForItsWakeUp(t *testing.T) {
+	q, _ := queuetest.Queue(t, 10, time.Hour)
+	var runs runCounts
+	a := admission.New(q, admission.Options{Woken: true, Interval: never, SweepEvery: never,
+		OnAdmit: runs.onAdmit, Logger: testLogger(t)})
+	running(t, a)
+	enter(t, q, "r1", "alice") // its event is lost: no wake-up yet
+	a.Resweep()
+	queuetest.WaitFor(t, "the sweep to find r1 busy", func() bool { return slices.Contains(a.Running(), "r1") })
+	if n := runs.of("r1"); n != 0 {
+		t.Fatalf("r1 ran %d times before its wake-up, want 0 (the next tick is an hour away)", n)
+	}
+	a.Wake("r1")
+	waitReady(t, q, "r1", "alice")
+	if n := runs.of("r1"); n != 1 {
+		t.Fatalf("r1 ran %d times, want once", n)
 	}
 }
