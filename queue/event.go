@@ -104,6 +104,14 @@ type Event struct {
 	Message *string
 }
 
+// Wakes reports whether e may bring its room work that the instance
+// running the room does not know of, so that the room's admission must be
+// woken (admission.Admitter.Wake): every event but an admission run's
+// own, the only ones that carry the measured rate. That run's instance
+// schedules the room from its result; waking it for its own event would
+// run it once more for nothing.
+func (e Event) Wakes() bool { return e.Rate == nil }
+
 // wireEvent is an Event as the scripts encode it.
 type wireEvent struct {
 	Kind     string   `json:"kind"`

@@ -88,7 +88,8 @@ func sameEvent(a, b queue.Event) bool {
 
 // TestEventsTyped: one subscription yields its confirmation, then the
 // events of admit, leave and a method change, typed, numbered one after
-// the other; it ends with its context.
+// the other, each waking the room but the admission's; it ends with its
+// context.
 func TestEventsTyped(t *testing.T) {
 	q, _ := mustQueue(t, 2, time.Minute)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -135,6 +136,13 @@ func TestEventsTyped(t *testing.T) {
 	cfg := must("the method change").Event
 	if cfg.Kind != queue.EventConfig || cfg.Closed == nil || !*cfg.Closed || cfg.Sched < 1 || cfg.Ev != leave.Ev+1 {
 		t.Fatalf("config event = %+v", cfg)
+	}
+	// Every one of them wakes the room's admission but the admission's
+	// own.
+	for _, e := range []queue.Event{first, admit, leave, cfg} {
+		if want := e.Ev != admit.Ev; e.Wakes() != want {
+			t.Fatalf("event %d: Wakes %v, want %v", e.Ev, e.Wakes(), want)
+		}
 	}
 	end()
 	if n, ok := next(); ok {

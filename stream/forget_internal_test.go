@@ -50,11 +50,15 @@ func TestHubForgetsRoomsNobodyAsksAbout(t *testing.T) {
 	}
 }
 
-// TestHubHandsEveryEventToOnEvent: every event heard, of a room tracked
-// here or not, reaches OnEvent, and every subscription OnSubscribed: the
-// admission loop's wake-ups.
-func TestHubHandsEveryEventToOnEvent(t *testing.T) {
-	q, _ := queuetest.Queue(t, 0, time.Minute)
+// TestHubHandsEventsToOnEvent: every event heard that may bring a room
+// work, of a room tracked here or not, reaches OnEvent, and every
+// subscription OnSubscribed: the admission loop's wake-ups. An admission
+// run's own event does not: its runner knows.
+func TestHubHandsEventsToOnEvent(t *testing.T) {
+	q, _ := queuetest.Queue(t, 5, time.Minute)
+	if err := q.EnsureRoom(context.Background(), "r2", queue.RoomConfig{Target: 5, EntryTTL: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
 	rooms := make(chan string, 16)
 	subscribed := make(chan struct{}, 4)
 	h := New(Options{Source: q, ResyncEvery: time.Hour, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -69,13 +73,26 @@ func TestHubHandsEveryEventToOnEvent(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("OnSubscribed not called")
 	}
-	queuetest.Enter(t, q, "alice") // the first arrival publishes
-	select {
-	case r := <-rooms:
-		if r != "r1" {
-			t.Fatalf("OnEvent(%q), want r1", r)
+	next := func(want, what string) {
+		t.Helper()
+		select {
+		case r := <-rooms:
+			if r != want {
+				t.Fatalf("OnEvent(%q), want %s (%s)", r, want, what)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s did not reach OnEvent", what)
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the first arrival's event did not reach OnEvent (r1 is not tracked here)")
 	}
+	queuetest.Enter(t, q, "alice") // the first arrival publishes
+	next("r1", "r1's first arrival (r1 is not tracked here)")
+	// alice's admission publishes, then bob's first arrival in r2: the
+	// next room handed over is r2 (one connection hears them in order).
+	if res := queuetest.Admit(t, q, 5); len(res.Admitted) != 1 {
+		t.Fatalf("admitted %v, want alice", res.Admitted)
+	}
+	if _, err := q.Enter(ctx, "r2", "bob"); err != nil {
+		t.Fatal(err)
+	}
+	next("r2", "r2's first arrival, after r1's admission")
 }

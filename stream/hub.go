@@ -59,10 +59,11 @@ type Options struct {
 	// OnReplace is called for each subscription ended by a newer one.
 	OnReplace func()
 	// OnEvent is called with the room of every event the subscription
-	// hears, whether or not this instance tracks the room, and
-	// OnSubscribed at every (re)subscription (events published meanwhile
-	// are lost): the admission loop's wake-ups (admission.Admitter Wake and
-	// Resweep). They must not block.
+	// hears that may bring the room work (queue.Event.Wakes: all but an
+	// admission run's own), whether or not this instance tracks the room,
+	// and OnSubscribed at every (re)subscription (events published
+	// meanwhile are lost): the admission loop's wake-ups
+	// (admission.Admitter Wake and Resweep). They must not block.
 	OnEvent      func(room string)
 	OnSubscribed func()
 	// ForgetAfter: a room with no stream here and no poll or forecast
@@ -168,7 +169,7 @@ func (h *Hub) drain(ctx context.Context) {
 		case n.Err != nil:
 			h.o.Logger.Warn("stream: undecodable event", "error", n.Err)
 		default:
-			if h.o.OnEvent != nil {
+			if h.o.OnEvent != nil && n.Event.Wakes() {
 				h.o.OnEvent(n.Event.Room)
 			}
 			h.onEvent(n.Event)

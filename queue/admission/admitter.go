@@ -57,13 +57,21 @@ type Options struct {
 	// runs only the rooms it owns, and beats once a tick. nil: it runs
 	// every room (a lone instance, tests).
 	Members *members.Members
-	// Woken says that every event of every room is handed to Wake and
-	// every (re)subscription to Resweep (the stream hub's subscription
-	// does it): then a room without work costs nothing until woken, and
-	// the rooms are swept every SweepEvery. Without it every tick sweeps
-	// every room (one command per room per tick): right for tests and a
-	// handful of rooms, not for thousands.
+	// Woken says that every event of every room (but an admission run's
+	// own: queue.Event.Wakes) is handed to Wake and every (re)subscription
+	// to Resweep (the stream hub's subscription does it): then a room
+	// without work costs nothing until woken, the rooms are swept every
+	// SweepEvery, and Run runs a woken room at once rather than at the
+	// next tick (Wake). Without it every tick sweeps every room (one
+	// command per room per tick): right for tests and a handful of rooms,
+	// not for thousands.
 	Woken bool
+	// WakeGap: the least time from the start of a room's run to a run for
+	// a wake-up between ticks (see Wake; default a tenth of Interval), so
+	// that a room woken again and again — arrivals, each the first in an
+	// empty queue, as fast as it admits them — runs at most once per gap,
+	// not once per arrival.
+	WakeGap time.Duration
 	// SweepEvery: how often every room this instance runs is looked at
 	// for work it was not woken for, such as after an event lost while
 	// the subscription stayed up (default DefaultSweepEvery).
@@ -103,8 +111,12 @@ type Gate interface {
 // by the enter script) or found busy by a sweep: at the first tick, every
 // SweepEvery, when the subscription is re-established (events may have
 // been lost) and when the live instances change (this one may own more
-// rooms). The admission script stays atomic, so two instances running a
-// room at once during a hand-over never admit beyond its target.
+// rooms). A woken room that no tick would run next (at rest, or holding
+// only admissions or a pre-queue) is run at once, between the ticks, at
+// most once per WakeGap: its first arrival does not wait for the next
+// tick, however many rooms there are. The admission script stays atomic,
+// so two instances running a room at once during a hand-over never admit
+// beyond its target.
 type Admitter struct {
 	q *queue.Queue
 	o Options
@@ -112,22 +124,32 @@ type Admitter struct {
 	mu      sync.Mutex
 	running map[string]*roomRun // rooms with work that this instance runs
 	woken   map[string]bool     // rooms woken since the last tick
-	resweep bool                // a sweep is due at the next tick
+	// soon: the woken rooms that Run runs before the next tick (see Wake),
+	// and soonNow wakes Run's run loop for them (capacity 1).
+	soon    map[string]bool
+	soonNow chan struct{}
+	resweep bool // a sweep is due at the next tick
 	// sweepNow wakes Run's sweep loop (capacity 1): a sweep was asked for.
 	sweepNow chan struct{}
 	prepared bool // Prepare was called
+	ticked   bool // a tick ran (runDue): from then on Wake runs rooms at once
 	sweptAt  time.Time
 	stored   map[string]queue.RoomConfig // the last read of Stored
 	storedAt time.Time                   // when it was read
 	down     bool                        // Redis unreachable: logged once, until it returns
 	// storedDown: the last read of Stored failed (logged once).
 	storedDown bool
+	// refilled: when the Gate was last refilled (by the run loop alone).
+	refilled time.Time
 }
 
 // roomRun is a room this instance runs.
 type roomRun struct {
 	want int       // tokens the last run could have used
 	next time.Time // when it next needs a run (zero: the next tick)
+	// ranAt: when its last run started here (zero: not yet); a wake-up
+	// between ticks runs it no sooner than WakeGap after that.
+	ranAt time.Time
 	// fixed: the last run found the room's mode fixed, so its runs pass
 	// the Gate by; a room not run yet is gated (an adaptive room's first
 	// run after a wake is a sale's first burst).
@@ -143,6 +165,9 @@ func New(q *queue.Queue, o Options) *Admitter {
 	if o.Interval <= 0 {
 		o.Interval = 100 * time.Millisecond
 	}
+	if o.WakeGap <= 0 {
+		o.WakeGap = o.Interval / 10
+	}
 	if o.SweepEvery <= 0 {
 		o.SweepEvery = DefaultSweepEvery
 	}
@@ -153,16 +178,37 @@ func New(q *queue.Queue, o Options) *Admitter {
 		o.Logger = slog.Default()
 	}
 	return &Admitter{q: q, o: o, running: map[string]*roomRun{}, woken: map[string]bool{}, resweep: true,
-		sweepNow: make(chan struct{}, 1)}
+		soon: map[string]bool{}, soonNow: make(chan struct{}, 1), sweepNow: make(chan struct{}, 1)}
 }
 
 // Wake tells the admitter that room changed (one of its events): if this
-// instance runs it, it is run at the next tick. Safe for concurrent use;
-// it never blocks on Redis.
+// instance runs it, it is run at the next tick. Under Run with wake-ups
+// (Options.Woken), once the admitter has ticked, a room that the next
+// tick would not run anyway — one at rest, or holding only admissions or
+// a pre-queue (its first arrival's event) — is run at once instead, or
+// once WakeGap has passed since its last run started: a woken room does
+// not wait for the next tick, and a stream of wake-ups runs it at most
+// once per WakeGap. Before its first tick (Tick, or Run's an interval
+// after its start) an admitter runs no room, woken ones included: they
+// wait for that tick. Safe for concurrent use; it never blocks on Redis.
 func (a *Admitter) Wake(room string) {
 	a.mu.Lock()
 	a.woken[room] = true
+	soon := false
+	if a.o.Woken && a.ticked && !a.soon[room] && a.owns(room) {
+		rr := a.running[room]
+		soon = rr == nil || !rr.next.IsZero() || rr.ranAt.IsZero()
+		if soon {
+			a.soon[room] = true
+		}
+	}
 	a.mu.Unlock()
+	if soon {
+		select {
+		case a.soonNow <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // Resweep makes the next tick look at every room this instance runs: call
@@ -201,7 +247,8 @@ func (a *Admitter) Running() []string {
 // part waits for another: the beats (Members, one every Interval, so an
 // instance busy sweeping thousands of rooms is never taken for stopped),
 // the sweeps (every SweepEvery and when asked, at most one a second) and
-// the runs (every Interval: the rooms due). It beats and sweeps once
+// the runs (every Interval the rooms due, and between the ticks the
+// rooms woken at rest, as Wake says). It beats and sweeps once
 // before the first run, an interval after the start: the configured rooms
 // are created and Running holds the busy rooms from the start. Without
 // wake-ups (Woken false) each run is a whole Tick instead. While Redis is
@@ -220,37 +267,77 @@ func (a *Admitter) Run(ctx context.Context) {
 		}
 		wg.Go(func() { a.sweepLoop(ctx) })
 	}
-	wait := a.o.Interval
-	loop.Paced(ctx, wait, func(ctx context.Context) time.Duration {
-		var err error
-		if a.o.Woken {
-			err = a.runs(ctx)
-		} else {
-			err = a.Tick(ctx)
-		}
-		switch {
-		case ctx.Err() != nil:
-			return wait // stopping: Paced returns before waiting
-		case err != nil:
-			if !a.down {
-				a.o.Logger.LogAttrs(ctx, slog.LevelError, "admission paused: redis unreachable", slog.String("error", err.Error()))
-				a.down = true
-			}
-			wait = min(max(wait*2, a.o.Interval), 2*time.Second)
-		default:
-			if a.down {
-				a.o.Logger.LogAttrs(ctx, slog.LevelInfo, "admission resumed")
-				a.down = false
-			}
-			wait = a.o.Interval
-		}
-		return wait
-	})
+	if a.o.Woken {
+		a.runLoop(ctx)
+	} else {
+		wait := a.o.Interval
+		loop.Paced(ctx, wait, func(ctx context.Context) time.Duration {
+			wait = a.pace(ctx, a.Tick(ctx), wait)
+			return wait
+		})
+	}
 	wg.Wait()
 	if m := a.o.Members; m != nil {
 		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 		defer cancel()
 		_ = m.Leave(lctx)
+	}
+}
+
+// pace returns the wait before the next tick after one that ended with
+// err, the last wait having been wait: the interval, or while Redis is
+// unreachable twice the last wait, up to 2s. It logs once when Redis goes
+// and once when it returns.
+func (a *Admitter) pace(ctx context.Context, err error, wait time.Duration) time.Duration {
+	switch {
+	case ctx.Err() != nil:
+		return wait // stopping: the loop returns before waiting
+	case err != nil:
+		if !a.down {
+			a.o.Logger.LogAttrs(ctx, slog.LevelError, "admission paused: redis unreachable", slog.String("error", err.Error()))
+			a.down = true
+		}
+		return min(max(wait*2, a.o.Interval), 2*time.Second)
+	default:
+		if a.down {
+			a.o.Logger.LogAttrs(ctx, slog.LevelInfo, "admission resumed")
+			a.down = false
+		}
+		return a.o.Interval
+	}
+}
+
+// runLoop is Run's run loop with wake-ups: every Interval the rooms due
+// (backing off while Redis is unreachable), and between the ticks the
+// rooms woken at rest, as soon as Wake asks for them (runSoon). Both kinds
+// of runs are made here, one batch at a time, so that this instance never
+// runs a room twice at once.
+func (a *Admitter) runLoop(ctx context.Context) {
+	wait := a.o.Interval
+	tick := time.NewTimer(wait)
+	defer tick.Stop()
+	// later calls runSoon again for the rooms woken within WakeGap of
+	// their last run.
+	later := time.NewTimer(wait)
+	later.Stop()
+	defer later.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			wait = a.pace(ctx, a.runs(ctx), wait)
+			tick.Reset(wait)
+			continue
+		case <-a.soonNow:
+		case <-later.C:
+		}
+		if a.down {
+			continue // the ticks try again, and run the woken rooms then
+		}
+		if d := a.runSoon(ctx, time.Now()); d > 0 {
+			later.Reset(d)
+		}
 	}
 }
 
@@ -546,23 +633,73 @@ func (a *Admitter) release(rooms []string) {
 	}
 }
 
+// job is one room's run: the tokens its last run could have used, and
+// whether it passes the Gate.
+type job struct {
+	room  string
+	want  int
+	gated bool
+}
+
+// take returns room's run as a job, recording that it starts at now
+// (under a.mu).
+func (a *Admitter) take(room string, rr *roomRun, now time.Time) job {
+	rr.ranAt = now
+	return job{room, rr.want, a.o.Gate != nil && !rr.fixed}
+}
+
+// runSoon runs the rooms woken at rest (Wake) whose last run here started
+// at least WakeGap ago, at most Parallel at once, and returns how long
+// until the next of the others may run (0: none left). A room that the
+// next tick runs anyway after a run here (someone waits: its own runs
+// publish, and so do departures) or that another instance owns now is
+// left to the ticks; one a sweep found busy, not run here yet, is not.
+func (a *Admitter) runSoon(ctx context.Context, now time.Time) time.Duration {
+	var jobs []job
+	var after time.Duration
+	a.mu.Lock()
+	for r := range a.soon {
+		rr := a.running[r]
+		if !a.owns(r) || (rr != nil && rr.next.IsZero() && !rr.ranAt.IsZero()) {
+			delete(a.soon, r)
+			continue
+		}
+		if rr != nil {
+			if d := rr.ranAt.Add(a.o.WakeGap).Sub(now); d > 0 {
+				if after == 0 || d < after {
+					after = d
+				}
+				continue
+			}
+		}
+		// The run covers the wake-up: a later one wakes it again.
+		delete(a.soon, r)
+		delete(a.woken, r)
+		if rr == nil {
+			rr = &roomRun{}
+			a.running[r] = rr
+		}
+		jobs = append(jobs, a.take(r, rr, now))
+	}
+	a.mu.Unlock()
+	_ = a.runJobs(ctx, now, jobs, false) // a failed run is due at the next tick, which reports it
+	return after
+}
+
 // runDue runs every room that needs a run at now, at most Parallel at
 // once, and schedules each one's next run from what its run found.
 func (a *Admitter) runDue(ctx context.Context, now time.Time) error {
-	type job struct {
-		room  string
-		want  int
-		gated bool
-	}
 	var jobs []job
 	var released []string
 	a.mu.Lock()
+	a.ticked = true
 	for r := range a.woken {
 		if a.owns(r) && a.running[r] == nil {
 			a.running[r] = &roomRun{}
 		} else if rr := a.running[r]; rr != nil {
 			rr.next = time.Time{}
 		}
+		delete(a.soon, r) // this tick runs it
 	}
 	clear(a.woken)
 	for r, rr := range a.running {
@@ -571,16 +708,25 @@ func (a *Admitter) runDue(ctx context.Context, now time.Time) error {
 			delete(a.running, r)
 			released = append(released, r)
 		case !rr.next.After(now):
-			jobs = append(jobs, job{r, rr.want, a.o.Gate != nil && !rr.fixed})
+			jobs = append(jobs, a.take(r, rr, now))
 		}
 	}
 	a.mu.Unlock()
 	a.release(released)
+	return a.runJobs(ctx, now, jobs, true)
+}
+
+// runJobs runs jobs, at most Parallel at once, and schedules each room's
+// next run from what its run found. The Gate is refilled for a tick
+// (tick), and for runs between ticks only once an interval has passed
+// since its last refill: its budget is one interval's.
+func (a *Admitter) runJobs(ctx context.Context, now time.Time, jobs []job, tick bool) error {
 	if len(jobs) == 0 {
 		return nil
 	}
-	if slices.ContainsFunc(jobs, func(j job) bool { return j.gated }) {
+	if slices.ContainsFunc(jobs, func(j job) bool { return j.gated }) && (tick || now.Sub(a.refilled) >= a.o.Interval) {
 		a.o.Gate.Refill(now)
+		a.refilled = now
 	}
 	errs := make([]error, len(jobs))
 	var wg sync.WaitGroup

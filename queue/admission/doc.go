@@ -7,7 +7,8 @@
 // Cost follows work: a room is run only while it has work (someone
 // waiting, pre-queued or admitted), every tick while anyone waits and at
 // its next deadline otherwise. A room without work joins the runs when
-// woken by one of its events (Wake) or found busy by a sweep: at the
+// woken by one of its events (Wake) — at once, not at the next tick, and
+// at most once per WakeGap — or found busy by a sweep: at the
 // start, every SweepEvery, when the event subscription comes back
 // (Resweep) and when the live instances change. With package
 // members the live instances share the rooms, each room run by one of
