@@ -48,7 +48,9 @@ func TestRunWritesExpectedReturns(t *testing.T) {
 		}
 		return time.UnixMilli(int64(due)).Sub(now)
 	}
-	queuetest.WaitFor(t, "the first flush", func() bool { return back("poller") > time.Second })
+	// One flush touches each grace's users in a call of its own, in no
+	// set order: wait for both.
+	queuetest.WaitFor(t, "the first flush", func() bool { return back("poller") > time.Second && back("streamer") > time.Second })
 	if got, most := back("poller"), presence.Grace(2*time.Second); got <= presence.Grace(2*time.Second)-presence.Tick-time.Second || got > most {
 		t.Fatalf("poller expected back in %v; want about %v", got, most)
 	}
