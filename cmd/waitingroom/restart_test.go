@@ -43,13 +43,12 @@ func startProc(t *testing.T, dir, port string, args ...string) *redisProc {
 	p.done = make(chan struct{})
 	go func() { _ = p.cmd.Wait(); close(p.done) }()
 	t.Cleanup(p.kill)
-	waitFor(t, "redis-server on "+port, func() bool {
-		c, err := net.Dial("tcp", "127.0.0.1:"+port)
-		if err == nil {
-			c.Close()
-		}
-		return err == nil
-	})
+	// The process itself must answer: after a restart, a server that
+	// failed to bind (the port taken meanwhile) would leave the test
+	// talking to another process, then to nobody.
+	if err := queuetest.AwaitServer("127.0.0.1:"+port, p.cmd.Process.Pid, p.done); err != nil {
+		t.Fatalf("redis-server on %s: %v", port, err)
+	}
 	return p
 }
 

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"os/exec"
 	"strconv"
@@ -15,6 +14,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"waitingroom/internal/freeport"
 )
 
 // startTries is how many free ports Server tries: a port found free may be
@@ -70,7 +71,7 @@ func startServer(tb testing.TB, bin, dir string, extra ...string) (string, error
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
 	stop := func() { _ = cmd.Process.Kill(); <-exited }
-	if err := awaitServer(addr, cmd.Process.Pid, exited); err != nil {
+	if err := AwaitServer(addr, cmd.Process.Pid, exited); err != nil {
 		stop()
 		return "", fmt.Errorf("redis-server on %s: %w\n%s", addr, err, out)
 	}
@@ -78,10 +79,10 @@ func startServer(tb testing.TB, bin, dir string, extra ...string) (string, error
 	return "redis://" + addr + "/0", nil
 }
 
-// awaitServer waits until the redis-server of process pid answers on addr:
+// AwaitServer waits until the redis-server of process pid answers on addr:
 // a server that answers with another process id is not ours (the port was
-// taken in between), and one that exited never will.
-func awaitServer(addr string, pid int, exited <-chan struct{}) error {
+// taken in between), and one that exited (exited closed) never will.
+func AwaitServer(addr string, pid int, exited <-chan struct{}) error {
 	if err := awaitAccept(addr, exited); err != nil {
 		return err
 	}
@@ -131,20 +132,12 @@ func infoField(info, field string) string {
 	return ""
 }
 
-// spare hands out the ports of FreeAddr: from below the kernel's
-// ephemeral range (32768 and up on Linux), one after another from a
-// random start, each at most once in a process.
-var spare struct {
-	sync.Mutex
-	next int
-}
-
 // FreeAddr is a loopback address whose port was free a moment ago, for a
 // server a test starts (a redis-server, a PostgreSQL, a child instance).
-// Such a port is bound only once that process is up, and a port from the
-// kernel's ephemeral range (what listening on port 0 gives) can meanwhile
-// become the source port of any test's outgoing connection; so it comes
-// from below that range, and is never handed out twice in one process.
+// Such a port is bound only once that process is up, and may be free again
+// for a moment while the test restarts it; so it comes from below the
+// kernel's ephemeral range and stays reserved to this process, against
+// every other test process too, while it lives (package freeport).
 func FreeAddr(tb testing.TB) string {
 	tb.Helper()
 	addr, err := freeAddr()
@@ -154,24 +147,7 @@ func FreeAddr(tb testing.TB) string {
 	return addr
 }
 
-func freeAddr() (string, error) {
-	spare.Lock()
-	defer spare.Unlock()
-	if spare.next == 0 {
-		spare.next = 20000 + rand.IntN(10000)
-	}
-	for range 12768 {
-		p := spare.next
-		if spare.next++; spare.next >= 32768 {
-			spare.next = 20000
-		}
-		if ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p)); err == nil {
-			ln.Close()
-			return ln.Addr().String(), nil
-		}
-	}
-	return "", fmt.Errorf("queuetest: no free port between 20000 and 32767")
-}
+func freeAddr() (string, error) { return freeport.BelowEphemeral() }
 
 // syncBuffer is a buffer that a process writes while a test may read it.
 type syncBuffer struct {
