@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -21,12 +20,7 @@ import (
 // /readyz's origin check says "unreachable" while the instance stays
 // ready (200: it still queues visitors).
 func TestGatewayOriginSaidAtStart(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close() // nothing listens there now
+	addr := freePort(t) // reserved to this process: nothing listens there
 	in := newRedisOnlyEnv(t).start(map[string]string{"WR_UPSTREAM": "http://" + addr, "WR_PROTECT": "GET /checkout/*=sale",
 		"WR_PASS_KEY": pass.GenerateKey(), "WR_ROOMS": "sale"})
 	if line := in.logLine("WARN", "WR_UPSTREAM", addr); line == "" {
@@ -86,12 +80,7 @@ func TestGatewayOriginCheck(t *testing.T) {
 // TestRedisUnreachableSaidAtStart: no Redis at REDIS_URL is a warning
 // at start naming the variable and the address tried, never "connected".
 func TestRedisUnreachableSaidAtStart(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
+	addr := freePort(t) // reserved to this process: nothing listens there
 	var buf strings.Builder
 	m := &Main{Config: Config{RedisURL: "redis://" + addr + "/0"}, Log: slog.New(slog.NewTextHandler(&buf, nil))}
 	m.rdb = redis.NewClient(&redis.Options{Addr: addr, DialTimeout: 200 * time.Millisecond, MaxRetries: -1})
