@@ -37,7 +37,12 @@ func (p *Streams) Events(c *fiber.Ctx) error {
 	// The stream takes the connection over from fasthttp (hijack): one
 	// goroutine per stream, instead of fasthttp's connection goroutine,
 	// its buffers and a pipe. The response is close-delimited: no
-	// Content-Length, no chunking.
+	// Content-Length, no chunking. The slot and the subscription are
+	// given back by run: with no response of fasthttp's own to write
+	// (HijackSetNoResponse), fasthttp starts the hijack handler whatever
+	// the request said (Connection: close included); the one path that
+	// skips it is a failed SetDeadline on a connection fasthttp itself
+	// has already closed, which a client cannot cause.
 	w := &sseWriter{p: p, conn: c.Context().Conn(), room: room, id: lastEventID(c), events: p.o.Metrics.StreamEvents.WithLabelValues("sse")}
 	head := sseHead(api.RequestID(c.Context()))
 	c.Context().HijackSetNoResponse(true)
