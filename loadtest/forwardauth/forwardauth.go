@@ -112,18 +112,25 @@ func Run(ctx context.Context, o *scenario.Options, args []string) (_ report.Repo
 	rep.ProxyConfig = relToWorkdir(st.template)
 
 	wr := "http://" + st.wrAddr
-	p := &probe{srcs: st.cpuSources(), adm: &client.Admin{Base: "http://" + st.adminAddr, HTTP: client.New(2, o.Timeout)}}
+	admin := client.NewFrom(proxyAddr, 2, o.Timeout)
+	p := &probe{srcs: st.cpuSources(), adm: &client.Admin{Base: "http://" + st.adminAddr, HTTP: admin}}
+	pg := &probe{srcs: p.srcs, adm: &client.Admin{Base: "http://" + st.gwAdmin, HTTP: admin}}
 	hc := client.NewFrom(proxyAddr, c.conns, o.Timeout)
-	var vs []visit
+	// The visitors of each waiting room: forward auth's and the gateway's.
+	visits := map[bool][]visit{}
 	for _, s := range faSteps(rep, st, wr) {
 		if ctx.Err() != nil {
 			break
 		}
-		// Every phase sends the same cookies, admitted visitors', so the
-		// requests differ only in their path.
-		if time.Until(firstEnd(vs)) < c.warm+c.dur+visitSlack {
-			fmt.Fprintf(os.Stderr, "forward-auth: admitting %d visitors to %s\n", c.visitors, o.Room)
-			if vs, err = admitAll(ctx, c.visitors, wr, o.Room, protectedURI, o.Timeout); err != nil {
+		// Every phase of one waiting room sends the same cookies, admitted
+		// visitors', so the requests differ only in their path.
+		base := wr
+		if s.gateway {
+			base = "http://" + st.gwAddr
+		}
+		if vs := visits[s.gateway]; time.Until(firstEnd(vs)) < c.warm+c.dur+visitSlack {
+			fmt.Fprintf(os.Stderr, "forward-auth: admitting %d visitors to %s at %s\n", c.visitors, o.Room, base)
+			if vs, err = admitAll(ctx, c.visitors, base, o.Room, protectedURI, o.Timeout, s.gateway); err != nil {
 				if ctx.Err() != nil {
 					break
 				}
@@ -132,10 +139,15 @@ func Run(ctx context.Context, o *scenario.Options, args []string) (_ report.Repo
 			if left := time.Until(firstEnd(vs)); left < c.warm+c.dur+visitSlack {
 				return rep, fmt.Errorf("forward-auth: a visit lasts %v, less than a phase (--warmup + --duration) and %v", left.Round(time.Second), visitSlack)
 			}
+			visits[s.gateway] = vs
 		}
-		hs := s.headers(vs)
+		hs := s.headers(visits[s.gateway])
 		fmt.Fprintf(os.Stderr, "forward-auth: %s: %d conns, %v warm-up + %v\n", s.name, c.conns, c.warm, c.dur)
-		*s.dst = p.measure(ctx, hc, s.name, target{url: s.url, headers: hs, passed: s.passed}, c.conns, c.warm, c.dur)
+		probe := p
+		if s.gateway {
+			probe = pg
+		}
+		*s.dst = probe.measure(ctx, hc, s.name, target{url: s.url, headers: hs, passed: s.passed}, c.conns, c.warm, c.dur)
 		if err := st.alive(); err != nil {
 			rep.finish()
 			return rep, fmt.Errorf("forward-auth: %s: %w", s.name, err)
@@ -162,26 +174,31 @@ func relToWorkdir(path string) string {
 
 // faStep is one measured phase: where its result goes, its name, the URL
 // it loads, the URI asked about (for /_wr/auth itself, else "") and how a
-// response shows the request went through.
+// response shows the request went through; gateway: the phase goes
+// through the waiting room in gateway mode, with its visitors.
 type faStep struct {
-	dst    **phase
-	name   string
-	url    string
-	ask    string
-	passed func(http.Header) bool
+	dst     **phase
+	name    string
+	url     string
+	ask     string
+	passed  func(http.Header) bool
+	gateway bool
 }
 
 // faSteps are the phases in the order they run: the decision alone
-// (wr is the waiting room's base URL), then nginx without and with it.
+// (wr is the waiting room's base URL), then nginx without and with it,
+// then the gateway in nginx's place.
 func faSteps(rep *faReport, st *stack, wr string) []faStep {
 	decided := func(h http.Header) bool { return h.Get(passHeader) != "" }
 	reached := func(h http.Header) bool { return h.Get(gotPassHeader) == "1" }
 	return []faStep{
-		{&rep.DecideOpen, "decide: unprotected", wr + authPath, openURI, decided},
-		{&rep.DecideVisit, "decide: protected, visit", wr + authPath, protectedURI, decided},
-		{&rep.Direct, "nginx → origin", "http://" + st.directAddr + openURI, "", reached},
-		{&rep.AuthOpen, "nginx auth: unprotected", "http://" + st.authAddr + openURI, "", reached},
-		{&rep.AuthVisit, "nginx auth: protected, visit", "http://" + st.authAddr + protectedURI, "", reached},
+		{&rep.DecideOpen, "decide: unprotected", wr + authPath, openURI, decided, false},
+		{&rep.DecideVisit, "decide: protected, visit", wr + authPath, protectedURI, decided, false},
+		{&rep.Direct, "nginx → origin", "http://" + st.directAddr + openURI, "", reached, false},
+		{&rep.AuthOpen, "nginx auth: unprotected", "http://" + st.authAddr + openURI, "", reached, false},
+		{&rep.AuthVisit, "nginx auth: protected, visit", "http://" + st.authAddr + protectedURI, "", reached, false},
+		{&rep.GatewayOpen, "gateway: unprotected", "http://" + st.gwAddr + openURI, "", reached, true},
+		{&rep.GatewayVisit, "gateway: protected, visit", "http://" + st.gwAddr + protectedURI, "", reached, true},
 	}
 }
 

@@ -36,6 +36,10 @@ type faReport struct {
 	Direct      *phase `json:"nginxToOrigin,omitempty"`
 	AuthOpen    *phase `json:"nginxAuthUnprotected,omitempty"`
 	AuthVisit   *phase `json:"nginxAuthProtected,omitempty"`
+	// GatewayOpen and GatewayVisit: the waiting room in gateway mode in
+	// nginx's place, in front of the same origin.
+	GatewayOpen  *phase `json:"gatewayUnprotected,omitempty"`
+	GatewayVisit *phase `json:"gatewayProtected,omitempty"`
 
 	// OpenRatio and VisitRatio are the requests/s of nginx with
 	// auth_request, unprotected and protected, ÷ nginx straight to the
@@ -47,6 +51,13 @@ type faReport struct {
 	// origin's.
 	OpenExtraMicros  float64 `json:"nginxAuthUnprotectedExtraCpuUs,omitempty"`
 	VisitExtraMicros float64 `json:"nginxAuthProtectedExtraCpuUs,omitempty"`
+	// GatewayOpenRatio and GatewayVisitRatio are the gateway's requests/s,
+	// unprotected and protected, ÷ nginx straight to the origin's; the
+	// ExtraMicros its serving side's CPU per request less nginx's.
+	GatewayOpenRatio        float64 `json:"gatewayUnprotectedRatio,omitempty"`
+	GatewayVisitRatio       float64 `json:"gatewayProtectedRatio,omitempty"`
+	GatewayOpenExtraMicros  float64 `json:"gatewayUnprotectedExtraCpuUs,omitempty"`
+	GatewayVisitExtraMicros float64 `json:"gatewayProtectedExtraCpuUs,omitempty"`
 
 	Checks      []report.Check `json:"checks"`
 	Interrupted bool           `json:"interrupted"`
@@ -84,7 +95,7 @@ type phase struct {
 }
 
 func (r *faReport) phases() []*phase {
-	return []*phase{r.DecideOpen, r.DecideVisit, r.Direct, r.AuthOpen, r.AuthVisit}
+	return []*phase{r.DecideOpen, r.DecideVisit, r.Direct, r.AuthOpen, r.AuthVisit, r.GatewayOpen, r.GatewayVisit}
 }
 
 // finish works out the ratios and the checks.
@@ -95,6 +106,12 @@ func (r *faReport) finish() {
 		}
 		if a := r.AuthVisit; a != nil {
 			r.VisitRatio, r.VisitExtraMicros = a.RPS/d.RPS, a.ServingMicros-d.ServingMicros
+		}
+		if a := r.GatewayOpen; a != nil {
+			r.GatewayOpenRatio, r.GatewayOpenExtraMicros = a.RPS/d.RPS, a.ServingMicros-d.ServingMicros
+		}
+		if a := r.GatewayVisit; a != nil {
+			r.GatewayVisitRatio, r.GatewayVisitExtraMicros = a.RPS/d.RPS, a.ServingMicros-d.ServingMicros
 		}
 	}
 	all := func(f func(p *phase) bool) (bool, string) {
@@ -119,7 +136,7 @@ func (r *faReport) finish() {
 		return true, fmt.Sprintf("%d phases", n)
 	}
 	asksServer := func(p *phase) bool { return p != r.Direct }
-	protected := func(p *phase) bool { return p == r.DecideVisit || p == r.AuthVisit }
+	protected := func(p *phase) bool { return p == r.DecideVisit || p == r.AuthVisit || p == r.GatewayVisit }
 	ok, got := all(func(p *phase) bool { return p.Requests > 0 && p.OK == p.Requests })
 	r.Checks = append(r.Checks, report.NewCheck("every answer 200", ok, got+codesOf(r)))
 	ok, got = all(func(p *phase) bool {
@@ -129,7 +146,7 @@ func (r *faReport) finish() {
 		}
 		return p.DecisionsKnown && p.Decisions == want
 	})
-	r.Checks = append(r.Checks, report.NewCheck("the waiting room decided once per request, never for nginx → origin", ok, got+decisionsOf(r)))
+	r.Checks = append(r.Checks, report.NewCheck("the waiting room decided (the gateway forwarded) once per request, never for nginx → origin", ok, got+decisionsOf(r)))
 	ok, got = all(func(p *phase) bool {
 		if protected(p) {
 			return p.Passes == p.Requests
@@ -162,12 +179,12 @@ func decisionsOf(r *faReport) string {
 }
 
 func (r *faReport) Print(w io.Writer) {
-	fmt.Fprintln(w, "\nforward-auth scenario: /_wr/auth decisions asked directly, then nginx with auth_request against nginx straight to the origin, in one run")
+	fmt.Fprintln(w, "\nforward-auth scenario: /_wr/auth decisions asked directly, then nginx with auth_request and the gateway against nginx straight to the origin, in one run")
 	fmt.Fprintf(w, "waiting room: WR_FORWARD_AUTH=on, room %s protecting GET /checkout/*, Redis alone (%s); unprotected %s, protected %s\n",
 		r.Room, r.Redis, r.OpenURI, r.ProtectedURI)
 	fmt.Fprintf(w, "nginx %s: the proxy is %s as shipped (%d workers); nginx → origin the same file with auth_request off;\n",
 		r.Nginx, r.ProxyConfig, r.ProxyWorkers)
-	fmt.Fprintf(w, "  the origin, an nginx of its own (1 worker), answers a %s B static page\n", report.Commas(r.PageBytes))
+	fmt.Fprintf(w, "  the origin, an nginx of its own (1 worker), answers a %s B static page; the gateway: a second waiting room, WR_UPSTREAM the origin, the same room and route\n", report.Commas(r.PageBytes))
 	fmt.Fprintf(w, "%d keep-alive connections per phase from 127.0.0.1, %.0f s warm-up + %.0f s measured; every request carries the cookies of one of %d visitors admitted to %s\n",
 		r.Conns, r.WarmupSeconds, r.Seconds, r.Visitors, r.Room)
 	fmt.Fprintf(w, "machine: %d CPUs, load average %s before the run, %s after\n", r.CPUs, r.LoadBefore, r.LoadAfter)
@@ -190,16 +207,16 @@ func (r *faReport) Print(w io.Writer) {
 	tw.Flush()
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "CPU µs per request\t%s\t%s\t%s\tserving side\t%s\tmachine\t\n", procServer, procProxy, procOrigin, procTool)
+	fmt.Fprintf(tw, "CPU µs per request\t%s\t%s\t%s\t%s\tserving side\t%s\tmachine\t\n", procServer, procProxy, procOrigin, procGateway, procTool)
 	for _, p := range r.phases() {
 		if p == nil {
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.1f\t%s\t%.1f\t\n", p.Name, micros(p, procServer), micros(p, procProxy), micros(p, procOrigin),
-			p.ServingMicros, micros(p, procTool), p.MachineMicros)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.1f\t%s\t%.1f\t\n", p.Name, micros(p, procServer), micros(p, procProxy), micros(p, procOrigin),
+			micros(p, procGateway), p.ServingMicros, micros(p, procTool), p.MachineMicros)
 	}
 	tw.Flush()
-	fmt.Fprintln(w, "(utime + stime of each process over the phase ÷ its requests, an nginx's workers included; serving side: the first three;")
+	fmt.Fprintln(w, "(utime + stime of each process over the phase ÷ its requests, an nginx's workers included; serving side: the first four;")
 	fmt.Fprintln(w, " machine: /proc/stat's busy time, anything else running included)")
 	fmt.Fprintln(w)
 	if a, b := r.DecideOpen, r.DecideVisit; a != nil && b != nil {
@@ -211,6 +228,12 @@ func (r *faReport) Print(w io.Writer) {
 			r.OpenRatio, r.VisitRatio, p50(r.Direct), p50(r.AuthOpen), p50(r.AuthVisit))
 		fmt.Fprintf(w, "auth_request's CPU per request (serving side, less straight to the origin's): unprotected %+.1f µs, protected %+.1f µs\n",
 			r.OpenExtraMicros, r.VisitExtraMicros)
+	}
+	if r.GatewayOpenRatio > 0 || r.GatewayVisitRatio > 0 {
+		fmt.Fprintf(w, "the gateway in nginx's place, req/s ÷ nginx straight to the origin: unprotected %.2f×, protected with a visit %.2f×; p50 %.2f / %.2f / %.2f ms\n",
+			r.GatewayOpenRatio, r.GatewayVisitRatio, p50(r.Direct), p50(r.GatewayOpen), p50(r.GatewayVisit))
+		fmt.Fprintf(w, "the gateway's CPU per request (serving side, less nginx straight to the origin's): unprotected %+.1f µs, protected %+.1f µs\n",
+			r.GatewayOpenExtraMicros, r.GatewayVisitExtraMicros)
 	}
 	fmt.Fprintln(w)
 	for _, c := range r.Checks {

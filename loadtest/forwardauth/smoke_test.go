@@ -11,8 +11,8 @@ import (
 )
 
 // TestSmokeForwardAuth runs the forward-auth scenario for a second a
-// phase: the built command in forward-auth mode on a Redis of its own,
-// nginx as the origin and the proxy. It asserts counts and that every
+// phase: the built command in forward-auth mode and in gateway mode on a
+// Redis of its own, nginx as the origin and the proxy. It asserts counts and that every
 // figure was measured, never a speed.
 func TestSmokeForwardAuth(t *testing.T) {
 	if testing.Short() {
@@ -52,15 +52,21 @@ func TestSmokeForwardAuth(t *testing.T) {
 			t.Errorf("%s: CPU per request %v, machine %.1f µs: want each process's", p.Name, p.CPUMicros, p.MachineMicros)
 		}
 	}
-	if r.OpenRatio <= 0 || r.VisitRatio <= 0 {
-		t.Errorf("ratios to nginx → origin: unprotected %v, protected %v; want both > 0", r.OpenRatio, r.VisitRatio)
+	if r.OpenRatio <= 0 || r.VisitRatio <= 0 || r.GatewayOpenRatio <= 0 || r.GatewayVisitRatio <= 0 {
+		t.Errorf("ratios to nginx → origin: auth_request unprotected %v, protected %v; gateway unprotected %v, protected %v; want all > 0",
+			r.OpenRatio, r.VisitRatio, r.GatewayOpenRatio, r.GatewayVisitRatio)
+	}
+	for _, p := range []*phase{r.GatewayOpen, r.GatewayVisit} {
+		if p.CPUMicros[procGateway] <= 0 {
+			t.Errorf("%s: the gateway's CPU per request %v, want > 0", p.Name, p.CPUMicros[procGateway])
+		}
 	}
 	// The waiting room's CPU is read in ticks of 10 ms: a second of
 	// decisions holds several.
 	if r.DecideOpen.CPUMicros[procServer] <= 0 || r.DecideVisit.CPUMicros[procServer] <= 0 {
 		t.Errorf("waiting room CPU per decision: %v / %v µs, want > 0", r.DecideOpen.CPUMicros[procServer], r.DecideVisit.CPUMicros[procServer])
 	}
-	if html := smoke.WriteReports(t, &o, rep); !strings.Contains(html, "nginx auth: protected, visit") {
+	if html := smoke.WriteReports(t, &o, rep); !strings.Contains(html, "gateway: protected, visit") {
 		t.Error("the HTML report lacks the phases")
 	}
 }

@@ -35,17 +35,18 @@ const startDeadline = 60 * time.Second
 // is killed.
 const stopGrace = 10 * time.Second
 
-// stack is what the scenario runs against: the waiting room, the origin
-// and the proxy, each a process of its own, over a run directory that is
-// removed at the end.
+// stack is what the scenario runs against: the waiting room in forward
+// auth, the origin, the proxy and the waiting room in gateway mode, each a
+// process of its own, over a run directory that is removed at the end.
 type stack struct {
 	dir            string
 	server, origin *proc.Proc
 	direct, prx    *proc.Proc // the template with auth_request off, and as shipped
+	gateway        *proc.Proc // the waiting room in gateway mode, in front of the origin
 	proxyWorkers   int
-	rdb            *redis.Client // the server's database
-	redisURL       string
-	ownDB          bool // the database was empty at the start: emptied at the end
+	dbs            []*redis.Client // the servers' databases, emptied at the end
+	redisURL       string          // the forward-auth server's database
+	gatewayRedis   string          // the gateway's
 	nginxVersion   string
 	template       string // the proxy's configuration
 
@@ -53,6 +54,7 @@ type stack struct {
 	originAddr        string
 	directAddr        string // direct: straight to the origin
 	authAddr          string // prx: asking /_wr/auth first
+	gwAddr, gwAdmin   string // the gateway: public (the origin's paths) and management
 }
 
 // startStack checks the server's Redis database, then starts the waiting
@@ -82,7 +84,11 @@ func startStack(ctx context.Context, c faConfig, room string) (s *stack, err err
 		return s, err
 	}
 	s.nginxVersion = version
-	if err = s.openRedis(ctx, c.redisURL, c.redisDB); err != nil {
+	// The two waiting rooms are two fleets: a database each.
+	if s.redisURL, err = s.openRedis(ctx, c.redisURL, c.redisDB); err != nil {
+		return s, err
+	}
+	if s.gatewayRedis, err = s.openRedis(ctx, c.redisURL, c.redisDB+1); err != nil {
 		return s, err
 	}
 	bin := c.serverBin
@@ -92,7 +98,7 @@ func startStack(ctx context.Context, c faConfig, room string) (s *stack, err err
 			return s, err
 		}
 	}
-	for _, a := range []*string{&s.wrAddr, &s.adminAddr, &s.originAddr, &s.directAddr, &s.authAddr} {
+	for _, a := range []*string{&s.wrAddr, &s.adminAddr, &s.originAddr, &s.directAddr, &s.authAddr, &s.gwAddr, &s.gwAdmin} {
 		if *a, err = proc.FreeAddr(); err != nil {
 			return s, err
 		}
@@ -101,6 +107,9 @@ func startStack(ctx context.Context, c faConfig, room string) (s *stack, err err
 		return s, err
 	}
 	if err = s.startNginx(nginx, s.template); err != nil {
+		return s, err
+	}
+	if err = s.startGateway(ctx, bin, room); err != nil {
 		return s, err
 	}
 	return s, nil
@@ -126,25 +135,27 @@ func findNginx(flagged string) (string, string, error) {
 }
 
 // openRedis connects to the database db of the Redis at url, which must
-// hold no key: the run empties it at the end.
-func (s *stack) openRedis(ctx context.Context, raw string, db int) error {
+// hold no key (the run empties it at the end), and returns its URL.
+func (s *stack) openRedis(ctx context.Context, raw string, db int) (string, error) {
 	opt, err := redis.ParseURL(raw)
 	if err != nil {
-		return fmt.Errorf("--redis: %w", err)
+		return "", fmt.Errorf("--redis: %w", err)
 	}
 	opt.DB = db
-	s.rdb = redis.NewClient(opt)
-	n, err := s.rdb.DBSize(ctx).Result()
+	rdb := redis.NewClient(opt)
+	n, err := rdb.DBSize(ctx).Result()
 	if err != nil {
-		return fmt.Errorf("redis %s: %w", opt.Addr, err)
+		rdb.Close()
+		return "", fmt.Errorf("redis %s: %w", opt.Addr, err)
 	}
 	if n != 0 {
-		return fmt.Errorf("redis %s database %d holds %d keys: the run needs an empty one of its own, which it empties at the end (--redis-db)", opt.Addr, db, n)
+		rdb.Close()
+		return "", fmt.Errorf("redis %s database %d holds %d keys: the run needs empty ones of its own (--redis-db and the next), which it empties at the end", opt.Addr, db, n)
 	}
+	s.dbs = append(s.dbs, rdb)
 	u, _ := url.Parse(raw) // redis.ParseURL has parsed it
 	u.Path = "/" + strconv.Itoa(db)
-	s.redisURL, s.ownDB = u.String(), true
-	return nil
+	return u.String(), nil
 }
 
 // buildServer builds waitingroom/cmd/waitingroom into dir.
@@ -156,10 +167,9 @@ func buildServer(dir string) (string, error) {
 	return path, nil
 }
 
-// serverEnv is this process's environment without the server's
-// configuration, then the run's: forward auth for room behind 127.0.0.1,
-// on Redis alone.
-func (s *stack) serverEnv(room string) []string {
+// baseEnv is this process's environment without any server
+// configuration.
+func baseEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
@@ -167,11 +177,29 @@ func (s *stack) serverEnv(room string) []string {
 			env = append(env, kv)
 		}
 	}
-	return append(env,
+	return env
+}
+
+// serverEnv is the forward-auth server's environment: forward auth for
+// room behind 127.0.0.1, on Redis alone.
+func (s *stack) serverEnv(room string) []string {
+	return append(baseEnv(),
 		"WR_FORWARD_AUTH=on", "WR_TRUSTED_PROXIES=127.0.0.1",
 		"WR_PROTECT=GET /checkout/*="+room, "WR_ROOMS="+room,
 		"WR_DEV=1", "WR_GATEWAY_CHALLENGE=off", "WR_RATE_LIMITS=off", "WR_LOG_LEVEL=warn",
 		"WR_HTTP_ADDR="+s.wrAddr, "WR_ADMIN_ADDR="+s.adminAddr, "REDIS_URL="+s.redisURL,
+		"WR_ADMIN_TOKEN="+adminToken)
+}
+
+// gatewayEnv is the gateway's: the same room and route, in front of the
+// origin, on Redis alone. Its visitors are the load tool's connections,
+// not a proxy's: no trusted proxy.
+func (s *stack) gatewayEnv(room string) []string {
+	return append(baseEnv(),
+		"WR_UPSTREAM=http://"+s.originAddr,
+		"WR_PROTECT=GET /checkout/*="+room, "WR_ROOMS="+room,
+		"WR_DEV=1", "WR_GATEWAY_CHALLENGE=off", "WR_RATE_LIMITS=off", "WR_LOG_LEVEL=warn",
+		"WR_HTTP_ADDR="+s.gwAddr, "WR_ADMIN_ADDR="+s.gwAdmin, "REDIS_URL="+s.gatewayRedis,
 		"WR_ADMIN_TOKEN="+adminToken)
 }
 
@@ -196,10 +224,8 @@ func (s *stack) startServer(ctx context.Context, bin, room string) error {
 	// thousands of decisions a second: the most a visit may have in
 	// forward auth (sessionInFlight per gateway.DecisionHold), so that
 	// what is measured is a decision's cost, not the visit's bound.
-	adm := &client.Admin{Base: "http://" + s.adminAddr, Token: adminToken, Room: room, HTTP: client.NewFrom(proxyAddr, 1, 5*time.Second)}
-	defer adm.HTTP.CloseIdleConnections()
-	if err := adm.Do(ctx, http.MethodPut, map[string]any{"gateway": map[string]any{"sessionInFlight": maxInFlight}}, nil); err != nil {
-		return fmt.Errorf("waitingroom: the room's sessionInFlight: %w", err)
+	if err := raiseInFlight(ctx, s.adminAddr, room); err != nil {
+		return fmt.Errorf("waitingroom: %w", err)
 	}
 	hc := client.NewFrom(proxyAddr, 1, 5*time.Second)
 	defer hc.CloseIdleConnections()
@@ -213,6 +239,47 @@ func (s *stack) startServer(ctx context.Context, bin, room string) error {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("waitingroom: a first decision for GET /: %s, want 200 (is forward auth on?)", resp.Status)
+	}
+	return nil
+}
+
+// raiseInFlight sets room's sessionInFlight to its most on the server
+// whose management address is admin.
+func raiseInFlight(ctx context.Context, admin, room string) error {
+	adm := &client.Admin{Base: "http://" + admin, Token: adminToken, Room: room, HTTP: client.NewFrom(proxyAddr, 1, 5*time.Second)}
+	defer adm.HTTP.CloseIdleConnections()
+	if err := adm.Do(ctx, http.MethodPut, map[string]any{"gateway": map[string]any{"sessionInFlight": maxInFlight}}, nil); err != nil {
+		return fmt.Errorf("the room's sessionInFlight: %w", err)
+	}
+	return nil
+}
+
+// startGateway starts the waiting room in gateway mode, once the origin
+// runs, and waits until it forwards an unprotected request.
+func (s *stack) startGateway(ctx context.Context, bin, room string) error {
+	var err error
+	if s.gateway, err = proc.Start(s.dir, s.dir, "gateway", s.gatewayEnv(room), bin); err != nil {
+		return err
+	}
+	if err := client.AwaitReady(ctx, "http://"+s.gwAdmin, startDeadline); err != nil {
+		return errors.Join(err, s.gateway.Running())
+	}
+	// A visit's requests in flight at once are bounded by sessionInFlight;
+	// one connection a visitor keeps one in flight, but a phase with fewer
+	// visitors than connections shares them.
+	if err := raiseInFlight(ctx, s.gwAdmin, room); err != nil {
+		return fmt.Errorf("gateway: %w", err)
+	}
+	hc := client.NewFrom(proxyAddr, 1, 5*time.Second)
+	defer hc.CloseIdleConnections()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+s.gwAddr+openURI, nil)
+	resp, err := hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("gateway: a first forwarded request: %w", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("gateway: a first forwarded request, GET %s: %s, want the origin's 200", openURI, resp.Status)
 	}
 	return nil
 }
@@ -312,22 +379,21 @@ func render(conf string, vars map[string]string) string {
 	return strings.NewReplacer(pairs...).Replace(conf)
 }
 
-// close stops the proxies, the origin and the waiting room, in that order,
-// then empties the server's database and removes the run directory.
+// close stops the gateway, the proxies, the origin and the waiting room,
+// in that order, then empties the servers' databases and removes the run
+// directory.
 func (s *stack) close() error {
 	var errs []error
-	for _, p := range []*proc.Proc{s.prx, s.direct, s.origin, s.server} {
+	for _, p := range []*proc.Proc{s.gateway, s.prx, s.direct, s.origin, s.server} {
 		if p != nil {
 			errs = append(errs, p.Stop(stopGrace))
 		}
 	}
-	if s.rdb != nil {
-		if s.ownDB {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			errs = append(errs, s.rdb.FlushDB(ctx).Err())
-			cancel()
-		}
-		errs = append(errs, s.rdb.Close())
+	for _, rdb := range s.dbs {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		errs = append(errs, rdb.FlushDB(ctx).Err())
+		cancel()
+		errs = append(errs, rdb.Close())
 	}
 	if s.dir != "" {
 		errs = append(errs, os.RemoveAll(s.dir))
@@ -338,7 +404,7 @@ func (s *stack) close() error {
 // alive is nil while every process runs, else names the first that
 // exited (its output comes with close's error).
 func (s *stack) alive() error {
-	for _, p := range []*proc.Proc{s.server, s.origin, s.direct, s.prx} {
+	for _, p := range []*proc.Proc{s.server, s.origin, s.direct, s.prx, s.gateway} {
 		if p.Running() != nil {
 			return fmt.Errorf("%s exited during the run", p.Name)
 		}
@@ -348,16 +414,18 @@ func (s *stack) alive() error {
 
 // cpuSources are the processes whose CPU time each phase reads: the
 // waiting room, the proxies' (both, one idle in each phase) and the
-// origin's nginx with their workers, and the load tool itself.
+// origin's nginx with their workers, the gateway, and the load tool
+// itself.
 func (s *stack) cpuSources() []cpuSource {
 	return []cpuSource{{procServer, s.server.Pid(), false}, {procProxy, s.prx.Pid(), true}, {procProxy, s.direct.Pid(), true},
-		{procOrigin, s.origin.Pid(), true}, {procTool, os.Getpid(), false}}
+		{procOrigin, s.origin.Pid(), true}, {procGateway, s.gateway.Pid(), false}, {procTool, os.Getpid(), false}}
 }
 
 // The names of the processes in the report.
 const (
-	procServer = "waitingroom"
-	procProxy  = "proxy"
-	procOrigin = "origin"
-	procTool   = "load tool"
+	procServer  = "waitingroom"
+	procProxy   = "proxy"
+	procOrigin  = "origin"
+	procGateway = "gateway"
+	procTool    = "load tool"
 )

@@ -30,7 +30,7 @@ type visit struct {
 }
 
 // admitAll admits n visitors, admitAtOnce at a time (see admit).
-func admitAll(ctx context.Context, n int, base, room, protectedURI string, timeout time.Duration) ([]visit, error) {
+func admitAll(ctx context.Context, n int, base, room, protectedURI string, timeout time.Duration, gateway bool) ([]visit, error) {
 	vs := make([]visit, n)
 	errs := make([]error, n)
 	sem := make(chan struct{}, admitAtOnce)
@@ -39,7 +39,7 @@ func admitAll(ctx context.Context, n int, base, room, protectedURI string, timeo
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			vs[i], errs[i] = admit(ctx, base, room, protectedURI, timeout)
+			vs[i], errs[i] = admit(ctx, base, room, protectedURI, timeout, gateway)
 		})
 	}
 	wg.Wait()
@@ -54,9 +54,10 @@ func admitAll(ctx context.Context, n int, base, room, protectedURI string, timeo
 // admit enters room anonymously through the public API, polls its
 // position until READY, and asks /_wr/auth once about protectedURI with
 // the cookies a browser would send there, as a proxy of
-// WR_TRUSTED_PROXIES does: the answer's Set-Cookie is the visit (the
-// entry token is spent).
-func admit(ctx context.Context, base, room, protectedURI string, timeout time.Duration) (visit, error) {
+// WR_TRUSTED_PROXIES does — or, with gateway, base being a gateway's,
+// asks for protectedURI itself through it: the answer's Set-Cookie is the
+// visit (the entry token is spent).
+func admit(ctx context.Context, base, room, protectedURI string, timeout time.Duration, gateway bool) (visit, error) {
 	ctx, cancel := context.WithTimeout(ctx, admitDeadline)
 	defer cancel()
 	jar, _ := cookiejar.New(nil)
@@ -97,16 +98,25 @@ func admit(ctx context.Context, base, room, protectedURI string, timeout time.Du
 	}
 
 	page, _ := url.Parse(base + protectedURI)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+authPath, nil)
+	first, passed := base+authPath, func(h http.Header) bool { return h.Get(passHeader) != "" }
+	if gateway {
+		first, passed = base+protectedURI, func(h http.Header) bool { return h.Get(gotPassHeader) == "1" }
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, first, nil)
 	if err != nil {
 		return visit{}, err
 	}
-	askAbout(req.Header, http.MethodGet, protectedURI, cookieHeader(jar.Cookies(page)))
+	if gateway {
+		req.Header.Set("Cookie", cookieHeader(jar.Cookies(page)))
+	} else {
+		askAbout(req.Header, http.MethodGet, protectedURI, cookieHeader(jar.Cookies(page)))
+	}
 	hc.Jar = nil // the cookies are the page's, set above
 	resp, err := hc.Do(req)
 	if err != nil {
-		return visit{}, fmt.Errorf("the first protected decision: %w", err)
+		return visit{}, fmt.Errorf("the first protected request: %w", err)
 	}
+	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	var v *http.Cookie
 	for _, c := range resp.Cookies() {
@@ -114,9 +124,9 @@ func admit(ctx context.Context, base, room, protectedURI string, timeout time.Du
 			v = c
 		}
 	}
-	if resp.StatusCode != http.StatusOK || resp.Header.Get(passHeader) == "" || v == nil || v.MaxAge <= 0 {
-		return visit{}, fmt.Errorf("the first protected decision (GET %s, READY, with the entry cookie): %s, %s %q, Set-Cookie %q; want 200 with a pass and the %s cookie",
-			protectedURI, resp.Status, passHeader, resp.Header.Get(passHeader), resp.Header.Values("Set-Cookie"), visitCookie(room))
+	if resp.StatusCode != http.StatusOK || !passed(resp.Header) || v == nil || v.MaxAge <= 0 {
+		return visit{}, fmt.Errorf("the first protected request (GET %s, READY, with the entry cookie, to %s): %s, %s %q, %s %q, Set-Cookie %q; want 200 with a pass and the %s cookie",
+			protectedURI, first, resp.Status, passHeader, resp.Header.Get(passHeader), gotPassHeader, resp.Header.Get(gotPassHeader), resp.Header.Values("Set-Cookie"), visitCookie(room))
 	}
 	jar.SetCookies(page, []*http.Cookie{v})
 	return visit{cookie: cookieHeader(jar.Cookies(page)), expires: time.Now().Add(time.Duration(v.MaxAge) * time.Second)}, nil
