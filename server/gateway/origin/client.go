@@ -698,8 +698,13 @@ func quoteIfNeeded(v string) string {
 	if token {
 		return v
 	}
-	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(v) + `"`
+	return `"` + quoter.Replace(v) + `"`
 }
+
+// quoter escapes a quoted-string's value. It is built once: a Host with a
+// port is quoted on every forwarded request, and building a Replacer
+// cost more than the rest of the Forwarded header.
+var quoter = strings.NewReplacer(`\`, `\\`, `"`, `\"`)
 
 // connectionTokens are the header names a Connection header lists.
 func connectionTokens(v []byte) []string {
