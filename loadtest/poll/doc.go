@@ -27,8 +27,10 @@
 // measures, one after another at --conns connections: (a) the plain
 // handler, (b) the floor — the plain handler making one EVALSHA (ZADD NX
 // + ZRANK on a key of its own) on the server's Redis per request — (c)
-// enter for users already waiting and fresh users, (d) the poll at the
-// front, then (b) and (a) again; it prints one table of rates, p50/p99
+// enter for users already waiting, (d) the poll at the front, (b) and (a)
+// again, then enter for fresh users (last: the background work a room of
+// a hundred thousand more users costs would land on what followed); it
+// prints one table of rates, p50/p99
 // and each path's ratio to both yardsticks (the mean of their two runs).
 // Both yardsticks run in processes of their own. --cpu-profile FILE saves
 // the server's CPU profile over the fresh-enter phase. make bench-http

@@ -27,9 +27,10 @@ import (
 //	(c) enter, for users already waiting and for fresh users;
 //	(d) the poll at the front (--ahead 0).
 //
-// (a) and (b) run before and after (c) and (d), and the ratios are to the
-// mean of each pair, so that a machine whose load drifts moves the
-// yardsticks with the paths. Each of (c) and (d) is reported as a ratio to
+// (a) and (b) run before and after enter (users waiting) and (d), and the
+// ratios are to the mean of each pair, so that a machine whose load
+// drifts moves the yardsticks with the paths; the fresh users' enter
+// comes last (see measureLimit). Each of (c) and (d) is reported as a ratio to
 // both: (a) says what the path costs over serving HTTP at all, (b) what
 // it costs over HTTP and the one Redis round trip an enter cannot avoid.
 
@@ -42,7 +43,7 @@ type limitConfig struct {
 // limitFlags registers --limit's flags on fs.
 func limitFlags(fs *flag.FlagSet) *limitConfig {
 	c := &limitConfig{}
-	fs.BoolVar(&c.on, "limit", false, "closed loop: (a) the plain handler, (b) the floor — the plain handler making one EVALSHA (ZADD NX + ZRANK on a key of its own) on --redis per request — (c) enter for users already waiting and fresh users, (d) the poll at the front (--ahead 0), then (b) and (a) again; one table of rates, p50/p99 and the ratios of (c) and (d) to (a) and to (b). Both yardsticks run in processes of their own. Needs --mint-tokens and --redis (the server's Redis); run the server with WR_RATE_LIMITS=off")
+	fs.BoolVar(&c.on, "limit", false, "closed loop: (a) the plain handler, (b) the floor — the plain handler making one EVALSHA (ZADD NX + ZRANK on a key of its own) on --redis per request — (c) enter for users already waiting, (d) the poll at the front (--ahead 0), (b) and (a) again, then (c) enter for fresh users; one table of rates, p50/p99 and the ratios of (c) and (d) to (a) and to (b). Both yardsticks run in processes of their own. Needs --mint-tokens and --redis (the server's Redis); run the server with WR_RATE_LIMITS=off")
 	fs.StringVar(&c.cpuProfile, "cpu-profile", "", "with --limit: save the server's CPU profile over the measured part of the fresh-enter phase to this file (its /debug/pprof/profile, with --admin-token)")
 	return c
 }
@@ -172,7 +173,7 @@ func measureLimit(ctx context.Context, cfg pollConfig, a *client.API, adm *clien
 		return fail(err)
 	}
 
-	fmt.Fprintf(os.Stderr, "poll: --limit: (a), (b), enter (waiting), enter (fresh), poll at the front, (b), (a): %d conns, %v warm-up + %v each\n", conns, cfg.warm, cfg.dur)
+	fmt.Fprintf(os.Stderr, "poll: --limit: (a), (b), enter (waiting), poll at the front, (b), (a), enter (fresh): %d conns, %v warm-up + %v each\n", conns, cfg.warm, cfg.dur)
 	redisOnly := &costProbe{rs: cfg.rs} // the yardsticks: Redis's counters, not the idle server's CPU
 	step := func(name, target string, newReq reqFunc, p *costProbe) *phase {
 		if ctx.Err() != nil {
@@ -184,6 +185,14 @@ func measureLimit(ctx context.Context, cfg pollConfig, a *client.API, adm *clien
 	l.PlainBefore = step(limitPlain, plainURL, postRequests(plainURL, access), nil)
 	l.FloorBefore = step(limitFloor, floorURL, postRequests(floorURL, access), redisOnly)
 	l.Waiting = step(limitWaiting, enterURL, postRequests(enterURL, access), probe)
+	l.Poll = step(limitPoll, pollURL, pollRequests(pollURL, tokens), probe)
+	l.FloorAfter = step(limitFloor+", again", floorURL, postRequests(floorURL, access), redisOnly)
+	l.PlainAfter = step(limitPlain+", again", plainURL, postRequests(plainURL, access), nil)
+	// The fresh users come last: a room holding a hundred thousand more
+	// users than it did costs the server and Redis background work (their
+	// presence, and their removal when they go idle or leave), which would
+	// otherwise land on the phases after them — the floor above all, on
+	// the same Redis.
 	kept := make([][]string, conns) // the fresh users' queue tokens, by worker
 	if ctx.Err() == nil {
 		fmt.Fprintf(os.Stderr, "poll: %s\n", limitFresh)
@@ -204,15 +213,12 @@ func measureLimit(ctx context.Context, cfg pollConfig, a *client.API, adm *clien
 			l.CPUProfile = fp.profileTo
 		}
 	}
-	l.Poll = step(limitPoll, pollURL, pollRequests(pollURL, tokens), probe)
-	l.FloorAfter = step(limitFloor+", again", floorURL, postRequests(floorURL, access), redisOnly)
-	l.PlainAfter = step(limitPlain+", again", plainURL, postRequests(plainURL, access), nil)
 	var left []string
 	for _, ts := range kept {
 		left = append(left, ts...)
 	}
 	l.FreshEntered = len(left)
-	users.LeaveAll(context.WithoutCancel(ctx), a, adm, left, 16)
+	users.LeaveAll(context.WithoutCancel(ctx), a, adm, left, max(16, conns))
 	l.finish()
 	return l
 }

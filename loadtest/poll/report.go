@@ -110,8 +110,8 @@ func (r *pollReport) printLimit(w io.Writer) {
 	l := r.Limit
 	fmt.Fprintf(w, "\npoll scenario, --limit: %s, room %s; every phase at the same connections, one after another on this machine's %d CPUs\n", r.Base, r.Room, r.CPUs)
 	fmt.Fprintf(w, "(a) a plain Fiber handler answering enter's body (%d B) with c.JSON; (b) the same handler making one EVALSHA first (ZADD NX + ZRANK, a new member per request, on key %s of the server's Redis); both in processes of their own\n", l.BodyBytes, l.FloorKey)
-	fmt.Fprintf(w, "(c) POST enter: users already waiting enter again, then fresh users take a ticket; (d) GET position for %d users at positions 1–%d (body %d B); admission frozen\n", r.Users, r.Users, l.PollBodyBytes)
-	fmt.Fprintln(w, "(a) and (b) ran before and after (c) and (d): the ratios are to the mean of each pair")
+	fmt.Fprintf(w, "(c) POST enter: users already waiting enter again; fresh users take a ticket (last: they leave afterwards); (d) GET position for %d users at positions 1–%d (body %d B); admission frozen\n", r.Users, r.Users, l.PollBodyBytes)
+	fmt.Fprintln(w, "order: (a), (b), (c) users waiting, (d), (b), (a), (c) fresh users; the ratios are to the mean of each yardstick's two runs")
 	fmt.Fprintf(w, "load average (1, 5, 15 min): %s before, %s after\n", l.LoadBefore, l.LoadAfter)
 	fmt.Fprintln(w, "NOTE: the load generator shares the machine with the server, the yardsticks and Redis: compare the ratios, not the absolute rates")
 	if r.Interrupted {
@@ -121,7 +121,7 @@ func (r *pollReport) printLimit(w io.Writer) {
 		fmt.Fprintf(w, "error: %s\n", l.Error)
 	}
 	fmt.Fprintln(w)
-	printPhases(w, []*phase{l.PlainBefore, l.FloorBefore, l.Waiting, l.Fresh, l.Poll, l.FloorAfter, l.PlainAfter})
+	printPhases(w, []*phase{l.PlainBefore, l.FloorBefore, l.Waiting, l.Poll, l.FloorAfter, l.PlainAfter, l.Fresh})
 	fmt.Fprintf(w, "floor key: %s members after the floor's phases (one per request that made its Redis call, warm-ups included); %s fresh users entered and left\n",
 		report.Commas(int(l.FloorMembers)), report.Commas(l.FreshEntered))
 	if l.CPUProfile != "" {
