@@ -9,6 +9,8 @@
 #   make test           go vet, gofmt check, go test -race against real services
 #   make test-short     go test -short: no browser, no extra processes (about a minute)
 #   make bench          Go benchmarks against the same services
+#   make bench-http     the HTTP paths against a plain handler and the Redis floor
+#                       (loadtest poll --limit) on a server and Redis it starts
 #   make loadtest ARGS="..."
 #   make image          the container image (Dockerfile) with podman or docker
 #   make services-stop  stop the throwaway Redis/Postgres under .run/ (if any)
@@ -37,7 +39,7 @@ services = svc="$$(deploy/dev-services.sh up --db $(1))"; eval "$$svc"
 test_env = $(call services,postgres); \
 	export WR_TEST_REDIS_URL="$$REDIS_URL" WR_TEST_DATABASE_URL="$$DATABASE_URL"
 
-.PHONY: build run run-gateway test test-short bench loadtest services services-stop clean image
+.PHONY: build run run-gateway test test-short bench bench-http loadtest services services-stop clean image
 
 build:
 	$(GO) build -o $(BIN) ./cmd/waitingroom
@@ -219,6 +221,48 @@ bench:
 
 loadtest:
 	$(GO) run ./loadtest $(ARGS)
+
+# bench-http: the limit of the HTTP paths on this machine (go run ./loadtest
+# poll -h, --limit): a plain Fiber handler, the same making one EVALSHA on
+# the server's Redis, enter and the poll at the front, one after another at
+# 64 connections, each path as a ratio to both. It starts a Redis of its own
+# (so that Redis's counters are the run's alone) and the server on it with
+# the limits off and no cap per address, on BENCH_* addresses, then stops
+# both; the database is the demo's (enter and poll read none of it).
+# BENCH_ARGS adds flags, e.g. BENCH_ARGS="--duration 5s --cpu-profile enter.pprof".
+BENCH_REDIS_PORT ?= 6491
+BENCH_HTTP_ADDR  ?= 127.0.0.1:38491
+BENCH_ADMIN_ADDR ?= 127.0.0.1:38492
+BENCH_ARGS       ?=
+bench-http: build
+	@$(GO) build -o bin/loadtest ./loadtest; \
+	$(call services,waitingroom); \
+	command -v redis-server >/dev/null || { echo "make bench-http: redis-server is not installed (apt-get install redis-server)" >&2; exit 1; }; \
+	busy() { (exec 3<>"/dev/tcp/$${1%:*}/$${1##*:}") 2>/dev/null; }; \
+	for a in 127.0.0.1:$(BENCH_REDIS_PORT) $(BENCH_HTTP_ADDR) $(BENCH_ADMIN_ADDR); do \
+		! busy "$$a" || { echo "make bench-http: something already listens on $$a (set BENCH_REDIS_PORT, BENCH_HTTP_ADDR, BENCH_ADMIN_ADDR)" >&2; exit 1; }; \
+	done; \
+	dir="$$(mktemp -d)"; \
+	redis_url="redis://127.0.0.1:$(BENCH_REDIS_PORT)/0"; \
+	redis-server --bind 127.0.0.1 --port $(BENCH_REDIS_PORT) --save "" --appendonly no --dir "$$dir" >"$$dir/redis.log" 2>&1 & rds=$$!; \
+	srv=""; \
+	cleanup() { \
+		[[ -z $$srv ]] || { kill -TERM "$$srv" 2>/dev/null || true; wait "$$srv" || true; }; \
+		kill -TERM "$$rds" 2>/dev/null || true; wait "$$rds" || true; \
+		rm -rf "$$dir"; \
+	}; \
+	trap cleanup EXIT; \
+	for _ in $$(seq 100); do redis-cli -p $(BENCH_REDIS_PORT) ping >/dev/null 2>&1 && break; sleep 0.1; done; \
+	redis-cli -p $(BENCH_REDIS_PORT) ping >/dev/null || { cat "$$dir/redis.log" >&2; exit 1; }; \
+	export WR_JWT_SECRET="$$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n')"; \
+	export WR_ADMIN_TOKEN="$$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"; \
+	REDIS_URL="$$redis_url" WR_HTTP_ADDR=$(BENCH_HTTP_ADDR) WR_ADMIN_ADDR=$(BENCH_ADMIN_ADDR) \
+		WR_RATE_LIMITS=off WR_MAX_CONNS_PER_IP=100000 WR_LOG_LEVEL=warn \
+		$(BIN) serve >"$$dir/server.log" 2>&1 & srv=$$!; \
+	bin/loadtest reset-room --base http://$(BENCH_HTTP_ADDR) --admin http://$(BENCH_ADMIN_ADDR) --wait-ready 60s >/dev/null \
+		&& kill -0 "$$srv" 2>/dev/null || { cat "$$dir/server.log" >&2; exit 1; }; \
+	bin/loadtest poll --base http://$(BENCH_HTTP_ADDR) --admin http://$(BENCH_ADMIN_ADDR) --redis "$$redis_url" \
+		--limit --mint-tokens --conns 64 --enter-users 400000 $(BENCH_ARGS)
 
 # image: the container image (Dockerfile) with podman, else docker: the first
 # whose `info` answers (docker's needs its daemon; podman needs none). The

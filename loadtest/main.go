@@ -36,7 +36,7 @@ var scenarios = []struct {
 	run         func(ctx context.Context, o *scenario.Options, args []string) (report.Report, error)
 }{
 	{"seed", "the seed's k6 test: VUs loop login → enter → poll every 0.5 s → order; /metrics before and after", seed.Run},
-	{"poll", "poll-path throughput against a plain Fiber baseline (in-process, or --baseline-process), and login (BCrypt) cost", poll.Run},
+	{"poll", "poll-path throughput against a plain Fiber baseline (in-process, or --baseline-process), and login (BCrypt) cost; --limit: enter and the poll at the front against the plain handler and the Redis floor (plain + one EVALSHA)", poll.Run},
 	{"streams", "N waiting users each hold an SSE or WebSocket stream while admissions run: fan-out lag, RSS per stream", streams.Run},
 	{"surge", "N shoppers arrive (a burst and a trickle), wait by SSE, WebSocket or polling — some abandon, reload or never show — and order after a think time: FIFO, ETA accuracy over the wait, active cap, lost users", surge.Run},
 	{"attack", "the surge alone, then beside attacks from other addresses (stuffing, storm, idle sockets, streams, bombs, cross-site): both side by side", attack.Run},

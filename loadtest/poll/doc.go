@@ -22,4 +22,17 @@
 // measured server phase and reports round trips, commands, scripts and
 // Redis CPU per request; each server phase also reports the server's CPU
 // per answer (process_cpu_seconds_total).
+//
+// --limit (closed loop; --mint-tokens and --redis, the server's Redis)
+// measures, one after another at --conns connections: (a) the plain
+// handler, (b) the floor — the plain handler making one EVALSHA (ZADD NX
+// + ZRANK on a key of its own) on the server's Redis per request — (c)
+// enter for users already waiting, (d) the poll at the front, (b) and (a)
+// again, then enter for fresh users (last: the background work a room of
+// a hundred thousand more users costs would land on what followed); it
+// prints one table of rates, p50/p99
+// and each path's ratio to both yardsticks (the mean of their two runs).
+// Both yardsticks run in processes of their own. --cpu-profile FILE saves
+// the server's CPU profile over the fresh-enter phase. make bench-http
+// runs it on a server and Redis of its own.
 package poll

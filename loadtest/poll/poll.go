@@ -49,6 +49,7 @@ type pollReport struct {
 	AnsweredRatio float64      `json:"answeredRatio,omitempty"`       // the same over answers (2xx and 429), when some were 429
 	CostRatio     float64      `json:"perRequestCostRatio,omitempty"` // (1/login req/s) ÷ (1/poll req/s)
 	Enter         *enterPhases `json:"enter,omitempty"`               // --enter
+	Limit         *limitPhases `json:"limit,omitempty"`               // --limit
 	Interrupted   bool         `json:"interrupted"`
 }
 
@@ -105,6 +106,7 @@ type pollConfig struct {
 	rs                              *measure.RedisStats
 	enter                           enterConfig
 	ownProcess                      bool // --baseline-process
+	limit                           limitConfig
 }
 
 // parsePollFlags reads and checks the poll scenario's flags.
@@ -123,6 +125,7 @@ func parsePollFlags(o *scenario.Options, args []string) (pollConfig, error) {
 	spread := fs.Duration("spread", 5*time.Second, "open loop: the users' first polls are spread over this long, unmeasured")
 	redisFromFlags := measure.RedisFlag(fs)
 	enterFromFlags := enterFlags(fs)
+	limit := limitFlags(fs)
 	own := fs.Bool("baseline-process", false, "run the plain handler in a process of its own, as the server runs, instead of inside the load tool (where it shares the tool's Go runtime and network poller, and costs the machine about a third less per request)")
 	if err := o.Parse(fs, args); err != nil {
 		return pollConfig{}, err
@@ -145,9 +148,14 @@ func parsePollFlags(o *scenario.Options, args []string) (pollConfig, error) {
 	if err != nil {
 		return pollConfig{}, fmt.Errorf("poll: %w", err)
 	}
-	return pollConfig{conns: *conns, users: *users, ahead: *ahead, loginConns: *loginConns,
+	cfg := pollConfig{conns: *conns, users: *users, ahead: *ahead, loginConns: *loginConns,
 		dur: *dur, warm: *warm, loginDur: *loginDur, spread: *spread, password: *password, mt: mt,
-		open: *mode == "open", rs: rs, enter: ec, ownProcess: *own}, nil
+		open: *mode == "open", rs: rs, enter: ec, ownProcess: *own, limit: *limit}
+	if err := checkLimit(fs, &cfg); err != nil {
+		rs.Close()
+		return pollConfig{}, fmt.Errorf("poll: %w", err)
+	}
+	return cfg, nil
 }
 
 // Run is the poll scenario: with admission frozen, the pollers enter
@@ -196,11 +204,16 @@ func Run(ctx context.Context, o *scenario.Options, args []string) (report.Report
 	}
 	pollURL := o.Base + a.RoomPath("position")
 	probe := &costProbe{rs: cfg.rs, adm: adm}
-	if cfg.open {
+	switch {
+	case cfg.open:
 		fmt.Fprintf(os.Stderr, "poll: open loop: %d users at their bands' pace, %v spread + %v\n", cfg.users, cfg.spread, cfg.dur)
 		rep.Server = openLoop(ctx, hc, pollURL, tokens, cfg.spread, cfg.dur, probe)
-	} else if err := measureClosed(ctx, o, cfg, a, adm, probe, pollURL, tokens, rep); err != nil {
-		return nil, err
+	case cfg.limit.on:
+		rep.Limit = measureLimit(ctx, cfg, a, adm, probe, pollURL, tokens)
+	default:
+		if err := measureClosed(ctx, o, cfg, a, adm, probe, pollURL, tokens, rep); err != nil {
+			return nil, err
+		}
 	}
 	rep.Interrupted = ctx.Err() != nil
 	return rep, nil
@@ -241,11 +254,17 @@ func measureClosed(ctx context.Context, o *scenario.Options, cfg pollConfig, a *
 }
 
 // costProbe measures what a phase costs beyond the client: Redis (with
-// --redis) and the server's CPU (its /metrics). A nil probe measures
-// nothing.
+// --redis) and the server's CPU (its /metrics; none when adm is nil). A
+// nil probe measures nothing. With profileTo, it also saves the server's
+// CPU profile over profileSeconds from the start of the measurement
+// (profileErr says why it could not).
 type costProbe struct {
 	rs  *measure.RedisStats
 	adm *client.Admin
+
+	profileTo      string
+	profileSeconds int
+	profileErr     error
 }
 
 // probeMark is the counters at the start of a measured phase.
@@ -254,6 +273,7 @@ type probeMark struct {
 	redisOK bool
 	cpu     float64
 	cpuOK   bool
+	profile chan error // the profile's fetch, when one runs
 }
 
 const cpuMetric = "process_cpu_seconds_total"
@@ -265,8 +285,14 @@ func (p *costProbe) begin(ctx context.Context) probeMark {
 	if p == nil {
 		return m
 	}
-	got, _ := client.ScrapeNames(ctx, p.adm, cpuMetric)
-	m.cpu, m.cpuOK = got[cpuMetric]
+	if p.adm != nil {
+		got, _ := client.ScrapeNames(ctx, p.adm, cpuMetric)
+		m.cpu, m.cpuOK = got[cpuMetric]
+	}
+	if p.profileTo != "" && p.adm != nil {
+		m.profile = make(chan error, 1)
+		go func() { m.profile <- fetchProfile(ctx, p.adm, p.profileSeconds, p.profileTo) }()
+	}
 	if p.rs != nil {
 		var err error
 		m.redis, err = p.rs.Read(ctx)
@@ -281,6 +307,9 @@ func (p *costProbe) end(ctx context.Context, m probeMark, ph *phase) {
 	if p == nil || ph == nil {
 		return
 	}
+	if m.profile != nil {
+		p.profileErr = <-m.profile
+	}
 	if m.redisOK {
 		if after, err := p.rs.Read(ctx); err == nil {
 			// The first read's INFO is counted between the two reads:
@@ -291,6 +320,9 @@ func (p *costProbe) end(ctx context.Context, m probeMark, ph *phase) {
 			c := measure.RedisCostBetween(m.redis, after, ph.Answered, 6)
 			ph.Redis = &c
 		}
+	}
+	if p.adm == nil {
+		return
 	}
 	got, _ := client.ScrapeNames(ctx, p.adm, cpuMetric)
 	if c1, ok := got[cpuMetric]; ok && m.cpuOK && ph.Answered > 0 {

@@ -9,6 +9,10 @@ import (
 )
 
 func (r *pollReport) Print(w io.Writer) {
+	if r.Limit != nil {
+		r.printLimit(w)
+		return
+	}
 	fmt.Fprintf(w, "\npoll scenario (%s loop): GET %s/api/v1/rooms/%s/position (queue JWT; status from memory — at the front after one shared read of the room's event number — else one Redis script)\n", r.Mode, r.Base, r.Room)
 	fmt.Fprintf(w, "the pollers wait behind %d users (positions %d–%d)\n", r.Ahead, r.Ahead+1, r.Ahead+r.Users)
 	fmt.Fprintf(w, "admission frozen during the run (targetActive %d → 0 → %d): every poll answers WAITING for one of %d users\n",
@@ -97,5 +101,57 @@ func (r *pollReport) printRatios(w io.Writer) {
 		fmt.Fprintf(w, "per-request cost ratio (1/login rps) ÷ (1/poll rps): %s× (seed: 1×; contract: per-poll CPU ≥ 1000× below one BCrypt cost-10 verify)\n",
 			report.Commas(int(r.CostRatio+0.5)))
 		fmt.Fprintln(w, "  both are wall-clock costs at saturation of the shared CPUs; the load generator's share weighs far more on a poll than on a login")
+	}
+}
+
+// printLimit prints --limit's report: each phase with its costs, then one
+// table of the paths against both yardsticks.
+func (r *pollReport) printLimit(w io.Writer) {
+	l := r.Limit
+	fmt.Fprintf(w, "\npoll scenario, --limit: %s, room %s; every phase at the same connections, one after another on this machine's %d CPUs\n", r.Base, r.Room, r.CPUs)
+	fmt.Fprintf(w, "(a) a plain Fiber handler answering enter's body (%d B) with c.JSON; (b) the same handler making one EVALSHA first (ZADD NX + ZRANK, a new member per request, on key %s of the server's Redis); both in processes of their own\n", l.BodyBytes, l.FloorKey)
+	fmt.Fprintf(w, "(c) POST enter: users already waiting enter again; fresh users take a ticket (last: they leave afterwards); (d) GET position for %d users at positions 1–%d (body %d B); admission frozen\n", r.Users, r.Users, l.PollBodyBytes)
+	fmt.Fprintln(w, "order: (a), (b), (c) users waiting, (d), (b), (a), (c) fresh users; the ratios are to the mean of each yardstick's two runs")
+	fmt.Fprintf(w, "load average (1, 5, 15 min): %s before, %s after\n", l.LoadBefore, l.LoadAfter)
+	fmt.Fprintln(w, "NOTE: the load generator shares the machine with the server, the yardsticks and Redis: compare the ratios, not the absolute rates")
+	if r.Interrupted {
+		fmt.Fprintln(w, "INTERRUPTED: phases not reached are missing")
+	}
+	if l.Error != "" {
+		fmt.Fprintf(w, "error: %s\n", l.Error)
+	}
+	fmt.Fprintln(w)
+	printPhases(w, []*phase{l.PlainBefore, l.FloorBefore, l.Waiting, l.Poll, l.FloorAfter, l.PlainAfter, l.Fresh})
+	fmt.Fprintf(w, "floor key: %s members after the floor's phases (one per request that made its Redis call, warm-ups included); %s fresh users entered and left\n",
+		report.Commas(int(l.FloorMembers)), report.Commas(l.FreshEntered))
+	if l.CPUProfile != "" {
+		fmt.Fprintf(w, "server CPU profile over the fresh-enter phase: %s (go tool pprof -top -cum %s)\n", l.CPUProfile, l.CPUProfile)
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "path\treq/s\tp50 ms\tp99 ms\t÷ (a)\t÷ (b)\t")
+	for _, row := range l.Rows {
+		vsFloor := "—"
+		if row.VsFloor > 0 {
+			vsFloor = fmt.Sprintf("%.2f", row.VsFloor)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%.2f\t%.2f\t%.2f\t%s\t\n", row.Name, report.Commas(int(row.RPS+0.5)), row.P50Ms, row.P99Ms, row.VsPlain, vsFloor)
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "(a) and (b): the mean rate of their two runs, the p50/p99 of the first")
+	if c, d := l.row(limitFresh), l.row(limitPoll); c != nil || d != nil {
+		fmt.Fprint(w, "the bars for later work: enter ÷ (b) ≥ 0.8")
+		if c != nil {
+			fmt.Fprintf(w, " (fresh users now %.2f", c.VsFloor)
+			if cw := l.row(limitWaiting); cw != nil {
+				fmt.Fprintf(w, ", users waiting %.2f", cw.VsFloor)
+			}
+			fmt.Fprint(w, ")")
+		}
+		fmt.Fprint(w, ", poll ÷ (a) ≥ 0.6")
+		if d != nil {
+			fmt.Fprintf(w, " (now %.2f)", d.VsPlain)
+		}
+		fmt.Fprintln(w)
 	}
 }

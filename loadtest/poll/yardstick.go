@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -61,13 +62,14 @@ func servePlain(ln net.Listener, doc map[string]any) (stop func()) {
 }
 
 // startBaselineProcess starts this program as PlainHandlerCmd with body on
-// its standard input, and reads the URL it serves on from its first line.
-func startBaselineProcess(body []byte) (string, func(), error) {
+// its standard input and args after the command's name (the floor's
+// flags: floorArgs), and reads the URL it serves on from its first line.
+func startBaselineProcess(body []byte, args ...string) (string, func(), error) {
 	self, err := os.Executable()
 	if err != nil {
 		return "", nil, fmt.Errorf("poll: baseline process: %w", err)
 	}
-	cmd := exec.Command(self, PlainHandlerCmd)
+	cmd := exec.Command(self, append([]string{PlainHandlerCmd}, args...)...)
 	cmd.Stdin = bytes.NewReader(body)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
@@ -100,8 +102,21 @@ func PlainHandlerMain() int {
 
 // runPlainHandler is PlainHandlerCmd: the document on standard input,
 // served on 127.0.0.1:0 (the URL on the first line of standard output)
-// until the process is killed.
+// until the process is killed; with -redis and -key, by the floor handler
+// (serveFloor) instead of the plain one.
 func runPlainHandler() error {
+	fs := flag.NewFlagSet(PlainHandlerCmd, flag.ContinueOnError)
+	redisURL := fs.String("redis", "", "serve the floor: one script call on this Redis per request")
+	key := fs.String("key", "", "the floor's key (with -redis)")
+	if len(os.Args) < 2 {
+		return errors.New("plain-handler: no command name")
+	}
+	if err := fs.Parse(os.Args[2:]); err != nil {
+		return err
+	}
+	if (*redisURL == "") != (*key == "") {
+		return errors.New("plain-handler: -redis and -key go together")
+	}
 	body, err := io.ReadAll(os.Stdin)
 	if err != nil {
 		return err
@@ -114,7 +129,13 @@ func runPlainHandler() error {
 	if err != nil {
 		return err
 	}
-	servePlain(ln, doc)
+	if *redisURL != "" {
+		if _, err := serveFloor(ln, doc, *redisURL, *key); err != nil {
+			return err
+		}
+	} else {
+		servePlain(ln, doc)
+	}
 	fmt.Printf("http://%s/position\n", ln.Addr())
 	select {}
 }

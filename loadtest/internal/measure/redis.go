@@ -170,7 +170,11 @@ func (r RedisCost) String() string {
 }
 
 // RedisStats reads a Redis's counters; nil when --redis was not given.
-type RedisStats struct{ Client *redis.Client }
+// URL is the flag's value ("" when built otherwise).
+type RedisStats struct {
+	Client *redis.Client
+	URL    string
+}
 
 // RedisFlag registers --redis on fs; the returned func, called after
 // parsing, connects (nil without --redis).
@@ -184,7 +188,7 @@ func RedisFlag(fs *flag.FlagSet) func() (*RedisStats, error) {
 		if err != nil {
 			return nil, fmt.Errorf("--redis: %w", err)
 		}
-		return &RedisStats{Client: redis.NewClient(opt)}, nil
+		return &RedisStats{Client: redis.NewClient(opt), URL: *url}, nil
 	}
 }
 
