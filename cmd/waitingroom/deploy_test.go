@@ -16,6 +16,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"waitingroom/cmd/waitingroom/compose"
+	"waitingroom/cmd/waitingroom/systemtest"
 	"waitingroom/server/pass"
 )
 
@@ -70,8 +72,8 @@ type composeBuild struct {
 // deployEnv is an operator's environment: real secrets, set by hand.
 func deployEnv() map[string]string {
 	return map[string]string{
-		"WR_JWT_SECRET":  randomHex(32),
-		"WR_ADMIN_TOKEN": randomHex(16),
+		"WR_JWT_SECRET":  compose.RandomHex(32),
+		"WR_ADMIN_TOKEN": compose.RandomHex(16),
 		"SEED_PASSWORD":  "a-demo-password",
 		"WR_PASS_KEY":    pass.GenerateKey(),
 	}
@@ -360,7 +362,7 @@ func TestComposeLayout(t *testing.T) {
 			t.Errorf("seed: flag %s is not one of `waitingroom seed`'s:\n%s", a, usage)
 		}
 	}
-	if _, err := loadSeedConfig(envGetter(seed.Environment)); err != nil {
+	if _, err := compose.LoadSeedConfig(envGetter(seed.Environment)); err != nil {
 		t.Errorf("seed's environment: %v", err)
 	}
 
@@ -402,7 +404,7 @@ func TestComposeLayout(t *testing.T) {
 	}
 	for _, app := range apps {
 		env := f.Services[app].Environment
-		c, err := LoadConfig(envGetter(env))
+		c, err := compose.LoadConfig(envGetter(env))
 		if err != nil {
 			t.Errorf("%s: the server refuses its environment: %v", app, err)
 			continue
@@ -540,7 +542,7 @@ func TestComposeGatewayVariant(t *testing.T) {
 	checkMounts(t, f)
 	for _, app := range appServices(f) {
 		s := f.Services[app]
-		c, err := LoadConfig(envGetter(s.Environment))
+		c, err := compose.LoadConfig(envGetter(s.Environment))
 		if err != nil {
 			t.Errorf("%s: the server refuses its gateway environment: %v", app, err)
 			continue
@@ -596,9 +598,9 @@ func TestPlaceholderSecretsRefused(t *testing.T) {
 	}
 	for _, tc := range cases {
 		for _, dev := range []string{"", "1"} {
-			env := map[string]string{"WR_JWT_SECRET": testSecret, "WR_DEV": dev, tc.name: tc.value}
-			_, err := LoadConfig(envOf(env))
-			var ce *ConfigError
+			env := map[string]string{"WR_JWT_SECRET": systemtest.TestSecret, "WR_DEV": dev, tc.name: tc.value}
+			_, err := compose.LoadConfig(systemtest.EnvOf(env))
+			var ce *compose.ConfigError
 			if !errors.As(err, &ce) || ce.Var != tc.name || !strings.Contains(err.Error(), tc.name) || strings.Contains(err.Error(), tc.value) {
 				t.Errorf("%s=%s (WR_DEV=%q): err = %v, want a ConfigError naming %s without the value", tc.name, tc.value, dev, err, tc.name)
 			}
