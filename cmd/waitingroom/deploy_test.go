@@ -246,12 +246,17 @@ func mergeCompose(base, over *composeFile) {
 }
 
 // serverVariables are the WR_* names the command reads: the string
-// literals of its non-test sources (config.go, main.go, redis.go…).
+// literals of its non-test sources and its composition root's (main.go,
+// compose/config.go, compose/redis.go…).
 func serverVariables(t *testing.T) map[string]bool {
 	t.Helper()
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
+	var files []string
+	for _, pattern := range []string{"*.go", "compose/*.go"} {
+		m, err := filepath.Glob(pattern)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, m...)
 	}
 	vars := map[string]bool{"REDIS_URL": true, "DATABASE_URL": true}
 	re := regexp.MustCompile(`"(WR_[A-Z0-9_]+)"`)
