@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/url"
@@ -69,11 +71,18 @@ type composeBuild struct {
 	Dockerfile string `yaml:"dockerfile"`
 }
 
+// randomHex is n random bytes in hex, a secret as an operator makes one.
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
 // deployEnv is an operator's environment: real secrets, set by hand.
 func deployEnv() map[string]string {
 	return map[string]string{
-		"WR_JWT_SECRET":  compose.RandomHex(32),
-		"WR_ADMIN_TOKEN": compose.RandomHex(16),
+		"WR_JWT_SECRET":  randomHex(32),
+		"WR_ADMIN_TOKEN": randomHex(16),
 		"SEED_PASSWORD":  "a-demo-password",
 		"WR_PASS_KEY":    pass.GenerateKey(),
 	}

@@ -115,17 +115,17 @@ func (c Config) UsesPostgres() bool { return c.DatabaseURL != "" }
 // defaultDatabaseURL is DATABASE_URL's default: the local demo database.
 const defaultDatabaseURL = "postgres://postgres@127.0.0.1:5432/waitingroom?sslmode=disable"
 
-// seedConfig is what the seed command reads: the database and the BCrypt
+// SeedConfig is what the seed command reads: the database and the BCrypt
 // cost of the hash it stores — no secret, no address, nothing else.
-type seedConfig struct {
+type SeedConfig struct {
 	DatabaseURL string // DATABASE_URL
 	BcryptCost  int    // WR_BCRYPT_COST
 }
 
-// loadSeedConfig reads the seed command's configuration.
-func LoadSeedConfig(getenv func(string) string) (seedConfig, error) {
+// LoadSeedConfig reads the seed command's configuration.
+func LoadSeedConfig(getenv func(string) string) (SeedConfig, error) {
 	p := envParser{getenv: getenv}
-	c := seedConfig{DatabaseURL: p.str("DATABASE_URL", defaultDatabaseURL), BcryptCost: p.bcryptCost()}
+	c := SeedConfig{DatabaseURL: p.str("DATABASE_URL", defaultDatabaseURL), BcryptCost: p.bcryptCost()}
 	return c, p.err
 }
 
@@ -209,7 +209,7 @@ type LogConfig struct {
 	Format string
 }
 
-// loadLogConfig reads the log settings alone: main sets the logger up
+// LoadLogConfig reads the log settings alone: main sets the logger up
 // with them before any command runs (serve's LoadConfig reads them again).
 func LoadLogConfig(getenv func(string) string) (LogConfig, error) {
 	p := envParser{getenv: getenv}
@@ -217,7 +217,7 @@ func LoadLogConfig(getenv func(string) string) (LogConfig, error) {
 	return c, p.err
 }
 
-// newLogger is the instance's logger on w: WR_LOG_LEVEL's level, and
+// NewLogger is the instance's logger on w: WR_LOG_LEVEL's level, and
 // WR_LOG_FORMAT's format — when unset, text on a terminal, else JSON.
 func NewLogger(w io.Writer, c LogConfig, terminal bool) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: c.Level}
@@ -484,7 +484,7 @@ func (p *envParser) secrets(cfg *Config) {
 	c := &cfg.Server
 	switch {
 	case cfg.Tokens.Secret == "" && cfg.Dev:
-		cfg.Tokens.Secret = RandomHex(32)
+		cfg.Tokens.Secret = randomHex(32)
 	case cfg.Tokens.Secret == "":
 		p.fail("WR_JWT_SECRET", "", "required (at least 32 bytes); or set WR_DEV=1 for a generated one")
 	case len(cfg.Tokens.Secret) < 32:
@@ -494,7 +494,7 @@ func (p *envParser) secrets(cfg *Config) {
 		p.fail("WR_JWT_SECRET_PREVIOUS", "(hidden)", "too short: use at least 32 bytes")
 	}
 	if c.AdminToken == "" && cfg.Dev {
-		c.AdminToken = RandomHex(16)
+		c.AdminToken = randomHex(16)
 	}
 	// make run's token is printed in the README: fine for a demo on
 	// loopback, never for a server anyone else can reach.
@@ -507,7 +507,7 @@ func (p *envParser) secrets(cfg *Config) {
 	}
 }
 
-func RandomHex(n int) string {
+func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)

@@ -59,10 +59,10 @@ type Parts struct {
 	// Gate is adaptive rooms' pool gate; nil without Postgres or with
 	// WR_ADAPTIVE_GATE=off.
 	Gate *adaptive.PoolGate
-	// pool is the database pool's figures for the order signals; nil
+	// Pool is the database pool's figures for the order signals; nil
 	// without Postgres (never a nil *pgstore.Store in the interface).
 	Pool adaptive.PoolStats
-	// definitions is the rooms' durable record (Postgres), configured the
+	// RoomRecord is the rooms' durable record (Postgres), configured the
 	// rooms WR_ROOMS names: the admin API's. Nil without Postgres.
 	RoomRecord *pgstore.Store
 }

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// logLines parses an instance's JSON log (WR_LOG_FORMAT=json).
+// LogLines parses an instance's JSON log (WR_LOG_FORMAT=json).
 func LogLines(t testing.TB, in *Instance) []map[string]any {
 	t.Helper()
 	var out []map[string]any
@@ -21,7 +21,7 @@ func LogLines(t testing.TB, in *Instance) []map[string]any {
 	return out
 }
 
-// accessLine is the access line of the request with id, or nil.
+// AccessLine is the access line of the request with id, or nil.
 func AccessLine(t testing.TB, in *Instance, id string) map[string]any {
 	t.Helper()
 	for _, m := range LogLines(t, in) {
@@ -32,7 +32,7 @@ func AccessLine(t testing.TB, in *Instance, id string) map[string]any {
 	return nil
 }
 
-// nextID reads the next status event and returns its id.
+// NextID reads the next status event and returns its id.
 func (s *SSEStream) NextID(t testing.TB) string {
 	t.Helper()
 	for {

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// cpuTime is the process's user+system CPU time so far.
+// CPUTime is the process's user+system CPU time so far.
 func CPUTime() time.Duration {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)

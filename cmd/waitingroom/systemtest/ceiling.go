@@ -11,11 +11,15 @@ import (
 	"waitingroom/queue/queuetest"
 )
 
-// freePort is a loopback address for a server a test starts: the shared
-// queuetest.FreeAddr, below the ephemeral ports.
-var FreePort = queuetest.FreeAddr
+// FreePort is a loopback address for a server a test starts: the shared
+// queuetest.FreeAddr, below the ephemeral ports, reserved for t across the
+// test binaries until it ends.
+func FreePort(t *testing.T) string {
+	t.Helper()
+	return reserved(t, func() string { return queuetest.FreeAddr(t) })
+}
 
-// startChild runs a server instance as a process of its own (this test
+// StartChild runs a server instance as a process of its own (this test
 // binary, see TestMain) on e, with an open-file limit of nofile and extra
 // environment; exited is closed when the process ends. It is stopped, or
 // killed, when the test ends.
@@ -25,6 +29,7 @@ func (e *Env) StartChild(nofile string, vars ...string) (in *Instance, exited <-
 	if testing.Short() {
 		t.Skip("-short: no extra processes")
 	}
+	HoldSlot(t.(*testing.T), "child", ChildSlots)
 	pub, adm := FreePort(t.(*testing.T)), FreePort(t.(*testing.T))
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(),

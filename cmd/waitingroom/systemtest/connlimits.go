@@ -12,12 +12,12 @@ import (
 	"waitingroom/stream/sseclient"
 )
 
-// dialerFrom binds outgoing sockets to the loopback source address src.
+// DialerFrom binds outgoing sockets to the loopback source address src.
 func DialerFrom(src string) *net.Dialer {
 	return &net.Dialer{Timeout: 5 * time.Second, LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}}
 }
 
-// clientFrom is an HTTP client whose connections come from src (no idle
+// ClientFrom is an HTTP client whose connections come from src (no idle
 // pool: each request or stream holds its own connection while it lasts),
 // read once asked on: a connection past the cap is answered 503 at accept
 // (askingTransport).
@@ -27,7 +27,7 @@ func ClientFrom(src string) *http.Client {
 	return &http.Client{Transport: tr}
 }
 
-// sseFrom opens an SSE stream from src with extra headers and returns it
+// SSEFrom opens an SSE stream from src with extra headers and returns it
 // once its first event (the current status) has arrived.
 func SSEFrom(t testing.TB, in *Instance, src, room, queueToken string, headers ...string) *SSEStream {
 	t.Helper()
@@ -53,7 +53,7 @@ func SSEFrom(t testing.TB, in *Instance, src, room, queueToken string, headers .
 	return s
 }
 
-// refusedBy returns waitingroom_connections_refused_total{reason}.
+// RefusedBy returns waitingroom_connections_refused_total{reason}.
 func (in *Instance) RefusedBy(reason string) float64 {
 	in.t.Helper()
 	mfs, err := in.Parts.Metrics.Registry.Gather()

@@ -8,7 +8,7 @@ import (
 	"waitingroom/server/pass"
 )
 
-// forwardAuthInstance starts a forward-auth instance on Redis alone
+// ForwardAuthInstance starts a forward-auth instance on Redis alone
 // protecting the README's routes for room "sale", with no proof of work.
 func ForwardAuthInstance(t *testing.T, vars map[string]string) *Instance {
 	t.Helper()
@@ -21,7 +21,7 @@ func ForwardAuthInstance(t *testing.T, vars map[string]string) *Instance {
 	return NewRedisOnlyEnv(t).Start(v)
 }
 
-// ask asks in's /_wr/auth about method and uri the way nginx does
+// Ask asks in's /_wr/auth about method and uri the way nginx does
 // (X-Original-*) or Caddy does (X-Forwarded-*), with c's cookies for the
 // site.
 func Ask(t *testing.T, in *Instance, c *http.Client, nginx bool, method, uri string, headers ...string) (int, http.Header, map[string]any) {

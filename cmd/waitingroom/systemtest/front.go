@@ -37,7 +37,7 @@ type redisCounter struct {
 	n  map[string]int
 }
 
-// countRedis adds a counter to e's client. Scripts are told apart by the
+// CountRedis adds a counter to e's client. Scripts are told apart by the
 // SHA-1 of their source, read from the repository, or by their keys.
 func CountRedis(t *testing.T, e *Env) *redisCounter {
 	t.Helper()
@@ -143,7 +143,7 @@ func (c *redisCounter) add(kind string) {
 	c.mu.Unlock()
 }
 
-// snapshot returns the counts so far.
+// Snapshot returns the counts so far.
 func (c *redisCounter) Snapshot() map[string]int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -154,7 +154,7 @@ func (c *redisCounter) Snapshot() map[string]int {
 	return out
 }
 
-// since returns the counts added since before.
+// Since returns the counts added since before.
 func (c *redisCounter) Since(before map[string]int) map[string]int {
 	out := c.Snapshot()
 	for k, v := range before {

@@ -19,7 +19,7 @@ import (
 	"waitingroom/server/pass/passcheck"
 )
 
-// origin is a small site behind the gateway: it echoes what it received,
+// Origin is a small site behind the gateway: it echoes what it received,
 // and verifies the pass header with passcheck like a real origin would.
 type Origin struct {
 	Server   *httptest.Server
@@ -81,7 +81,7 @@ func (o *Origin) Serve(w http.ResponseWriter, r *http.Request) {
 		"foo": r.Header.Get("X-Foo"), "encoding": r.Header.Get("Content-Encoding"), "fwd": r.Header.Get("Forwarded")})
 }
 
-// gatewayInstance starts an instance in front of o protecting /checkout/*
+// GatewayInstance starts an instance in front of o protecting /checkout/*
 // for room "sale" (admissions every 20 ms).
 func GatewayInstance(t *testing.T, o *Origin, vars map[string]string) *Instance {
 	t.Helper()
@@ -101,7 +101,7 @@ func GatewayInstance(t *testing.T, o *Origin, vars map[string]string) *Instance 
 	return in
 }
 
-// visitor is a browser-like client: a cookie jar, no redirects followed.
+// Visitor is a browser-like client: a cookie jar, no redirects followed.
 func Visitor(t testing.TB) *http.Client {
 	jar, _ := cookiejar.New(nil)
 	return &http.Client{Jar: jar, Timeout: 20 * time.Second,
@@ -125,7 +125,7 @@ func Call(t testing.TB, c *http.Client, method, url, body string, headers ...str
 	return res.StatusCode, res.Header, m
 }
 
-// setGateway changes a room's gateway settings through the admin API; every
+// SetGateway changes a room's gateway settings through the admin API; every
 // instance reloads them within a second (this one at once).
 func SetGateway(t *testing.T, in *Instance, room string, settings map[string]any) Response {
 	t.Helper()

@@ -34,14 +34,14 @@ const (
 	TestUsers      = 60
 )
 
-// env is a test's shared backing services: one fresh database, seeded, and
+// Env is a test's shared backing services: one fresh database, seeded, and
 // one Redis key prefix. Several server instances may share one env.
 type Env struct {
 	T      testing.TB
 	DBURL  string
 	Redis  redis.UniversalClient
 	Prefix string
-	// redisEnv describes rdb's topology to child processes (REDIS_URL, or
+	// RedisEnv describes rdb's topology to child processes (REDIS_URL, or
 	// WR_REDIS_CLUSTER / WR_REDIS_SENTINELS + WR_REDIS_MASTER); empty:
 	// derived from rdb, a single-node client.
 	RedisEnv []string
@@ -62,7 +62,7 @@ func NewEnv(t testing.TB) *Env {
 	return newEnvAt(t, pgtest.URL(t))
 }
 
-// newEnvOwnDatabase is newEnv on a database of its own, for a test that
+// NewEnvOwnDatabase is newEnv on a database of its own, for a test that
 // acts on the whole database (refuses its connections): a schema of its
 // own, which newEnv gives, would take every other test down with it.
 func NewEnvOwnDatabase(t testing.TB) *Env {
@@ -70,7 +70,7 @@ func NewEnvOwnDatabase(t testing.TB) *Env {
 	return newEnvAt(t, pgtest.DatabaseURL(t))
 }
 
-// newRedisOnlyEnv is an env without a database: Redis alone, for an
+// NewRedisOnlyEnv is an env without a database: Redis alone, for an
 // instance that opens no Postgres (gateway mode without DATABASE_URL).
 func NewRedisOnlyEnv(t testing.TB) *Env {
 	t.Helper()
@@ -88,7 +88,7 @@ func newEnvAt(t testing.TB, dbURL string) *Env {
 	return e
 }
 
-// seedDB migrates and seeds the database at url: testUsers users (ids
+// SeedDB migrates and seeds the database at url: testUsers users (ids
 // 1…testUsers, password testPassword) and 3 products with stock 1000.
 func SeedDB(t testing.TB, url string) {
 	t.Helper()
@@ -104,7 +104,7 @@ func SeedDB(t testing.TB, url string) {
 	}
 }
 
-// exec runs SQL on the env's database (test set-up only).
+// Exec runs SQL on the env's database (test set-up only).
 func (e *Env) Exec(sql string, args ...any) {
 	e.T.Helper()
 	ctx := context.Background()
@@ -118,7 +118,7 @@ func (e *Env) Exec(sql string, args ...any) {
 	}
 }
 
-// instance is one running server on loopback ports.
+// Instance is one running server on loopback ports.
 type Instance struct {
 	t      testing.TB
 	Env    *Env
@@ -162,7 +162,7 @@ func (s *syncBuffer) tail(n int) string {
 	return strings.Join(lines, "")
 }
 
-// start runs a server instance on e with extra environment variables
+// Start runs a server instance on e with extra environment variables
 // (rate limits are off unless WR_RATE_LIMITS is passed).
 // By default the admission loop ticks once a minute, so tests drive
 // admission themselves with admit(); pass WR_ADMIT_INTERVAL to run it.
@@ -237,7 +237,7 @@ func (e *Env) Start(vars map[string]string) *Instance {
 	return &Instance{t: t, Env: e, Main: m, Server: m.Server(), Parts: m.Parts(), Base: "http://" + pub.Addr().String(), Admin: "http://" + adm.Addr().String(), Logs: logs, Stop: stop}
 }
 
-// ensureRooms creates m's configured rooms (WR_ROOMS) unless they exist,
+// EnsureRooms creates m's configured rooms (WR_ROOMS) unless they exist,
 // as the admission loop's first run would (it ticks once a minute here).
 func EnsureRooms(ctx context.Context, m *compose.Main) error {
 	for _, room := range m.Config.Admission.Rooms {
@@ -248,7 +248,7 @@ func EnsureRooms(ctx context.Context, m *compose.Main) error {
 	return nil
 }
 
-// response is a decoded HTTP response.
+// Response is a decoded HTTP response.
 type Response struct {
 	Status int
 	Header http.Header
@@ -355,7 +355,7 @@ func newRequest(t testing.TB, method, url, bearer string, body any, headers ...s
 	return req
 }
 
-// do sends a request; body may be a string (sent as is) or a value (JSON).
+// Do sends a request; body may be a string (sent as is) or a value (JSON).
 func Do(t testing.TB, method, url, bearer string, body any, headers ...string) Response {
 	t.Helper()
 	req := newRequest(t, method, url, bearer, body, headers...)
@@ -380,7 +380,7 @@ func (in *Instance) Login(user string) string {
 	return r.Str("accessToken")
 }
 
-// enter logs user in and enters room; it returns the enter response.
+// Enter logs user in and enters room; it returns the enter response.
 func (in *Instance) Enter(user, room string) Response {
 	in.t.Helper()
 	r := Do(in.t, "POST", in.Base+"/api/v1/rooms/"+room+"/enter", in.Login(user), nil)
@@ -401,7 +401,7 @@ func (in *Instance) Order(queueToken, entryToken string, product, qty int) Respo
 		map[string]int{"productId": product, "quantity": qty}, "X-Entry-Token", entryToken)
 }
 
-// admit runs one admission step for room, as the loop would.
+// Admit runs one admission step for room, as the loop would.
 func (in *Instance) Admit(room string) int {
 	in.t.Helper()
 	res, err := in.Parts.Queue.Admit(context.Background(), room, 64)
@@ -416,14 +416,14 @@ func (in *Instance) AdminRoom(room string) Response {
 	return Do(in.t, "GET", in.Admin+"/admin/rooms/"+room, TestAdminToken, nil)
 }
 
-// metric returns the sum of a counter or the count of a histogram across
+// Metric returns the sum of a counter or the count of a histogram across
 // all label values, read from /metrics.
 func (in *Instance) Metric(name string) float64 {
 	in.t.Helper()
 	return in.MetricWhere(name)
 }
 
-// metricWhere returns the sum of the series of name whose labels include
+// MetricWhere returns the sum of the series of name whose labels include
 // every "label=value" given.
 func (in *Instance) MetricWhere(name string, labels ...string) float64 {
 	in.t.Helper()
@@ -461,10 +461,10 @@ func (in *Instance) MetricWhere(name string, labels ...string) float64 {
 	return sum
 }
 
-// waitFor polls cond until it holds or 10 s pass (the shared helper).
+// WaitFor polls cond until it holds or 10 s pass (the shared helper).
 var WaitFor = queuetest.WaitFor
 
-// waitWithin polls cond until it holds or d passes.
+// WaitWithin polls cond until it holds or d passes.
 func WaitWithin(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(d)
@@ -478,7 +478,7 @@ func WaitWithin(t testing.TB, d time.Duration, what string, cond func() bool) {
 
 func User(i int) string { return fmt.Sprintf("user%d", i) }
 
-// longScenario marks a scenario that takes seconds of timers and waits by
+// LongScenario marks a scenario that takes seconds of timers and waits by
 // design (idle timeouts, admission windows, adaptive steps): -short (make
 // test-short) skips it, and make test runs it in parallel with the other
 // long ones, since it mostly waits. Each owns its Redis prefix, its database
@@ -493,7 +493,7 @@ func LongScenario(t *testing.T) {
 	Parallel(t)
 }
 
-// quickBeside runs a quick test that builds an env beside the other quick
+// QuickBeside runs a quick test that builds an env beside the other quick
 // ones under -short (the developer's loop, make test-short): each owns
 // its Redis prefix, its schema and its servers, and most of a quick test's
 // time is round trips, so side by side the package takes half as long.
@@ -509,7 +509,7 @@ func QuickBeside(tb testing.TB) {
 	Parallel(t)
 }
 
-// parallel is t.Parallel, once: a test that said so itself (or built a
+// Parallel is t.Parallel, once: a test that said so itself (or built a
 // second env) is not told again, which would panic.
 func Parallel(t *testing.T) {
 	if parallels.First(t) {
@@ -519,13 +519,13 @@ func Parallel(t *testing.T) {
 
 var parallels TestSet
 
-// testSet is a set of running tests, each kept until it ends.
+// TestSet is a set of running tests, each kept until it ends.
 type TestSet struct {
 	mu sync.Mutex
 	m  map[*testing.T]bool
 }
 
-// first adds t and reports whether it was not in the set yet.
+// First adds t and reports whether it was not in the set yet.
 func (s *TestSet) First(t *testing.T) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -544,7 +544,7 @@ func (s *TestSet) First(t *testing.T) bool {
 	return true
 }
 
-// busyScenario is a long scenario that keeps the CPU busy by design (BCrypt
+// BusyScenario is a long scenario that keeps the CPU busy by design (BCrypt
 // at a high cost): -short skips it, and it runs alone, not beside the
 // parallel ones, so that what it measures is its own load.
 func BusyScenario(t *testing.T) {

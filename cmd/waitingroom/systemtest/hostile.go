@@ -6,7 +6,7 @@ package systemtest
 // by the test client, which WR_TRUSTED_PROXIES=127.0.0.1 makes the server
 // believe.
 
-// behindProxy are the variables that let tests speak for many addresses.
+// BehindProxy are the variables that let tests speak for many addresses.
 func BehindProxy(vars map[string]string) map[string]string {
 	vars["WR_TRUSTED_PROXIES"] = "127.0.0.1"
 	return vars

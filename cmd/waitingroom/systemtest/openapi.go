@@ -20,7 +20,7 @@ import (
 // the routes of each app must be exactly the operations described. The
 // checks themselves are in openapi_check_test.go.
 
-// spec is one served description and its checker; it records which
+// Spec is one served description and its checker; it records which
 // operations the test drove and with which statuses.
 type Spec struct {
 	t      *testing.T
@@ -33,7 +33,7 @@ type Spec struct {
 	Driven map[string][]int // "GET /api/v1/rooms/{room}" → statuses seen
 }
 
-// loadSpec fetches the description served at url, checks it is valid
+// LoadSpec fetches the description served at url, checks it is valid
 // OpenAPI 3.1 and builds its checker.
 func LoadSpec(t *testing.T, url string) *Spec {
 	t.Helper()
@@ -64,7 +64,7 @@ type answer struct {
 	Raw    []byte
 }
 
-// call sends a request and validates its answer, which must have status
+// Call sends a request and validates its answer, which must have status
 // want; a request the test means to be valid (want 2xx) is validated too.
 // body: nil, a string (sent as is) or a value (JSON).
 func (s *Spec) Call(method, url, bearer string, body any, want int, headers ...string) answer {
@@ -118,7 +118,7 @@ func (s *Spec) validate(req *http.Request, sent []byte, res *http.Response, body
 	}
 }
 
-// operations are the operations the description names, "METHOD /path"
+// Operations are the operations the description names, "METHOD /path"
 // (the path under the server URL); those marked x-gateway-mode: only are
 // left out unless gateway is true.
 func (s *Spec) Operations(gateway bool) []string {
@@ -169,7 +169,7 @@ func routesOf(app *fiber.App, prefix string) []string {
 	return slices.Compact(out)
 }
 
-// checkRoutes fails when app routes something the description lacks or
+// CheckRoutes fails when app routes something the description lacks or
 // the description names an operation app does not route. pages are the
 // app's routes that are pages, not API (they must exist).
 func (s *Spec) CheckRoutes(app *fiber.App, gateway bool, pages ...string) {
@@ -193,7 +193,7 @@ func (s *Spec) CheckRoutes(app *fiber.App, gateway bool, pages ...string) {
 	}
 }
 
-// checkDriven fails for every operation of ops the test did not drive.
+// CheckDriven fails for every operation of ops the test did not drive.
 func (s *Spec) CheckDriven(ops []string) {
 	s.t.Helper()
 	for _, op := range ops {
@@ -203,7 +203,7 @@ func (s *Spec) CheckDriven(ops []string) {
 	}
 }
 
-// stream opens an SSE stream and validates its response head.
+// Stream opens an SSE stream and validates its response head.
 func (s *Spec) Stream(url, queueToken string) {
 	s.t.Helper()
 	req, _ := http.NewRequest("GET", url, nil)
@@ -219,7 +219,7 @@ func (s *Spec) Stream(url, queueToken string) {
 	s.validate(req, nil, res, nil, true)
 }
 
-// websocket opens a WebSocket (the token in the query) and validates its
+// Websocket opens a WebSocket (the token in the query) and validates its
 // handshake's answer.
 func (s *Spec) Websocket(base, room, queueToken string) {
 	s.t.Helper()

@@ -74,7 +74,7 @@ func newCompiler() *jsonschema.Compiler {
 	return c
 }
 
-// parseOpenAPI reads a description (JSON) and compiles every schema it
+// ParseOpenAPI reads a description (JSON) and compiles every schema it
 // holds; base names it in messages (any absolute URL).
 func ParseOpenAPI(base string, body []byte) (*openAPI, error) {
 	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(body))
@@ -122,7 +122,7 @@ var oasSchema = sync.OnceValues(func() (*jsonschema.Schema, error) {
 	return c.Compile(id)
 })
 
-// checkDocument validates the description against the schema of OpenAPI
+// CheckDocument validates the description against the schema of OpenAPI
 // 3.1 documents.
 func (d *openAPI) CheckDocument() error {
 	if v, _ := d.doc["openapi"].(string); !strings.HasPrefix(v, "3.1.") {
@@ -326,7 +326,7 @@ func matchTemplate(template, path string) (params map[string]string, rank []int,
 	return params, rank, true
 }
 
-// route finds the operation for a request's method and escaped path.
+// Route finds the operation for a request's method and escaped path.
 func (d *openAPI) Route(method, path string) (*route, error) {
 	rest, ok := strings.CutPrefix(path, d.prefix)
 	if !ok || !strings.HasPrefix(rest, "/") {
@@ -499,7 +499,7 @@ func (d *openAPI) parameters(r *route) []parameter {
 	return out
 }
 
-// checkRequest checks a request meant to be valid (with its body) and
+// CheckRequest checks a request meant to be valid (with its body) and
 // returns the problems found.
 func (d *openAPI) CheckRequest(req *http.Request, body []byte) []string {
 	r, err := d.Route(req.Method, req.URL.EscapedPath())
@@ -633,7 +633,7 @@ func (d *openAPI) credential(req *http.Request, name string) error {
 	return nil
 }
 
-// checkResponse checks an answer to req (its status, header and body)
+// CheckResponse checks an answer to req (its status, header and body)
 // and returns the problems found.
 func (d *openAPI) CheckResponse(req *http.Request, status int, header http.Header, body []byte) []string {
 	r, err := d.Route(req.Method, req.URL.EscapedPath())

@@ -7,7 +7,7 @@ import (
 	"waitingroom/server/admin/audit"
 )
 
-// historyOf reads GET /admin/rooms/{room}/history from in.
+// HistoryOf reads GET /admin/rooms/{room}/history from in.
 func HistoryOf(t testing.TB, in *Instance, room, query string) (fields []string, points [][]float64) {
 	t.Helper()
 	r := Do(t, "GET", in.Admin+"/admin/rooms/"+room+"/history"+query, TestAdminToken, nil)
@@ -26,7 +26,7 @@ func HistoryOf(t testing.TB, in *Instance, room, query string) (fields []string,
 	return d.Fields, d.Points
 }
 
-// auditOf reads GET /admin/audit from in.
+// AuditOf reads GET /admin/audit from in.
 func AuditOf(t testing.TB, in *Instance, query string) []audit.Entry {
 	t.Helper()
 	r := Do(t, "GET", in.Admin+"/admin/audit"+query, TestAdminToken, nil)

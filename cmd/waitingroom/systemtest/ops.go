@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// logLine is the first line of the instance's log holding every one of
+// LogLine is the first line of the instance's log holding every one of
 // parts, or "".
 func (in *Instance) LogLine(parts ...string) string {
 	for line := range strings.Lines(in.Logs.String()) {
@@ -20,7 +20,7 @@ func (in *Instance) LogLine(parts ...string) string {
 	return ""
 }
 
-// scrape is the instance's /metrics as text.
+// Scrape is the instance's /metrics as text.
 func Scrape(t *testing.T, in *Instance) string {
 	t.Helper()
 	r := Do(t, "GET", in.Admin+"/metrics", "", nil)

@@ -1,6 +1,6 @@
 package systemtest
 
-// streamsOpen is the number of open push streams of one transport ("" = all).
+// StreamsOpen is the number of open push streams of one transport ("" = all).
 func (in *Instance) StreamsOpen(transport string) float64 {
 	in.t.Helper()
 	mfs, err := in.Parts.Metrics.Registry.Gather()
@@ -23,7 +23,7 @@ func (in *Instance) StreamsOpen(transport string) float64 {
 	return n
 }
 
-// orderWhenReady waits until the holder of queueToken is READY and orders
+// OrderWhenReady waits until the holder of queueToken is READY and orders
 // one of product 1 through the API.
 func (in *Instance) OrderWhenReady(room, queueToken string) {
 	in.t.Helper()

@@ -1,6 +1,6 @@
 package systemtest
 
-// routeCount is how many requests the instance answered on a route
+// RouteCount is how many requests the instance answered on a route
 // pattern, whatever their status.
 func (in *Instance) RouteCount(route string) float64 {
 	in.t.Helper()

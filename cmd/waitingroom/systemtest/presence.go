@@ -7,7 +7,7 @@ import (
 	redis "github.com/redis/go-redis/v9"
 )
 
-// ageSeen makes the expected return of every waiting user of room past
+// AgeSeen makes the expected return of every waiting user of room past
 // (score 0), as if none had been seen for a long time: for tests of what
 // an idle drop does, without waiting out a stream's grace.
 func AgeSeen(t *testing.T, e *Env, in *Instance, room string) {

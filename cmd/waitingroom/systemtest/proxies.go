@@ -15,7 +15,7 @@ import (
 	"waitingroom/internal/freeport"
 )
 
-// frontProxy is one shipped configuration and how its server runs it.
+// FrontProxy is one shipped configuration and how its server runs it.
 type FrontProxy struct {
 	Name     string // the binary, and the subtest's name
 	Template string // under deploy/forward-auth
@@ -32,7 +32,7 @@ var FrontProxies = []FrontProxy{
 	}},
 }
 
-// proxyBinary is the path of p's server: on PATH, or where Debian puts it
+// ProxyBinary is the path of p's server: on PATH, or where Debian puts it
 // (nginx is in /usr/sbin, off a normal user's PATH).
 func ProxyBinary(t *testing.T, p FrontProxy) string {
 	t.Helper()
@@ -49,7 +49,7 @@ func ProxyBinary(t *testing.T, p FrontProxy) string {
 	return ""
 }
 
-// prefixDir is a fresh folder for a proxy's files, removed at the end. It
+// PrefixDir is a fresh folder for a proxy's files, removed at the end. It
 // is searchable by everyone: nginx run as root has its workers run as
 // nobody, and they write the temporary files under it.
 func PrefixDir(t *testing.T, name string) string {
@@ -65,18 +65,21 @@ func PrefixDir(t *testing.T, name string) string {
 	return dir
 }
 
-// freeAddr is a loopback address for a proxy a test starts
-// (freeport.BelowEphemeral: Caddy binds every interface).
+// FreeAddr is a loopback address for a proxy a test starts
+// (freeport.BelowEphemeral: Caddy binds every interface), reserved for t
+// across the test binaries until it ends.
 func FreeAddr(t *testing.T) string {
 	t.Helper()
-	addr, err := freeport.BelowEphemeral()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return addr
+	return reserved(t, func() string {
+		addr, err := freeport.BelowEphemeral()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return addr
+	})
 }
 
-// runProxy starts bin on the configuration in dir and waits until it
+// RunProxy starts bin on the configuration in dir and waits until it
 // accepts connections on listen, or exits (its output is then returned
 // with the error).
 func RunProxy(t *testing.T, p FrontProxy, bin, dir, listen string) (string, error) {

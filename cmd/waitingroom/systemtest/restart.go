@@ -28,7 +28,7 @@ func StartRedis(t *testing.T, dir, port string, extra ...string) *redisProc {
 	return StartProc(t, dir, port, args...)
 }
 
-// startProc runs redis-server with args and waits until port accepts.
+// StartProc runs redis-server with args and waits until port accepts.
 func StartProc(t *testing.T, dir, port string, args ...string) *redisProc {
 	t.Helper()
 	if testing.Short() {
@@ -52,7 +52,7 @@ func StartProc(t *testing.T, dir, port string, args ...string) *redisProc {
 	return p
 }
 
-// ownRedisEnv is an env on a redis-server of the test's own (append-only,
+// OwnRedisEnv is an env on a redis-server of the test's own (append-only,
 // so a restart keeps the queue), with short client timeouts; restart it
 // with startRedis(t, rp.dir, rp.port) after rp.kill().
 func OwnRedisEnv(t *testing.T) (*Env, *redisProc) {
@@ -72,7 +72,7 @@ func OwnRedisEnv(t *testing.T) (*Env, *redisProc) {
 	return &Env{T: t, DBURL: base.DBURL, Redis: rdb, Prefix: queuetest.Prefix()}, rp
 }
 
-// kill stops the server abruptly (SIGKILL), as a crash would.
+// Kill stops the server abruptly (SIGKILL), as a crash would.
 func (p *redisProc) Kill() {
 	_ = p.cmd.Process.Kill()
 	<-p.done

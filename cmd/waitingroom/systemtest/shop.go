@@ -36,7 +36,7 @@ func StartFailingOrigin(t *testing.T) *failingOrigin {
 	return o
 }
 
-// shopGateway is an instance on Redis alone in gateway mode in front of
+// ShopGateway is an instance on Redis alone in gateway mode in front of
 // o, protecting GET /checkout/* for room sale.
 func ShopGateway(t *testing.T, o *failingOrigin) *Instance {
 	t.Helper()
@@ -44,7 +44,7 @@ func ShopGateway(t *testing.T, o *failingOrigin) *Instance {
 		"WR_PASS_KEY": pass.GenerateKey(), "WR_ROOMS": "sale", "WR_UPSTREAM_TIMEOUT": "2s"})
 }
 
-// through sends a GET for path through in's gateway, asking for JSON, and
+// Through sends a GET for path through in's gateway, asking for JSON, and
 // checks its status.
 func Through(t *testing.T, in *Instance, path string, want int) {
 	t.Helper()
@@ -60,7 +60,7 @@ func Through(t *testing.T, in *Instance, path string, want int) {
 	}
 }
 
-// shopDecisions has a new visitor ask in's forward auth about an
+// ShopDecisions has a new visitor ask in's forward auth about an
 // unprotected request (allowed) and a protected one without a pass
 // (no_pass), and returns the visitor.
 func ShopDecisions(t *testing.T, in *Instance) *http.Client {

@@ -18,7 +18,7 @@ import (
 	"waitingroom/stream/sseclient"
 )
 
-// streamMsg is one decoded push message.
+// StreamMsg is one decoded push message.
 type StreamMsg struct {
 	Type       string `json:"type"` // WebSocket only
 	Status     string `json:"status"`
@@ -32,7 +32,7 @@ type StreamMsg struct {
 	RetryAfterMs int64 `json:"retryAfterMs"`
 }
 
-// sseStream is an open SSE stream parsed by the WHATWG-conformant reader.
+// SSEStream is an open SSE stream parsed by the WHATWG-conformant reader.
 type SSEStream struct {
 	Res *http.Response
 	R   *sseclient.Reader
@@ -59,7 +59,7 @@ func OpenSSE(t testing.TB, in *Instance, room, queueToken string) *SSEStream {
 	return s
 }
 
-// streamClient has no overall timeout: streams stay open. Its
+// StreamClient has no overall timeout: streams stay open. Its
 // connections are read once asked on (askingTransport) and not kept idle.
 var StreamClient = &http.Client{Transport: func() *http.Transport {
 	tr := askingTransport(&net.Dialer{})
@@ -67,7 +67,7 @@ var StreamClient = &http.Client{Transport: func() *http.Transport {
 	return tr
 }()}
 
-// next returns the next event as a message, with its SSE event type.
+// Next returns the next event as a message, with its SSE event type.
 func (s *SSEStream) Next(t testing.TB) (string, StreamMsg) {
 	t.Helper()
 	ev, err := s.R.Next()
@@ -81,7 +81,7 @@ func (s *SSEStream) Next(t testing.TB) (string, StreamMsg) {
 	return ev.Type, m
 }
 
-// until reads events until one satisfies ok.
+// Until reads events until one satisfies ok.
 func (s *SSEStream) Until(t testing.TB, what string, ok func(string, StreamMsg) bool) StreamMsg {
 	t.Helper()
 	for range 1000 {
@@ -132,7 +132,7 @@ func ReadWS(t testing.TB, c *websocket.Conn) StreamMsg {
 	return m
 }
 
-// zrank is the truth for a user id: 1-based rank, 0 when not waiting.
+// Zrank is the truth for a user id: 1-based rank, 0 when not waiting.
 func Zrank(t testing.TB, e *Env, room, userID string) int64 {
 	t.Helper()
 	r, err := e.Redis.ZRank(context.Background(), e.Prefix+"{"+room+"}:queue", userID).Result()

@@ -50,7 +50,10 @@ func newBrowser(t *testing.T, extraFlags ...string) *browser {
 	if _, err := os.Stat(chromiumPath); err != nil {
 		t.Fatalf("browser tests need Chromium at %s (%v): run `make test`, which installs it, or `apt-get install chromium`", chromiumPath, err)
 	}
-	holdBrowserSlot(t)
+	// Chromium and the server under -race are CPU-bound, and make test runs
+	// the long scenarios in parallel beside them: the browsers of every
+	// test binary share systemtest.BrowserSlots.
+	systemtest.HoldSlot(t, "browser", systemtest.BrowserSlots)
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(chromiumPath),
 		chromedp.Headless,
@@ -84,25 +87,6 @@ func newBrowser(t *testing.T, extraFlags ...string) *browser {
 	})
 	t.Cleanup(b.stop)
 	return b
-}
-
-// browserSlots bounds the tests that drive a browser at once: Chromium and
-// the server under -race are CPU-bound, and make test runs the long
-// scenarios in parallel beside them (go test -parallel); two browsers at a
-// time, as with the default -parallel on this project's 2-core machine.
-var browserSlots = struct {
-	held systemtest.TestSet
-	ch   chan struct{}
-}{ch: make(chan struct{}, 2)}
-
-// holdBrowserSlot takes a slot for t until it ends; a test opening a second
-// browser keeps its one slot (two per test could deadlock two such tests).
-func holdBrowserSlot(t *testing.T) {
-	if !browserSlots.held.First(t) {
-		return
-	}
-	browserSlots.ch <- struct{}{}
-	t.Cleanup(func() { <-browserSlots.ch })
 }
 
 // page is one tab on the server in.
