@@ -188,7 +188,8 @@ tools_join() {
 
 # gotest: -parallel lets the long scenarios, which mostly wait on timers,
 # run beside each other (systemtest's LongScenario); the browser
-# tests keep two slots of their own whatever -parallel is. Under -short
+# tests keep two slots of their own across the system tests' packages
+# whatever -parallel and -p are (systemtest's HoldSlot). Under -short
 # the quick tests run side by side too (QuickBeside), and -p 4 lets test
 # binaries that wait on Redis run while others link.
 gotest() {

@@ -83,7 +83,8 @@ func newEnvAt(t testing.TB, dbURL string) *Env {
 	t.Helper()
 	QuickBeside(t)
 	rdb, prefix := queuetest.Redis(t)
-	e := &Env{T: t, DBURL: dbURL, Redis: rdb, Prefix: prefix}
+	// Every connection to the database counts against PostgresConns.
+	e := &Env{T: t, DBURL: budgetURL(t, dbURL), Redis: rdb, Prefix: prefix}
 	SeedDB(t, e.DBURL)
 	return e
 }

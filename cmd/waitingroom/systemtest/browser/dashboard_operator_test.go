@@ -1,4 +1,4 @@
-package pages
+package browser
 
 // End-to-end tests of the operator's seat in the dashboard (web/admin), in
 // headless Chromium against real servers: the charts come from the rooms'

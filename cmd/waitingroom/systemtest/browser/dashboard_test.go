@@ -1,4 +1,4 @@
-package pages
+package browser
 
 // End-to-end tests of the operator dashboard (web/admin) in headless
 // Chromium against a real server with real Redis and Postgres: it asks for

@@ -1,4 +1,4 @@
-package pages
+package browser
 
 // A shop's first try at gateway mode, in headless Chromium: the demo shop
 // (deploy/origin) served by a real nginx as the origin, its /checkout/

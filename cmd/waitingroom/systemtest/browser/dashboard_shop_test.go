@@ -1,4 +1,4 @@
-package pages
+package browser
 
 // End-to-end tests of the dashboard's shop panel in headless Chromium:
 // in gateway mode it shows the origin's answers and turns to failing

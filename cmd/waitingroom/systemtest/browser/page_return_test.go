@@ -1,4 +1,4 @@
-package pages
+package browser
 
 // The waiting page's way back after admission, in headless Chromium: a
 // ?return= that the browser's URL parser turns into another site's

@@ -1,4 +1,4 @@
-package pages
+package browser
 
 // End-to-end tests of the dashboard's Gateway panel in headless Chromium:
 // hidden outside gateway mode, it shows a room's gateway settings in

@@ -1,4 +1,4 @@
-package pages
+package browser
 
 // End-to-end tests of the waiting-room page (web/) in headless Chromium,
 // against a real server with real Redis and Postgres. Other users are driven
@@ -609,10 +609,15 @@ func TestPageScheduledSaleAndClosed(t *testing.T) {
 // queue moves again.
 func TestPageRedisOutage(t *testing.T) {
 	systemtest.Parallel(t)
+	// The browser first, as the other tests take it: user1 enters through
+	// the API and never polls, so it is present for its grace only
+	// (presence-aware admission), which a wait for a browser slot between
+	// its enter and the admission below could outlast; it would then be
+	// passed over and user2 admitted instead of moved to #1.
+	b := newBrowser(t)
 	e, rp := systemtest.OwnRedisEnv(t)
 	in := e.Start(map[string]string{"WR_ADMIT_INTERVAL": "50ms", "WR_TARGET_ACTIVE": "0"})
 	in.Enter(systemtest.User(1), "default")
-	b := newBrowser(t)
 	p := b.tab(in)
 	p.open("/?room=default&transport=sse")
 	p.signIn(systemtest.User(2))

@@ -1,4 +1,4 @@
-package pages
+package browser
 
 // End-to-end tests of the waiting page's honest states in headless
 // Chromium, against a real server with real Redis and Postgres: a paused

@@ -1,4 +1,4 @@
-package pages
+package browser
 
 // End-to-end tests of the waiting page in gateway mode, in headless
 // Chromium: a protected URL of the origin sends the browser to the page

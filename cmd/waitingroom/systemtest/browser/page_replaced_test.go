@@ -1,4 +1,4 @@
-package pages
+package browser
 
 import (
 	"testing"
