@@ -200,7 +200,7 @@ var settingNames = server.Names{
 
 // Logs: WR_LOG_LEVEL, WR_LOG_FORMAT and WR_ACCESS_LOG.
 
-// LogConfig is how the instance logs (newLogger in main.go).
+// LogConfig is how the instance logs (NewLogger).
 type LogConfig struct {
 	Level slog.Level // WR_LOG_LEVEL: debug, info (default), warn or error
 	// Format (WR_LOG_FORMAT) is "text", "json", or "" when unset: text

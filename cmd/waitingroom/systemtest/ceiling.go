@@ -38,7 +38,7 @@ func (e *Env) StartChild(nofile string, vars ...string) (in *Instance, exited <-
 		"WR_HTTP_ADDR="+pub, "WR_ADMIN_ADDR="+adm, "WR_JWT_SECRET="+TestSecret,
 		"WR_ADMIN_TOKEN="+TestAdminToken, "WR_DB_POOL=4", "WR_SHUTDOWN_TIMEOUT=5s", "WR_RATE_LIMITS=off",
 		// The tests drive a child from one loopback address, beyond what one
-		// address may hold at a low ceiling (connlimits_test.go tests the cap).
+		// address may hold at a low ceiling (hostile/connlimits_test.go tests the cap).
 		"WR_MAX_CONNS_PER_IP=1000000")
 	cmd.Env = append(cmd.Env, e.redisVars()...)
 	cmd.Env = append(cmd.Env, vars...)

@@ -12,7 +12,7 @@ import (
 	redis "github.com/redis/go-redis/v9"
 )
 
-// redisCounter is a go-redis hook that counts, per kind, the commands one
+// RedisCounter is a go-redis hook that counts, per kind, the commands one
 // client sends: "status" (the status script), "gcra" (a rate-limit
 // script), "enter" (a script on a room's ticket counter: the enter script,
 // guarded or not), "limited enter" (one that also carries rate-limit keys:
@@ -30,7 +30,7 @@ import (
 // loops (admission, sweeps, settings and room refreshes) run none of the
 // kinds counted here, so on a test's own client and key prefix the counts
 // are the test's requests alone.
-type redisCounter struct {
+type RedisCounter struct {
 	scripts map[string]string // SHA-1 → kind
 
 	mu sync.Mutex
@@ -39,9 +39,9 @@ type redisCounter struct {
 
 // CountRedis adds a counter to e's client. Scripts are told apart by the
 // SHA-1 of their source, read from the repository, or by their keys.
-func CountRedis(t *testing.T, e *Env) *redisCounter {
+func CountRedis(t *testing.T, e *Env) *RedisCounter {
 	t.Helper()
-	c := &redisCounter{scripts: map[string]string{}, n: map[string]int{}}
+	c := &RedisCounter{scripts: map[string]string{}, n: map[string]int{}}
 	for kind, paths := range map[string][]string{
 		"status": {"../../../../queue/scripts/status.lua"},
 		"gcra":   {"../../../../server/ratelimit/gcra_lib.lua", "../../../../server/ratelimit/gcra.lua"},
@@ -66,9 +66,9 @@ func CountRedis(t *testing.T, e *Env) *redisCounter {
 	return c
 }
 
-func (c *redisCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (c *RedisCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
 
-func (c *redisCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+func (c *RedisCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		err := next(ctx, cmd)
 		c.count(cmd, err) // a command sent alone: its error is next's
@@ -77,7 +77,7 @@ func (c *redisCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	}
 }
 
-func (c *redisCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+func (c *RedisCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		err := next(ctx, cmds)
 		for _, cmd := range cmds {
@@ -90,7 +90,7 @@ func (c *redisCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis
 
 // count counts cmd, once answered, by its kind; a script Redis did not
 // know (NOSCRIPT) did not run and is not counted.
-func (c *redisCounter) count(cmd redis.Cmder, err error) {
+func (c *RedisCounter) count(cmd redis.Cmder, err error) {
 	if redis.HasErrorPrefix(err, "NOSCRIPT") {
 		return
 	}
@@ -118,7 +118,7 @@ func (c *redisCounter) count(cmd redis.Cmder, err error) {
 // countByKeys counts a script by its keys (args: EVAL or EVALSHA's):
 // "enter" when one is a room's ticket counter, "limited enter" when
 // rate-limit keys come with it.
-func (c *redisCounter) countByKeys(args []any) {
+func (c *RedisCounter) countByKeys(args []any) {
 	n, ok := args[2].(int)
 	if !ok || len(args) < 3+n {
 		return
@@ -137,14 +137,14 @@ func (c *redisCounter) countByKeys(args []any) {
 	}
 }
 
-func (c *redisCounter) add(kind string) {
+func (c *RedisCounter) add(kind string) {
 	c.mu.Lock()
 	c.n[kind]++
 	c.mu.Unlock()
 }
 
 // Snapshot returns the counts so far.
-func (c *redisCounter) Snapshot() map[string]int {
+func (c *RedisCounter) Snapshot() map[string]int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := make(map[string]int, len(c.n))
@@ -155,7 +155,7 @@ func (c *redisCounter) Snapshot() map[string]int {
 }
 
 // Since returns the counts added since before.
-func (c *redisCounter) Since(before map[string]int) map[string]int {
+func (c *RedisCounter) Since(before map[string]int) map[string]int {
 	out := c.Snapshot()
 	for k, v := range before {
 		out[k] -= v

@@ -62,9 +62,9 @@ func NewEnv(t testing.TB) *Env {
 	return newEnvAt(t, pgtest.URL(t))
 }
 
-// NewEnvOwnDatabase is newEnv on a database of its own, for a test that
+// NewEnvOwnDatabase is NewEnv on a database of its own, for a test that
 // acts on the whole database (refuses its connections): a schema of its
-// own, which newEnv gives, would take every other test down with it.
+// own, which NewEnv gives, would take every other test down with it.
 func NewEnvOwnDatabase(t testing.TB) *Env {
 	t.Helper()
 	return newEnvAt(t, pgtest.DatabaseURL(t))
@@ -89,8 +89,8 @@ func newEnvAt(t testing.TB, dbURL string) *Env {
 	return e
 }
 
-// SeedDB migrates and seeds the database at url: testUsers users (ids
-// 1…testUsers, password testPassword) and 3 products with stock 1000.
+// SeedDB migrates and seeds the database at url: TestUsers users (ids
+// 1…TestUsers, password TestPassword) and 3 products with stock 1000.
 func SeedDB(t testing.TB, url string) {
 	t.Helper()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -181,7 +181,7 @@ func (e *Env) Start(vars map[string]string) *Instance {
 			"WR_ADMIT_INTERVAL":   "1m",
 			"WR_TARGET_ACTIVE":    "5",
 			"WR_SHUTDOWN_TIMEOUT": "5s",
-			// Layer 1 is tested on its own (ratelimits_test.go); elsewhere the
+			// Layer 1 is tested on its own (hostile/ratelimits_test.go); elsewhere the
 			// tests drive the API far faster than any person would.
 			"WR_RATE_LIMITS": "off",
 			// Likewise the proof of work of gateway mode's anonymous enters
@@ -483,7 +483,7 @@ func User(i int) string { return fmt.Sprintf("user%d", i) }
 // design (idle timeouts, admission windows, adaptive steps): -short (make
 // test-short) skips it, and make test runs it in parallel with the other
 // long ones, since it mostly waits. Each owns its Redis prefix, its database
-// and its servers (newEnv), so they share nothing but the CPU; one that must
+// and its servers (NewEnv), so they share nothing but the CPU; one that must
 // not run beside others (process-wide state: t.Setenv, signals, limits)
 // does not call this.
 func LongScenario(t *testing.T) {

@@ -18,13 +18,13 @@ import (
 // (X-Request-Id), body against its schema (the error shape, QueueStatus's
 // fields: the documents are closed, so an undescribed field fails) — and
 // the routes of each app must be exactly the operations described. The
-// checks themselves are in openapi_check_test.go.
+// checks themselves are in openapi_check.go.
 
 // Spec is one served description and its checker; it records which
 // operations the test drove and with which statuses.
 type Spec struct {
 	t      *testing.T
-	api    *openAPI       // the checker (openapi_check_test.go)
+	api    *OpenAPI       // the checker (openapi_check.go)
 	raw    map[string]any // the description as JSON
 	Prefix string         // the server URL's path ("" for "/")
 	HC     *http.Client
@@ -56,8 +56,8 @@ func LoadSpec(t *testing.T, url string) *Spec {
 	return &Spec{t: t, api: api, raw: api.doc, Prefix: api.prefix, Driven: map[string][]int{}, HC: Client}
 }
 
-// answer is a response as the test read it.
-type answer struct {
+// Answer is a response as the test read it (Spec.Call).
+type Answer struct {
 	status int
 	Header http.Header
 	Body   map[string]any
@@ -67,7 +67,7 @@ type answer struct {
 // Call sends a request and validates its answer, which must have status
 // want; a request the test means to be valid (want 2xx) is validated too.
 // body: nil, a string (sent as is) or a value (JSON).
-func (s *Spec) Call(method, url, bearer string, body any, want int, headers ...string) answer {
+func (s *Spec) Call(method, url, bearer string, body any, want int, headers ...string) Answer {
 	s.t.Helper()
 	newReq := func() *http.Request { return newRequest(s.t, method, url, bearer, body, headers...) }
 	res, err := s.HC.Do(newReq())
@@ -76,7 +76,7 @@ func (s *Spec) Call(method, url, bearer string, body any, want int, headers ...s
 	}
 	raw, _ := io.ReadAll(res.Body)
 	res.Body.Close()
-	a := answer{status: res.StatusCode, Header: res.Header, Raw: raw}
+	a := Answer{status: res.StatusCode, Header: res.Header, Raw: raw}
 	_ = json.Unmarshal(raw, &a.Body)
 	if a.status != want {
 		s.t.Fatalf("%s %s: %d %s, want %d", method, url, a.status, raw, want)

@@ -18,7 +18,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
-// The OpenAPI plumbing of openapi_test.go: an OpenAPI 3.1 description
+// The OpenAPI plumbing of operator/openapi_test.go: an OpenAPI 3.1 description
 // loaded for checking requests and answers against it, with the JSON
 // Schemas it holds compiled by JSON pointer into the document (so their
 // $refs to #/components/schemas/... resolve).
@@ -58,8 +58,8 @@ const oasSchemaFile = "testdata/openapi/oas-3.1-schema-2025-09-15.json"
 //go:embed testdata/openapi/oas-3.1-schema-2025-09-15.json
 var oasSchemaJSON []byte
 
-// openAPI is one description, ready for checking.
-type openAPI struct {
+// OpenAPI is one description, ready for checking (ParseOpenAPI).
+type OpenAPI struct {
 	doc     map[string]any // the document, as jsonschema.UnmarshalJSON reads it
 	prefix  string         // the path of servers[0].url without its final "/"
 	schemas map[string]*jsonschema.Schema
@@ -76,7 +76,7 @@ func newCompiler() *jsonschema.Compiler {
 
 // ParseOpenAPI reads a description (JSON) and compiles every schema it
 // holds; base names it in messages (any absolute URL).
-func ParseOpenAPI(base string, body []byte) (*openAPI, error) {
+func ParseOpenAPI(base string, body []byte) (*OpenAPI, error) {
 	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(body))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", base, err)
@@ -85,7 +85,7 @@ func ParseOpenAPI(base string, body []byte) (*openAPI, error) {
 	if !ok {
 		return nil, fmt.Errorf("%s: not a JSON object", base)
 	}
-	d := &openAPI{doc: doc, schemas: map[string]*jsonschema.Schema{}}
+	d := &OpenAPI{doc: doc, schemas: map[string]*jsonschema.Schema{}}
 	if servers, _ := doc["servers"].([]any); len(servers) > 0 {
 		s, _ := servers[0].(map[string]any)
 		u, err := url.Parse(fmt.Sprint(s["url"]))
@@ -124,7 +124,7 @@ var oasSchema = sync.OnceValues(func() (*jsonschema.Schema, error) {
 
 // CheckDocument validates the description against the schema of OpenAPI
 // 3.1 documents.
-func (d *openAPI) CheckDocument() error {
+func (d *OpenAPI) CheckDocument() error {
 	if v, _ := d.doc["openapi"].(string); !strings.HasPrefix(v, "3.1.") {
 		return fmt.Errorf("openapi is %q, want 3.1.x", v)
 	}
@@ -144,7 +144,7 @@ func pointer(ptr string, tokens ...string) string {
 }
 
 // at is the value at a JSON pointer into the document (nil if none).
-func (d *openAPI) at(ptr string) any {
+func (d *OpenAPI) at(ptr string) any {
 	var v any = d.doc
 	if ptr == "" {
 		return v
@@ -170,7 +170,7 @@ func (d *openAPI) at(ptr string) any {
 // object is the object at ptr with its $refs (local ones: the
 // descriptions are one file each) followed, and the pointer it is at; nil
 // if there is none.
-func (d *openAPI) object(ptr string) (map[string]any, string) {
+func (d *OpenAPI) object(ptr string) (map[string]any, string) {
 	for range 16 {
 		obj, _ := d.at(ptr).(map[string]any)
 		ref, ok := obj["$ref"].(string)
@@ -209,7 +209,7 @@ var methods = []string{"get", "put", "post", "delete", "options", "head", "patch
 // schemaPointers are the pointers of every schema the document holds: the
 // components' schemas and the schema of every parameter, header and media
 // type, in the components and under the paths.
-func (d *openAPI) schemaPointers() []string {
+func (d *OpenAPI) schemaPointers() []string {
 	var ptrs []string
 	withSchema := func(ptr string) {
 		if obj, _ := d.at(ptr).(map[string]any); obj != nil && obj["schema"] != nil {
@@ -266,8 +266,8 @@ func (d *openAPI) schemaPointers() []string {
 	return ptrs
 }
 
-// route is an operation a request was matched to.
-type route struct {
+// Route is an operation a request was matched to.
+type Route struct {
 	Template string            // the path template, as in the document
 	item, op string            // the pointers of the path item and the operation
 	Params   map[string]string // the path parameters, decoded
@@ -327,12 +327,12 @@ func matchTemplate(template, path string) (params map[string]string, rank []int,
 }
 
 // Route finds the operation for a request's method and escaped path.
-func (d *openAPI) Route(method, path string) (*route, error) {
+func (d *OpenAPI) Route(method, path string) (*Route, error) {
 	rest, ok := strings.CutPrefix(path, d.prefix)
 	if !ok || !strings.HasPrefix(rest, "/") {
 		return nil, fmt.Errorf("the path %s is not under the server URL %s/", path, d.prefix)
 	}
-	var best *route
+	var best *Route
 	var bestRank []int
 	ambiguous := false
 	for _, template := range keys(d.at("/paths")) {
@@ -343,7 +343,7 @@ func (d *openAPI) Route(method, path string) (*route, error) {
 		switch c := slices.Compare(rank, bestRank); {
 		case best == nil || c > 0:
 			_, item := d.object(pointer("/paths", template))
-			best, bestRank, ambiguous = &route{Template: template, item: item, Params: params}, rank, false
+			best, bestRank, ambiguous = &Route{Template: template, item: item, Params: params}, rank, false
 		case c == 0:
 			ambiguous = true
 		}
@@ -366,7 +366,7 @@ func (d *openAPI) Route(method, path string) (*route, error) {
 // against the schema at ptr: it is read as each type the schema allows
 // (an integer, a number, a boolean) and as a string, and is valid when
 // one reading is; the first reading's error is returned.
-func (d *openAPI) checkText(ptr, value string) error {
+func (d *OpenAPI) checkText(ptr, value string) error {
 	sch := d.schemas[ptr]
 	if sch == nil {
 		return fmt.Errorf("no schema compiled at %s", ptr)
@@ -414,7 +414,7 @@ func (d *openAPI) checkText(ptr, value string) error {
 
 // checkBody validates a body of the media type mt against the schema at
 // ptr: JSON is decoded (and must not be empty), anything else is a string.
-func (d *openAPI) checkBody(ptr, mt string, body []byte) error {
+func (d *OpenAPI) checkBody(ptr, mt string, body []byte) error {
 	sch := d.schemas[ptr]
 	if sch == nil {
 		if d.at(ptr) == nil {
@@ -438,7 +438,7 @@ func (d *openAPI) checkBody(ptr, mt string, body []byte) error {
 // mediaType finds the entry of the content object at ptr for a
 // Content-Type: the exact media type (parameters and case aside), else
 // type/*, else */*. It returns the entry's pointer and the media type.
-func (d *openAPI) mediaType(ptr, contentType string) (string, string, error) {
+func (d *OpenAPI) mediaType(ptr, contentType string) (string, string, error) {
 	described := keys(d.at(ptr))
 	mt, _, err := mime.ParseMediaType(contentType)
 	if err != nil {
@@ -475,7 +475,7 @@ type parameter struct {
 
 // parameters are the operation's parameters with its path item's (the
 // operation's win over the path item's of the same name and place).
-func (d *openAPI) parameters(r *route) []parameter {
+func (d *OpenAPI) parameters(r *Route) []parameter {
 	var out []parameter
 	seen := map[string]bool{}
 	for _, base := range []string{r.op, r.item} {
@@ -501,7 +501,7 @@ func (d *openAPI) parameters(r *route) []parameter {
 
 // CheckRequest checks a request meant to be valid (with its body) and
 // returns the problems found.
-func (d *openAPI) CheckRequest(req *http.Request, body []byte) []string {
+func (d *OpenAPI) CheckRequest(req *http.Request, body []byte) []string {
 	r, err := d.Route(req.Method, req.URL.EscapedPath())
 	if err != nil {
 		return []string{err.Error()}
@@ -577,7 +577,7 @@ func (d *openAPI) CheckRequest(req *http.Request, body []byte) []string {
 // checkSecurity fails unless one of the operation's security requirements
 // (else the document's) is met: every scheme it names has its credential
 // in the request. Whether the credential is good is the server's business.
-func (d *openAPI) checkSecurity(req *http.Request, r *route) error {
+func (d *OpenAPI) checkSecurity(req *http.Request, r *Route) error {
 	reqs, ok := d.at(pointer(r.op, "security")).([]any)
 	if !ok {
 		reqs, _ = d.doc["security"].([]any)
@@ -603,7 +603,7 @@ func (d *openAPI) checkSecurity(req *http.Request, r *route) error {
 
 // credential fails when the request lacks the credential of the named
 // security scheme.
-func (d *openAPI) credential(req *http.Request, name string) error {
+func (d *OpenAPI) credential(req *http.Request, name string) error {
 	s, _ := d.object(pointer("/components/securitySchemes", name))
 	if s == nil {
 		return fmt.Errorf("the security scheme %s is not in the components", name)
@@ -635,7 +635,7 @@ func (d *openAPI) credential(req *http.Request, name string) error {
 
 // CheckResponse checks an answer to req (its status, header and body)
 // and returns the problems found.
-func (d *openAPI) CheckResponse(req *http.Request, status int, header http.Header, body []byte) []string {
+func (d *OpenAPI) CheckResponse(req *http.Request, status int, header http.Header, body []byte) []string {
 	r, err := d.Route(req.Method, req.URL.EscapedPath())
 	if err != nil {
 		return []string{err.Error()}

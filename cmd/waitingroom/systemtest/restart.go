@@ -11,9 +11,9 @@ import (
 	"waitingroom/queue/queuetest"
 )
 
-// redisProc is a redis-server of the test's own, on a spare port, with
+// RedisProc is a redis-server of the test's own, on a spare port, with
 // append-only persistence so a restart keeps the queue.
-type redisProc struct {
+type RedisProc struct {
 	t    *testing.T
 	Dir  string
 	Port string
@@ -21,7 +21,7 @@ type redisProc struct {
 	done chan struct{}
 }
 
-func StartRedis(t *testing.T, dir, port string, extra ...string) *redisProc {
+func StartRedis(t *testing.T, dir, port string, extra ...string) *RedisProc {
 	t.Helper()
 	args := append([]string{"--port", port, "--bind", "127.0.0.1", "--dir", dir,
 		"--appendonly", "yes", "--appendfsync", "always", "--save", ""}, extra...)
@@ -29,12 +29,12 @@ func StartRedis(t *testing.T, dir, port string, extra ...string) *redisProc {
 }
 
 // StartProc runs redis-server with args and waits until port accepts.
-func StartProc(t *testing.T, dir, port string, args ...string) *redisProc {
+func StartProc(t *testing.T, dir, port string, args ...string) *RedisProc {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("-short: no extra processes")
 	}
-	p := &redisProc{t: t, Dir: dir, Port: port}
+	p := &RedisProc{t: t, Dir: dir, Port: port}
 	p.cmd = exec.Command("redis-server", args...)
 	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("redis-server (install it, or run make test): %v", err)
@@ -54,13 +54,13 @@ func StartProc(t *testing.T, dir, port string, args ...string) *redisProc {
 
 // OwnRedisEnv is an env on a redis-server of the test's own (append-only,
 // so a restart keeps the queue), with short client timeouts; restart it
-// with startRedis(t, rp.dir, rp.port) after rp.kill().
-func OwnRedisEnv(t *testing.T) (*Env, *redisProc) {
+// with StartRedis(t, rp.Dir, rp.Port) after rp.Kill().
+func OwnRedisEnv(t *testing.T) (*Env, *RedisProc) {
 	t.Helper()
 	_, port, _ := net.SplitHostPort(FreePort(t))
 	rp := StartRedis(t, t.TempDir(), port)
 	// A killed Redis is noticed at once (refused, reset), not by timeouts;
-	// these are far above the server's own (cmd/waitingroom/redis.go), so
+	// these are far above the server's own (cmd/waitingroom/compose/redis.go), so
 	// that on a loaded machine a slow fsync (appendfsync always: every
 	// write waits for the disk) is not taken for an outage. It was, at
 	// 2 s: enter answered 503 to a page test, and a PUT right after the
@@ -73,7 +73,7 @@ func OwnRedisEnv(t *testing.T) (*Env, *redisProc) {
 }
 
 // Kill stops the server abruptly (SIGKILL), as a crash would.
-func (p *redisProc) Kill() {
+func (p *RedisProc) Kill() {
 	_ = p.cmd.Process.Kill()
 	<-p.done
 }

@@ -9,16 +9,16 @@ import (
 	"waitingroom/server/pass"
 )
 
-// failingOrigin answers 200, or 500 while fail is set; /cut closes the
+// FailingOrigin answers 200, or 500 while fail is set; /cut closes the
 // connection without an answer (the gateway's bad_gateway).
-type failingOrigin struct {
+type FailingOrigin struct {
 	srv  *httptest.Server
 	Fail atomic.Bool
 }
 
-func StartFailingOrigin(t *testing.T) *failingOrigin {
+func StartFailingOrigin(t *testing.T) *FailingOrigin {
 	t.Helper()
-	o := &failingOrigin{}
+	o := &FailingOrigin{}
 	o.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case r.URL.Path == "/cut":
@@ -38,7 +38,7 @@ func StartFailingOrigin(t *testing.T) *failingOrigin {
 
 // ShopGateway is an instance on Redis alone in gateway mode in front of
 // o, protecting GET /checkout/* for room sale.
-func ShopGateway(t *testing.T, o *failingOrigin) *Instance {
+func ShopGateway(t *testing.T, o *FailingOrigin) *Instance {
 	t.Helper()
 	return NewRedisOnlyEnv(t).Start(map[string]string{"WR_UPSTREAM": o.srv.URL, "WR_PROTECT": "GET /checkout/*=sale",
 		"WR_PASS_KEY": pass.GenerateKey(), "WR_ROOMS": "sale", "WR_UPSTREAM_TIMEOUT": "2s"})

@@ -1,6 +1,6 @@
 package systemtest
 
-// MustPutRoom changes room through the admin API (putRoom) and fails the test unless it is 200.
+// MustPutRoom changes room through the admin API (PutRoom) and fails the test unless it is 200.
 func (in *Instance) MustPutRoom(room string, body any) Response {
 	in.t.Helper()
 	r := in.PutRoom(room, body)

@@ -4,7 +4,7 @@ package browser
 // Chromium: a protected URL of the origin sends the browser to the page
 // under /_wr/, which solves the room's proof of work in a Web Worker,
 // queues the visitor anonymously and, at READY, takes it back to the URL it
-// came from. The origin is gateway_test.go's, which answers JSON.
+// came from. The origin is systemtest's (StartOrigin), which answers JSON.
 
 import (
 	"context"

@@ -26,7 +26,7 @@ type nginxOrigin struct {
 }
 
 // startNginxOrigin serves dir with nginx on a free port until the test
-// ends (run as the forward-auth proxies are: runProxy).
+// ends (run as the forward-auth proxies are: RunProxy).
 func startNginxOrigin(t *testing.T, dir string) *nginxOrigin {
 	t.Helper()
 	nginx := systemtest.FrontProxies[0]

@@ -3,7 +3,7 @@ package flow
 // A paused room over HTTP: it takes arrivals (signed in, anonymous in
 // gateway mode, and into a sharded pre-queue), tells them it is paused,
 // admits nobody, and once resumed admits everyone in arrival order by
-// itself. Refusing arrivals is method reject (methods_test.go).
+// itself. Refusing arrivals is method reject (hostile/methods_test.go).
 
 import (
 	"fmt"
@@ -146,7 +146,7 @@ func TestPausedShardedRoomTakesArrivals(t *testing.T) {
 			t.Fatalf("%s after the opening, still paused = %s, want WAITING, paused", systemtest.User(i+1), p.Raw)
 		}
 		if nt := p.Str("queueToken"); nt != "" {
-			tokens[i] = nt // the opening's fresh token (methods_test.go)
+			tokens[i] = nt // the opening's fresh token (hostile/methods_test.go)
 		}
 	}
 	in.MustPutRoom("default", map[string]any{"paused": false})

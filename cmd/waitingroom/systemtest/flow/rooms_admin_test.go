@@ -18,7 +18,7 @@ import (
 )
 
 // refuseDatabase returns the switch of e's database's connections (e from
-// newEnvOwnDatabase): off, it also ends the sessions connected. The test's
+// NewEnvOwnDatabase): off, it also ends the sessions connected. The test's
 // end allows them again.
 func refuseDatabase(t *testing.T, e *systemtest.Env) func(allow bool) {
 	t.Helper()

@@ -116,7 +116,7 @@ func TestGatewayOncePassRestoredAtMost(t *testing.T) {
 // pass are kept out of shared caches even when the origin marks them
 // public.
 func TestGatewayClearsTheSpentEntryCookie(t *testing.T) {
-	// The origin of startOrigin, marking every answer cacheable by all.
+	// The origin of StartOrigin, marking every answer cacheable by all.
 	o := &systemtest.Origin{}
 	o.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "public, max-age=600, s-maxage=3600")

@@ -54,7 +54,7 @@ func solvedFrom(t *testing.T, in *systemtest.Instance, c *http.Client, ip string
 	return fmt.Sprintf(`{"challenge":%q,"solution":%q}`, tok, pow.Solve(tok, d)), d
 }
 
-// refusedBy is waitingroom_rate_limited_total{limit=name}.
+// RefusedBy is waitingroom_rate_limited_total{limit=name}.
 func refusedBy(t *testing.T, in *systemtest.Instance, name string) float64 {
 	t.Helper()
 	mfs, err := in.Parts.Metrics.Registry.Gather()

@@ -49,7 +49,7 @@ func (l *pathLog) has(s string) bool {
 	return false
 }
 
-// startLoggedOrigin is startOrigin's site with every request logged.
+// startLoggedOrigin is StartOrigin's site with every request logged.
 func startLoggedOrigin(t *testing.T) (*systemtest.Origin, *pathLog) {
 	t.Helper()
 	o, log := &systemtest.Origin{}, &pathLog{}

@@ -40,7 +40,7 @@ func TestReadyzNeedsConfiguredRooms(t *testing.T) {
 		t.Fatalf("readyz with room sale lost = %d %s, want 503 naming rooms: missing: sale", r.Status, r.Raw)
 	}
 	systemtest.LoadSpec(t, in.Admin+"/admin/openapi.json").Call("GET", in.Admin+"/readyz", "", nil, 503) // as described
-	// The readiness loop runs every 5 s: a longer wait than waitFor's.
+	// The readiness loop runs every 5 s: a longer wait than WaitFor's.
 	systemtest.WaitWithin(t, 30*time.Second, "the readiness loop to count the lost room", func() bool {
 		text := systemtest.Scrape(t, in)
 		return strings.Contains(text, "\nwaitingroom_rooms_missing 1\n") &&

@@ -232,7 +232,7 @@ func TestSentinelFailover(t *testing.T) {
 	// The sentinel's own pace: down after 500 ms, then a failover; one
 	// that does not complete (a replica slow to answer on a loaded
 	// machine) is tried again only after twice failover-timeout (10 s),
-	// longer than waitFor's 10 s.
+	// longer than WaitFor's 10 s.
 	systemtest.WaitWithin(t, 30*time.Second, "the sentinel to promote the replica", func() bool {
 		addr, err := sentinel.GetMasterAddrByName(context.Background(), "wr").Result()
 		return err == nil && len(addr) == 2 && addr[1] == rport
