@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	redis "github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9"
 	"golang.org/x/crypto/bcrypt"
 
 	"waitingroom/cmd/waitingroom/compose"

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	redis "github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9"
 )
 
 // TestRedisUnreachableSaidAtStart: no Redis at REDIS_URL is a warning

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	redis "github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9"
 )
 
 // RedisTopology says which Redis deployment the server talks to. Exactly one

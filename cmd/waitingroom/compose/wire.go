@@ -10,7 +10,7 @@ import (
 	"log/slog"
 	"time"
 
-	redis "github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9"
 
 	"waitingroom/internal/batch"
 	"waitingroom/internal/loop"

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	redis "github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9"
 )
 
 // RedisCounter is a go-redis hook that counts, per kind, the commands one

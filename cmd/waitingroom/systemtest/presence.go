@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	redis "github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9"
 )
 
 // AgeSeen makes the expected return of every waiting user of room past

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	redis "github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9"
 
 	"waitingroom/queue/queuetest"
 )

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/fasthttp/websocket"
-	redis "github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9"
 
 	"waitingroom/stream/sseclient"
 )

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	redis "github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9"
 
 	"waitingroom/cmd/waitingroom/systemtest"
 	"waitingroom/queue"

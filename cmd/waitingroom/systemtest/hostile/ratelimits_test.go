@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	redis "github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9"
 
 	"waitingroom/cmd/waitingroom/compose"
 	"waitingroom/cmd/waitingroom/systemtest"
