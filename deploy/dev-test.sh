@@ -101,7 +101,7 @@ tools() {
 	fi
 	# The gateway's route tests run a real Express origin (package-lock.json
 	# pins it; npm's registry is the one place it comes from).
-	local express=cmd/waitingroom/testdata/express-origin
+	local express=cmd/waitingroom/systemtest/gateway/testdata/express-origin
 	if [[ ! -d $express/node_modules/express ]] && command -v npm >/dev/null; then
 		echo "npm ci --prefix $express"
 		npm ci --prefix "$express" --no-audit --no-fund --loglevel=error
@@ -187,9 +187,10 @@ tools_join() {
 }
 
 # gotest: -parallel lets the long scenarios, which mostly wait on timers,
-# run beside each other (cmd/waitingroom's longScenario); the browser
-# tests keep two slots of their own whatever -parallel is. Under -short
-# the quick tests run side by side too (quickBeside), and -p 4 lets test
+# run beside each other (systemtest's LongScenario); the browser
+# tests keep two slots of their own across the system tests' packages
+# whatever -parallel and -p are (systemtest's HoldSlot). Under -short
+# the quick tests run side by side too (QuickBeside), and -p 4 lets test
 # binaries that wait on Redis run while others link.
 gotest() {
 	if ((short)); then

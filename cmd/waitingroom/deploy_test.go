@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/url"
@@ -16,6 +18,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"waitingroom/cmd/waitingroom/compose"
+	"waitingroom/cmd/waitingroom/systemtest"
 	"waitingroom/server/pass"
 )
 
@@ -65,6 +69,13 @@ type composeService struct {
 type composeBuild struct {
 	Context    string `yaml:"context"`
 	Dockerfile string `yaml:"dockerfile"`
+}
+
+// randomHex is n random bytes in hex, a secret as an operator makes one.
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }
 
 // deployEnv is an operator's environment: real secrets, set by hand.
@@ -244,12 +255,17 @@ func mergeCompose(base, over *composeFile) {
 }
 
 // serverVariables are the WR_* names the command reads: the string
-// literals of its non-test sources (config.go, main.go, redis.go…).
+// literals of its non-test sources and its composition root's (main.go,
+// compose/config.go, compose/redis.go…).
 func serverVariables(t *testing.T) map[string]bool {
 	t.Helper()
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
+	var files []string
+	for _, pattern := range []string{"*.go", "compose/*.go"} {
+		m, err := filepath.Glob(pattern)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, m...)
 	}
 	vars := map[string]bool{"REDIS_URL": true, "DATABASE_URL": true}
 	re := regexp.MustCompile(`"(WR_[A-Z0-9_]+)"`)
@@ -360,7 +376,7 @@ func TestComposeLayout(t *testing.T) {
 			t.Errorf("seed: flag %s is not one of `waitingroom seed`'s:\n%s", a, usage)
 		}
 	}
-	if _, err := loadSeedConfig(envGetter(seed.Environment)); err != nil {
+	if _, err := compose.LoadSeedConfig(envGetter(seed.Environment)); err != nil {
 		t.Errorf("seed's environment: %v", err)
 	}
 
@@ -402,7 +418,7 @@ func TestComposeLayout(t *testing.T) {
 	}
 	for _, app := range apps {
 		env := f.Services[app].Environment
-		c, err := LoadConfig(envGetter(env))
+		c, err := compose.LoadConfig(envGetter(env))
 		if err != nil {
 			t.Errorf("%s: the server refuses its environment: %v", app, err)
 			continue
@@ -540,7 +556,7 @@ func TestComposeGatewayVariant(t *testing.T) {
 	checkMounts(t, f)
 	for _, app := range appServices(f) {
 		s := f.Services[app]
-		c, err := LoadConfig(envGetter(s.Environment))
+		c, err := compose.LoadConfig(envGetter(s.Environment))
 		if err != nil {
 			t.Errorf("%s: the server refuses its gateway environment: %v", app, err)
 			continue
@@ -596,9 +612,9 @@ func TestPlaceholderSecretsRefused(t *testing.T) {
 	}
 	for _, tc := range cases {
 		for _, dev := range []string{"", "1"} {
-			env := map[string]string{"WR_JWT_SECRET": testSecret, "WR_DEV": dev, tc.name: tc.value}
-			_, err := LoadConfig(envOf(env))
-			var ce *ConfigError
+			env := map[string]string{"WR_JWT_SECRET": systemtest.TestSecret, "WR_DEV": dev, tc.name: tc.value}
+			_, err := compose.LoadConfig(systemtest.EnvOf(env))
+			var ce *compose.ConfigError
 			if !errors.As(err, &ce) || ce.Var != tc.name || !strings.Contains(err.Error(), tc.name) || strings.Contains(err.Error(), tc.value) {
 				t.Errorf("%s=%s (WR_DEV=%q): err = %v, want a ConfigError naming %s without the value", tc.name, tc.value, dev, err, tc.name)
 			}

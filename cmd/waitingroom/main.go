@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -16,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/crypto/bcrypt"
 
+	"waitingroom/cmd/waitingroom/compose"
 	"waitingroom/server/pgstore"
 )
 
@@ -31,8 +31,8 @@ const usage = `Usage:
 `
 
 func main() {
-	logCfg, err := loadLogConfig(os.Getenv)
-	log := newLogger(os.Stderr, logCfg, isTerminal(os.Stderr))
+	logCfg, err := compose.LoadLogConfig(os.Getenv)
+	log := compose.NewLogger(os.Stderr, logCfg, isTerminal(os.Stderr))
 	slog.SetDefault(log)
 	if err != nil {
 		log.Error("waitingroom: " + err.Error())
@@ -102,16 +102,6 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	return fs.Parse(args)
 }
 
-// newLogger is the instance's logger on w: WR_LOG_LEVEL's level, and
-// WR_LOG_FORMAT's format — when unset, text on a terminal, else JSON.
-func newLogger(w io.Writer, c LogConfig, terminal bool) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: c.Level}
-	if c.Format == "json" || c.Format == "" && !terminal {
-		return slog.New(slog.NewJSONHandler(w, opts))
-	}
-	return slog.New(slog.NewTextHandler(w, opts))
-}
-
 // isTerminal reports whether f is a terminal (a character device).
 func isTerminal(f *os.File) bool {
 	fi, err := f.Stat()
@@ -125,7 +115,7 @@ func serve(ctx context.Context, log *slog.Logger, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	cfg, err := LoadConfig(os.Getenv)
+	cfg, err := compose.LoadConfig(os.Getenv)
 	if err != nil {
 		return err
 	}
@@ -144,7 +134,7 @@ func serve(ctx context.Context, log *slog.Logger, args []string) error {
 	}
 
 	redis.SetLogger(redisLog{log.With("component", "redis")})
-	m := &Main{Config: cfg, Log: log}
+	m := &compose.Main{Config: cfg, Log: log}
 	if err := m.Open(ctx); err != nil {
 		return errors.Join(err, m.Close())
 	}
@@ -154,7 +144,7 @@ func serve(ctx context.Context, log *slog.Logger, args []string) error {
 
 // devAdminToken shows the admin token in development only when it was
 // generated (an operator-chosen one is never logged).
-func devAdminToken(cfg Config) string {
+func devAdminToken(cfg compose.Config) string {
 	if os.Getenv("WR_ADMIN_TOKEN") != "" {
 		return "(from WR_ADMIN_TOKEN)"
 	}
@@ -182,19 +172,19 @@ func seed(ctx context.Context, log *slog.Logger, args []string) error {
 	if *users < 0 || *products < 0 || *stock < 0 || *password == "" {
 		return errors.New("seed: --users, --products and --stock must be >= 0 and --password non-empty")
 	}
-	cfg, err := loadSeedConfig(os.Getenv)
+	cfg, err := compose.LoadSeedConfig(os.Getenv)
 	if err != nil {
 		return err
 	}
 	octx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	store, err := pgstore.Open(octx, cfg.databaseURL, pgstore.Options{PoolSize: 4, Logger: log})
+	store, err := pgstore.Open(octx, cfg.DatabaseURL, pgstore.Options{PoolSize: 4, Logger: log})
 	if err != nil {
 		return fmt.Errorf("DATABASE_URL: %w", err)
 	}
 	defer store.Close()
 	// One hash for everyone: 10,000 users seed in well under a second.
-	hash, err := bcrypt.GenerateFromPassword([]byte(*password), cfg.bcryptCost)
+	hash, err := bcrypt.GenerateFromPassword([]byte(*password), cfg.BcryptCost)
 	if err != nil {
 		return fmt.Errorf("seed: hash password: %w", err)
 	}

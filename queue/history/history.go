@@ -187,11 +187,14 @@ func (h *History) Record(ctx context.Context, room string) (recorded bool, err e
 		return false, queue.ErrRoomNotFound
 	}
 	k := keysOf(h.rooms, room)
-	sec, err := claimScript.Run(ctx, h.rdb, []string{k.meta}, int64(lifetime.Seconds())).Int64()
+	sec, err := claimScript.Run(ctx, h.rdb, []string{k.meta, k.cfg}, int64(lifetime.Seconds())).Int64()
 	if err != nil {
 		return false, unavailable("claim", err)
 	}
-	if sec == 0 {
+	switch sec {
+	case -1: // deleted since the caller listed it
+		return false, queue.ErrRoomNotFound
+	case 0:
 		return false, nil
 	}
 	info, err := h.rooms.Room(ctx, room)
@@ -205,11 +208,14 @@ func (h *History) Record(ctx context.Context, room string) (recorded bool, err e
 	seq, head := tickets(snaps[0])
 	mid := (info.Waiting + 1) / 2
 	eta, etaMid := h.shown(room, info, info.Waiting), h.shown(room, info, mid)
-	n, err := appendScript.Run(ctx, h.rdb, []string{k.points, k.meta, k.tickets},
+	n, err := appendScript.Run(ctx, h.rdb, []string{k.points, k.meta, k.tickets, k.cfg},
 		sec, info.Waiting, info.Active, info.Target, info.Admitted, formatRate(info.Rate), seq, head,
 		Keep, clockKeep, int64(lifetime.Seconds()), eta, etaMid, ticketAt(snaps[0], mid)).Int64()
 	if err != nil {
 		return false, unavailable("append", err)
+	}
+	if n == -1 { // deleted since its figures were read
+		return false, queue.ErrRoomNotFound
 	}
 	if n == 1 && h.shownTo != nil {
 		h.shownTo(room, eta)

@@ -3,6 +3,7 @@ package history_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -210,5 +211,27 @@ func TestRun(t *testing.T) {
 	<-done
 	if len(judged) != 1 || <-judged != "r1" {
 		t.Fatal("the loop did not judge r1 once (nothing to judge yet) in its first seconds")
+	}
+}
+
+// TestRecordDeletedRoom: a room deleted between the loop's listing and its
+// record gets no history again (the delete removed it): Record says the
+// room is gone and writes no key under its tag.
+func TestRecordDeletedRoom(t *testing.T) {
+	rdb, prefix := queuetest.Redis(t)
+	q := queue.New(rdb, queue.Options{Prefix: prefix})
+	ctx := context.Background()
+	if err := q.EnsureRoom(ctx, "r1", queue.RoomConfig{Target: 2, EntryTTL: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.DeleteRoom(ctx, "r1", true, "history", "history:meta", "history:tickets"); err != nil {
+		t.Fatal(err)
+	}
+	h := history.New(rdb, q, nil)
+	if ok, err := h.Record(ctx, "r1"); ok || !errors.Is(err, queue.ErrRoomNotFound) {
+		t.Fatalf("Record of a deleted room = %v, %v; want ErrRoomNotFound", ok, err)
+	}
+	if keys, err := rdb.Keys(ctx, q.RoomKey("r1", "")+"*").Result(); err != nil || len(keys) != 0 {
+		t.Fatalf("keys under the deleted room's tag: %v, %v", keys, err)
 	}
 }

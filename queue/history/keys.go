@@ -1,5 +1,7 @@
 package history
 
+import "waitingroom/queue"
+
 // keys are a room's history keys, all built by queue.RoomKey under the
 // room's hash tag, so each script touches one Redis Cluster slot.
 type keys struct {
@@ -12,9 +14,12 @@ type keys struct {
 	// tickets is the ticket clock: which ticket had been issued by which
 	// second.
 	tickets string
+	// cfg is the room's configuration (queue.ConfigKey), there while the
+	// room is: the scripts write no history for a room deleted meanwhile.
+	cfg string
 }
 
 func keysOf(rooms Rooms, room string) keys {
 	base := rooms.RoomKey(room, "history")
-	return keys{points: base, meta: base + ":meta", tickets: base + ":tickets"}
+	return keys{points: base, meta: base + ":meta", tickets: base + ":tickets", cfg: rooms.RoomKey(room, queue.ConfigKey)}
 }

@@ -11,6 +11,7 @@
 --                        (the second of the clock's open-ended first entry)
 -- KEYS[3] tickets  ZSET  member = second (Unix s), score = the last ticket
 --                        issued by then; only seconds in which it grew
+-- KEYS[4] cfg      HASH  the room's configuration: there while the room is
 -- ARGV[1] the claimed second (Unix s)
 -- ARGV[2] waiting   ARGV[3] active   ARGV[4] targetActive
 -- ARGV[5] admitted, all time (the point holds the growth since the last)
@@ -24,7 +25,12 @@
 -- ARGV[14] the ticket of the user in the middle (0: nobody)
 --
 -- Returns 1 when the point was recorded, 0 when a point of this second or
--- a later one is there already (a late caller: points stay in order).
+-- a later one is there already (a late caller: points stay in order), -1
+-- when the room is gone (deleted since its figures were read: the delete
+-- removed its history, which is not made again).
+if redis.call('EXISTS', KEYS[4]) == 0 then
+  return -1
+end
 local sec = tonumber(ARGV[1])
 local m = redis.call('HMGET', KEYS[2], 'appended', 'admitted', 'seq')
 if tonumber(m[1] or '0') >= sec then

@@ -1,9 +1,0 @@
-//go:build !linux
-
-package main
-
-import "os/exec"
-
-// endWithTest does nothing here: only Linux can end a child with its
-// parent; the tests' cleanups stop the proxies.
-func endWithTest(*exec.Cmd) {}
