@@ -108,20 +108,6 @@ func machineTicks() (busy, total int64, err error) {
 	return busy, total, nil
 }
 
-// loadAverage is the first three fields of /proc/loadavg ("" when it
-// cannot be read).
-func loadAverage() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return ""
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return ""
-	}
-	return strings.Join(f[:3], " ")
-}
-
 // cpuMark is the CPU times at the start of a measured phase.
 type cpuMark struct {
 	procs       map[string]int64

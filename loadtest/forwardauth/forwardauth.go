@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"waitingroom/loadtest/internal/client"
+	"waitingroom/loadtest/internal/measure"
 	"waitingroom/loadtest/internal/report"
 	"waitingroom/loadtest/internal/scenario"
 )
@@ -98,7 +99,7 @@ func Run(ctx context.Context, o *scenario.Options, args []string) (_ report.Repo
 	}
 	rep := &faReport{Scenario: "forward-auth", Room: o.Room, CPUs: runtime.NumCPU(), Conns: c.conns, Visitors: c.visitors,
 		WarmupSeconds: c.warm.Seconds(), Seconds: c.dur.Seconds(), PageBytes: pageBytes,
-		OpenURI: openURI, ProtectedURI: protectedURI, LoadBefore: loadAverage()}
+		OpenURI: openURI, ProtectedURI: protectedURI, LoadBefore: measure.LoadAverage()}
 	st, err := startStack(ctx, c, o.Room)
 	if err != nil {
 		return nil, fmt.Errorf("forward-auth: %w", err)
@@ -154,7 +155,7 @@ func Run(ctx context.Context, o *scenario.Options, args []string) (_ report.Repo
 		}
 	}
 	rep.Interrupted = ctx.Err() != nil
-	rep.LoadAfter = loadAverage()
+	rep.LoadAfter = measure.LoadAverage()
 	rep.finish()
 	return rep, nil
 }

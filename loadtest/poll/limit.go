@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"waitingroom/loadtest/internal/client"
+	"waitingroom/loadtest/internal/measure"
 	"waitingroom/loadtest/internal/users"
 )
 
@@ -132,8 +133,8 @@ const (
 // measureLimit runs --limit's phases; the pollers (tokens) wait at the
 // front.
 func measureLimit(ctx context.Context, cfg pollConfig, a *client.API, adm *client.Admin, probe *costProbe, pollURL string, tokens []string) *limitPhases {
-	l := &limitPhases{LoadBefore: loadAverage()}
-	defer func() { l.LoadAfter = loadAverage() }()
+	l := &limitPhases{LoadBefore: measure.LoadAverage()}
+	defer func() { l.LoadAfter = measure.LoadAverage() }()
 	hc, conns := a.HTTP, cfg.conns
 	enterURL := a.Base + a.RoomPath("enter")
 	fail := func(err error) *limitPhases { l.Error = err.Error(); return l }
@@ -294,18 +295,4 @@ func fetchProfile(ctx context.Context, adm *client.Admin, seconds int, file stri
 		return fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(b)))
 	}
 	return os.WriteFile(file, b, 0o644)
-}
-
-// loadAverage is the first three fields of /proc/loadavg ("" when it
-// cannot be read).
-func loadAverage() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return ""
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return ""
-	}
-	return strings.Join(f[:3], " ")
 }
