@@ -230,9 +230,11 @@ loadtest:
 # the limits off and no cap per address, on BENCH_* addresses, then stops
 # both; the database is the demo's (enter and poll read none of it).
 # BENCH_ARGS adds flags, e.g. BENCH_ARGS="--duration 5s --cpu-profile enter.pprof".
+# The ports are below the kernel's ephemeral range (32768 and up), which any
+# outgoing connection of the machine may hold for a moment.
 BENCH_REDIS_PORT ?= 6491
-BENCH_HTTP_ADDR  ?= 127.0.0.1:38491
-BENCH_ADMIN_ADDR ?= 127.0.0.1:38492
+BENCH_HTTP_ADDR  ?= 127.0.0.1:28491
+BENCH_ADMIN_ADDR ?= 127.0.0.1:28492
 BENCH_ARGS       ?=
 bench-http: build
 	@$(GO) build -o bin/loadtest ./loadtest; \
