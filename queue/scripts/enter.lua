@@ -63,9 +63,21 @@
 -- nil to go on, or a table to reply {'GUARD', table} instead. fresh says
 -- whether the user holds no place yet (a new place, or a refusal).
 local user = ARGV[1]
+-- Where the user is, read once: the line, else the pre-queue, else an
+-- entry token. The guard writes only its own keys, so these stand for the
+-- rest of the script.
+local rank = redis.call('ZRANK', KEYS[3], user)
+local prank = false
+if not rank then
+  prank = redis.call('ZRANK', KEYS[8], user)
+end
+local token = false
+if not rank and not prank then
+  token = redis.call('HGET', KEYS[5], user)
+end
 do
-  local held = redis.call('ZSCORE', KEYS[3], user) or redis.call('ZSCORE', KEYS[8], user)
-  if not held and redis.call('HEXISTS', KEYS[5], user) == 1 then
+  local held = rank or prank
+  if not held and token then
     local t = redis.call('TIME')
     local deadline = tonumber(redis.call('ZSCORE', KEYS[4], user) or '0')
     held = deadline > tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -109,7 +121,6 @@ local function prequeued(rank, new)
           paused, message}
 end
 
-local rank = redis.call('ZRANK', KEYS[3], user)
 if rank then
   redis.call('ZADD', KEYS[7], 'GT', now + grace, user)
   local ticket = redis.call('ZSCORE', KEYS[3], user)
@@ -118,12 +129,10 @@ if rank then
   end
   return {'WAITING', ticket, rank + 1, redis.call('ZCARD', KEYS[3]), rate, target, closed, 0, paused, message}
 end
-rank = redis.call('ZRANK', KEYS[8], user)
-if rank then
-  return prequeued(rank, 0)
+if prank then
+  return prequeued(prank, 0)
 end
 
-local token = redis.call('HGET', KEYS[5], user)
 if token then
   local deadline = tonumber(redis.call('ZSCORE', KEYS[4], user) or '0')
   if deadline > now then
@@ -181,8 +190,10 @@ local ticket = redis.call('INCR', KEYS[2])
 redis.call('ZADD', KEYS[3], 'NX', ticket, user)
 redis.call('ZADD', KEYS[7], now + grace, user)
 redis.call('HINCRBY', KEYS[6], 'entered', 1)
-rank = redis.call('ZRANK', KEYS[3], user)
-if rank == 0 then
+-- Every ticket in the line came from seq (here, open.lua, mappend.lua,
+-- mfinish.lua), so the new one is the line's last: its rank is the count.
+local waiting = redis.call('ZCARD', KEYS[3])
+if waiting == 1 then
   wake(now)
 end
-return {'WAITING', ticket, rank + 1, redis.call('ZCARD', KEYS[3]), rate, target, 0, 1, paused, message}
+return {'WAITING', ticket, waiting, waiting, rate, target, 0, 1, paused, message}
