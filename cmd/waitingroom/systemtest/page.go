@@ -3,24 +3,10 @@ package systemtest
 // StreamsOpen is the number of open push streams of one transport ("" = all).
 func (in *Instance) StreamsOpen(transport string) float64 {
 	in.t.Helper()
-	mfs, err := in.Parts.Metrics.Registry.Gather()
-	if err != nil {
-		in.t.Fatal(err)
+	if transport == "" {
+		return in.MetricWhere("waitingroom_stream_connections")
 	}
-	var n float64
-	for _, mf := range mfs {
-		if mf.GetName() != "waitingroom_stream_connections" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "transport" && (transport == "" || l.GetValue() == transport) {
-					n += m.GetGauge().GetValue()
-				}
-			}
-		}
-	}
-	return n
+	return in.MetricWhere("waitingroom_stream_connections", "transport="+transport)
 }
 
 // OrderWhenReady waits until the holder of queueToken is READY and orders
