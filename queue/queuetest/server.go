@@ -61,7 +61,7 @@ func startServer(tb testing.TB, bin, dir string, extra ...string) (string, error
 		return "", err
 	}
 	host, port, _ := net.SplitHostPort(addr)
-	out := &syncBuffer{}
+	out := &SyncBuffer{}
 	args := append([]string{"--port", port, "--bind", host, "--save", "", "--appendonly", "no", "--dir", dir}, extra...)
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = out, out
@@ -149,19 +149,20 @@ func FreeAddr(tb testing.TB) string {
 
 func freeAddr() (string, error) { return freeport.BelowEphemeral() }
 
-// syncBuffer is a buffer that a process writes while a test may read it.
-type syncBuffer struct {
+// SyncBuffer is a buffer that a process (or a server's logger) writes
+// while a test may read it.
+type SyncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
 }
 
-func (s *syncBuffer) Write(p []byte) (int, error) {
+func (s *SyncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.Write(p)
 }
 
-func (s *syncBuffer) String() string {
+func (s *SyncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()

@@ -128,34 +128,17 @@ type Instance struct {
 	Parts  *compose.Parts // main's components
 	Base   string         // public, e.g. http://127.0.0.1:39211
 	Admin  string         // management
-	Logs   *syncBuffer
+	Logs   *queuetest.SyncBuffer
 	Stop   func()       // stops the server (once) and fails the test if Serve failed
 	Kill   func()       // child processes only: SIGKILL
 	Term   func() error // child processes only: SIGTERM, then the exit status
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // logTail is how many lines of an instance's log a failed test prints.
 const logTail = 40
 
-// tail is the last n lines written.
-func (s *syncBuffer) tail(n int) string {
+// tail is the last n lines written to s.
+func tail(s *queuetest.SyncBuffer, n int) string {
 	lines := strings.SplitAfter(strings.TrimSuffix(s.String(), "\n"), "\n")
 	if len(lines) > n {
 		lines = append([]string{fmt.Sprintf("(%d lines before)\n", len(lines)-n)}, lines[len(lines)-n:]...)
@@ -202,7 +185,7 @@ func (e *Env) Start(vars map[string]string) *Instance {
 	if e.DBURL != "" { // else: the configuration's (none in gateway mode)
 		cfg.DatabaseURL = e.DBURL
 	}
-	logs := &syncBuffer{}
+	logs := &queuetest.SyncBuffer{}
 	log := compose.NewLogger(logs, cfg.Log, true) // text unless WR_LOG_FORMAT=json
 	// The instance as the command composes it (Main), on e's Redis client
 	// and key prefix and on loopback ports.
@@ -219,7 +202,7 @@ func (e *Env) Start(vars map[string]string) *Instance {
 	// cleanup is registered before stop's, so it runs after it).
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("the log of the instance at %s, its last %d lines:\n%s", pub.Addr(), logTail, logs.tail(logTail))
+			t.Logf("the log of the instance at %s, its last %d lines:\n%s", pub.Addr(), logTail, tail(logs, logTail))
 		}
 	})
 	ctx, cancel := context.WithCancel(context.Background())

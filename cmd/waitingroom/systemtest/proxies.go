@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"waitingroom/queue/queuetest"
 )
 
 // FrontProxy is one shipped configuration and how its server runs it.
@@ -72,7 +74,7 @@ func RunProxy(t *testing.T, p FrontProxy, bin, dir, listen string) (string, erro
 	cmd.Dir = dir
 	// Caddy keeps its state in the user's folders: HOME puts them in dir.
 	cmd.Env = append(withoutEnv(os.Environ(), "HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME"), "HOME="+dir)
-	out := &syncBuffer{}
+	out := &queuetest.SyncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	// A group of its own: if it must be killed, its workers (nginx's)
 	// go with it, and with them the pipe Wait reads to its end.
