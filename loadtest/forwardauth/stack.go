@@ -16,6 +16,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"waitingroom/internal/freeport"
 	"waitingroom/loadtest/internal/client"
 	"waitingroom/loadtest/internal/proc"
 )
@@ -99,7 +100,7 @@ func startStack(ctx context.Context, c faConfig, room string) (s *stack, err err
 		}
 	}
 	for _, a := range []*string{&s.wrAddr, &s.adminAddr, &s.originAddr, &s.directAddr, &s.authAddr, &s.gwAddr, &s.gwAdmin} {
-		if *a, err = proc.FreeAddr(); err != nil {
+		if *a, err = freeport.BelowEphemeral(); err != nil {
 			return s, err
 		}
 	}

@@ -163,17 +163,6 @@ func (p *Proc) AwaitListening(addr string, within time.Duration) error {
 	}
 }
 
-// FreeAddr is a loopback address with a port nothing listens on now, the
-// kernel's choice.
-func FreeAddr() (string, error) {
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
-}
-
 // GoBuild builds the module's package pkg into dir/name, with the go
 // command on the PATH or else this toolchain's; it must run from within
 // the module.
